@@ -1,0 +1,98 @@
+"""One error root for everything dst raises on purpose.
+
+The tree::
+
+    DstError                      any expected failure; carries a "what to do next"
+    ├── InputError                exit 2: bad lens files, bad flags, unsafe SQL
+    │   ├── LensLoadError         a lens file failed to parse or validate (file, line)
+    │   ├── UnsafeSqlError        SQL that is not exactly one read-only query
+    │   └── UsageError            a flag, revision or lens name that does not resolve
+    ├── StateError                exit 2: serving state that cannot be read as written
+    │   └── RefConflict           a compare-and-swap lost: the ref moved since the plan
+    └── WarehouseError            exit 2: the warehouse could not be reached or queried
+
+``cli.py`` is the only place that turns these into exit codes; everything else
+raises them with enough context (file, line, ref, expected/actual oid) for the
+message to say what happened and what to do next.
+"""
+
+from __future__ import annotations
+
+
+class DstError(Exception):
+    """Root of every error dst raises on purpose.
+
+    Args:
+        message: what went wrong, naming the file/ref/lens involved.
+        fix: what the user should do next; printed after the message.
+    """
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, fix: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.fix = fix
+
+    def render(self) -> str:
+        """The message and, when known, the fix, as one or two lines."""
+        return self.message if not self.fix else f"{self.message}\n  fix: {self.fix}"
+
+
+class InputError(DstError):
+    """Bad input from the user: lens files, flags, SQL."""
+
+
+class LensLoadError(InputError):
+    """A lens file that does not parse or validate.
+
+    Args:
+        path: repository-relative path of the file (``lenses/sales/metrics/x.yaml``).
+        line: 1-based line of the offending node, when known.
+        message: what is wrong there.
+        fix: how to repair it.
+    """
+
+    def __init__(
+        self, path: str, message: str, *, line: int | None = None, fix: str | None = None
+    ) -> None:
+        where = f"{path}:{line}" if line is not None else path
+        super().__init__(f"{where}: {message}", fix=fix)
+        self.path = path
+        self.line = line
+
+
+class UnsafeSqlError(InputError):
+    """SQL that the read-only guard refuses (writes, several statements, commands)."""
+
+
+class UsageError(InputError):
+    """A command-line flag, revision or lens name that does not resolve."""
+
+
+class StateError(DstError):
+    """Serving state in ``refs/dst/`` that cannot be read or is of an unknown schema."""
+
+
+class RefConflict(StateError):
+    """A compare-and-swap ref update lost the race.
+
+    Args:
+        ref: the full ref name.
+        expected: the oid the plan saw (``None`` when it saw no ref).
+        actual: the oid found under the lock (``None`` when the ref is gone).
+    """
+
+    def __init__(self, ref: str, expected: str | None, actual: str | None) -> None:
+        super().__init__(
+            f"{ref} moved since the plan (expected {expected or 'no ref'}, "
+            f"found {actual or 'no ref'})",
+            fix="another promoter won; re-plan and apply again",
+        )
+        self.ref = ref
+        self.expected = expected
+        self.actual = actual
+
+
+class WarehouseError(DstError):
+    """The warehouse could not be reached, or a statement failed to execute."""

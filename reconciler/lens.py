@@ -1,0 +1,425 @@
+"""The lens: its file formats (pydantic models) and the loader that builds one from bytes.
+
+Layout (DESIGN §2)::
+
+    lens.yaml  models/*.yaml  metrics/*.yaml  skills/*.md  exemplars/*.yaml
+    answers/*.yaml  evals/cases.yaml  seeds/*.csv
+
+:func:`load_lens` takes the lens directory's files as ``{lens-relative path: bytes}``
+so a lens at a commit, in the working tree and in a test load the same way. Every
+model is strict (``extra="forbid"``, no coercion): an unknown key, a wrong type or
+an unquoted ``NO`` is a :class:`~reconciler.errors.LensLoadError` at its line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, NewType
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from reconciler import guard
+from reconciler.errors import LensLoadError, UnsafeSqlError
+from reconciler.loader import Document, load_yaml, validate
+
+LensName = NewType("LensName", str)
+AnswerId = NewType("AnswerId", str)
+AssetId = NewType("AssetId", str)
+Oid = NewType("Oid", str)
+
+MAX_ROW_CAP = 1000
+LENS_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+_NAME_RE = r"^[A-Za-z_][A-Za-z0-9_]*$"
+_DATE_RE = r"^\d{4}-\d{2}-\d{2}$"
+
+# Phrases whose meaning depends on the day the question is asked (DESIGN §4: such
+# a certified question is evaluated at the lens's pinned as_of, or rejected).
+RELATIVE_DATE_RE = re.compile(
+    r"\b(today|yesterday|tomorrow|this (week|month|quarter|year)|"
+    r"(last|previous|past|prior|current|next) (\d+ )?(day|week|month|quarter|year)s?|"
+    r"year to date|month to date|quarter to date|ytd|mtd|qtd)\b",
+    re.IGNORECASE,
+)
+
+
+class Strict(BaseModel):
+    """Base for every lens file model: frozen, strict types, unknown keys rejected."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class SmartTier(Strict):
+    """Settings of the optional LLM tier (an OpenAI-compatible endpoint)."""
+
+    model: str | None = None
+    base_url_env: str = "DST_LLM_BASE_URL"
+    api_key_env: str = "DST_LLM_API_KEY"
+
+
+class GeneratorConfig(Strict):
+    """Which generator tiers a lens uses, in order of preference."""
+
+    tiers: tuple[Literal["fast", "smart"], ...] = ("fast",)
+    smart: SmartTier | None = None
+
+
+class ClarifyTerm(Strict):
+    """An ambiguous term: a question containing it is answered with ``ask``."""
+
+    term: str
+    ask: str
+
+
+class LensConfig(Strict):
+    """``lens.yaml``.
+
+    ``generation_fields`` lists the part that feeds generation; only that part is
+    the ``lens/<name>`` asset, so editing ``description`` or ``eval_gate`` makes
+    nothing stale.
+    """
+
+    name: str
+    description: str = ""
+    eval_gate: Literal["off", "warn", "block"] = "block"
+    warehouse: str | None = None
+    dialect: str = "duckdb"
+    row_cap: int = Field(default=MAX_ROW_CAP, ge=1, le=MAX_ROW_CAP)
+    statement_timeout_s: float = Field(default=30.0, gt=0, le=3600)
+    as_of: str | None = Field(default=None, pattern=_DATE_RE)
+    generator: GeneratorConfig = GeneratorConfig()
+    exclusions: tuple[str, ...] = ()
+    clarify: tuple[ClarifyTerm, ...] = ()
+
+    generation_fields = ("dialect", "row_cap", "as_of", "generator", "exclusions", "clarify")
+
+    def generation_part(self) -> dict[str, Any]:
+        """The fields that feed generation, as plain JSON-ready data."""
+        dumped = self.model_dump(mode="json")
+        return {k: dumped[k] for k in self.generation_fields}
+
+
+class Column(Strict):
+    """A dimension, time dimension or fact of a model; ``expr`` defaults to ``name``."""
+
+    name: str = Field(pattern=_NAME_RE)
+    expr: str | None = None
+    data_type: str = "string"
+    description: str = ""
+    synonyms: tuple[str, ...] = ()
+    sample_values: tuple[str, ...] = ()
+
+    @property
+    def sql(self) -> str:
+        """The SQL expression over the model's table."""
+        return self.expr or self.name
+
+
+class Join(Strict):
+    """A join from this model to another: ``on`` maps this model's columns to ``to``'s."""
+
+    to: str
+    relationship: Literal["many_to_one", "one_to_one", "one_to_many"] = "many_to_one"
+    on: dict[str, str]
+
+
+class Model(Strict):
+    """``models/*.yaml``: one physical table and its semantic columns."""
+
+    name: str = Field(pattern=_NAME_RE)
+    description: str = ""
+    table: str
+    primary_key: tuple[str, ...] = ()
+    dimensions: tuple[Column, ...] = ()
+    time_dimensions: tuple[Column, ...] = ()
+    facts: tuple[Column, ...] = ()
+    default_time_dimension: str | None = None
+    joins: tuple[Join, ...] = ()
+
+    def columns(self) -> tuple[Column, ...]:
+        """Every declared column: dimensions, time dimensions, facts."""
+        return self.dimensions + self.time_dimensions + self.facts
+
+    def time_dimension(self) -> Column | None:
+        """The default time dimension, else the first declared one, else ``None``."""
+        for col in self.time_dimensions:
+            if col.name == self.default_time_dimension:
+                return col
+        return self.time_dimensions[0] if self.time_dimensions else None
+
+
+class Metric(Strict):
+    """``metrics/*.yaml``: an aggregate ``expression`` over ``model``'s table."""
+
+    name: str = Field(pattern=_NAME_RE)
+    label: str | None = None
+    description: str = ""
+    synonyms: tuple[str, ...] = ()
+    model: str
+    expression: str
+    filters: tuple[str, ...] = ()
+
+
+class Exemplar(Strict):
+    """``exemplars/*.yaml``: an uncertified question → SQL example."""
+
+    name: str = Field(pattern=_NAME_RE)
+    question: str
+    sql: str
+    description: str = ""
+
+
+class Provenance(Strict):
+    """Who certified an answer, when, and from what."""
+
+    certified_by: str
+    certified_at: str
+    source: str = "manual"
+
+
+class Answer(Strict):
+    """``answers/*.yaml``: a certified answer; ``sql`` is the oracle."""
+
+    id: str = Field(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+    question: str
+    sql: str
+    status: Literal["active", "retired", "draft"] = "active"
+    provenance: Provenance
+    description: str = ""
+
+    @field_validator("question")
+    @classmethod
+    def _question_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("question is empty")
+        return value
+
+
+class Case(Strict):
+    """One behavioural case from ``evals/cases.yaml``."""
+
+    question: str
+    expect: Literal["clarify", "refuse", "answer"]
+    term: str | None = None
+
+
+class CasesFile(Strict):
+    """``evals/cases.yaml``."""
+
+    cases: tuple[Case, ...] = ()
+
+
+@dataclass(frozen=True)
+class Skill:
+    """``skills/*.md``: instructions merged into the generation context."""
+
+    path: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Lens:
+    """A validated lens.
+
+    Attributes:
+        name: the lens directory name (``lenses/<name>``).
+        root: repository-relative directory, for messages.
+        config: ``lens.yaml``.
+        models, metrics, exemplars: by declared name.
+        skills: by lens-relative path (``skills/fiscal.md``).
+        answers: by answer id, every status.
+        cases: behavioural cases.
+        seeds: ``{table name: lens-relative csv path}``.
+        sources: ``{asset id or answer id: lens-relative path}`` for messages.
+    """
+
+    name: LensName
+    root: str
+    config: LensConfig
+    models: Mapping[str, Model] = field(default_factory=dict)
+    metrics: Mapping[str, Metric] = field(default_factory=dict)
+    skills: Mapping[str, Skill] = field(default_factory=dict)
+    exemplars: Mapping[str, Exemplar] = field(default_factory=dict)
+    answers: Mapping[AnswerId, Answer] = field(default_factory=dict)
+    cases: tuple[Case, ...] = ()
+    seeds: Mapping[str, str] = field(default_factory=dict)
+    sources: Mapping[str, str] = field(default_factory=dict)
+
+    def active_answers(self) -> list[Answer]:
+        """Active answers, sorted by id."""
+        return sorted(
+            (a for a in self.answers.values() if a.status == "active"), key=lambda a: a.id
+        )
+
+    def model_for_table(self, table: str) -> Model | None:
+        """The model whose physical table is ``table`` (case-insensitive, last part)."""
+        wanted = table.lower().split(".")[-1]
+        for model in self.models.values():
+            if model.table.lower().split(".")[-1] == wanted:
+                return model
+        return None
+
+
+def _yaml_files(files: Mapping[str, bytes], folder: str) -> list[str]:
+    return sorted(
+        p for p in files if p.startswith(folder + "/") and p.endswith((".yaml", ".yml"))
+    )
+
+
+def load_lens(name: str, files: Mapping[str, bytes], *, root: str | None = None) -> Lens:
+    """Build a lens from its files.
+
+    Args:
+        name: the lens directory name.
+        files: ``{lens-relative posix path: bytes}`` for every file under the lens.
+        root: repository-relative lens directory for messages (default ``lenses/<name>``).
+
+    Returns:
+        The validated lens.
+
+    Raises:
+        LensLoadError: the first problem found, naming the file and line: bad
+            YAML, unknown or duplicate keys, wrong types, implicit-typing traps,
+            a name declared twice, a reference to an unknown model, unsafe or
+            unparseable SQL, or a relative-date question without ``as_of``.
+    """
+    root = root or f"lenses/{name}"
+    if not LENS_NAME_RE.match(name):
+        raise LensLoadError(root, f"lens name {name!r} is not a valid lens name",
+                            fix="use lowercase letters, digits, '-' and '_'")
+    if "lens.yaml" not in files:
+        raise LensLoadError(f"{root}/lens.yaml", "missing", fix="add a lens.yaml with a name")
+
+    def doc(rel: str) -> Document:
+        return load_yaml(f"{root}/{rel}", files[rel])
+
+    config_doc = doc("lens.yaml")
+    config = validate(LensConfig, config_doc)
+    if config.name != name:
+        raise LensLoadError(config_doc.path, f"name {config.name!r} differs from the "
+                            f"directory name {name!r}", line=config_doc.line_of(("name",)),
+                            fix=f"set name: {name}")
+    sources: dict[str, str] = {f"lens/{name}": "lens.yaml"}
+    dialect = config.dialect
+
+    def declare(kind: str, key: str, rel: str, d: Document, at: tuple[str, ...]) -> None:
+        asset = f"{kind}/{key}"
+        if asset in sources:
+            raise LensLoadError(d.path, f"{kind[:-1] if kind != 'answers' else 'answer'} "
+                                f"{key!r} is already declared in {root}/{sources[asset]}",
+                                line=d.line_of(at), fix="rename one of them")
+        sources[asset] = rel
+
+    models: dict[str, Model] = {}
+    for rel in _yaml_files(files, "models"):
+        d = doc(rel)
+        m = validate(Model, d)
+        declare("models", m.name, rel, d, ("name",))
+        for group in ("dimensions", "time_dimensions", "facts"):
+            for i, col in enumerate(getattr(m, group)):
+                _check_expression(d, col.sql, dialect, (group, i))
+        models[m.name] = m
+
+    metrics: dict[str, Metric] = {}
+    for rel in _yaml_files(files, "metrics"):
+        d = doc(rel)
+        mt = validate(Metric, d)
+        declare("metrics", mt.name, rel, d, ("name",))
+        _check_expression(d, mt.expression, dialect, ("expression",))
+        for i, flt in enumerate(mt.filters):
+            _check_expression(d, flt, dialect, ("filters", i))
+        metrics[mt.name] = mt
+
+    exemplars: dict[str, Exemplar] = {}
+    for rel in _yaml_files(files, "exemplars"):
+        d = doc(rel)
+        ex = validate(Exemplar, d)
+        declare("exemplars", ex.name, rel, d, ("name",))
+        _check_query(d, ex.sql, dialect)
+        exemplars[ex.name] = ex
+
+    answers: dict[AnswerId, Answer] = {}
+    for rel in _yaml_files(files, "answers"):
+        d = doc(rel)
+        ans = validate(Answer, d)
+        declare("answers", ans.id, rel, d, ("id",))
+        _check_query(d, ans.sql, dialect)
+        if config.as_of is None and ans.status == "active":
+            _check_relative_dates(d, ans, dialect)
+        answers[AnswerId(ans.id)] = ans
+
+    skills: dict[str, Skill] = {}
+    for rel in sorted(p for p in files if p.startswith("skills/") and p.endswith(".md")):
+        try:
+            text = files[rel].decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise LensLoadError(f"{root}/{rel}", "not UTF-8", fix="save it as UTF-8") from None
+        skills[rel] = Skill(rel, text)
+        sources[rel] = rel
+
+    cases: tuple[Case, ...] = ()
+    if "evals/cases.yaml" in files:
+        cases = validate(CasesFile, doc("evals/cases.yaml")).cases
+
+    seeds = {
+        rel[len("seeds/"):-len(".csv")].lower(): rel
+        for rel in sorted(files)
+        if rel.startswith("seeds/") and rel.endswith(".csv") and rel.count("/") == 1
+    }
+    lens = Lens(LensName(name), root, config, models, metrics, skills, exemplars, answers,
+                cases, seeds, sources)
+    _check_references(lens, files)
+    return lens
+
+
+def _check_expression(d: Document, sql: str, dialect: str, at: tuple[str | int, ...]) -> None:
+    try:
+        guard.parse_expression(sql, dialect)
+    except UnsafeSqlError as exc:
+        raise LensLoadError(d.path, exc.message, line=d.line_of(at), fix=exc.fix) from None
+
+
+def _check_query(d: Document, sql: str, dialect: str) -> None:
+    try:
+        guard.check_read_only(sql, dialect)
+    except UnsafeSqlError as exc:
+        raise LensLoadError(d.path, f"sql: {exc.message}", line=d.line_of(("sql",)),
+                            fix=exc.fix) from None
+
+
+def _check_relative_dates(d: Document, ans: Answer, dialect: str) -> None:
+    match = RELATIVE_DATE_RE.search(ans.question)
+    reads_clock = guard.reads_current_date(ans.sql, dialect)
+    if match or reads_clock:
+        what = f"question says {match.group(0)!r}" if match else "sql reads the current date"
+        raise LensLoadError(
+            d.path, f"answer {ans.id!r}: {what}, but the lens pins no as_of date",
+            line=d.line_of(("question",) if match else ("sql",)),
+            fix='add as_of: "YYYY-MM-DD" to lens.yaml so the answer is evaluated on a fixed day',
+        )
+
+
+def _check_references(lens: Lens, files: Mapping[str, bytes]) -> None:
+    def fail(asset: str, at: tuple[str | int, ...], message: str, fix: str) -> None:
+        rel = lens.sources[asset]
+        d = load_yaml(f"{lens.root}/{rel}", files[rel])
+        raise LensLoadError(d.path, message, line=d.line_of(at), fix=fix)
+
+    known = ", ".join(sorted(lens.models)) or "none"
+    for metric in lens.metrics.values():
+        if metric.model not in lens.models:
+            fail(f"metrics/{metric.name}", ("model",),
+                 f"metric {metric.name!r} reads unknown model {metric.model!r}",
+                 f"use one of the lens's models ({known})")
+    for model in lens.models.values():
+        names = {c.name for c in model.time_dimensions}
+        if model.default_time_dimension and model.default_time_dimension not in names:
+            fail(f"models/{model.name}", ("default_time_dimension",),
+                 f"default_time_dimension {model.default_time_dimension!r} is not one of "
+                 f"the model's time_dimensions", "name one of its time_dimensions")
+        for i, join in enumerate(model.joins):
+            if join.to not in lens.models:
+                fail(f"models/{model.name}", ("joins", i, "to"),
+                     f"model {model.name!r} joins unknown model {join.to!r}",
+                     f"use one of the lens's models ({known})")

@@ -1,0 +1,206 @@
+"""YAML loading with line numbers, duplicate-key checks and implicit-typing traps.
+
+Loaders take bytes, not paths, so a lens read from a git tree, from the working
+tree and from a test share one code path. A document is composed (not loaded)
+so every node keeps its line; values are then built by hand so that
+
+* a duplicate key is an error naming both lines,
+* every value's line is kept under its path (``("columns", 2, "name")``),
+* a plain scalar that YAML 1.1 reads as something other than a string
+  (``NO`` → false, ``1.10`` → 1.1, ``012`` → 10, ``12:30`` → 750) keeps its raw
+  text, so a string field that receives it can ask for quotes instead of
+  silently coercing.
+
+Validation goes through pydantic models in strict mode; :func:`validate` turns a
+``ValidationError`` into a :class:`~reconciler.errors.LensLoadError` at the
+offending line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from reconciler.errors import LensLoadError
+
+Path = tuple[str | int, ...]
+M = TypeVar("M", bound=BaseModel)
+
+MAX_DOCUMENT_BYTES = 1_000_000
+
+_STR_TAG = "tag:yaml.org,2002:str"
+_TYPE_WORDS = {
+    "tag:yaml.org,2002:bool": "a boolean",
+    "tag:yaml.org,2002:int": "an integer",
+    "tag:yaml.org,2002:float": "a number",
+    "tag:yaml.org,2002:timestamp": "a date",
+    "tag:yaml.org,2002:null": "null",
+}
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where a value came from: 1-based line, its raw text and its YAML tag."""
+
+    line: int
+    raw: str | None = None
+    tag: str | None = None
+
+
+@dataclass(frozen=True)
+class Document:
+    """A parsed YAML file: its repository-relative path, data and per-path locations."""
+
+    path: str
+    data: Any
+    locations: Mapping[Path, Location]
+
+    def line_of(self, path: Path) -> int | None:
+        """The line of the deepest known node on ``path``, or ``None`` for an empty file."""
+        for end in range(len(path), -1, -1):
+            loc = self.locations.get(path[:end])
+            if loc is not None:
+                return loc.line
+        return None
+
+
+def load_yaml(path: str, content: bytes) -> Document:
+    """Parse one YAML document.
+
+    Args:
+        path: repository-relative path, used in error messages only.
+        content: the file's bytes (UTF-8, at most ``MAX_DOCUMENT_BYTES``).
+
+    Returns:
+        The document; an empty file yields ``data=None``.
+
+    Raises:
+        LensLoadError: non-UTF-8 bytes, a syntax error, several documents in
+            one file, a duplicate key, or a non-string mapping key.
+    """
+    if len(content) > MAX_DOCUMENT_BYTES:
+        raise LensLoadError(
+            path,
+            f"file is {len(content)} bytes, over the {MAX_DOCUMENT_BYTES}-byte bound",
+            fix="split it into several files",
+        )
+    try:
+        text = content.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise LensLoadError(path, f"not UTF-8 ({exc.reason} at byte {exc.start})",
+                            fix="save the file as UTF-8") from None
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else None
+        problem = exc.problem or exc.context or "invalid YAML"
+        raise LensLoadError(path, f"YAML syntax error: {problem}", line=line,
+                            fix="correct the YAML syntax at that line") from None
+    except yaml.YAMLError as exc:
+        raise LensLoadError(path, f"YAML error: {exc}", fix="correct the YAML") from None
+    finally:
+        loader.dispose()
+    locations: dict[Path, Location] = {}
+    if node is None:
+        return Document(path, None, locations)
+    data = _build(path, node, (), locations, yaml.SafeLoader(""))
+    return Document(path, data, locations)
+
+
+def _build(
+    path: str, node: yaml.Node, at: Path, locations: dict[Path, Location],
+    constructor: yaml.SafeLoader,
+) -> Any:
+    line = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        locations[at] = Location(line)
+        out: dict[str, Any] = {}
+        first_line: dict[str, int] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                raise LensLoadError(path, "merge keys (<<) are not supported", line=line,
+                                    fix="write the keys out")
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise LensLoadError(path, "mapping keys must be plain strings",
+                                    line=key_node.start_mark.line + 1)
+            key = str(key_node.value)
+            key_line = key_node.start_mark.line + 1
+            if key in out:
+                raise LensLoadError(
+                    path, f"duplicate key {key!r} (first on line {first_line[key]})",
+                    line=key_line, fix="keep one of the two entries",
+                )
+            first_line[key] = key_line
+            out[key] = _build(path, value_node, (*at, key), locations, constructor)
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        locations[at] = Location(line)
+        return [
+            _build(path, child, (*at, i), locations, constructor)
+            for i, child in enumerate(node.value)
+        ]
+    assert isinstance(node, yaml.ScalarNode)
+    locations[at] = Location(line, raw=str(node.value), tag=node.tag)
+    if node.tag == _STR_TAG:
+        return str(node.value)
+    try:
+        return constructor.construct_object(node, deep=True)
+    except (yaml.YAMLError, ValueError):
+        return str(node.value)
+
+
+def validate(model: type[M], doc: Document, *, data: Any = None) -> M:
+    """Validate a document against a strict pydantic model.
+
+    Args:
+        model: the pydantic model class (``extra="forbid"``, strict).
+        doc: the parsed document.
+        data: validate this instead of ``doc.data`` (for documents a caller reshapes).
+
+    Returns:
+        The validated, frozen model instance.
+
+    Raises:
+        LensLoadError: at the line of the first offending value, saying which
+            key is unknown, which type was expected, or which YAML 1.1 implicit
+            type captured an unquoted string.
+    """
+    payload = doc.data if data is None else data
+    if payload is None:
+        payload = {}
+    try:
+        return model.model_validate(payload)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc: Path = tuple(err["loc"])
+        raise _located(doc, loc, err) from None
+
+
+def _located(doc: Document, loc: Path, err: Mapping[str, Any]) -> LensLoadError:
+    kind = str(err.get("type", ""))
+    dotted = ".".join(str(p) for p in loc) or "(document)"
+    line = doc.line_of(loc)
+    found = doc.locations.get(loc)
+    if kind == "extra_forbidden":
+        return LensLoadError(doc.path, f"unknown key {loc[-1]!r}", line=line,
+                             fix="remove it or check its spelling against the lens format")
+    if kind == "missing":
+        return LensLoadError(doc.path, f"missing required key {dotted!r}", line=line,
+                             fix=f"add {loc[-1]!r}")
+    if (kind.startswith("string_") and found is not None and found.tag in _TYPE_WORDS
+            and found.raw is not None):
+        word = _TYPE_WORDS[found.tag]
+        return LensLoadError(
+            doc.path,
+            f"{dotted}: YAML reads unquoted {found.raw!r} as {word}, not the text",
+            line=line, fix=f"quote it: {dotted.split('.')[-1]}: \"{found.raw}\"",
+        )
+    msg = str(err.get("msg", "invalid value"))
+    return LensLoadError(doc.path, f"{dotted}: {msg}", line=line,
+                         fix="correct the value to match the lens format")

@@ -1,0 +1,42 @@
+"""The executed result of one statement, as plain values (pure; no driver types)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ResultSet:
+    """Rows a statement returned, capped.
+
+    Attributes:
+        columns: column names in select-list order (as the driver reports them).
+        rows: at most ``cap`` rows, each a tuple of Python values (int, float,
+            Decimal, str, bool, date, datetime, None …).
+        truncated: ``True`` when the statement produced more than ``cap`` rows
+            (``cap + 1`` were fetched to know); such a result is inconclusive.
+        elapsed_s: wall time of execution and fetch, in seconds.
+    """
+
+    columns: tuple[str, ...]
+    rows: tuple[tuple[Any, ...], ...]
+    truncated: bool = False
+    elapsed_s: float = 0.0
+
+    def preview(self, limit: int = 20) -> dict[str, Any]:
+        """A JSON-ready excerpt: columns, the first ``limit`` rows as strings, row count."""
+        return {
+            "columns": list(self.columns),
+            "rows": [[_cell(v) for v in row] for row in self.rows[:limit]],
+            "row_count": len(self.rows),
+            "truncated": self.truncated,
+        }
+
+
+def _cell(value: Any) -> Any:
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value
+    return str(value)
