@@ -262,9 +262,7 @@ class Lens:
 
 
 def _yaml_files(files: Mapping[str, bytes], folder: str) -> list[str]:
-    return sorted(
-        p for p in files if p.startswith(folder + "/") and p.endswith((".yaml", ".yml"))
-    )
+    return sorted(p for p in files if p.startswith(folder + "/") and p.endswith((".yaml", ".yml")))
 
 
 def load_lens(name: str, files: Mapping[str, bytes], *, root: str | None = None) -> Lens:
@@ -286,8 +284,11 @@ def load_lens(name: str, files: Mapping[str, bytes], *, root: str | None = None)
     """
     root = root or f"lenses/{name}"
     if not LENS_NAME_RE.match(name):
-        raise LensLoadError(root, f"lens name {name!r} is not a valid lens name",
-                            fix="use lowercase letters, digits, '-' and '_'")
+        raise LensLoadError(
+            root,
+            f"lens name {name!r} is not a valid lens name",
+            fix="use lowercase letters, digits, '-' and '_'",
+        )
     if "lens.yaml" not in files:
         raise LensLoadError(f"{root}/lens.yaml", "missing", fix="add a lens.yaml with a name")
 
@@ -297,18 +298,25 @@ def load_lens(name: str, files: Mapping[str, bytes], *, root: str | None = None)
     config_doc = doc("lens.yaml")
     config = validate(LensConfig, config_doc)
     if config.name != name:
-        raise LensLoadError(config_doc.path, f"name {config.name!r} differs from the "
-                            f"directory name {name!r}", line=config_doc.line_of(("name",)),
-                            fix=f"set name: {name}")
+        raise LensLoadError(
+            config_doc.path,
+            f"name {config.name!r} differs from the directory name {name!r}",
+            line=config_doc.line_of(("name",)),
+            fix=f"set name: {name}",
+        )
     sources: dict[str, str] = {f"lens/{name}": "lens.yaml"}
     dialect = config.dialect
 
     def declare(kind: str, key: str, rel: str, d: Document, at: tuple[str, ...]) -> None:
         asset = f"{kind}/{key}"
         if asset in sources:
-            raise LensLoadError(d.path, f"{kind[:-1] if kind != 'answers' else 'answer'} "
-                                f"{key!r} is already declared in {root}/{sources[asset]}",
-                                line=d.line_of(at), fix="rename one of them")
+            raise LensLoadError(
+                d.path,
+                f"{kind[:-1] if kind != 'answers' else 'answer'} "
+                f"{key!r} is already declared in {root}/{sources[asset]}",
+                line=d.line_of(at),
+                fix="rename one of them",
+            )
         sources[asset] = rel
 
     models: dict[str, Model] = {}
@@ -363,12 +371,23 @@ def load_lens(name: str, files: Mapping[str, bytes], *, root: str | None = None)
         cases = validate(CasesFile, doc("evals/cases.yaml")).cases
 
     seeds = {
-        rel[len("seeds/"):-len(".csv")].lower(): rel
+        rel[len("seeds/") : -len(".csv")].lower(): rel
         for rel in sorted(files)
         if rel.startswith("seeds/") and rel.endswith(".csv") and rel.count("/") == 1
     }
-    lens = Lens(LensName(name), root, config, models, metrics, skills, exemplars, answers,
-                cases, seeds, sources)
+    lens = Lens(
+        LensName(name),
+        root,
+        config,
+        models,
+        metrics,
+        skills,
+        exemplars,
+        answers,
+        cases,
+        seeds,
+        sources,
+    )
     _check_references(lens, files)
     return lens
 
@@ -384,8 +403,9 @@ def _check_query(d: Document, sql: str, dialect: str) -> None:
     try:
         guard.check_read_only(sql, dialect)
     except UnsafeSqlError as exc:
-        raise LensLoadError(d.path, f"sql: {exc.message}", line=d.line_of(("sql",)),
-                            fix=exc.fix) from None
+        raise LensLoadError(
+            d.path, f"sql: {exc.message}", line=d.line_of(("sql",)), fix=exc.fix
+        ) from None
 
 
 def _check_relative_dates(d: Document, ans: Answer, dialect: str) -> None:
@@ -394,7 +414,8 @@ def _check_relative_dates(d: Document, ans: Answer, dialect: str) -> None:
     if match or reads_clock:
         what = f"question says {match.group(0)!r}" if match else "sql reads the current date"
         raise LensLoadError(
-            d.path, f"answer {ans.id!r}: {what}, but the lens pins no as_of date",
+            d.path,
+            f"answer {ans.id!r}: {what}, but the lens pins no as_of date",
             line=d.line_of(("question",) if match else ("sql",)),
             fix='add as_of: "YYYY-MM-DD" to lens.yaml so the answer is evaluated on a fixed day',
         )
@@ -409,17 +430,27 @@ def _check_references(lens: Lens, files: Mapping[str, bytes]) -> None:
     known = ", ".join(sorted(lens.models)) or "none"
     for metric in lens.metrics.values():
         if metric.model not in lens.models:
-            fail(f"metrics/{metric.name}", ("model",),
-                 f"metric {metric.name!r} reads unknown model {metric.model!r}",
-                 f"use one of the lens's models ({known})")
+            fail(
+                f"metrics/{metric.name}",
+                ("model",),
+                f"metric {metric.name!r} reads unknown model {metric.model!r}",
+                f"use one of the lens's models ({known})",
+            )
     for model in lens.models.values():
         names = {c.name for c in model.time_dimensions}
         if model.default_time_dimension and model.default_time_dimension not in names:
-            fail(f"models/{model.name}", ("default_time_dimension",),
-                 f"default_time_dimension {model.default_time_dimension!r} is not one of "
-                 f"the model's time_dimensions", "name one of its time_dimensions")
+            fail(
+                f"models/{model.name}",
+                ("default_time_dimension",),
+                f"default_time_dimension {model.default_time_dimension!r} is not one of "
+                f"the model's time_dimensions",
+                "name one of its time_dimensions",
+            )
         for i, join in enumerate(model.joins):
             if join.to not in lens.models:
-                fail(f"models/{model.name}", ("joins", i, "to"),
-                     f"model {model.name!r} joins unknown model {join.to!r}",
-                     f"use one of the lens's models ({known})")
+                fail(
+                    f"models/{model.name}",
+                    ("joins", i, "to"),
+                    f"model {model.name!r} joins unknown model {join.to!r}",
+                    f"use one of the lens's models ({known})",
+                )

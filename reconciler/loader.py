@@ -91,8 +91,9 @@ def load_yaml(path: str, content: bytes) -> Document:
     try:
         text = content.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise LensLoadError(path, f"not UTF-8 ({exc.reason} at byte {exc.start})",
-                            fix="save the file as UTF-8") from None
+        raise LensLoadError(
+            path, f"not UTF-8 ({exc.reason} at byte {exc.start})", fix="save the file as UTF-8"
+        ) from None
     loader = yaml.SafeLoader(text)
     try:
         node = loader.get_single_node()
@@ -100,8 +101,12 @@ def load_yaml(path: str, content: bytes) -> Document:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
         problem = exc.problem or exc.context or "invalid YAML"
-        raise LensLoadError(path, f"YAML syntax error: {problem}", line=line,
-                            fix="correct the YAML syntax at that line") from None
+        raise LensLoadError(
+            path,
+            f"YAML syntax error: {problem}",
+            line=line,
+            fix="correct the YAML syntax at that line",
+        ) from None
     except yaml.YAMLError as exc:
         raise LensLoadError(path, f"YAML error: {exc}", fix="correct the YAML") from None
     finally:
@@ -114,7 +119,10 @@ def load_yaml(path: str, content: bytes) -> Document:
 
 
 def _build(
-    path: str, node: yaml.Node, at: Path, locations: dict[Path, Location],
+    path: str,
+    node: yaml.Node,
+    at: Path,
+    locations: dict[Path, Location],
     constructor: yaml.SafeLoader,
 ) -> Any:
     line = node.start_mark.line + 1
@@ -124,17 +132,21 @@ def _build(
         first_line: dict[str, int] = {}
         for key_node, value_node in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
-                raise LensLoadError(path, "merge keys (<<) are not supported", line=line,
-                                    fix="write the keys out")
+                raise LensLoadError(
+                    path, "merge keys (<<) are not supported", line=line, fix="write the keys out"
+                )
             if not isinstance(key_node, yaml.ScalarNode):
-                raise LensLoadError(path, "mapping keys must be plain strings",
-                                    line=key_node.start_mark.line + 1)
+                raise LensLoadError(
+                    path, "mapping keys must be plain strings", line=key_node.start_mark.line + 1
+                )
             key = str(key_node.value)
             key_line = key_node.start_mark.line + 1
             if key in out:
                 raise LensLoadError(
-                    path, f"duplicate key {key!r} (first on line {first_line[key]})",
-                    line=key_line, fix="keep one of the two entries",
+                    path,
+                    f"duplicate key {key!r} (first on line {first_line[key]})",
+                    line=key_line,
+                    fix="keep one of the two entries",
                 )
             first_line[key] = key_line
             out[key] = _build(path, value_node, (*at, key), locations, constructor)
@@ -188,19 +200,30 @@ def _located(doc: Document, loc: Path, err: Mapping[str, Any]) -> LensLoadError:
     line = doc.line_of(loc)
     found = doc.locations.get(loc)
     if kind == "extra_forbidden":
-        return LensLoadError(doc.path, f"unknown key {loc[-1]!r}", line=line,
-                             fix="remove it or check its spelling against the lens format")
+        return LensLoadError(
+            doc.path,
+            f"unknown key {loc[-1]!r}",
+            line=line,
+            fix="remove it or check its spelling against the lens format",
+        )
     if kind == "missing":
-        return LensLoadError(doc.path, f"missing required key {dotted!r}", line=line,
-                             fix=f"add {loc[-1]!r}")
-    if (kind.startswith("string_") and found is not None and found.tag in _TYPE_WORDS
-            and found.raw is not None):
+        return LensLoadError(
+            doc.path, f"missing required key {dotted!r}", line=line, fix=f"add {loc[-1]!r}"
+        )
+    if (
+        kind.startswith("string_")
+        and found is not None
+        and found.tag in _TYPE_WORDS
+        and found.raw is not None
+    ):
         word = _TYPE_WORDS[found.tag]
         return LensLoadError(
             doc.path,
             f"{dotted}: YAML reads unquoted {found.raw!r} as {word}, not the text",
-            line=line, fix=f"quote it: {dotted.split('.')[-1]}: \"{found.raw}\"",
+            line=line,
+            fix=f'quote it: {dotted.split(".")[-1]}: "{found.raw}"',
         )
     msg = str(err.get("msg", "invalid value"))
-    return LensLoadError(doc.path, f"{dotted}: {msg}", line=line,
-                         fix="correct the value to match the lens format")
+    return LensLoadError(
+        doc.path, f"{dotted}: {msg}", line=line, fix="correct the value to match the lens format"
+    )

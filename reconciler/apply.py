@@ -1,0 +1,347 @@
+"""The reconcile: plan → suite → self-test → gate → promote, for every lens.
+
+``dst apply``, ``dst plan``, the pre-push hook and watch mode all call
+:func:`reconcile`; ``--dry-run`` (and ``plan``) is the same tuple of steps without
+the promote step. "Already serving this tree" is success, not work. An apply is
+all-or-nothing across the lenses it touches: if any lens blocks, no serving ref
+moves; otherwise every promoted lens's ref moves in one reference transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pygit2
+
+from reconciler import gitstate, refstore
+from reconciler.bindings import Bindings
+from reconciler.errors import DstError, RefConflict, UsageError
+from reconciler.gate import BLOCK, PROMOTE, STAND_DOWN, decide
+from reconciler.lens import AnswerId, Lens, Oid
+from reconciler.plan import LensPlan, plan_lens
+from reconciler.runtime import Runtime
+from reconciler.suite import AnswerResult, run_answer, score
+
+
+@dataclass
+class LensRun:
+    """Everything one command did for one lens (rendered by ``report``).
+
+    ``action`` is one of ``promoted``, ``blocked``, ``unchanged``, ``skipped``,
+    ``stood_down``, ``error`` (DESIGN §6), or ``planned`` for ``dst plan``.
+    """
+
+    plan: LensPlan
+    action: str
+    serving_after: Oid | None = None
+    results: list[AnswerResult] = field(default_factory=list)
+    self_test: list[AnswerResult] = field(default_factory=list)
+    previous_score: Mapping[str, int] | None = None
+    messages: list[str] = field(default_factory=list)
+    recorded: Oid | None = None  # deployment or attempt commit written
+
+    @property
+    def score(self) -> dict[str, int]:
+        """Counts over every answer that ran (gated and self-test)."""
+        return score([*self.results, *self.self_test])
+
+
+@dataclass
+class RunReport:
+    """The result of one command over its lenses; ``exit_code`` follows DESIGN §6."""
+
+    command: str
+    lenses: list[LensRun]
+    messages: list[str] = field(default_factory=list)
+    exit_code: int = 0
+
+
+Progress = Callable[[str], None]
+
+
+def _load_serving(
+    repo: pygit2.Repository, name: str
+) -> tuple[refstore.Deployment | None, Lens | None]:
+    oid = refstore.ref_target(repo, refstore.serving_ref(name))
+    if oid is None:
+        return None, None
+    dep = refstore.read_deployment(repo, oid)
+    return dep, gitstate.load_lens_at(repo, gitstate.LensTree(name, dep.lens_tree))
+
+
+def plan_all(
+    rt: Runtime, to: str, only: str | None
+) -> tuple[Oid, list[tuple[LensPlan, Lens | None, refstore.Deployment | None]]]:
+    """Plan every lens at revision ``to`` (or just ``only``).
+
+    Returns:
+        ``(candidate commit, [(plan, candidate lens, serving deployment)])`` sorted by lens.
+
+    Raises:
+        LensLoadError: a candidate lens does not load (exit 2, nothing promoted).
+        UsageError: ``to`` or ``only`` does not resolve.
+    """
+    repo = rt.repo
+    commit = gitstate.resolve_commit(repo, to)
+    trees = gitstate.lens_trees(repo, commit)
+    names = sorted(set(trees) | set(refstore.served_lenses(repo)))
+    if only is not None:
+        if only not in names:
+            raise UsageError(
+                f"lens {only!r} is neither in {to} nor serving",
+                fix=f"use one of: {', '.join(names) or 'none'}",
+            )
+        names = [only]
+    planned = []
+    for name in names:
+        dep, serving_lens = _load_serving(repo, name)
+        lens_tree = trees.get(name)
+        candidate: Lens | None = None
+        if lens_tree is not None and (dep is None or dep.lens_tree != lens_tree.tree):
+            candidate = gitstate.load_lens_at(repo, lens_tree)
+        elif lens_tree is not None:
+            candidate = serving_lens
+        plan = plan_lens(
+            name,
+            candidate=candidate,
+            candidate_commit=commit,
+            candidate_tree=lens_tree.tree if lens_tree else None,
+            serving=serving_lens,
+            serving_deployment=dep.oid if dep else None,
+            serving_tree=dep.lens_tree if dep else None,
+            bindings=dep.bindings if dep else Bindings(),
+        )
+        planned.append((plan, candidate, dep))
+    return commit, planned
+
+
+def reconcile(
+    rt: Runtime,
+    *,
+    to: str = "HEAD",
+    only: str | None = None,
+    dry_run: bool = False,
+    run_suite: bool = True,
+) -> RunReport:
+    """Plan, gate and (unless ``dry_run``) promote every lens at ``to``.
+
+    Args:
+        rt: the runtime (repository, warehouse resolution, progress sink).
+        to: the candidate revision.
+        only: a single lens to apply alone (``--lens``).
+        dry_run: run the gate but move no ref and record nothing.
+        run_suite: ``False`` for ``dst plan``: plan only.
+
+    Returns:
+        The report; exit code 0 promoted or nothing to do, 1 blocked or stood down.
+
+    Raises:
+        DstError: bad input or unreadable state (exit 2); nothing is promoted.
+    """
+    command = "apply" if run_suite else "plan"
+    messages = [] if dry_run or not run_suite else refstore.recover(rt.repo)
+    commit, planned = plan_all(rt, to, only)
+    runs: list[LensRun] = []
+    for plan, candidate, dep in planned:
+        prev = dict(dep.meta.get("score") or {}) if dep else None
+        if not run_suite:
+            runs.append(LensRun(plan, "planned", plan.serving, previous_score=prev))
+            continue
+        runs.append(_gate_lens(rt, plan, candidate, prev))
+    report = RunReport(command, runs, messages)
+    if not run_suite:
+        return report
+    blocked = [r for r in runs if r.action in ("blocked", "stood_down")]
+    if blocked:
+        names = ", ".join(r.plan.lens for r in blocked)
+        for r in runs:
+            if r.action == "promoted":
+                r.action = "skipped"
+                r.messages.append(
+                    f"not promoted: the apply rolls back because {names} did not pass"
+                )
+        report.exit_code = 1
+        if not dry_run:
+            _record_attempts(rt, commit, blocked)
+        for r in runs:
+            r.serving_after = r.plan.serving
+        return report
+    promoting = [r for r in runs if r.action == "promoted"]
+    if dry_run:
+        for r in runs:
+            r.serving_after = r.plan.serving
+        if promoting:
+            report.messages.append("dry run: no ref moved")
+        return report
+    _promote(rt, commit, promoting)
+    for r in runs:
+        if r.action != "promoted":
+            r.serving_after = r.plan.serving
+    return report
+
+
+def _gate_lens(
+    rt: Runtime, plan: LensPlan, candidate: Lens | None, prev: Mapping[str, int] | None
+) -> LensRun:
+    if candidate is None:
+        return LensRun(
+            plan,
+            "skipped",
+            plan.serving,
+            previous_score=prev,
+            messages=["lens is not in the candidate; its serving version stays"],
+        )
+    if plan.unchanged:
+        return LensRun(
+            plan,
+            "unchanged",
+            plan.serving,
+            previous_score=prev,
+            messages=["already serving this lens tree"],
+        )
+    run = LensRun(plan, "promoted", previous_score=prev)
+    cannot_score: str | None = None
+    executor = None
+    needs_warehouse = (plan.gate != "off" and plan.gated) or plan.self_test
+    if needs_warehouse:
+        try:
+            executor = rt.warehouse_for(candidate)
+        except DstError as exc:
+            cannot_score = exc.render()
+        if executor is not None and "fast" not in candidate.config.generator.tiers:
+            cannot_score = "no generator tier resolves (the smart tier is not configured)"
+    if executor is not None and cannot_score is None:
+        values = rt.values_for(candidate, executor)
+        if plan.gate != "off":
+            for aid in plan.gated:
+                rt.progress(f"{plan.lens}: verifying {aid}")
+                run.results.append(
+                    run_answer(
+                        candidate, candidate.answers[aid], executor, values, progress=rt.progress
+                    )
+                )
+        for aid in plan.self_test:
+            rt.progress(f"{plan.lens}: self-testing {aid}")
+            run.self_test.append(
+                run_answer(
+                    candidate, candidate.answers[aid], executor, values, progress=rt.progress
+                )
+            )
+    elif plan.self_test and cannot_score is not None:
+        run.messages.append(f"self-test skipped: {cannot_score}")
+    decision = decide(plan, run.results, run.self_test, cannot_score=cannot_score)
+    run.messages.extend(decision.messages)
+    run.action = {PROMOTE: "promoted", BLOCK: "blocked", STAND_DOWN: "stood_down"}[decision.verdict]
+    return run
+
+
+def _state_for(
+    run: LensRun, source: Oid, lens: Lens | None, bindings: Bindings
+) -> tuple[Bindings, dict[str, Any]]:
+    stamps = {}
+    plan = run.plan
+    if lens is not None:
+        from reconciler.bindings import stamp
+
+        for r in [*run.results, *run.self_test]:
+            if r.outcome.value == "correct":
+                old = bindings.answers.get(r.answer)
+                flakes = (old.flakes if old else 0) + (1 if r.flaky else 0)
+                stamps[r.answer] = stamp(
+                    lens, plan.assets, r.answer, plan.deps[r.answer], source, flakes
+                )
+    keep = frozenset(AnswerId(a.id) for a in lens.active_answers()) if lens else None
+    run_record = {
+        "schema_version": 1,
+        "lens": plan.lens,
+        "source": source,
+        "plan": plan.record(),
+        "results": [r.record() for r in run.results],
+        "self_test": [r.record() for r in run.self_test],
+        "messages": run.messages,
+    }
+    return bindings.restamped(stamps, keep), run_record
+
+
+def _meta(run: LensRun, action: str, source: Oid, previous: Oid | None) -> dict[str, Any]:
+    return {
+        "action": action,
+        "lens": run.plan.lens,
+        "source": source,
+        "previous": previous,
+        "score": run.score,
+        "previous_score": run.previous_score,
+        "gate": run.plan.gate,
+        "reason": run.messages[0] if run.messages else "",
+    }
+
+
+def _promote(rt: Runtime, commit: Oid, promoting: list[LensRun]) -> None:
+    repo = rt.repo
+    updates = []
+    for run in promoting:
+        plan = run.plan
+        assert plan.candidate_tree is not None
+        serving_bindings = Bindings()
+        if plan.serving is not None:
+            serving_bindings = refstore.read_deployment(repo, plan.serving).bindings
+        lens = gitstate.load_lens_at(repo, gitstate.LensTree(plan.lens, plan.candidate_tree))
+        bindings, record = _state_for(run, commit, lens, serving_bindings)
+        s = run.score
+        oid = refstore.write_deployment(
+            repo,
+            lens_tree=plan.candidate_tree,
+            bindings=bindings,
+            run=record,
+            meta=_meta(run, "promote", commit, plan.serving),
+            parents=[p for p in (plan.serving, commit) if p is not None],
+            message=f"promote {plan.lens} {commit[:12]} score {s['correct']}/{s['total']}",
+        )
+        run.recorded = oid
+        run.serving_after = oid
+        updates.append(refstore.RefUpdate(refstore.serving_ref(plan.lens), plan.serving, oid))
+    try:
+        refstore.update_refs(repo, updates, reason=f"dst apply {commit[:12]}")
+    except RefConflict:
+        for run in promoting:
+            run.serving_after = run.plan.serving
+        raise
+
+
+def _record_attempts(rt: Runtime, commit: Oid, runs: list[LensRun]) -> None:
+    repo = rt.repo
+    for run in runs:
+        plan = run.plan
+        tree = plan.candidate_tree or plan.serving_tree
+        if tree is None:
+            continue
+        ref = refstore.attempts_ref(plan.lens)
+        last = refstore.ref_target(repo, ref)
+        _, record = _state_for(run, commit, None, Bindings())
+        oid = refstore.write_deployment(
+            repo,
+            lens_tree=tree,
+            bindings=Bindings(),
+            run=record,
+            meta=_meta(run, run.action, commit, last),
+            parents=[p for p in (last, commit) if p is not None],
+            message=f"{run.action} {plan.lens} {commit[:12]} score "
+            f"{run.score['correct']}/{run.score['total']}",
+        )
+        run.recorded = oid
+        try:
+            refstore.update_refs(
+                repo,
+                [refstore.RefUpdate(ref, last, oid)],
+                reason=f"dst apply {commit[:12]} ({run.action})",
+            )
+        except RefConflict as exc:
+            run.messages.append(f"attempt not recorded: {exc.message}")
+
+
+def root_of(rt: Runtime) -> Path:
+    """The repository's working tree root."""
+    return gitstate.repo_root(rt.repo)

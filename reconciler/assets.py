@@ -1,0 +1,172 @@
+"""Shared assets: identity, canonical form, hashes and dependency sets (pure).
+
+An asset's identity is its declared name (``metrics/net_revenue``), never its
+file path, so a pure move makes nothing stale. Its hash is taken over the
+*canonical* form: the validated model dumped as sorted JSON with every SQL
+string replaced by sqlglot's normalized output (comments dropped, literals kept
+byte-exact). Re-indenting, reordering keys, adding comments or renaming the file
+therefore leave the hash unchanged (DESIGN §2 "Hashing, identity, staleness").
+
+Every hash carries the scheme version (``h1:…``); changing the canonical form
+means bumping :data:`HASH_SCHEME` and migrating stored bindings explicitly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import sqlglot
+
+from reconciler import guard
+from reconciler.assembly import assemble
+from reconciler.errors import UnsafeSqlError
+from reconciler.lens import Answer, AnswerId, AssetId, Lens, Metric, Model
+
+HASH_SCHEME = 1
+
+
+@dataclass(frozen=True)
+class Asset:
+    """One shared asset of a lens version.
+
+    Attributes:
+        id: ``<kind>/<declared name>``; skills use their lens-relative path.
+        kind: ``lens``, ``models``, ``metrics``, ``skills`` or ``exemplars``.
+        path: lens-relative file path it was read from.
+        hash: ``h<scheme>:`` + 32 hex digits of SHA-256 over the canonical form.
+    """
+
+    id: AssetId
+    kind: str
+    path: str
+    hash: str
+
+
+def normalize_sql(sql: str, dialect: str) -> str:
+    """sqlglot's normalized rendering: one line, comments dropped, literals byte-exact.
+
+    Falls back to whitespace-collapsed text for SQL sqlglot cannot parse (that
+    SQL is rejected at load anyway; this keeps hashing total).
+    """
+    try:
+        tree = sqlglot.parse_one(sql, read=dialect)
+    except sqlglot.errors.ParseError:
+        return " ".join(sql.split())
+    return tree.sql(dialect=dialect, comments=False)
+
+
+def digest(canonical: Any) -> str:
+    """Hash a JSON-ready value: ``h1:`` + 32 hex digits of SHA-256 over sorted JSON."""
+    text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return f"h{HASH_SCHEME}:" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+def _model_canonical(model: Model, dialect: str) -> dict[str, Any]:
+    data = model.model_dump(mode="json")
+    for group in ("dimensions", "time_dimensions", "facts"):
+        for col in data[group]:
+            col["expr"] = normalize_sql(col["expr"] or col["name"], dialect)
+    return data
+
+
+def _metric_canonical(metric: Metric, dialect: str) -> dict[str, Any]:
+    data = metric.model_dump(mode="json")
+    data["expression"] = normalize_sql(metric.expression, dialect)
+    data["filters"] = [normalize_sql(f, dialect) for f in metric.filters]
+    return data
+
+
+def lens_assets(lens: Lens) -> dict[AssetId, Asset]:
+    """Every shared asset of ``lens`` with its canonical hash, by asset id."""
+    dialect = lens.config.dialect
+    out: dict[AssetId, Asset] = {}
+
+    def add(asset_id: str, kind: str, canonical: Any) -> None:
+        aid = AssetId(asset_id)
+        out[aid] = Asset(aid, kind, lens.sources.get(asset_id, ""), digest(canonical))
+
+    add(f"lens/{lens.name}", "lens", lens.config.generation_part())
+    for model in lens.models.values():
+        add(f"models/{model.name}", "models", _model_canonical(model, dialect))
+    for metric in lens.metrics.values():
+        add(f"metrics/{metric.name}", "metrics", _metric_canonical(metric, dialect))
+    for path, skill in lens.skills.items():
+        text = "\n".join(line.rstrip() for line in skill.text.strip().splitlines())
+        add(path, "skills", text)
+    for ex in lens.exemplars.values():
+        data = ex.model_dump(mode="json")
+        data["sql"] = normalize_sql(ex.sql, dialect)
+        add(f"exemplars/{ex.name}", "exemplars", data)
+    return out
+
+
+def oracle_hash(answer: Answer, dialect: str) -> str:
+    """Hash of an answer's normalized oracle SQL and question (not its provenance/status).
+
+    A change here means the answer was re-authored, which puts it in the self-test.
+    """
+    return digest(
+        {"question": " ".join(answer.question.split()), "sql": normalize_sql(answer.sql, dialect)}
+    )
+
+
+def oracle_models(lens: Lens, answer: Answer) -> list[AssetId]:
+    """Model assets of the physical tables the oracle SQL reads (sqlglot), sorted."""
+    try:
+        tables = guard.tables_read(answer.sql, lens.config.dialect)
+    except UnsafeSqlError:
+        return []
+    found = {lens.model_for_table(t) for t in tables}
+    return sorted(AssetId(f"models/{m.name}") for m in found if m is not None)
+
+
+def dependency_edges(lens: Lens) -> dict[AssetId, tuple[AssetId, ...]]:
+    """Direct edges of the staleness graph: metric → its model, model → models it joins."""
+    edges: dict[AssetId, tuple[AssetId, ...]] = {}
+    for metric in lens.metrics.values():
+        edges[AssetId(f"metrics/{metric.name}")] = (AssetId(f"models/{metric.model}"),)
+    for model in lens.models.values():
+        edges[AssetId(f"models/{model.name}")] = tuple(
+            AssetId(f"models/{j.to}") for j in model.joins
+        )
+    return edges
+
+
+def closure(
+    roots: Iterable[AssetId], edges: Mapping[AssetId, tuple[AssetId, ...]]
+) -> dict[AssetId, tuple[AssetId, ...]]:
+    """Transitive closure from ``roots``: ``{asset: chain from a root to it}``.
+
+    The chain is the shortest path (breadth-first), so ``dst plan --explain``
+    can print ``metrics/net_revenue → models/orders → models/customers``.
+    """
+    chains: dict[AssetId, tuple[AssetId, ...]] = {}
+    frontier: list[tuple[AssetId, tuple[AssetId, ...]]] = [(r, (r,)) for r in sorted(set(roots))]
+    while frontier:
+        nxt: list[tuple[AssetId, tuple[AssetId, ...]]] = []
+        for node, chain in frontier:
+            if node in chains:
+                continue
+            chains[node] = chain
+            nxt.extend((child, (*chain, child)) for child in edges.get(node, ()))
+        frontier = nxt
+    return chains
+
+
+def dependency_set(lens: Lens, answer: Answer) -> dict[AssetId, tuple[AssetId, ...]]:
+    """An answer's dependency set on ``lens``, each asset with the chain that pulls it in.
+
+    Global assets (the lens's generation part, every skill) ∪ the assets the
+    assembly used for its question (with the answer excluded from its own
+    exemplars) ∪ model assets of the tables its oracle reads — closed over
+    metric → model → joined models (DESIGN §1, §2).
+    """
+    request = assemble(lens, answer.question, exclude_answer=AnswerId(answer.id))
+    roots: list[AssetId] = [AssetId(f"lens/{lens.name}"), *map(AssetId, lens.skills)]
+    roots += sorted(request.used_assets())
+    roots += oracle_models(lens, answer)
+    return closure(roots, dependency_edges(lens))

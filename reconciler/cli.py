@@ -1,0 +1,357 @@
+"""The ``dst`` command line: parse options, call typed functions, render, exit.
+
+Exit codes (STYLE §4, DESIGN §6): 0 ok or nothing to do; 1 gate blocked, stood
+down, divergence, or a lost compare-and-swap (re-plan); 2 usage, configuration or
+bad input; 3 unexpected (traceback written to a log file whose path is printed);
+130 interrupted. Rendering never decides the exit code.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from reconciler import __version__
+from reconciler.errors import DstError, RefConflict, UsageError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="dst: plan, gate, promote and roll back text-to-SQL lenses from git.",
+)
+import_app = typer.Typer(no_args_is_help=True, help="Turn other semantic layers into lenses.")
+app.add_typer(import_app, name="import")
+
+T = TypeVar("T")
+
+
+class Format(str, Enum):
+    """Output format."""
+
+    text = "text"
+    json = "json"
+
+
+RepoOpt = Annotated[Path | None, typer.Option("--repo", help="Repository path (default: cwd).")]
+FormatOpt = Annotated[Format, typer.Option("--format", help="text or json (json on stdout).")]
+WarehouseOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--warehouse", help="SQLAlchemy URL; overrides DST_WAREHOUSE_URL, lens and dst.yaml."
+    ),
+]
+
+
+def _runtime(repo: Path | None, warehouse: str | None = None) -> Any:
+    from reconciler.gitstate import open_repo
+    from reconciler.runtime import Runtime
+
+    return Runtime(open_repo(repo), warehouse_url=warehouse)
+
+
+def _guarded(command: str, fmt: Format, body: Callable[[], int]) -> None:
+    """Run a command body and map errors to exit codes; the only place that does."""
+    try:
+        code = body()
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        raise typer.Exit(130) from None
+    except DstError as exc:
+        code = 1 if isinstance(exc, RefConflict) else exc.exit_code
+        if fmt is Format.json:
+            print(
+                json.dumps(
+                    {
+                        "schema_version": 1,
+                        "command": command,
+                        "exit_code": code,
+                        "error": {
+                            "type": type(exc).__name__,
+                            "message": exc.message,
+                            "fix": exc.fix,
+                        },
+                    },
+                    indent=2,
+                )
+            )
+        print(f"dst {command}: error: {exc.render()}", file=sys.stderr)
+    except Exception:
+        log = Path(tempfile.gettempdir()) / f"dst-crash-{int(time.time())}.log"
+        log.write_text(traceback.format_exc())
+        print(f"dst {command}: unexpected error; traceback written to {log}", file=sys.stderr)
+        code = 3
+    raise typer.Exit(code)
+
+
+def _emit(report: Any, fmt: Format, explain: bool = False) -> int:
+    from reconciler import report as render
+
+    if fmt is Format.json:
+        print(render.to_json(report, explain=explain))
+    else:
+        print(render.to_text(report, explain=explain))
+    return int(report.exit_code)
+
+
+@app.command()
+def seed(repo: RepoOpt = None, fmt: FormatOpt = Format.text) -> None:
+    """Build the embedded DuckDB warehouse (.dst/) from every lens's seeds/*.csv."""
+
+    def body() -> int:
+        from reconciler.deployments import seed as do_seed
+
+        rt = _runtime(repo)
+        result = do_seed(rt)
+        obj = {"schema_version": 1, "command": "seed", **_plain(result)}
+        if fmt is Format.json:
+            print(json.dumps(obj, indent=2, default=str))
+        else:
+            for table, rows in sorted(obj.get("rows", {}).items()):
+                print(f"seeded {table}: {rows} rows")
+            print(f"warehouse: {obj.get('path', '')}")
+        return 0
+
+    _guarded("seed", fmt, body)
+
+
+def _plain(obj: Any) -> dict[str, Any]:
+    if hasattr(obj, "__dataclass_fields__"):
+        return {k: getattr(obj, k) for k in obj.__dataclass_fields__}
+    return dict(obj) if isinstance(obj, dict) else {"result": str(obj)}
+
+
+@app.command()
+def plan(
+    to: Annotated[str, typer.Option("--to", help="Candidate revision.")] = "HEAD",
+    lens: Annotated[str | None, typer.Option("--lens", help="Plan one lens.")] = None,
+    explain: Annotated[bool, typer.Option("--explain", help="Why each answer is stale.")] = False,
+    repo: RepoOpt = None,
+    fmt: FormatOpt = Format.text,
+) -> None:
+    """Show the plan: changed assets, stale answers, self-test. Runs nothing."""
+
+    def body() -> int:
+        from reconciler.apply import reconcile
+
+        rt = _runtime(repo)
+        return _emit(reconcile(rt, to=to, only=lens, run_suite=False), fmt, explain)
+
+    _guarded("plan", fmt, body)
+
+
+@app.command()
+def apply(
+    to: Annotated[str, typer.Option("--to", help="Candidate revision.")] = "HEAD",
+    lens: Annotated[str | None, typer.Option("--lens", help="Apply one lens alone.")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Gate without promoting.")] = False,
+    warehouse: WarehouseOpt = None,
+    repo: RepoOpt = None,
+    fmt: FormatOpt = Format.text,
+) -> None:
+    """Plan → gate → self-test → promote, or roll the whole apply back."""
+
+    def body() -> int:
+        from reconciler.apply import reconcile
+
+        rt = _runtime(repo, warehouse)
+        try:
+            return _emit(reconcile(rt, to=to, only=lens, dry_run=dry_run), fmt)
+        finally:
+            rt.close()
+
+    _guarded("apply", fmt, body)
+
+
+@app.command("test")
+def test_cmd(
+    lens: Annotated[str | None, typer.Argument(help="Lens to verify.")] = None,
+    all_lenses: Annotated[bool, typer.Option("--all", help="Every serving lens.")] = False,
+    warehouse: WarehouseOpt = None,
+    repo: RepoOpt = None,
+    fmt: FormatOpt = Format.text,
+) -> None:
+    """Re-verify the whole active corpus of serving versions; green answers re-stamp."""
+
+    def body() -> int:
+        from reconciler import refstore
+        from reconciler.deployments import verify
+
+        rt = _runtime(repo, warehouse)
+        if lens is None and not all_lenses:
+            raise UsageError("name a lens or pass --all", fix="dst test LENS | dst test --all")
+        names = refstore.served_lenses(rt.repo) if all_lenses else [str(lens)]
+        try:
+            return _emit(verify(rt, names), fmt)
+        finally:
+            rt.close()
+
+    _guarded("test", fmt, body)
+
+
+@app.command()
+def status(repo: RepoOpt = None, fmt: FormatOpt = Format.text) -> None:
+    """Serving version and last attempt of every lens."""
+
+    def body() -> int:
+        from reconciler.deployments import status as do_status
+
+        rows = do_status(_runtime(repo))
+        if fmt is Format.json:
+            print(
+                json.dumps(
+                    {
+                        "schema_version": 1,
+                        "command": "status",
+                        "lenses": [r.record() for r in rows],
+                    },
+                    indent=2,
+                    default=str,
+                )
+            )
+            return 0
+        for r in rows:
+            sm, am = r.serving_meta, r.attempt_meta
+            served = (
+                (
+                    f"{r.serving[:12]} ({sm.get('action')}, source "
+                    f"{str(sm.get('source', ''))[:12]}, score "
+                    f"{_short(sm.get('score'))})"
+                )
+                if r.serving
+                else "nothing serving"
+            )
+            print(f"{r.lens}: serving {served}")
+            if r.attempt:
+                print(
+                    f"  last attempt {r.attempt[:12]}: {am.get('action')} source "
+                    f"{str(am.get('source', ''))[:12]} — {am.get('reason', '')}"
+                )
+        return 0
+
+    _guarded("status", fmt, body)
+
+
+def _short(score: Any) -> str:
+    if not score:
+        return "n/a"
+    return f"{score.get('correct', 0)}/{score.get('total', 0)}"
+
+
+@app.command()
+def log(
+    lens: Annotated[str, typer.Argument(help="Lens name.")],
+    repo: RepoOpt = None,
+    fmt: FormatOpt = Format.text,
+) -> None:
+    """Deployment history of a lens (first-parent history of its serving ref)."""
+
+    def body() -> int:
+        from reconciler.deployments import log as do_log
+
+        deps = do_log(_runtime(repo), lens)
+        if fmt is Format.json:
+            print(
+                json.dumps(
+                    {
+                        "schema_version": 1,
+                        "command": "log",
+                        "lens": lens,
+                        "deployments": [{"deployment": d.oid, **d.meta} for d in deps],
+                    },
+                    indent=2,
+                    default=str,
+                )
+            )
+            return 0
+        for d in deps:
+            print(
+                f"{d.oid[:12]}  {d.meta.get('action', ''):<9} source "
+                f"{str(d.meta.get('source', ''))[:12]}  score {_short(d.meta.get('score'))}"
+            )
+        return 0
+
+    _guarded("log", fmt, body)
+
+
+@app.command()
+def rollback(
+    lens: Annotated[str, typer.Argument(help="Lens name.")],
+    to: Annotated[str | None, typer.Option("--to", help="Deployment to restore.")] = None,
+    repo: RepoOpt = None,
+    fmt: FormatOpt = Format.text,
+) -> None:
+    """Serve an earlier deployment's content again, as a new deployment commit."""
+
+    def body() -> int:
+        from reconciler.deployments import rollback as do_rollback
+
+        return _emit(do_rollback(_runtime(repo), lens, to), fmt)
+
+    _guarded("rollback", fmt, body)
+
+
+@import_app.command("cortex")
+def import_cortex(
+    model: Annotated[Path, typer.Argument(help="Cortex Analyst semantic model YAML.")],
+    lens: Annotated[str, typer.Option("--lens", help="Name of the lens to create.")],
+    data: Annotated[Path | None, typer.Option("--data", help="Folder of CSVs to seed.")] = None,
+    as_of: Annotated[str | None, typer.Option("--as-of", help="Pinned date YYYY-MM-DD.")] = None,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the lens.")] = False,
+    repo: RepoOpt = None,
+    fmt: FormatOpt = Format.text,
+) -> None:
+    """Turn a Snowflake Cortex Analyst semantic model into a lens under lenses/."""
+
+    def body() -> int:
+        from reconciler.importers.cortex import import_cortex as do_import
+        from reconciler.importers.cortex import write_lens
+
+        rt = _runtime(repo)
+        if not model.is_file():
+            raise UsageError(f"{model}: no such file", fix="pass the semantic model YAML")
+        ddl = [p.read_bytes() for p in sorted(model.parent.glob("*.sql"))]
+        files, report = do_import(
+            model.read_bytes(),
+            model_path=model.name,
+            lens=lens,
+            data_dir=data,
+            ddl=ddl,
+            as_of=as_of,
+        )
+        write_lens(rt.root, lens, files, overwrite=overwrite)
+        obj = {"schema_version": 1, "command": "import cortex", **_plain(report)}
+        if fmt is Format.json:
+            print(json.dumps(obj, indent=2, default=str))
+        else:
+            print(
+                f"imported lens {lens}: {report.models} models, {report.metrics} metrics, "
+                f"{report.answers} answers, seeds {dict(report.seeds)}"
+            )
+            for item in report.unmapped:
+                print(f"  not mapped: {item}")
+        return 0
+
+    _guarded("import cortex", fmt, body)
+
+
+@app.callback(invoke_without_command=True)
+def _root(
+    version: Annotated[bool, typer.Option("--version", help="Print the version.")] = False,
+) -> None:
+    if version:
+        print(f"dst {__version__}")
+        raise typer.Exit(0)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

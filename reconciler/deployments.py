@@ -1,0 +1,255 @@
+"""Operations on serving versions: verify (``dst test``), rollback, status, log, seed.
+
+``dst test`` re-verifies the whole active corpus of the serving version and
+records the run as a ``verify`` deployment (same lens tree, new state), so the
+accuracy trend accrues in ``git log --first-parent refs/dst/serving/<lens>``.
+Rollback writes a new deployment whose content is an older one's; history is
+never rewritten.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from reconciler import gitstate, refstore
+from reconciler.apply import LensRun, RunReport, _meta, _state_for
+from reconciler.errors import UsageError
+from reconciler.lens import AnswerId, Oid
+from reconciler.plan import LensPlan
+from reconciler.runtime import Runtime
+from reconciler.suite import Outcome, run_answer
+
+
+def _serving_or_fail(rt: Runtime, name: str) -> refstore.Deployment:
+    oid = refstore.ref_target(rt.repo, refstore.serving_ref(name))
+    if oid is None:
+        served = ", ".join(refstore.served_lenses(rt.repo)) or "none"
+        raise UsageError(
+            f"lens {name!r} has no serving version (serving: {served})",
+            fix="promote it first with `dst apply`",
+        )
+    return refstore.read_deployment(rt.repo, oid)
+
+
+def verify(rt: Runtime, names: list[str]) -> RunReport:
+    """Re-verify every active answer of each named lens's serving version.
+
+    Green answers re-stamp; failures keep their old stamp and are reported. The
+    run is recorded as a ``verify`` deployment by compare-and-swap.
+
+    Returns:
+        The report; exit code 1 when any answer is not correct.
+
+    Raises:
+        UsageError: a lens has no serving version.
+        WarehouseError: the warehouse cannot be reached.
+        RefConflict: the serving ref moved during the run (re-run).
+    """
+    report = RunReport("test", [], refstore.recover(rt.repo))
+    for name in names:
+        dep = _serving_or_fail(rt, name)
+        lens = gitstate.load_lens_at(rt.repo, gitstate.LensTree(name, dep.lens_tree))
+        from reconciler.plan import plan_lens
+
+        full = plan_lens(
+            name,
+            candidate=lens,
+            candidate_commit=dep.source,
+            candidate_tree=None,
+            serving=None,
+            serving_deployment=dep.oid,
+            serving_tree=dep.lens_tree,
+            bindings=dep.bindings,
+        )
+        plan = LensPlan(
+            name,
+            lens.config.eval_gate,
+            dep.oid,
+            dep.lens_tree,
+            dep.source,
+            dep.lens_tree,
+            False,
+            active_before=full.active_after,
+            active_after=full.active_after,
+            deps=full.deps,
+            assets=full.assets,
+        )
+        run = LensRun(plan, "verified", previous_score=dict(dep.meta.get("score") or {}))
+        executor = rt.warehouse_for(lens)
+        values = rt.values_for(lens, executor)
+        for answer in lens.active_answers():
+            rt.progress(f"{name}: verifying {answer.id}")
+            run.results.append(run_answer(lens, answer, executor, values, progress=rt.progress))
+        failing = [r for r in run.results if r.outcome is not Outcome.CORRECT]
+        for r in failing:
+            run.messages.append(f"FAILED {r.answer}: {r.outcome.value} — {r.detail}")
+        if not run.results:
+            run.messages.append("gate SKIPPED: the lens has no active certified answers")
+        bindings, record = _state_for(run, dep.source, lens, dep.bindings)
+        # failures keep their old stamp: _state_for only re-stamps correct answers.
+        s = run.score
+        oid = refstore.write_deployment(
+            rt.repo,
+            lens_tree=dep.lens_tree,
+            bindings=bindings,
+            run=record,
+            meta=_meta(run, "verify", dep.source, dep.oid),
+            parents=[dep.oid, dep.source],
+            message=f"verify {name} {dep.source[:12]} score {s['correct']}/{s['total']}",
+        )
+        refstore.update_refs(
+            rt.repo,
+            [refstore.RefUpdate(refstore.serving_ref(name), dep.oid, oid)],
+            reason=f"dst test {name}",
+        )
+        run.recorded = oid
+        run.serving_after = oid
+        run.action = "verified" if not failing else "failed"
+        report.lenses.append(run)
+        if failing:
+            report.exit_code = 1
+    return report
+
+
+def rollback(rt: Runtime, name: str, to: str | None) -> RunReport:
+    """Serve an earlier deployment's content again, as a new deployment commit.
+
+    Args:
+        name: the lens.
+        to: a deployment commit (any revision naming one in this lens's
+            history); default: the newest earlier deployment whose lens tree
+            differs from the current one.
+
+    Raises:
+        UsageError: nothing serves, no earlier content exists, or ``to`` is not
+            a deployment of this lens.
+        RefConflict: the serving ref moved meanwhile.
+    """
+    refstore.recover(rt.repo)
+    current = _serving_or_fail(rt, name)
+    chain = refstore.history(rt.repo, current.oid)
+    if to is None:
+        target = next((d for d in chain[1:] if d.lens_tree != current.lens_tree), None)
+        if target is None:
+            raise UsageError(
+                f"lens {name!r} has no earlier deployment with other content",
+                fix="pass --to DEPLOYMENT (see `dst log`)",
+            )
+    else:
+        oid = gitstate.resolve_commit(rt.repo, to)
+        target = next((d for d in chain if d.oid == oid), None)
+        if target is None:
+            raise UsageError(
+                f"{to} is not a deployment of lens {name!r}", fix=f"pick one from `dst log {name}`"
+            )
+    plan = LensPlan(
+        name,
+        str(target.meta.get("gate", "block")),
+        current.oid,
+        current.lens_tree,
+        target.source,
+        target.lens_tree,
+        False,
+    )
+    run = LensRun(plan, "rolled_back", previous_score=dict(current.meta.get("score") or {}))
+    meta: dict[str, Any] = {
+        "action": "rollback",
+        "lens": name,
+        "source": target.source,
+        "previous": current.oid,
+        "score": target.meta.get("score"),
+        "previous_score": current.meta.get("score"),
+        "gate": target.meta.get("gate"),
+        "rollback_to": target.oid,
+        "reason": f"rollback to {target.oid[:12]}",
+    }
+    record = {
+        "schema_version": 1,
+        "lens": name,
+        "rollback_of": current.oid,
+        "rollback_to": target.oid,
+    }
+    oid = refstore.write_deployment(
+        rt.repo,
+        lens_tree=target.lens_tree,
+        bindings=target.bindings,
+        run=record,
+        meta=meta,
+        parents=[current.oid, target.source],
+        message=f"rollback {name} to {target.oid[:12]} (source {target.source[:12]})",
+    )
+    refstore.update_refs(
+        rt.repo,
+        [refstore.RefUpdate(refstore.serving_ref(name), current.oid, oid)],
+        reason=f"dst rollback {name}",
+    )
+    run.serving_after = oid
+    run.recorded = oid
+    run.messages.append(f"now serving the content of {target.oid[:12]}")
+    return RunReport("rollback", [run])
+
+
+@dataclass(frozen=True)
+class LensStatus:
+    """Serving and last-attempt state of one lens."""
+
+    lens: str
+    serving: Oid | None
+    serving_meta: dict[str, Any]
+    attempt: Oid | None
+    attempt_meta: dict[str, Any]
+
+    def record(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "lens": self.lens,
+            "serving": self.serving,
+            "serving_meta": self.serving_meta,
+            "last_attempt": self.attempt,
+            "last_attempt_meta": self.attempt_meta,
+        }
+
+
+def status(rt: Runtime) -> list[LensStatus]:
+    """Every lens with serving state, in the working tree, or with attempts."""
+    repo = rt.repo
+    names = set(refstore.served_lenses(repo))
+    names |= {
+        r[len(refstore.ATTEMPTS) :] for r in repo.references if r.startswith(refstore.ATTEMPTS)
+    }
+    names |= set(gitstate.worktree_lens_names(rt.root))
+    out = []
+    for name in sorted(names):
+        s = refstore.ref_target(repo, refstore.serving_ref(name))
+        a = refstore.ref_target(repo, refstore.attempts_ref(name))
+        sm = dict(refstore.read_deployment(repo, s).meta) if s else {}
+        am = dict(refstore.read_deployment(repo, a).meta) if a else {}
+        out.append(LensStatus(name, s, sm, a, am))
+    return out
+
+
+def log(rt: Runtime, name: str, limit: int = 50) -> list[refstore.Deployment]:
+    """A lens's deployments, newest first (first-parent history of its serving ref)."""
+    dep = _serving_or_fail(rt, name)
+    return refstore.history(rt.repo, dep.oid, limit)
+
+
+def seed(rt: Runtime) -> Any:
+    """Build the embedded DuckDB warehouse from every working-tree lens's ``seeds/*.csv``."""
+    from reconciler import warehouse
+
+    seeds: list[tuple[str, str, bytes]] = []
+    for name in gitstate.worktree_lens_names(rt.root):
+        base = rt.root / gitstate.LENSES_DIR / name / "seeds"
+        if not base.is_dir():
+            continue
+        for csv in sorted(base.glob("*.csv")):
+            rel = csv.relative_to(rt.root).as_posix()
+            seeds.append((csv.stem.lower(), rel, csv.read_bytes()))
+    return warehouse.seed(rt.root, seeds)
+
+
+def answer_ids(values: list[str]) -> list[AnswerId]:
+    """Typed answer ids."""
+    return [AnswerId(v) for v in values]

@@ -1,0 +1,103 @@
+"""Gate policies (DESIGN §5), as one pure decision per lens.
+
+* ``block``: any gated stale answer whose outcome is not ``correct`` (wrong,
+  declined, error, inconclusive) blocks; the apply rolls back.
+* ``warn``: the same findings, printed loudly; promotion proceeds.
+* ``off``: no suite.
+* nothing certified, never: publish with a loud ``gate SKIPPED``.
+* cannot score (no warehouse, no generator): stand down with the reason
+  (``block``) or promote loudly (``warn``).
+* starvation (active corpus ≥ 1 → 0): abort under ``block``, warn under ``warn``.
+* self-test divergences are alerts, never blocks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from reconciler.lens import AnswerId
+from reconciler.plan import LensPlan
+from reconciler.suite import AnswerResult, Outcome
+
+PROMOTE = "promote"
+BLOCK = "block"
+STAND_DOWN = "stand_down"
+
+
+@dataclass(frozen=True)
+class GateDecision:
+    """What the gate decided for one lens.
+
+    Attributes:
+        verdict: ``promote``, ``block`` or ``stand_down``.
+        messages: loud lines for the report (findings, SKIPPED, alerts).
+        failing: gated answers whose outcome was not correct.
+    """
+
+    verdict: str
+    messages: tuple[str, ...]
+    failing: tuple[AnswerId, ...] = ()
+
+
+def decide(
+    plan: LensPlan,
+    results: Sequence[AnswerResult],
+    self_test: Sequence[AnswerResult],
+    *,
+    cannot_score: str | None = None,
+) -> GateDecision:
+    """Apply the lens's policy to its suite results.
+
+    Args:
+        plan: the lens plan (gate mode, starvation, counts).
+        results: outcomes of the gated (stale, non-self-test) answers.
+        self_test: outcomes of the self-test answers (alerts only).
+        cannot_score: why the gate could not score, when it could not.
+
+    Returns:
+        The decision with every message the user must see.
+    """
+    mode = plan.gate
+    messages: list[str] = []
+    for r in self_test:
+        if r.outcome is not Outcome.CORRECT:
+            messages.append(f"self-test ALERT: {r.answer} is {r.outcome.value} — {r.detail}")
+    if mode == "off":
+        return GateDecision(PROMOTE, ("gate off: no suite ran", *messages))
+    if plan.starvation:
+        line = (
+            f"starvation: this change takes the active certified corpus from "
+            f"{plan.active_before} to 0"
+        )
+        if mode == "block":
+            return GateDecision(BLOCK, (f"{line}; apply aborted", *messages))
+        messages.insert(0, f"WARNING {line}")
+    if plan.active_after == 0 and plan.active_before == 0:
+        return GateDecision(
+            PROMOTE, ("gate SKIPPED: the lens has no active certified answers", *messages)
+        )
+    if cannot_score is not None and plan.gated:
+        line = f"gate STOOD DOWN: {cannot_score}"
+        if mode == "block":
+            return GateDecision(STAND_DOWN, (line, *messages))
+        return GateDecision(
+            PROMOTE, (f"WARNING {line}; promoting under eval_gate: warn", *messages)
+        )
+    failing = tuple(r.answer for r in results if r.outcome is not Outcome.CORRECT)
+    for r in results:
+        if r.outcome is not Outcome.CORRECT:
+            messages.append(f"FAILED {r.answer}: {r.outcome.value} — {r.detail}")
+    if failing and mode == "block":
+        return GateDecision(
+            BLOCK,
+            (f"gate BLOCKED: {len(failing)} of {len(results)} stale answers failed", *messages),
+            failing,
+        )
+    if failing:
+        messages.insert(
+            0,
+            f"WARNING gate findings: {len(failing)} of {len(results)} stale "
+            f"answers failed; promoting under eval_gate: warn",
+        )
+    return GateDecision(PROMOTE, tuple(messages), failing)

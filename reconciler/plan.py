@@ -1,0 +1,198 @@
+"""The plan for one lens: what changed, what is stale, what self-tests (pure).
+
+For each lens the plan names the serving deployment, the candidate commit, the
+changed assets (added / modified / removed / renamed, by canonical hash — a
+formatting-only edit is no change), the stale answers with reasons, the
+self-test answers, the starvation flag and the gate mode. It runs nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from reconciler.assets import Asset, lens_assets, oracle_hash
+from reconciler.bindings import Bindings, StaleAnswer, select_stale
+from reconciler.lens import AnswerId, AssetId, Lens, Oid
+
+
+@dataclass(frozen=True)
+class AssetChange:
+    """One changed asset between serving and candidate."""
+
+    asset: AssetId
+    change: str  # added | modified | removed | renamed
+    path: str
+    old_path: str | None = None
+
+    def record(self) -> dict[str, Any]:
+        """JSON-ready form (``{"asset", "change"}`` plus paths)."""
+        out: dict[str, Any] = {"asset": self.asset, "change": self.change, "path": self.path}
+        if self.old_path is not None and self.old_path != self.path:
+            out["old_path"] = self.old_path
+        return out
+
+
+@dataclass(frozen=True)
+class LensPlan:
+    """The plan for one lens.
+
+    Attributes:
+        lens: lens name.
+        gate: ``off`` / ``warn`` / ``block`` (the candidate's setting).
+        serving: the serving deployment commit, ``None`` when nothing serves.
+        serving_tree: the serving lens tree id.
+        candidate: the candidate commit (``None`` for the working tree).
+        candidate_tree: the candidate lens tree id (``None`` for the working tree).
+        unchanged: the candidate lens tree is the one already serving.
+        changed_assets: asset changes, sorted by asset id.
+        stale: stale active answers with reasons, sorted by id.
+        self_test: answers the push creates or whose SQL it re-authors (every
+            active answer when nothing serves yet).
+        starvation: the active certified corpus goes from ≥ 1 to 0.
+        active_before, active_after: active answers at serving and candidate.
+        deps: each active answer's dependency set with chains (for stamping).
+    """
+
+    lens: str
+    gate: str
+    serving: Oid | None
+    serving_tree: Oid | None
+    candidate: Oid | None
+    candidate_tree: Oid | None
+    unchanged: bool
+    changed_assets: tuple[AssetChange, ...] = ()
+    stale: tuple[StaleAnswer, ...] = ()
+    self_test: tuple[AnswerId, ...] = ()
+    starvation: bool = False
+    active_before: int = 0
+    active_after: int = 0
+    deps: Mapping[AnswerId, Mapping[AssetId, tuple[AssetId, ...]]] = field(default_factory=dict)
+    assets: Mapping[AssetId, Asset] = field(default_factory=dict)
+
+    @property
+    def gated(self) -> tuple[AnswerId, ...]:
+        """Stale answers the gate scores: stale minus self-test."""
+        selftest = set(self.self_test)
+        return tuple(s.answer for s in self.stale if s.answer not in selftest)
+
+    def record(self) -> dict[str, Any]:
+        """The plan part of a lens's JSON object."""
+        return {
+            "changed_assets": [c.record() for c in self.changed_assets],
+            "stale": [
+                {
+                    "answer": s.answer,
+                    "reasons": [r.reason.value for r in s.reasons],
+                    "explain": [r.describe() for r in s.reasons],
+                }
+                for s in self.stale
+            ],
+            "self_test_planned": list(self.self_test),
+            "starvation": self.starvation,
+        }
+
+
+def diff_assets(old: Mapping[AssetId, Asset], new: Mapping[AssetId, Asset]) -> list[AssetChange]:
+    """Asset changes by identity and canonical hash.
+
+    Same id and hash but another file is ``renamed``; a formatting-only edit
+    (same hash, same file) is no change at all.
+    """
+    changes: list[AssetChange] = []
+    for aid in sorted(set(old) | set(new)):
+        before, after = old.get(aid), new.get(aid)
+        if before is None and after is not None:
+            changes.append(AssetChange(aid, "added", after.path))
+        elif after is None and before is not None:
+            changes.append(AssetChange(aid, "removed", before.path))
+        elif before is not None and after is not None:
+            if before.hash != after.hash:
+                changes.append(AssetChange(aid, "modified", after.path, before.path))
+            elif before.path != after.path:
+                changes.append(AssetChange(aid, "renamed", after.path, before.path))
+    return changes
+
+
+def plan_lens(
+    name: str,
+    *,
+    candidate: Lens | None,
+    candidate_commit: Oid | None,
+    candidate_tree: Oid | None,
+    serving: Lens | None,
+    serving_deployment: Oid | None,
+    serving_tree: Oid | None,
+    bindings: Bindings,
+) -> LensPlan:
+    """Plan one lens.
+
+    Args:
+        name: lens name.
+        candidate: the candidate lens (``None`` when the candidate deletes it).
+        candidate_commit, candidate_tree: where it was read from.
+        serving: the serving lens (``None`` when nothing serves).
+        serving_deployment, serving_tree: the serving deployment and its lens tree.
+        bindings: the serving deployment's bindings.
+
+    Returns:
+        The plan; an unchanged lens tree short-circuits to ``unchanged=True``.
+    """
+    active_before = len(serving.active_answers()) if serving is not None else 0
+    if candidate is None:
+        return LensPlan(
+            name,
+            serving.config.eval_gate if serving else "block",
+            serving_deployment,
+            serving_tree,
+            candidate_commit,
+            None,
+            False,
+            active_before=active_before,
+        )
+    gate = candidate.config.eval_gate
+    if candidate_tree is not None and candidate_tree == serving_tree:
+        return LensPlan(
+            name,
+            gate,
+            serving_deployment,
+            serving_tree,
+            candidate_commit,
+            candidate_tree,
+            True,
+            active_before=active_before,
+            active_after=active_before,
+        )
+    new_assets = lens_assets(candidate)
+    old_assets = lens_assets(serving) if serving is not None else {}
+    stale, deps = select_stale(candidate, new_assets, bindings, serving)
+    active = candidate.active_answers()
+    if serving is None:
+        self_test = tuple(AnswerId(a.id) for a in active)
+    else:
+        dialect = candidate.config.dialect
+        self_test = tuple(
+            AnswerId(a.id)
+            for a in active
+            if a.id not in serving.answers
+            or oracle_hash(serving.answers[AnswerId(a.id)], serving.config.dialect)
+            != oracle_hash(a, dialect)
+        )
+    return LensPlan(
+        name,
+        gate,
+        serving_deployment,
+        serving_tree,
+        candidate_commit,
+        candidate_tree,
+        False,
+        tuple(diff_assets(old_assets, new_assets)),
+        tuple(stale),
+        self_test,
+        starvation=active_before >= 1 and not active,
+        active_before=active_before,
+        active_after=len(active),
+        deps=deps,
+        assets=new_assets,
+    )

@@ -1,0 +1,282 @@
+"""Serving state in git: deployment commits under ``refs/dst/`` (DESIGN §3).
+
+A deployment commit is never on a branch. Its tree holds ``lens/`` (the
+promoted lens tree itself, same tree id, no copy) and ``state/bindings.json``,
+``state/run.json``, ``state/meta.json``; its first parent is the previous
+deployment and its second the source commit. Every ref update is a
+compare-and-swap inside one libgit2 reference transaction: lock every ref,
+re-read it, compare with what the plan saw, set. A multi-lens update is preceded
+by an intent record ``refs/dst/applying`` and followed by its removal, so a crash
+between the two leaves something :func:`recover` rolls forward.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pygit2
+
+from reconciler import __version__
+from reconciler.bindings import Bindings
+from reconciler.errors import RefConflict, StateError
+from reconciler.lens import Oid
+
+SERVING = "refs/dst/serving/"
+ATTEMPTS = "refs/dst/attempts/"
+APPLYING = "refs/dst/applying"
+META_SCHEMA = 1
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """A deployment (or attempt) commit, read back.
+
+    Attributes:
+        oid: the deployment commit.
+        lens_tree: tree id of its ``lens/``.
+        meta: ``state/meta.json`` (action, lens, source, previous, score,
+            previous_score, gate …).
+        bindings: ``state/bindings.json``.
+        previous: the previous deployment (its first parent), ``None`` for the first.
+    """
+
+    oid: Oid
+    lens_tree: Oid
+    meta: Mapping[str, Any]
+    bindings: Bindings
+    previous: Oid | None
+
+    @property
+    def source(self) -> Oid:
+        """The source commit this deployment promoted."""
+        return Oid(str(self.meta["source"]))
+
+
+@dataclass(frozen=True)
+class RefUpdate:
+    """One compare-and-swap: set ``ref`` to ``new`` if it still holds ``old``."""
+
+    ref: str
+    old: Oid | None
+    new: Oid | None
+
+
+def serving_ref(lens: str) -> str:
+    """``refs/dst/serving/<lens>``."""
+    return SERVING + lens
+
+
+def attempts_ref(lens: str) -> str:
+    """``refs/dst/attempts/<lens>``."""
+    return ATTEMPTS + lens
+
+
+def ref_target(repo: pygit2.Repository, ref: str) -> Oid | None:
+    """The oid a direct ref points at, or ``None`` when it does not exist."""
+    found = repo.references.get(ref)
+    return None if found is None else Oid(str(found.target))
+
+
+def served_lenses(repo: pygit2.Repository) -> list[str]:
+    """Names of lenses with a serving ref, sorted."""
+    return sorted(r[len(SERVING) :] for r in repo.references if r.startswith(SERVING))
+
+
+def _blob(repo: pygit2.Repository, oid: pygit2.Oid) -> bytes:
+    obj = repo[oid]
+    if not isinstance(obj, pygit2.Blob):
+        raise StateError(f"{oid}: expected a blob")
+    return bytes(obj.data)
+
+
+def _blob_json(repo: pygit2.Repository, tree: pygit2.Tree, path: str, where: str) -> Any:
+    try:
+        entry = tree[path]
+    except KeyError:
+        raise StateError(
+            f"{where}: deployment commit has no {path}",
+            fix="the ref does not point at a dst deployment; inspect it",
+        ) from None
+    try:
+        return json.loads(_blob(repo, entry.id))
+    except ValueError as exc:
+        raise StateError(f"{where}: {path} is not JSON ({exc})") from None
+
+
+def read_deployment(repo: pygit2.Repository, oid: Oid) -> Deployment:
+    """Read a deployment commit.
+
+    Raises:
+        StateError: the commit lacks ``lens/`` or ``state/*.json``, or its meta
+            has an unknown ``schema_version``.
+    """
+    where = f"deployment {oid[:12]}"
+    commit = repo.get(oid)
+    if not isinstance(commit, pygit2.Commit):
+        raise StateError(f"{where}: not a commit")
+    tree = commit.tree
+    meta = _blob_json(repo, tree, "state/meta.json", where)
+    if meta.get("schema_version") != META_SCHEMA:
+        raise StateError(
+            f"{where}: unknown meta schema_version {meta.get('schema_version')!r}",
+            fix="upgrade dst to a version that knows this state",
+        )
+    bindings_raw = _blob(repo, tree["state/bindings.json"].id)
+    bindings = Bindings.loads(bindings_raw, where=f"{where} state/bindings.json")
+    try:
+        lens_tree = Oid(str(tree["lens"].id))
+    except KeyError:
+        raise StateError(f"{where}: deployment commit has no lens/ tree") from None
+    previous = meta.get("previous")
+    return Deployment(Oid(str(oid)), lens_tree, meta, bindings, Oid(previous) if previous else None)
+
+
+def _signature(repo: pygit2.Repository) -> pygit2.Signature:
+    try:
+        sig = repo.default_signature
+        return pygit2.Signature(sig.name, sig.email, int(time.time()), 0)
+    except (KeyError, pygit2.GitError):
+        return pygit2.Signature("dst", "dst@localhost", int(time.time()), 0)
+
+
+def write_deployment(
+    repo: pygit2.Repository,
+    *,
+    lens_tree: Oid,
+    bindings: Bindings,
+    run: Mapping[str, Any],
+    meta: Mapping[str, Any],
+    parents: Sequence[Oid],
+    message: str,
+) -> Oid:
+    """Write a deployment commit (no ref moves).
+
+    Args:
+        lens_tree: the promoted lens tree (reused as is).
+        bindings, run, meta: the ``state/`` files; ``meta`` gets ``schema_version``
+            and ``tool_version`` added.
+        parents: previous deployment (if any) first, then the source commit.
+        message: the one-line commit message.
+
+    Returns:
+        The new commit's oid.
+    """
+    full_meta = {"schema_version": META_SCHEMA, "tool_version": __version__, **meta}
+    state = repo.TreeBuilder()
+    for name, raw in (
+        ("bindings.json", bindings.dumps()),
+        ("run.json", _dumps(run)),
+        ("meta.json", _dumps(full_meta)),
+    ):
+        state.insert(name, repo.create_blob(raw), pygit2.GIT_FILEMODE_BLOB)
+    root = repo.TreeBuilder()
+    root.insert("lens", pygit2.Oid(hex=lens_tree), pygit2.GIT_FILEMODE_TREE)
+    root.insert("state", state.write(), pygit2.GIT_FILEMODE_TREE)
+    sig = _signature(repo)
+    oid = repo.create_commit(
+        None, sig, sig, message, root.write(), [pygit2.Oid(hex=p) for p in dict.fromkeys(parents)]
+    )
+    return Oid(str(oid))
+
+
+def _dumps(data: Mapping[str, Any]) -> bytes:
+    return (json.dumps(data, indent=2, sort_keys=True, default=str) + "\n").encode()
+
+
+def update_refs(repo: pygit2.Repository, updates: Sequence[RefUpdate], *, reason: str) -> None:
+    """Apply compare-and-swap updates atomically: all move, or none does.
+
+    More than one update is preceded by the ``refs/dst/applying`` intent record
+    and followed by its removal.
+
+    Raises:
+        RefConflict: a ref no longer holds the value the plan saw, or another
+            process holds its lock; nothing moved. The fix is to re-plan.
+    """
+    if not updates:
+        return
+    intent: Oid | None = None
+    if len(updates) > 1:
+        intent = _write_intent(repo, updates, reason)
+        _transaction(repo, [RefUpdate(APPLYING, ref_target(repo, APPLYING), intent)], reason)
+    try:
+        _transaction(repo, updates, reason)
+    except RefConflict:
+        if intent is not None:
+            _transaction(repo, [RefUpdate(APPLYING, intent, None)], reason)
+        raise
+    if intent is not None:
+        _transaction(repo, [RefUpdate(APPLYING, intent, None)], reason)
+
+
+def _transaction(repo: pygit2.Repository, updates: Sequence[RefUpdate], reason: str) -> None:
+    try:
+        with repo.transaction() as txn:
+            for u in updates:
+                try:
+                    txn.lock_ref(u.ref)
+                except pygit2.GitError:
+                    raise RefConflict(u.ref, u.old, "locked by another process") from None
+                actual = ref_target(repo, u.ref)
+                if actual != u.old:
+                    raise RefConflict(u.ref, u.old, actual)
+                if u.new is None:
+                    txn.remove(u.ref)
+                else:
+                    txn.set_target(u.ref, pygit2.Oid(hex=u.new), message=reason)
+    except pygit2.GitError as exc:
+        raise RefConflict(updates[0].ref, updates[0].old, f"update failed: {exc}") from None
+
+
+def _write_intent(repo: pygit2.Repository, updates: Sequence[RefUpdate], reason: str) -> Oid:
+    record = {
+        "schema_version": META_SCHEMA,
+        "reason": reason,
+        "updates": [{"ref": u.ref, "old": u.old, "new": u.new} for u in updates],
+    }
+    tb = repo.TreeBuilder()
+    tb.insert("apply.json", repo.create_blob(_dumps(record)), pygit2.GIT_FILEMODE_BLOB)
+    sig = _signature(repo)
+    parents = [pygit2.Oid(hex=u.new) for u in updates if u.new is not None]
+    oid = repo.create_commit(None, sig, sig, f"dst applying: {reason}", tb.write(), parents)
+    return Oid(str(oid))
+
+
+def recover(repo: pygit2.Repository) -> list[str]:
+    """Roll forward an apply interrupted between its intent record and its removal.
+
+    Returns:
+        Messages describing what was rolled forward (empty when nothing was pending).
+    """
+    intent = ref_target(repo, APPLYING)
+    if intent is None:
+        return []
+    commit = repo[intent].peel(pygit2.Commit)
+    record = json.loads(_blob(repo, commit.tree["apply.json"].id))
+    messages = []
+    for u in record["updates"]:
+        actual = ref_target(repo, u["ref"])
+        if actual == u["new"]:
+            continue
+        if actual == u["old"]:
+            _transaction(repo, [RefUpdate(u["ref"], actual, u["new"])], "recover: roll forward")
+            messages.append(f"rolled forward {u['ref']} to {str(u['new'])[:12]}")
+        else:
+            messages.append(f"{u['ref']} moved elsewhere since the interrupted apply; left as is")
+    _transaction(repo, [RefUpdate(APPLYING, intent, None)], "recover: done")
+    return messages
+
+
+def history(repo: pygit2.Repository, head: Oid, limit: int = 1000) -> list[Deployment]:
+    """Deployments from ``head`` back along first parents, newest first."""
+    out: list[Deployment] = []
+    current: Oid | None = head
+    while current is not None and len(out) < limit:
+        dep = read_deployment(repo, current)
+        out.append(dep)
+        current = dep.previous
+    return out

@@ -1,0 +1,136 @@
+"""Rendering run reports as text or JSON (pure; never decides the exit code).
+
+The JSON object is the stable contract of DESIGN §6::
+
+    {"schema_version": 1, "command": ..., "lenses": [{"lens", "gate", "serving_before",
+     "serving_after", "candidate", "action", "changed_assets", "stale", "self_test",
+     "results", "score", "previous_score", "messages"}]}
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from reconciler.apply import LensRun, RunReport
+
+SCHEMA_VERSION = 1
+_PUBLIC_SCORE = ("correct", "wrong", "declined", "error", "total")
+
+
+def _score(counts: Mapping[str, int] | None) -> dict[str, int] | None:
+    if counts is None:
+        return None
+    out = {k: int(counts.get(k, 0)) for k in _PUBLIC_SCORE}
+    out["inconclusive"] = int(counts.get("inconclusive", 0))
+    return out
+
+
+def lens_object(run: LensRun, *, explain: bool = False) -> dict[str, Any]:
+    """One lens's JSON object."""
+    plan = run.plan
+    planned = plan.record()
+    stale = (
+        planned["stale"]
+        if explain
+        else [{"answer": s["answer"], "reasons": s["reasons"]} for s in planned["stale"]]
+    )
+    return {
+        "lens": plan.lens,
+        "gate": plan.gate,
+        "serving_before": plan.serving,
+        "serving_after": run.serving_after,
+        "candidate": plan.candidate,
+        "action": run.action,
+        "changed_assets": planned["changed_assets"],
+        "stale": stale,
+        "self_test": [r.record() for r in run.self_test]
+        if run.self_test
+        else [{"answer": a, "outcome": None} for a in plan.self_test],
+        "results": [r.record() for r in run.results],
+        "score": _score(run.score),
+        "previous_score": _score(run.previous_score) if run.previous_score else None,
+        "starvation": plan.starvation,
+        "recorded": run.recorded,
+        "messages": list(run.messages),
+    }
+
+
+def to_json(report: RunReport, *, explain: bool = False) -> str:
+    """The whole report as one JSON object (one line per key, stable key order)."""
+    obj = {
+        "schema_version": SCHEMA_VERSION,
+        "command": report.command,
+        "exit_code": report.exit_code,
+        "messages": report.messages,
+        "lenses": [lens_object(r, explain=explain) for r in report.lenses],
+    }
+    return json.dumps(obj, indent=2, default=str)
+
+
+def _fmt_score(s: Mapping[str, int] | None) -> str:
+    if not s:
+        return "n/a"
+    total = s.get("total", 0)
+    acc = f"{100 * s.get('correct', 0) / total:.0f}%" if total else "n/a"
+    wrong = f"{100 * s.get('wrong', 0) / total:.0f}%" if total else "n/a"
+    return (
+        f"{s.get('correct', 0)}/{total} correct ({acc}), wrong {s.get('wrong', 0)} "
+        f"({wrong}), declined {s.get('declined', 0)}, error "
+        f"{s.get('error', 0) + s.get('inconclusive', 0)}"
+    )
+
+
+def _table(result: Mapping[str, Any] | None, indent: str) -> list[str]:
+    if not result:
+        return [f"{indent}(no result)"]
+    cols = result.get("columns", [])
+    rows = result.get("rows", [])
+    lines = [f"{indent}{' | '.join(str(c) for c in cols)}"]
+    lines += [f"{indent}{' | '.join(str(v) for v in row)}" for row in rows[:10]]
+    more = result.get("row_count", len(rows)) - min(len(rows), 10)
+    if more > 0:
+        lines.append(f"{indent}… {more} more rows")
+    return lines
+
+
+def to_text(report: RunReport, *, explain: bool = False) -> str:
+    """Human-readable report: per lens, the action, the plan and every failure in full."""
+    lines: list[str] = list(report.messages)
+    for run in report.lenses:
+        plan = run.plan
+        head = f"{plan.lens}: {run.action.upper()}  (gate: {plan.gate})"
+        lines.append(head)
+        serving = plan.serving[:12] if plan.serving else "nothing"
+        after = run.serving_after[:12] if run.serving_after else "nothing"
+        cand = plan.candidate[:12] if plan.candidate else "working tree"
+        lines.append(f"  serving {serving} → {after}; candidate {cand}")
+        for c in plan.changed_assets:
+            extra = f" (from {c.old_path})" if c.old_path and c.old_path != c.path else ""
+            lines.append(f"  {c.change:<9} {c.asset}{extra}")
+        if plan.stale:
+            lines.append(f"  stale answers: {len(plan.stale)}")
+            for s in plan.stale:
+                if explain:
+                    lines.append(f"    {s.answer}")
+                    lines += [f"      - {r.describe()}" for r in s.reasons]
+                else:
+                    codes = ", ".join(r.value for r in s.reason_codes)
+                    lines.append(f"    {s.answer}: {codes}")
+        if plan.self_test:
+            lines.append(f"  self-test: {', '.join(plan.self_test)}")
+        if run.results or run.self_test:
+            lines.append(f"  score: {_fmt_score(run.score)}")
+            lines.append(f"  previous score: {_fmt_score(run.previous_score)}")
+        for r in [*run.results, *run.self_test]:
+            if r.outcome.value == "correct":
+                continue
+            lines.append(f"  ✗ {r.answer}: {r.outcome.value} — {r.detail}")
+            if r.oracle is not None or r.generated is not None:
+                lines.append("    oracle result:")
+                lines += _table(r.oracle, "      ")
+                lines.append("    generated result:")
+                lines += _table(r.generated, "      ")
+        lines += [f"  {m}" for m in run.messages]
+    return "\n".join(lines)

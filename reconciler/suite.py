@@ -1,0 +1,241 @@
+"""The certified suite for one answer (DESIGN §4).
+
+1. Execute the oracle read-only, capped at ``row_cap``; over the cap is an error.
+2. Re-ask the question through the same assembly and generator serving uses,
+   certified matching disabled and the answer excluded from its own exemplars.
+3. Execute the generated SQL the same way and compare (``compare``).
+4. On divergence generate once more; a pass on the second attempt is correct
+   but flaky.
+
+The executor is any object with ``execute``/``distinct_values`` (the
+``warehouse.Warehouse`` in production), so this module stays free of drivers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Protocol
+
+from reconciler.assembly import assemble
+from reconciler.compare import Verdict, compare, order_keys
+from reconciler.errors import DstError
+from reconciler.generators import DimensionValues, generate
+from reconciler.lens import Answer, AnswerId, Lens
+from reconciler.resultset import ResultSet
+
+MAX_ATTEMPTS = 2
+VALUES_PER_DIMENSION = 200
+
+
+class Outcome(str, Enum):
+    """Scored outcomes: correct, wrong, declined; error or inconclusive when it could not score."""
+
+    CORRECT = "correct"
+    WRONG = "wrong"
+    DECLINED = "declined"
+    ERROR = "error"
+    INCONCLUSIVE = "inconclusive"
+
+
+class Executor(Protocol):
+    """What the suite needs from a warehouse."""
+
+    def execute(
+        self, sql: str, *, row_cap: int, timeout_s: float, as_of: str | None = None
+    ) -> ResultSet: ...
+
+    def distinct_values(
+        self, table: str, column_sql: str, *, limit: int = ..., timeout_s: float
+    ) -> tuple[str, ...]: ...
+
+
+@dataclass(frozen=True)
+class AnswerResult:
+    """One answer's verification.
+
+    Attributes:
+        answer: the answer id.
+        outcome: correct / wrong / declined / error / inconclusive.
+        attempts: one record per generation attempt (request, generation,
+            comparison), at most ``MAX_ATTEMPTS``.
+        detail: one human line.
+        flaky: passed only on the second attempt.
+        oracle: preview of the oracle's executed result (``None`` if it failed).
+        generated: preview of the last generated result (``None`` if none ran).
+    """
+
+    answer: AnswerId
+    outcome: Outcome
+    attempts: tuple[dict[str, Any], ...]
+    detail: str
+    flaky: bool = False
+    oracle: dict[str, Any] | None = None
+    generated: dict[str, Any] | None = None
+
+    def record(self) -> dict[str, Any]:
+        """JSON-ready record for reports and ``state/run.json``."""
+        return {
+            "answer": self.answer,
+            "outcome": self.outcome.value,
+            "attempts": len(self.attempts),
+            "detail": self.detail,
+            "flaky": self.flaky,
+            "oracle_result": self.oracle,
+            "generated_result": self.generated,
+            "trace": list(self.attempts),
+        }
+
+
+@dataclass
+class ValueCache:
+    """Distinct values of a lens's string dimensions, read once per run (generator input)."""
+
+    executor: Executor
+    timeout_s: float
+    _cache: dict[str, DimensionValues] = field(default_factory=dict)
+
+    def for_lens(self, lens: Lens) -> DimensionValues:
+        """``{(model, dimension): values}`` for every string dimension of ``lens``."""
+        key = f"{lens.name}:{id(lens)}"
+        if key not in self._cache:
+            values: dict[tuple[str, str], tuple[str, ...]] = {}
+            for model in lens.models.values():
+                for col in model.dimensions:
+                    if col.data_type.lower() not in ("string", "text", "varchar"):
+                        continue
+                    try:
+                        values[(model.name, col.name)] = self.executor.distinct_values(
+                            model.table,
+                            col.sql,
+                            limit=VALUES_PER_DIMENSION,
+                            timeout_s=self.timeout_s,
+                        )
+                    except DstError:
+                        values[(model.name, col.name)] = ()
+            self._cache[key] = values
+        return self._cache[key]
+
+
+def run_answer(
+    lens: Lens,
+    answer: Answer,
+    executor: Executor,
+    values: DimensionValues,
+    *,
+    progress: Callable[[str], None] = lambda _msg: None,
+) -> AnswerResult:
+    """Verify one certified answer against the warehouse.
+
+    Args:
+        lens: the lens version under test (its assets feed generation; its
+            answer file holds the oracle).
+        answer: the answer to verify.
+        executor: the read-only warehouse.
+        values: dimension values for the generator.
+        progress: receives one line per step (stderr in the CLI).
+
+    Returns:
+        The result; never raises for warehouse or generation failures (they
+        become ``error`` outcomes).
+    """
+    cfg = lens.config
+    aid = AnswerId(answer.id)
+    progress(f"{lens.name}/{aid}: executing oracle")
+    try:
+        oracle = executor.execute(
+            answer.sql, row_cap=cfg.row_cap, timeout_s=cfg.statement_timeout_s, as_of=cfg.as_of
+        )
+    except DstError as exc:
+        return AnswerResult(aid, Outcome.ERROR, (), f"oracle failed: {exc.message}")
+    if oracle.truncated:
+        return AnswerResult(
+            aid,
+            Outcome.ERROR,
+            (),
+            f"oracle returns more than row_cap={cfg.row_cap} rows",
+            oracle=oracle.preview(),
+        )
+    order = order_keys(answer.sql, cfg.dialect)
+    attempts: list[dict[str, Any]] = []
+    generated: ResultSet | None = None
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        request = assemble(lens, answer.question, exclude_answer=aid, certified_matching=False)
+        generation = generate(lens, request, values)
+        trace: dict[str, Any] = {
+            "attempt": attempt,
+            "request": request.record(),
+            "generation": generation.record(),
+        }
+        attempts.append(trace)
+        if generation.sql is None:
+            return AnswerResult(
+                aid,
+                Outcome.DECLINED,
+                tuple(attempts),
+                f"generator declined: {generation.declined}",
+                oracle=oracle.preview(),
+            )
+        progress(f"{lens.name}/{aid}: executing generated SQL (attempt {attempt})")
+        try:
+            generated = executor.execute(
+                generation.sql,
+                row_cap=cfg.row_cap,
+                timeout_s=cfg.statement_timeout_s,
+                as_of=cfg.as_of,
+            )
+        except DstError as exc:
+            trace["error"] = exc.message
+            if attempt < MAX_ATTEMPTS:
+                continue
+            return AnswerResult(
+                aid,
+                Outcome.ERROR,
+                tuple(attempts),
+                f"generated SQL failed: {exc.message}",
+                oracle=oracle.preview(),
+            )
+        result = compare(oracle, generated, order=order)
+        trace["comparison"] = result.record()
+        if result.verdict is Verdict.MATCH:
+            flaky = attempt > 1
+            detail = "matches the oracle" + (" on the second attempt (flaky)" if flaky else "")
+            return AnswerResult(
+                aid,
+                Outcome.CORRECT,
+                tuple(attempts),
+                detail,
+                flaky,
+                oracle.preview(),
+                generated.preview(),
+            )
+        if result.verdict is Verdict.INCONCLUSIVE:
+            return AnswerResult(
+                aid,
+                Outcome.INCONCLUSIVE,
+                tuple(attempts),
+                result.detail,
+                oracle=oracle.preview(),
+                generated=generated.preview(),
+            )
+    last = attempts[-1].get("comparison", {})
+    detail = str(last.get("detail", "diverged")) if last else "diverged"
+    return AnswerResult(
+        aid,
+        Outcome.WRONG,
+        tuple(attempts),
+        f"diverged from the oracle: {detail}; fix the definition, or re-certify / retire "
+        f"the answer",
+        oracle=oracle.preview(),
+        generated=generated.preview() if generated else None,
+    )
+
+
+def score(results: list[AnswerResult]) -> dict[str, int]:
+    """``{"correct", "wrong", "declined", "error", "inconclusive", "total"}`` counts."""
+    counts = {o.value: 0 for o in Outcome}
+    for r in results:
+        counts[r.outcome.value] += 1
+    counts["total"] = len(results)
+    return counts

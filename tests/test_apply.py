@@ -1,0 +1,245 @@
+"""End to end: seed → apply → block → warn → rollback on the example lenses, real git, real DuckDB."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pygit2
+import yaml
+
+from tests.conftest import commit, dst, git
+
+LENSES = ("finance", "sales")
+
+
+def serving(repo: Path, lens: str) -> str | None:
+    ref = pygit2.Repository(str(repo)).references.get(f"refs/dst/serving/{lens}")
+    return None if ref is None else str(ref.target)
+
+
+def deployment_json(repo: Path, oid: str, path: str) -> dict:
+    return json.loads(git(repo, "show", f"{oid}:{path}"))
+
+
+def promote_all(repo: Path) -> None:
+    done = dst(repo, "apply", "--format", "json")
+    assert done.code == 0, done.stdout + done.stderr
+    assert {x["action"] for x in done.json()["lenses"]} == {"promoted"}
+
+
+def test_seed_apply_promotes_every_example_lens_then_unchanged(lens_repo: Path) -> None:
+    first = dst(lens_repo, "apply", "--format", "json")
+    assert first.code == 0, first.stderr
+    report = first.json()
+    assert report["schema_version"] == 1
+    for name in LENSES:
+        obj = first.lens(name)
+        assert obj["action"] == "promoted"
+        assert obj["serving_before"] is None
+        assert obj["serving_after"] == serving(lens_repo, name)
+        # nothing served before, so every answer is self-tested against its oracle
+        outcomes = {r["outcome"] for r in obj["self_test"]}
+        assert outcomes == {"correct"}, [r for r in obj["self_test"] if r["outcome"] != "correct"]
+        assert obj["score"]["correct"] == obj["score"]["total"] >= 15
+    status = dst(lens_repo, "status")
+    assert status.code == 0
+    for name in LENSES:
+        oid = serving(lens_repo, name)
+        assert oid is not None
+        assert f"{name}: serving {oid[:12]}" in status.stdout
+        tree = git(lens_repo, "ls-tree", "--name-only", "-r", oid)
+        assert {"state/bindings.json", "state/run.json", "state/meta.json"} <= set(
+            tree.splitlines())
+        # lens/ is the source commit's lens tree itself, not a copy
+        assert git(lens_repo, "rev-parse", f"{oid}:lens") == git(
+            lens_repo, "rev-parse", f"HEAD:lenses/{name}")
+        parents = git(lens_repo, "log", "-1", "--format=%P", oid).split()
+        assert parents == [git(lens_repo, "rev-parse", "HEAD")]
+    second = dst(lens_repo, "apply", "--format", "json")
+    assert second.code == 0
+    assert {x["action"] for x in second.json()["lenses"]} == {"unchanged"}
+    assert all(serving(lens_repo, n) == first.lens(n)["serving_after"] for n in LENSES)
+
+
+def _double_metric(repo: Path, metric: str, gate: str | None = None) -> str:
+    path = repo / "lenses" / "sales" / "metrics" / f"{metric}.yaml"
+    data = yaml.safe_load(path.read_text())
+    files = {str(path.relative_to(repo)): path.read_text().replace(
+        f"expression: {data['expression']}", f"expression: ({data['expression']}) * 2")}
+    if gate is not None:
+        lens_yaml = repo / "lenses" / "sales" / "lens.yaml"
+        files["lenses/sales/lens.yaml"] = re.sub(r"eval_gate: \w+", f"eval_gate: {gate}",
+                                                  lens_yaml.read_text())
+    return commit(repo, files, f"double {metric}")
+
+
+def _answers_bound_to(repo: Path, lens: str, asset: str) -> set[str]:
+    oid = serving(repo, lens)
+    assert oid is not None
+    bindings = deployment_json(repo, oid, "state/bindings.json")["answers"]
+    return {a for a, b in bindings.items() if asset in b["assets"]}
+
+
+def test_doubling_a_metric_stales_exactly_its_answers_and_blocks(lens_repo: Path) -> None:
+    promote_all(lens_repo)
+    before = serving(lens_repo, "sales")
+    users = _answers_bound_to(lens_repo, "sales", "metrics/units_sold")
+    all_answers = {p.stem for p in (lens_repo / "lenses/sales/answers").glob("*.yaml")}
+    assert 0 < len(users) < len(all_answers)
+    _double_metric(lens_repo, "units_sold")
+
+    plan = dst(lens_repo, "plan", "--format", "json")
+    assert plan.code == 0, plan.stderr
+    sales = plan.lens("sales")
+    assert {s["answer"] for s in sales["stale"]} == users
+    assert all(s["reasons"] == ["asset_changed"] for s in sales["stale"])
+    assert sales["changed_assets"] == [
+        {"asset": "metrics/units_sold", "change": "modified",
+         "path": "metrics/units_sold.yaml"}]
+    assert plan.lens("finance")["stale"] == []
+
+    applied = dst(lens_repo, "apply")
+    assert applied.code == 1, applied.stdout + applied.stderr
+    assert serving(lens_repo, "sales") == before
+    out = applied.stdout
+    assert "sales: BLOCKED" in out
+    assert "score: 0/" in out and "previous score:" in out
+    for answer in users:
+        assert f"✗ {answer}: wrong" in out
+    assert out.count("oracle result:") >= len(users)
+    assert out.count("generated result:") >= len(users)
+    # the blocked run is recorded as an attempt, never served
+    attempt = pygit2.Repository(str(lens_repo)).references.get("refs/dst/attempts/sales")
+    assert attempt is not None
+    assert deployment_json(lens_repo, str(attempt.target), "state/meta.json")["action"] == (
+        "blocked")
+
+
+def test_same_edit_under_warn_promotes_with_findings(lens_repo: Path) -> None:
+    promote_all(lens_repo)
+    before = serving(lens_repo, "sales")
+    users = _answers_bound_to(lens_repo, "sales", "metrics/units_sold")
+    _double_metric(lens_repo, "units_sold", gate="warn")
+    applied = dst(lens_repo, "apply", "--format", "json")
+    assert applied.code == 0, applied.stderr
+    sales = applied.lens("sales")
+    assert sales["action"] == "promoted"
+    assert sales["serving_after"] != before
+    assert {r["answer"] for r in sales["results"] if r["outcome"] == "wrong"} == users
+    assert any(m.startswith("WARNING gate findings") for m in sales["messages"])
+    # failures keep their old stamp, so they stay stale for the next apply
+    bindings = deployment_json(lens_repo, sales["serving_after"], "state/bindings.json")
+    for answer in users:
+        assert "metrics/units_sold" in bindings["answers"][answer]["assets"]
+    replan = dst(lens_repo, "plan", "--format", "json")
+    assert {s["answer"] for s in replan.lens("sales")["stale"]} == users
+
+
+def test_formatting_comments_key_order_and_renames_make_nothing_stale(lens_repo: Path) -> None:
+    promote_all(lens_repo)
+    sales = lens_repo / "lenses" / "sales"
+    metric = sales / "metrics" / "net_revenue.yaml"
+    data = yaml.safe_load(metric.read_text())
+    reordered = "# reordered and re-indented\n" + yaml.safe_dump(
+        dict(reversed(list(data.items()))), indent=4, sort_keys=False, width=60)
+    model_path = next((sales / "models").glob("*.yaml"))
+    model_text = "# comment at the top\n" + model_path.read_text().replace("\n", "  # note\n", 1)
+    answer_path = sorted((sales / "answers").glob("*.yaml"))[0]
+    answer_text = answer_path.read_text().replace("SELECT", "select  -- comment\n  ", 1)
+    commit(lens_repo, {
+        str(metric.relative_to(lens_repo)): reordered,
+        str(model_path.relative_to(lens_repo)): model_text,
+        str(answer_path.relative_to(lens_repo)): answer_text,
+    }, "formatting only")
+    git(lens_repo, "mv", "lenses/sales/metrics/units_sold.yaml",
+        "lenses/sales/metrics/units.yaml")
+    git(lens_repo, "commit", "-q", "-m", "rename a file")
+    plan = dst(lens_repo, "plan", "--format", "json")
+    assert plan.code == 0, plan.stderr
+    obj = plan.lens("sales")
+    assert obj["stale"] == []
+    assert obj["self_test"] == []
+    assert [c["change"] for c in obj["changed_assets"]] == ["renamed"]
+    applied = dst(lens_repo, "apply", "--format", "json")
+    assert applied.code == 0
+    assert applied.lens("sales")["results"] == []
+
+
+def _set_status(repo: Path, lens: str, status: str) -> dict[str, str]:
+    files = {}
+    for path in sorted((repo / "lenses" / lens / "answers").glob("*.yaml")):
+        files[str(path.relative_to(repo))] = re.sub(r"status: \w+", f"status: {status}",
+                                                    path.read_text())
+    return files
+
+
+def test_retiring_the_last_active_answer_blocks_then_warns(lens_repo: Path) -> None:
+    promote_all(lens_repo)
+    before = serving(lens_repo, "finance")
+    commit(lens_repo, _set_status(lens_repo, "finance", "retired"), "retire everything")
+    blocked = dst(lens_repo, "apply", "--format", "json")
+    assert blocked.code == 1
+    fin = blocked.lens("finance")
+    assert fin["action"] == "blocked" and fin["starvation"] is True
+    assert any("starvation" in m for m in fin["messages"])
+    assert serving(lens_repo, "finance") == before
+    lens_yaml = lens_repo / "lenses/finance/lens.yaml"
+    commit(lens_repo, {"lenses/finance/lens.yaml": re.sub(
+        r"eval_gate: \w+", "eval_gate: warn", lens_yaml.read_text())}, "warn")
+    warned = dst(lens_repo, "apply", "--format", "json")
+    assert warned.code == 0, warned.stderr
+    fin = warned.lens("finance")
+    assert fin["action"] == "promoted"
+    assert any(m.startswith("WARNING starvation") for m in fin["messages"])
+
+
+def test_lens_with_no_answers_publishes_with_gate_skipped(lens_repo: Path) -> None:
+    commit(lens_repo, {
+        "lenses/empty/lens.yaml": "name: empty\n",
+        "lenses/empty/models/orders.yaml": "name: orders\ntable: orders\n",
+    }, "a lens with nothing certified")
+    applied = dst(lens_repo, "apply", "--lens", "empty")
+    assert applied.code == 0, applied.stderr
+    assert "gate SKIPPED" in applied.stdout
+    assert serving(lens_repo, "empty") is not None
+
+
+def test_rollback_restores_earlier_content_as_a_new_deployment(lens_repo: Path) -> None:
+    promote_all(lens_repo)
+    first = serving(lens_repo, "sales")
+    assert first is not None
+    _double_metric(lens_repo, "units_sold", gate="warn")
+    assert dst(lens_repo, "apply").code == 0
+    second = serving(lens_repo, "sales")
+    rolled = dst(lens_repo, "rollback", "sales", "--format", "json")
+    assert rolled.code == 0, rolled.stderr
+    third = serving(lens_repo, "sales")
+    assert third not in (first, second)
+    assert git(lens_repo, "rev-parse", f"{third}:lens") == git(lens_repo, "rev-parse",
+                                                                f"{first}:lens")
+    history = git(lens_repo, "log", "--first-parent", "--format=%H %s",
+                  "refs/dst/serving/sales").splitlines()
+    assert [h.split()[0] for h in history[:3]] == [third, second, first]
+    assert history[0].split()[1] == "rollback"
+    log = dst(lens_repo, "log", "sales", "--format", "json")
+    assert [d["action"] for d in log.json()["deployments"]] == ["rollback", "promote", "promote"]
+    # rolling back to the rollback target explicitly is also a new record
+    again = dst(lens_repo, "rollback", "sales", "--to", second)
+    assert again.code == 0
+    assert git(lens_repo, "rev-parse", "refs/dst/serving/sales:lens") == git(
+        lens_repo, "rev-parse", f"{second}:lens")
+
+
+def test_dst_test_verifies_and_records_a_verify_deployment(lens_repo: Path) -> None:
+    promote_all(lens_repo)
+    before = serving(lens_repo, "finance")
+    done = dst(lens_repo, "test", "finance", "--format", "json")
+    assert done.code == 0, done.stdout + done.stderr
+    fin = done.lens("finance")
+    assert fin["score"]["correct"] == fin["score"]["total"] >= 15
+    after = serving(lens_repo, "finance")
+    assert after != before
+    assert git(lens_repo, "log", "-1", "--format=%P", after).split()[0] == before
+    assert deployment_json(lens_repo, str(after), "state/meta.json")["action"] == "verify"
