@@ -120,8 +120,7 @@ def oracle_models(lens: Lens, answer: Answer) -> list[AssetId]:
         tables = guard.tables_read(answer.sql, lens.config.dialect)
     except UnsafeSqlError:
         return []
-    found = {lens.model_for_table(t) for t in tables}
-    return sorted(AssetId(f"models/{m.name}") for m in found if m is not None)
+    return sorted({AssetId(f"models/{m.name}") for t in tables for m in lens.models_for_table(t)})
 
 
 def dependency_edges(lens: Lens) -> dict[AssetId, tuple[AssetId, ...]]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, NewType
+from typing import Any, ClassVar, Literal, NewType
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -45,9 +45,13 @@ RELATIVE_DATE_RE = re.compile(
 
 
 class Strict(BaseModel):
-    """Base for every lens file model: frozen, strict types, unknown keys rejected."""
+    """Base for every lens file model: frozen, unknown keys rejected.
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    Pydantic v2 never coerces a number, boolean or date into a ``str`` field, so an
+    unquoted ``NO`` or ``1.10`` where text is expected is an error, not a silent cast.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class SmartTier(Strict):
@@ -92,7 +96,7 @@ class LensConfig(Strict):
     exclusions: tuple[str, ...] = ()
     clarify: tuple[ClarifyTerm, ...] = ()
 
-    generation_fields = ("dialect", "row_cap", "as_of", "generator", "exclusions", "clarify")
+    generation_fields: ClassVar[tuple[str, ...]] = ("dialect", "row_cap", "as_of", "generator", "exclusions", "clarify")
 
     def generation_part(self) -> dict[str, Any]:
         """The fields that feed generation, as plain JSON-ready data."""
@@ -252,13 +256,10 @@ class Lens:
             (a for a in self.answers.values() if a.status == "active"), key=lambda a: a.id
         )
 
-    def model_for_table(self, table: str) -> Model | None:
-        """The model whose physical table is ``table`` (case-insensitive, last part)."""
+    def models_for_table(self, table: str) -> list[Model]:
+        """Models whose physical table is ``table`` (case-insensitive, last name part)."""
         wanted = table.lower().split(".")[-1]
-        for model in self.models.values():
-            if model.table.lower().split(".")[-1] == wanted:
-                return model
-        return None
+        return [m for m in self.models.values() if m.table.lower().split(".")[-1] == wanted]
 
 
 def _yaml_files(files: Mapping[str, bytes], folder: str) -> list[str]:

@@ -31,8 +31,9 @@ GIT_ENV = {
 def git(repo: Path, *args: str) -> str:
     """Run the real git CLI in ``repo`` and return its stdout."""
     env = {**os.environ, **GIT_ENV, "HOME": str(repo)}
-    done = subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, text=True,
-                          check=True)
+    done = subprocess.run(
+        ["git", *args], cwd=repo, env=env, capture_output=True, text=True, check=True
+    )
     return done.stdout.strip()
 
 
@@ -76,10 +77,17 @@ class Result:
 def dst(repo: Path, *args: str, env: Mapping[str, str] | None = None) -> Result:
     """Run the real ``dst`` command line (``python -m reconciler``) in ``repo``."""
     full_env = {**os.environ, **GIT_ENV, "HOME": str(repo), **(env or {})}
-    full_env.pop("DST_WAREHOUSE_URL", None) if env is None or "DST_WAREHOUSE_URL" not in env \
-        else None
-    done = subprocess.run([sys.executable, "-m", "reconciler", *args], cwd=repo, env=full_env,
-                          capture_output=True, text=True, timeout=600)
+    full_env.pop(
+        "DST_WAREHOUSE_URL", None
+    ) if env is None or "DST_WAREHOUSE_URL" not in env else None
+    done = subprocess.run(
+        [sys.executable, "-m", "reconciler", *args],
+        cwd=repo,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     return Result(done.returncode, done.stdout, done.stderr)
 
 

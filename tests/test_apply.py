@@ -1,4 +1,4 @@
-"""End to end: seed → apply → block → warn → rollback on the example lenses, real git, real DuckDB."""
+"""End to end on the example lenses: seed, apply, block, warn, rollback (real git, DuckDB)."""
 
 from __future__ import annotations
 
@@ -51,10 +51,12 @@ def test_seed_apply_promotes_every_example_lens_then_unchanged(lens_repo: Path) 
         assert f"{name}: serving {oid[:12]}" in status.stdout
         tree = git(lens_repo, "ls-tree", "--name-only", "-r", oid)
         assert {"state/bindings.json", "state/run.json", "state/meta.json"} <= set(
-            tree.splitlines())
+            tree.splitlines()
+        )
         # lens/ is the source commit's lens tree itself, not a copy
         assert git(lens_repo, "rev-parse", f"{oid}:lens") == git(
-            lens_repo, "rev-parse", f"HEAD:lenses/{name}")
+            lens_repo, "rev-parse", f"HEAD:lenses/{name}"
+        )
         parents = git(lens_repo, "log", "-1", "--format=%P", oid).split()
         assert parents == [git(lens_repo, "rev-parse", "HEAD")]
     second = dst(lens_repo, "apply", "--format", "json")
@@ -66,12 +68,16 @@ def test_seed_apply_promotes_every_example_lens_then_unchanged(lens_repo: Path) 
 def _double_metric(repo: Path, metric: str, gate: str | None = None) -> str:
     path = repo / "lenses" / "sales" / "metrics" / f"{metric}.yaml"
     data = yaml.safe_load(path.read_text())
-    files = {str(path.relative_to(repo)): path.read_text().replace(
-        f"expression: {data['expression']}", f"expression: ({data['expression']}) * 2")}
+    files = {
+        str(path.relative_to(repo)): path.read_text().replace(
+            f"expression: {data['expression']}", f"expression: ({data['expression']}) * 2"
+        )
+    }
     if gate is not None:
         lens_yaml = repo / "lenses" / "sales" / "lens.yaml"
-        files["lenses/sales/lens.yaml"] = re.sub(r"eval_gate: \w+", f"eval_gate: {gate}",
-                                                  lens_yaml.read_text())
+        files["lenses/sales/lens.yaml"] = re.sub(
+            r"eval_gate: \w+", f"eval_gate: {gate}", lens_yaml.read_text()
+        )
     return commit(repo, files, f"double {metric}")
 
 
@@ -96,8 +102,8 @@ def test_doubling_a_metric_stales_exactly_its_answers_and_blocks(lens_repo: Path
     assert {s["answer"] for s in sales["stale"]} == users
     assert all(s["reasons"] == ["asset_changed"] for s in sales["stale"])
     assert sales["changed_assets"] == [
-        {"asset": "metrics/units_sold", "change": "modified",
-         "path": "metrics/units_sold.yaml"}]
+        {"asset": "metrics/units_sold", "change": "modified", "path": "metrics/units_sold.yaml"}
+    ]
     assert plan.lens("finance")["stale"] == []
 
     applied = dst(lens_repo, "apply")
@@ -114,7 +120,8 @@ def test_doubling_a_metric_stales_exactly_its_answers_and_blocks(lens_repo: Path
     attempt = pygit2.Repository(str(lens_repo)).references.get("refs/dst/attempts/sales")
     assert attempt is not None
     assert deployment_json(lens_repo, str(attempt.target), "state/meta.json")["action"] == (
-        "blocked")
+        "blocked"
+    )
 
 
 def test_same_edit_under_warn_promotes_with_findings(lens_repo: Path) -> None:
@@ -143,18 +150,22 @@ def test_formatting_comments_key_order_and_renames_make_nothing_stale(lens_repo:
     metric = sales / "metrics" / "net_revenue.yaml"
     data = yaml.safe_load(metric.read_text())
     reordered = "# reordered and re-indented\n" + yaml.safe_dump(
-        dict(reversed(list(data.items()))), indent=4, sort_keys=False, width=60)
+        dict(reversed(list(data.items()))), indent=4, sort_keys=False, width=60
+    )
     model_path = next((sales / "models").glob("*.yaml"))
     model_text = "# comment at the top\n" + model_path.read_text().replace("\n", "  # note\n", 1)
     answer_path = sorted((sales / "answers").glob("*.yaml"))[0]
     answer_text = answer_path.read_text().replace("SELECT", "select  -- comment\n  ", 1)
-    commit(lens_repo, {
-        str(metric.relative_to(lens_repo)): reordered,
-        str(model_path.relative_to(lens_repo)): model_text,
-        str(answer_path.relative_to(lens_repo)): answer_text,
-    }, "formatting only")
-    git(lens_repo, "mv", "lenses/sales/metrics/units_sold.yaml",
-        "lenses/sales/metrics/units.yaml")
+    commit(
+        lens_repo,
+        {
+            str(metric.relative_to(lens_repo)): reordered,
+            str(model_path.relative_to(lens_repo)): model_text,
+            str(answer_path.relative_to(lens_repo)): answer_text,
+        },
+        "formatting only",
+    )
+    git(lens_repo, "mv", "lenses/sales/metrics/units_sold.yaml", "lenses/sales/metrics/units.yaml")
     git(lens_repo, "commit", "-q", "-m", "rename a file")
     plan = dst(lens_repo, "plan", "--format", "json")
     assert plan.code == 0, plan.stderr
@@ -170,8 +181,9 @@ def test_formatting_comments_key_order_and_renames_make_nothing_stale(lens_repo:
 def _set_status(repo: Path, lens: str, status: str) -> dict[str, str]:
     files = {}
     for path in sorted((repo / "lenses" / lens / "answers").glob("*.yaml")):
-        files[str(path.relative_to(repo))] = re.sub(r"status: \w+", f"status: {status}",
-                                                    path.read_text())
+        files[str(path.relative_to(repo))] = re.sub(
+            r"status: \w+", f"status: {status}", path.read_text()
+        )
     return files
 
 
@@ -186,8 +198,15 @@ def test_retiring_the_last_active_answer_blocks_then_warns(lens_repo: Path) -> N
     assert any("starvation" in m for m in fin["messages"])
     assert serving(lens_repo, "finance") == before
     lens_yaml = lens_repo / "lenses/finance/lens.yaml"
-    commit(lens_repo, {"lenses/finance/lens.yaml": re.sub(
-        r"eval_gate: \w+", "eval_gate: warn", lens_yaml.read_text())}, "warn")
+    commit(
+        lens_repo,
+        {
+            "lenses/finance/lens.yaml": re.sub(
+                r"eval_gate: \w+", "eval_gate: warn", lens_yaml.read_text()
+            )
+        },
+        "warn",
+    )
     warned = dst(lens_repo, "apply", "--format", "json")
     assert warned.code == 0, warned.stderr
     fin = warned.lens("finance")
@@ -196,10 +215,14 @@ def test_retiring_the_last_active_answer_blocks_then_warns(lens_repo: Path) -> N
 
 
 def test_lens_with_no_answers_publishes_with_gate_skipped(lens_repo: Path) -> None:
-    commit(lens_repo, {
-        "lenses/empty/lens.yaml": "name: empty\n",
-        "lenses/empty/models/orders.yaml": "name: orders\ntable: orders\n",
-    }, "a lens with nothing certified")
+    commit(
+        lens_repo,
+        {
+            "lenses/empty/lens.yaml": "name: empty\n",
+            "lenses/empty/models/orders.yaml": "name: orders\ntable: orders\n",
+        },
+        "a lens with nothing certified",
+    )
     applied = dst(lens_repo, "apply", "--lens", "empty")
     assert applied.code == 0, applied.stderr
     assert "gate SKIPPED" in applied.stdout
@@ -217,10 +240,12 @@ def test_rollback_restores_earlier_content_as_a_new_deployment(lens_repo: Path) 
     assert rolled.code == 0, rolled.stderr
     third = serving(lens_repo, "sales")
     assert third not in (first, second)
-    assert git(lens_repo, "rev-parse", f"{third}:lens") == git(lens_repo, "rev-parse",
-                                                                f"{first}:lens")
-    history = git(lens_repo, "log", "--first-parent", "--format=%H %s",
-                  "refs/dst/serving/sales").splitlines()
+    assert git(lens_repo, "rev-parse", f"{third}:lens") == git(
+        lens_repo, "rev-parse", f"{first}:lens"
+    )
+    history = git(
+        lens_repo, "log", "--first-parent", "--format=%H %s", "refs/dst/serving/sales"
+    ).splitlines()
     assert [h.split()[0] for h in history[:3]] == [third, second, first]
     assert history[0].split()[1] == "rollback"
     log = dst(lens_repo, "log", "sales", "--format", "json")
@@ -229,7 +254,8 @@ def test_rollback_restores_earlier_content_as_a_new_deployment(lens_repo: Path) 
     again = dst(lens_repo, "rollback", "sales", "--to", second)
     assert again.code == 0
     assert git(lens_repo, "rev-parse", "refs/dst/serving/sales:lens") == git(
-        lens_repo, "rev-parse", f"{second}:lens")
+        lens_repo, "rev-parse", f"{second}:lens"
+    )
 
 
 def test_dst_test_verifies_and_records_a_verify_deployment(lens_repo: Path) -> None:

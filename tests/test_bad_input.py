@@ -23,25 +23,52 @@ provenance:
 CASES = {
     # id: (relative path, content, line expected in the message, words expected)
     "malformed_yaml": ("models/orders.yaml", "name: orders\ntable: [orders\n", 3, "syntax"),
-    "duplicate_key": ("models/orders.yaml", "name: orders\ntable: a\ntable: b\n", 3,
-                      "duplicate key 'table'"),
-    "unknown_key": ("models/orders.yaml", "name: orders\ntable: orders\ncolour: red\n", 3,
-                    "unknown key 'colour'"),
-    "no_trap": ("models/orders.yaml",
-                "name: orders\ntable: orders\ndimensions:\n  - name: flag\n    synonyms: [NO]\n",
-                5, "quote it"),
+    "duplicate_key": (
+        "models/orders.yaml",
+        "name: orders\ntable: a\ntable: b\n",
+        3,
+        "duplicate key 'table'",
+    ),
+    "unknown_key": (
+        "models/orders.yaml",
+        "name: orders\ntable: orders\ncolour: red\n",
+        3,
+        "unknown key 'colour'",
+    ),
+    "no_trap": (
+        "models/orders.yaml",
+        "name: orders\ntable: orders\ndimensions:\n  - name: flag\n    synonyms: [NO]\n",
+        5,
+        "quote it",
+    ),
     "version_trap": ("lens.yaml", "name: shop\ndescription: 1.10\n", 2, "quote it"),
-    "unknown_model": ("metrics/m.yaml", "name: m\nmodel: nope\nexpression: COUNT(*)\n", 2,
-                      "unknown model 'nope'"),
+    "unknown_model": (
+        "metrics/m.yaml",
+        "name: m\nmodel: nope\nexpression: COUNT(*)\n",
+        2,
+        "unknown model 'nope'",
+    ),
     "delete": ("answers/total.yaml", ANSWER.format(sql="DELETE FROM orders"), 3, "DELETE"),
-    "insert_select": ("answers/total.yaml",
-                      ANSWER.format(sql="INSERT INTO orders SELECT * FROM orders"), 3, "INSERT"),
-    "create_table_as": ("answers/total.yaml",
-                        ANSWER.format(sql="CREATE TABLE x AS SELECT 1"), 3, "CREATE"),
+    "insert_select": (
+        "answers/total.yaml",
+        ANSWER.format(sql="INSERT INTO orders SELECT * FROM orders"),
+        3,
+        "INSERT",
+    ),
+    "create_table_as": (
+        "answers/total.yaml",
+        ANSWER.format(sql="CREATE TABLE x AS SELECT 1"),
+        3,
+        "CREATE",
+    ),
     "copy_to": ("answers/total.yaml", ANSWER.format(sql="COPY orders TO 'out.csv'"), 3, "COPY"),
     "attach": ("answers/total.yaml", ANSWER.format(sql="ATTACH 'other.duckdb'"), 3, "ATTACH"),
-    "two_statements": ("answers/total.yaml",
-                       ANSWER.format(sql='"SELECT 1; SELECT 2"'), 3, "exactly one statement"),
+    "two_statements": (
+        "answers/total.yaml",
+        ANSWER.format(sql='"SELECT 1; SELECT 2"'),
+        3,
+        "exactly one statement",
+    ),
 }
 
 
@@ -76,8 +103,14 @@ def test_unknown_revision_and_lens_are_usage_errors(repo: Path) -> None:
 
 def test_relative_date_question_without_as_of_is_rejected(repo: Path) -> None:
     answer = ANSWER.replace("How many orders are there?", "How many orders last month?")
-    commit(repo, {"lenses/shop/lens.yaml": GOOD_LENS,
-                  "lenses/shop/answers/total.yaml": answer.format(sql="SELECT 1")}, "relative")
+    commit(
+        repo,
+        {
+            "lenses/shop/lens.yaml": GOOD_LENS,
+            "lenses/shop/answers/total.yaml": answer.format(sql="SELECT 1"),
+        },
+        "relative",
+    )
     done = dst(repo, "plan")
     assert done.code == 2
     assert "lenses/shop/answers/total.yaml:2" in done.stderr

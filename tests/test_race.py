@@ -24,8 +24,11 @@ def _serving(repo: Path) -> str:
 
 def _edit(repo: Path) -> None:
     path = repo / "lenses/sales/skills/time.md"
-    commit(repo, {str(path.relative_to(repo)): path.read_text() + "\nWeeks start on Monday.\n"},
-           "edit a skill: every sales answer is stale")
+    commit(
+        repo,
+        {str(path.relative_to(repo)): path.read_text() + "\nWeeks start on Monday.\n"},
+        "edit a skill: every sales answer is stale",
+    )
 
 
 def test_loser_of_the_compare_and_swap_refuses_with_replan(
@@ -45,8 +48,9 @@ def test_loser_of_the_compare_and_swap_refuses_with_replan(
 
     monkeypatch.setattr(refstore, "update_refs", racing_update)
     monkeypatch.chdir(lens_repo)
-    rt = Runtime(pygit2.Repository(str(lens_repo)), progress=lambda _m: None,
-                 env={**os.environ, **GIT_ENV})
+    rt = Runtime(
+        pygit2.Repository(str(lens_repo)), progress=lambda _m: None, env={**os.environ, **GIT_ENV}
+    )
     with pytest.raises(RefConflict) as info:
         apply_mod.reconcile(rt, only="sales")
     rt.close()
@@ -63,9 +67,17 @@ def test_two_processes_racing_never_lose_an_update(lens_repo: Path) -> None:
     base = _serving(lens_repo)
     _edit(lens_repo)
     env = {**os.environ, **GIT_ENV, "HOME": str(lens_repo)}
-    procs = [subprocess.Popen([sys.executable, "-m", "reconciler", "apply", "--lens", "sales"],
-                              cwd=lens_repo, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "reconciler", "apply", "--lens", "sales"],
+            cwd=lens_repo,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
     outs = [p.communicate(timeout=600) for p in procs]
     codes = sorted(p.returncode for p in procs)
     text = "\n".join(o + e for o, e in outs)
