@@ -140,6 +140,9 @@ def test_same_edit_under_warn_promotes_with_findings(lens_repo: Path) -> None:
     bindings = deployment_json(lens_repo, sales["serving_after"], "state/bindings.json")
     for answer in users:
         assert "metrics/units_sold" in bindings["answers"][answer]["assets"]
+    # the next change to the lens, even a comment, re-selects them
+    orders = lens_repo / "lenses/sales/models/orders.yaml"
+    commit(lens_repo, {"lenses/sales/models/orders.yaml": "# c\n" + orders.read_text()}, "c")
     replan = dst(lens_repo, "plan", "--format", "json")
     assert {s["answer"] for s in replan.lens("sales")["stale"]} == users
 
