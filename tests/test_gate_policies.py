@@ -1,0 +1,90 @@
+"""Gate policies on the example lenses: self-test alerts, stand-down, row cap, dry run."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pygit2
+
+from tests.conftest import commit, dst
+
+NEW_ANSWER = """\
+id: {id}
+question: {question}
+sql: |
+  {sql}
+status: active
+provenance:
+  certified_by: Dana Whitfield
+  certified_at: "2025-02-01"
+  source: manual
+"""
+
+
+def serving(repo: Path, lens: str) -> str | None:
+    ref = pygit2.Repository(str(repo)).references.get(f"refs/dst/serving/{lens}")
+    return None if ref is None else str(ref.target)
+
+
+def test_new_answer_that_diverges_is_an_alert_never_a_block(lens_repo: Path) -> None:
+    assert dst(lens_repo, "apply").code == 0
+    before = serving(lens_repo, "sales")
+    # the human certified a wrong oracle (2023 instead of 2024): the generator disagrees
+    answer = NEW_ANSWER.format(
+        id="units_2024",
+        question="How many units were sold in 2024?",
+        sql="SELECT SUM(quantity) FROM orders WHERE status = 'completed' "
+        "AND EXTRACT(year FROM order_date) = 2023",
+    )
+    commit(lens_repo, {"lenses/sales/answers/units_2024.yaml": answer}, "certify a new answer")
+    plan = dst(lens_repo, "plan", "--format", "json").lens("sales")
+    assert [s["answer"] for s in plan["stale"]] == ["units_2024"]
+    assert plan["stale"][0]["reasons"] == ["new", "never_verified"]
+    applied = dst(lens_repo, "apply", "--format", "json")
+    assert applied.code == 0, applied.stderr
+    sales = applied.lens("sales")
+    assert sales["action"] == "promoted" and serving(lens_repo, "sales") != before
+    assert sales["results"] == []
+    assert [(r["answer"], r["outcome"]) for r in sales["self_test"]] == [("units_2024", "wrong")]
+    assert any(m.startswith("self-test ALERT: units_2024") for m in sales["messages"])
+
+
+def test_gate_stands_down_without_a_warehouse(lens_repo: Path) -> None:
+    assert dst(lens_repo, "apply").code == 0
+    before = serving(lens_repo, "sales")
+    shutil.rmtree(lens_repo / ".dst")
+    skill = lens_repo / "lenses/sales/skills/time.md"
+    commit(lens_repo, {"lenses/sales/skills/time.md": skill.read_text() + "\nMore.\n"}, "skill")
+    applied = dst(lens_repo, "apply", "--format", "json")
+    assert applied.code == 1
+    sales = applied.lens("sales")
+    assert sales["action"] == "stood_down"
+    assert any("gate STOOD DOWN" in m and "dst seed" in m for m in sales["messages"])
+    assert serving(lens_repo, "sales") == before
+    attempt = pygit2.Repository(str(lens_repo)).references.get("refs/dst/attempts/sales")
+    assert attempt is not None
+    status = dst(lens_repo, "status")
+    assert "last attempt" in status.stdout and "STOOD DOWN" in status.stdout
+
+
+def test_a_result_over_the_row_cap_is_never_a_pass(lens_repo: Path) -> None:
+    assert dst(lens_repo, "apply").code == 0
+    lens_yaml = lens_repo / "lenses/sales/lens.yaml"
+    text = re.sub(r"row_cap: \d+", "row_cap: 3", lens_yaml.read_text())
+    commit(lens_repo, {"lenses/sales/lens.yaml": text}, "tiny row cap")
+    applied = dst(lens_repo, "apply", "--format", "json")
+    assert applied.code == 1
+    results = applied.lens("sales")["results"]
+    over = [r for r in results if "row_cap=3" in r["detail"] or r["outcome"] == "inconclusive"]
+    assert over and all(r["outcome"] in ("error", "inconclusive") for r in over)
+
+
+def test_dry_run_gates_but_moves_nothing(lens_repo: Path) -> None:
+    done = dst(lens_repo, "apply", "--dry-run", "--format", "json")
+    assert done.code == 0, done.stderr
+    assert {x["action"] for x in done.json()["lenses"]} == {"promoted"}
+    assert serving(lens_repo, "sales") is None and serving(lens_repo, "finance") is None
+    refs = [r for r in pygit2.Repository(str(lens_repo)).references if r.startswith("refs/dst/")]
+    assert refs == []
