@@ -1,47 +1,173 @@
 """The read-only guard: SQL is exactly one query and nothing else (pure, sqlglot).
 
 This is the statement-level half of the read-only defence; the connection-level
-half (read-only DuckDB, external access disabled) lives in ``warehouse``. The
-whole tree is walked, so a write hidden in a CTE or subquery is refused too.
+half (read-only DuckDB with external access disabled, PostgreSQL read-only
+transactions, SQLite ``mode=ro``) lives in ``warehouse``. The guard is an
+allow-list at the root and a deny-list below it:
+
+* the root must be a query: ``SELECT`` (DuckDB's ``FROM t`` included),
+  ``WITH … SELECT``, a set operation (``UNION``/``INTERSECT``/``EXCEPT``) or a
+  parenthesised query. Everything else — DML, DDL, ``COPY``, ``ATTACH``,
+  ``PRAGMA``, ``SET``, transaction control, and whatever sqlglot could only
+  parse as a generic ``Command`` (``CALL``, ``LOAD``, ``EXPLAIN``, ``VACUUM`` …)
+  — is refused, as is text that does not parse (``EXPORT DATABASE``);
+* the whole tree is walked, so a write hidden in a CTE (PostgreSQL's
+  ``WITH x AS (DELETE … RETURNING *)``), ``SELECT … INTO``, row locks
+  (``FOR UPDATE``/``FOR SHARE``) and calls to functions that reach outside the
+  warehouse (``read_csv``, ``*_scan``, ``glob``, ``pg_read_file``, ``dblink`` …)
+  or have side effects (``set_config``, ``nextval`` …) are refused too;
+* a table named like a file or URL (DuckDB's replacement scan,
+  ``FROM 'data.csv'``) is refused.
+
+Clock reads (``CURRENT_DATE``, ``NOW()``, ``GETDATE()``, SQLite's
+``date('now')`` …) are found by :func:`reads_current_date` and replaced by a
+literal by :func:`pin_current_date`, so a certified question with a relative
+date runs at the lens's pinned ``as_of`` (DESIGN §4 step 4).
 """
 
 from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Literal
 
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
-from reconciler.errors import UnsafeSqlError
+from reconciler.errors import UnsafeSqlError, UsageError
 
-_QUERY_ROOTS = (exp.Select, exp.SetOperation, exp.Subquery)
-_FORBIDDEN_NODES: tuple[type[exp.Expression], ...] = (
-    exp.Insert, exp.Update, exp.Delete, exp.Merge, exp.Create, exp.Drop, exp.Alter,
-    exp.Command, exp.Copy, exp.Attach, exp.Detach, exp.Pragma, exp.Set, exp.Transaction,
-    exp.Commit, exp.Rollback, exp.Use, exp.Into, exp.Lock, exp.TruncateTable, exp.LoadData,
-    exp.Grant, exp.Describe,
+_FIX = (
+    "certified and exemplar SQL must be a single SELECT (WITH … SELECT, UNION …) and nothing else"
 )
-_FIX = "certified and exemplar SQL must be a single SELECT (WITH … SELECT, UNION …) and nothing else"
+_FILE_FIX = "query the warehouse's tables; load files into the embedded warehouse with `dst seed`"
 
 
-def parse_query(sql: str, dialect: str) -> exp.Expression:
+def _classes(*names: str) -> tuple[type[exp.Expr], ...]:
+    # sqlglot adds expression classes over releases; take the ones this version has.
+    return tuple(getattr(exp, n) for n in names if isinstance(getattr(exp, n, None), type))
+
+
+_QUERY_ROOTS = _classes("Select", "SetOperation", "Union", "Intersect", "Except", "Subquery")
+_FORBIDDEN_NODES = _classes(
+    "Insert", "Update", "Delete", "Merge", "Create", "Drop", "Alter", "Command", "Copy",
+    "Attach", "Detach", "Pragma", "Set", "Transaction", "Commit", "Rollback", "Use", "Into",
+    "Lock", "TruncateTable", "LoadData", "Grant", "Revoke", "Describe", "Install", "Export",
+    "Analyze", "Cache", "Uncache", "Refresh", "Kill", "Summarize", "Show", "Execute",
+    "Declare", "Comment",
+)  # fmt: skip
+
+# Functions that read files, URLs or other databases, or change state even inside
+# a read-only transaction. Sources: DuckDB "Data Sources" / "Table Functions"
+# (read_*, *_scan, glob, query, query_table, sniff_csv, parquet_* metadata),
+# PostgreSQL "System Administration Functions" (file access, signalling,
+# set_config, sequences, large objects, advisory locks), the dblink module, and
+# SQLite's fileio / load_extension.
+_FORBIDDEN_PREFIXES = ("read_",)
+_FORBIDDEN_SUFFIXES = ("_scan",)
+_FORBIDDEN_FUNCTIONS = frozenset({
+    # DuckDB
+    "glob", "query", "query_table", "sniff_csv", "parquet_metadata", "parquet_schema",
+    "parquet_file_metadata", "parquet_kv_metadata", "parquet_bloom_probe", "iceberg_metadata",
+    "iceberg_snapshots", "getenv", "duckdb_secrets", "which_secret", "load_aws_credentials",
+    # PostgreSQL
+    "pg_read_file", "pg_read_binary_file", "pg_ls_dir", "pg_stat_file", "pg_ls_logdir",
+    "pg_ls_waldir", "pg_ls_tmpdir", "pg_ls_archive_statusdir", "lo_import", "lo_export",
+    "lo_unlink", "lo_create", "lo_put", "lo_from_bytea", "dblink", "dblink_exec",
+    "dblink_connect", "dblink_open", "dblink_send_query", "set_config", "nextval", "setval",
+    "pg_terminate_backend", "pg_cancel_backend", "pg_reload_conf", "pg_rotate_logfile",
+    "pg_notify", "pg_advisory_lock", "pg_advisory_xact_lock", "pg_try_advisory_lock",
+    "pg_try_advisory_xact_lock", "pg_advisory_lock_shared", "pg_switch_wal",
+    "pg_create_restore_point", "pg_promote", "txid_current", "pg_current_xact_id",
+    # SQLite
+    "readfile", "writefile", "edit", "fts3_tokenizer", "load_extension",
+})  # fmt: skip
+
+# A table reference DuckDB would resolve as a file or URL ("replacement scan").
+_FILE_SUFFIXES = (
+    ".csv", ".tsv", ".txt", ".parquet", ".json", ".jsonl", ".ndjson", ".gz", ".zst", ".xlsx",
+    ".arrow", ".avro", ".db", ".duckdb", ".sqlite", ".sqlite3",
+)  # fmt: skip
+
+ClockKind = Literal["date", "time", "timestamp"]
+
+_CLOCK_NODES: tuple[tuple[tuple[type[exp.Expr], ...], ClockKind], ...] = (
+    (_classes("CurrentDate", "UtcDate"), "date"),
+    (_classes("CurrentTime", "Localtime", "UtcTime"), "time"),
+    (
+        _classes(
+            "CurrentTimestamp",
+            "CurrentDatetime",
+            "Localtimestamp",
+            "CurrentTimestampLTZ",
+            "Systimestamp",
+            "UtcTimestamp",
+        ),
+        "timestamp",
+    ),
+)
+# Clock functions sqlglot leaves as Anonymous in some dialects (lowercase names).
+_CLOCK_FUNCTIONS: dict[str, ClockKind] = {
+    "today": "date", "curdate": "date", "current_date": "date", "utc_date": "date",
+    "curtime": "time", "current_time": "time", "get_current_time": "time",
+    "localtime": "time", "utc_time": "time",
+    "now": "timestamp", "getdate": "timestamp", "getutcdate": "timestamp",
+    "sysdate": "timestamp", "systimestamp": "timestamp", "sysdatetime": "timestamp",
+    "sysutcdatetime": "timestamp", "sysdatetimeoffset": "timestamp",
+    "current_timestamp": "timestamp", "get_current_timestamp": "timestamp",
+    "current_localtimestamp": "timestamp", "localtimestamp": "timestamp",
+    "transaction_timestamp": "timestamp", "statement_timestamp": "timestamp",
+    "clock_timestamp": "timestamp", "utc_timestamp": "timestamp", "timeofday": "timestamp",
+}  # fmt: skip
+# Called with no argument, these read the clock (MySQL, DuckDB's epoch helpers).
+_CLOCK_WHEN_NULLARY = frozenset({"unix_timestamp"})
+# PostgreSQL special date/time input strings ('now'::date, DATE 'today'); SQLite's
+# date('now'), strftime('%Y', 'now') …; value → day offset from as_of.
+_CLOCK_STRINGS = {"now": 0, "today": 0, "yesterday": -1, "tomorrow": 1}
+
+
+@contextmanager
+def _quiet_sqlglot() -> Iterator[None]:
+    # sqlglot logs a warning whenever it falls back to a generic Command; the guard
+    # refuses Commands with its own message, so that log line is only noise.
+    def drop(record: logging.LogRecord) -> bool:
+        return "Falling back to parsing as a 'Command'" not in record.getMessage()
+
+    logger = logging.getLogger("sqlglot")
+    logger.addFilter(drop)
+    try:
+        yield
+    finally:
+        logger.removeFilter(drop)
+
+
+def parse_query(sql: str, dialect: str) -> exp.Expr:
     """Parse SQL that must be exactly one statement.
+
+    Args:
+        sql: the statement text; a trailing ``;`` and comments are fine.
+        dialect: a sqlglot dialect name.
+
+    Returns:
+        The statement's syntax tree (not yet checked for safety).
 
     Raises:
         UnsafeSqlError: it does not parse, or holds zero or several statements.
     """
     try:
-        statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
+        with _quiet_sqlglot():
+            statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
     except ParseError as exc:
         first = exc.errors[0]["description"] if exc.errors else str(exc)
         raise UnsafeSqlError(f"SQL does not parse as {dialect}: {first}", fix=_FIX) from None
     if len(statements) != 1:
-        raise UnsafeSqlError(
-            f"expected exactly one statement, found {len(statements)}", fix=_FIX
-        )
+        raise UnsafeSqlError(f"expected exactly one statement, found {len(statements)}", fix=_FIX)
     return statements[0]
 
 
-def check_read_only(sql: str, dialect: str) -> exp.Expression:
+def check_read_only(sql: str, dialect: str) -> exp.Expr:
     """Accept exactly one read-only query.
 
     Args:
@@ -52,41 +178,89 @@ def check_read_only(sql: str, dialect: str) -> exp.Expression:
         The parsed query.
 
     Raises:
-        UnsafeSqlError: several statements, a root that is not a query, or any
-            node anywhere in the tree that writes, loads, attaches or configures.
+        UnsafeSqlError: several statements, a root that is not a query, or
+            anywhere in the tree a node that writes, loads, attaches, locks or
+            configures, a call to a function that reads files/URLs/other
+            databases or has side effects, or a table named like a file.
     """
     tree = parse_query(sql, dialect)
     if not isinstance(tree, _QUERY_ROOTS):
-        raise UnsafeSqlError(
-            f"statement is a {tree.key.upper()}, not a query", fix=_FIX
-        )
+        # A generic Command keeps its leading keyword (CALL, LOAD, VACUUM …) in `this`;
+        # an unknown bare keyword (CHECKPOINT, ABORT) parses as a column or alias.
+        if isinstance(tree, exp.Command):
+            kind = str(tree.this)
+        elif isinstance(tree, (exp.Column, exp.Alias, exp.Identifier, exp.Literal)):
+            kind = (tree.sql(dialect=dialect).split() or ["expression"])[0]
+        else:
+            kind = tree.key
+        raise UnsafeSqlError(f"{kind.upper()} statement is not a query", fix=_FIX)
+    _check_nodes(tree, what="query")
+    return tree
+
+
+def parse_expression(sql: str, dialect: str) -> exp.Expr:
+    """Parse a SQL expression (a metric, a filter, a column ``expr``).
+
+    Args:
+        sql: the expression text, e.g. ``sum(amount) filter (where not refunded)``.
+        dialect: a sqlglot dialect name.
+
+    Returns:
+        The parsed expression.
+
+    Raises:
+        UnsafeSqlError: it does not parse, or holds a subquery, a write or a
+            forbidden function.
+    """
+    fix = "write a SQL expression over the model's columns"
+    try:
+        with _quiet_sqlglot():
+            tree = sqlglot.parse_one(sql, read=dialect, into=exp.Condition)
+    except ParseError as exc:
+        first = exc.errors[0]["description"] if exc.errors else str(exc)
+        raise UnsafeSqlError(f"expression {sql!r} does not parse: {first}", fix=fix) from None
+    for node in tree.walk():
+        if isinstance(node, (*_FORBIDDEN_NODES, exp.Select)):
+            raise UnsafeSqlError(
+                f"expression {sql!r} may not contain a {node.key.upper()}", fix=fix
+            )
+    _check_nodes(tree, what=f"expression {sql!r}")
+    return tree
+
+
+def _check_nodes(tree: exp.Expr, *, what: str) -> None:
     for node in tree.walk():
         if isinstance(node, _FORBIDDEN_NODES):
             raise UnsafeSqlError(
-                f"query contains a {node.key.upper()} clause, which is not read-only", fix=_FIX
+                f"{what} contains a {node.key.upper()} clause, which is not read-only", fix=_FIX
             )
         if isinstance(node, exp.Select) and node.args.get("locks"):
-            raise UnsafeSqlError("query takes row locks (FOR UPDATE/SHARE)", fix=_FIX)
-    return tree
+            raise UnsafeSqlError(f"{what} takes row locks (FOR UPDATE/SHARE)", fix=_FIX)
+        if isinstance(node, exp.Func):
+            name = function_name(node)
+            if (
+                name in _FORBIDDEN_FUNCTIONS
+                or name.startswith(_FORBIDDEN_PREFIXES)
+                or name.endswith(_FORBIDDEN_SUFFIXES)
+            ):
+                raise UnsafeSqlError(
+                    f"{what} calls {name}(), which reads outside the warehouse or changes state",
+                    fix=_FILE_FIX,
+                )
+        if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier):
+            table = node.this.name.lower()
+            if any(c in table for c in "/\\:") or table.endswith(_FILE_SUFFIXES):
+                raise UnsafeSqlError(
+                    f"{what} reads {node.this.name!r}, which names a file or URL, not a table",
+                    fix=_FILE_FIX,
+                )
 
 
-def parse_expression(sql: str, dialect: str) -> exp.Expression:
-    """Parse a SQL expression (a metric, a filter, a column ``expr``).
-
-    Raises:
-        UnsafeSqlError: it does not parse, or holds a subquery or a write.
-    """
-    try:
-        tree = sqlglot.parse_one(sql, read=dialect, into=exp.Condition)
-    except ParseError as exc:
-        first = exc.errors[0]["description"] if exc.errors else str(exc)
-        raise UnsafeSqlError(f"expression {sql!r} does not parse: {first}",
-                             fix="write a SQL expression over the model's columns") from None
-    for node in tree.walk():
-        if isinstance(node, (*_FORBIDDEN_NODES, exp.Select)):
-            raise UnsafeSqlError(f"expression {sql!r} may not contain a {node.key.upper()}",
-                                 fix="write a SQL expression over the model's columns")
-    return tree
+def function_name(node: exp.Func) -> str:
+    """The lowercase SQL name of a function call (``read_csv``, ``now``, ``sum``)."""
+    if isinstance(node, exp.Anonymous):
+        return node.name.lower()
+    return node.sql_name().lower()
 
 
 def tables_read(sql: str, dialect: str) -> frozenset[str]:
@@ -98,8 +272,122 @@ def tables_read(sql: str, dialect: str) -> frozenset[str]:
     )
 
 
-def reads_current_date(sql: str, dialect: str) -> bool:
-    """Whether a query reads the clock (CURRENT_DATE, CURRENT_TIMESTAMP, NOW() …)."""
-    tree = parse_query(sql, dialect)
-    clock = (exp.CurrentDate, exp.CurrentTimestamp, exp.CurrentTime, exp.CurrentDatetime)
-    return any(isinstance(n, clock) for n in tree.walk())
+def _clock_kind(node: exp.Expr) -> ClockKind | None:
+    for classes, kind in _CLOCK_NODES:
+        if isinstance(node, classes):
+            return kind
+    if isinstance(node, exp.Anonymous):
+        name = node.name.lower()
+        if name in _CLOCK_FUNCTIONS:
+            return _CLOCK_FUNCTIONS[name]
+        if name in _CLOCK_WHEN_NULLARY and not node.expressions:
+            return "timestamp"
+    return None
+
+
+def _clock_string(node: exp.Expr) -> int | None:
+    """Day offset of a clock-reading string literal ('now', 'today' …), else None.
+
+    Only a literal cast to a type (``'now'::date``, ``DATE 'today'``) or passed to
+    a function (SQLite's ``date('now')``) counts; ``WHERE status = 'now'`` does not.
+    """
+    if not (isinstance(node, exp.Literal) and node.is_string):
+        return None
+    offset = _CLOCK_STRINGS.get(node.this.strip().lower())
+    if offset is None:
+        return None
+    parent = node.parent
+    if isinstance(parent, (exp.Cast, exp.TryCast)):
+        return offset
+    if isinstance(parent, exp.Func) and node.this.strip().lower() == "now":
+        return offset
+    return None
+
+
+def reads_current_date(sql: str | exp.Expr, dialect: str) -> bool:
+    """Whether a query reads the clock.
+
+    Detects CURRENT_DATE/TIME/TIMESTAMP, LOCALTIME[STAMP], NOW(), TODAY(),
+    GETDATE(), SYSDATE, SYSDATETIME(), transaction/statement/clock_timestamp(),
+    nullary UNIX_TIMESTAMP(), PostgreSQL's ``'now'::date``/``DATE 'today'`` and
+    SQLite's ``date('now')``.
+
+    Args:
+        sql: the query text, or its already parsed tree.
+        dialect: a sqlglot dialect name (used when ``sql`` is text).
+
+    Raises:
+        UnsafeSqlError: ``sql`` is text that does not parse as one statement.
+    """
+    tree = parse_query(sql, dialect) if isinstance(sql, str) else sql
+    return any(
+        _clock_kind(node) is not None or _clock_string(node) is not None for node in tree.walk()
+    )
+
+
+def pin_current_date(tree_or_sql: str | exp.Expr, as_of: str, dialect: str) -> str:
+    """Replace every clock read with a literal of the pinned day.
+
+    The clock is taken to read the *start* of the ``as_of`` day, so results do
+    not depend on the hour a suite runs:
+
+    * date reads (CURRENT_DATE, TODAY(), CURDATE() …) → ``CAST('YYYY-MM-DD' AS DATE)``
+    * timestamp reads (CURRENT_TIMESTAMP, NOW(), GETDATE(), SYSDATE …) →
+      ``CAST('YYYY-MM-DD 00:00:00' AS TIMESTAMP)`` (a zone-less timestamp, even
+      where the original returned ``timestamptz``)
+    * time reads (CURRENT_TIME, LOCALTIME …) → ``CAST('00:00:00' AS TIME)``
+    * nullary UNIX_TIMESTAMP() → UNIX_TIMESTAMP(the pinned timestamp)
+    * clock strings: ``'now'``/``'today'`` → ``'YYYY-MM-DD'`` under a DATE cast,
+      else ``'YYYY-MM-DD 00:00:00'``; ``'yesterday'``/``'tomorrow'`` shift a day.
+
+    Each dialect's generator spells the casts its own way (SQLite: ``DATE('…')``).
+
+    Args:
+        tree_or_sql: the query text or its parsed tree (not modified).
+        as_of: the pinned day, ``YYYY-MM-DD``.
+        dialect: the sqlglot dialect to parse (text) and generate.
+
+    Returns:
+        SQL in ``dialect``. Text without a clock read is returned unchanged.
+
+    Raises:
+        UsageError: ``as_of`` is not a calendar date.
+        UnsafeSqlError: text that does not parse as one statement.
+    """
+    try:
+        day = dt.date.fromisoformat(as_of)
+    except ValueError:
+        raise UsageError(
+            f"as_of {as_of!r} is not a calendar date", fix='write as_of: "YYYY-MM-DD"'
+        ) from None
+    if isinstance(tree_or_sql, str):
+        tree = parse_query(tree_or_sql, dialect)
+        if not reads_current_date(tree, dialect):
+            return tree_or_sql
+    else:
+        tree = tree_or_sql
+
+    def stamp(offset: int = 0) -> str:
+        return f"{(day + dt.timedelta(days=offset)).isoformat()} 00:00:00"
+
+    def replace(node: exp.Expr) -> exp.Expr:
+        offset = _clock_string(node)
+        if offset is not None:
+            cast = node.parent
+            to_date = isinstance(cast, (exp.Cast, exp.TryCast)) and cast.to.is_type("date")
+            text = stamp(offset)[:10] if to_date else stamp(offset)
+            return exp.Literal.string(text)
+        kind = _clock_kind(node)
+        if kind is None:
+            return node
+        if isinstance(node, exp.Anonymous) and node.name.lower() in _CLOCK_WHEN_NULLARY:
+            pinned = exp.cast(exp.Literal.string(stamp()), exp.DataType.build("timestamp"))
+            return exp.Anonymous(this=node.name, expressions=[pinned])
+        if kind == "date":
+            return exp.cast(exp.Literal.string(day.isoformat()), exp.DataType.build("date"))
+        if kind == "time":
+            return exp.cast(exp.Literal.string("00:00:00"), exp.DataType.build("time"))
+        return exp.cast(exp.Literal.string(stamp()), exp.DataType.build("timestamp"))
+
+    pinned_tree = tree.transform(replace)
+    return pinned_tree.sql(dialect=dialect)
