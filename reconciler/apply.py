@@ -10,9 +10,7 @@ moves; otherwise every promoted lens's ref moves in one reference transaction.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pygit2
 
@@ -20,44 +18,11 @@ from reconciler import gitstate, refstore
 from reconciler.bindings import Bindings
 from reconciler.errors import DstError, RefConflict, UsageError
 from reconciler.gate import BLOCK, PROMOTE, STAND_DOWN, decide
-from reconciler.lens import AnswerId, Lens, Oid
+from reconciler.lens import Lens, Oid
 from reconciler.plan import LensPlan, plan_lens
+from reconciler.runs import LensRun, RunReport, meta_for, state_for
 from reconciler.runtime import Runtime
-from reconciler.suite import AnswerResult, run_answer, score
-
-
-@dataclass
-class LensRun:
-    """Everything one command did for one lens (rendered by ``report``).
-
-    ``action`` is one of ``promoted``, ``blocked``, ``unchanged``, ``skipped``,
-    ``stood_down``, ``error`` (DESIGN §6), or ``planned`` for ``dst plan``.
-    """
-
-    plan: LensPlan
-    action: str
-    serving_after: Oid | None = None
-    results: list[AnswerResult] = field(default_factory=list)
-    self_test: list[AnswerResult] = field(default_factory=list)
-    previous_score: Mapping[str, int] | None = None
-    messages: list[str] = field(default_factory=list)
-    recorded: Oid | None = None  # deployment or attempt commit written
-
-    @property
-    def score(self) -> dict[str, int]:
-        """Counts over every answer that ran (gated and self-test)."""
-        return score([*self.results, *self.self_test])
-
-
-@dataclass
-class RunReport:
-    """The result of one command over its lenses; ``exit_code`` follows DESIGN §6."""
-
-    command: str
-    lenses: list[LensRun]
-    messages: list[str] = field(default_factory=list)
-    exit_code: int = 0
-
+from reconciler.suite import run_answer
 
 Progress = Callable[[str], None]
 
@@ -238,47 +203,6 @@ def _gate_lens(
     return run
 
 
-def _state_for(
-    run: LensRun, source: Oid, lens: Lens | None, bindings: Bindings
-) -> tuple[Bindings, dict[str, Any]]:
-    stamps = {}
-    plan = run.plan
-    if lens is not None:
-        from reconciler.bindings import stamp
-
-        for r in [*run.results, *run.self_test]:
-            if r.outcome.value == "correct":
-                old = bindings.answers.get(r.answer)
-                flakes = (old.flakes if old else 0) + (1 if r.flaky else 0)
-                stamps[r.answer] = stamp(
-                    lens, plan.assets, r.answer, plan.deps[r.answer], source, flakes
-                )
-    keep = frozenset(AnswerId(a.id) for a in lens.active_answers()) if lens else None
-    run_record = {
-        "schema_version": 1,
-        "lens": plan.lens,
-        "source": source,
-        "plan": plan.record(),
-        "results": [r.record() for r in run.results],
-        "self_test": [r.record() for r in run.self_test],
-        "messages": run.messages,
-    }
-    return bindings.restamped(stamps, keep), run_record
-
-
-def _meta(run: LensRun, action: str, source: Oid, previous: Oid | None) -> dict[str, Any]:
-    return {
-        "action": action,
-        "lens": run.plan.lens,
-        "source": source,
-        "previous": previous,
-        "score": run.score,
-        "previous_score": run.previous_score,
-        "gate": run.plan.gate,
-        "reason": run.messages[0] if run.messages else "",
-    }
-
-
 def _promote(rt: Runtime, commit: Oid, promoting: list[LensRun]) -> None:
     repo = rt.repo
     updates = []
@@ -289,14 +213,14 @@ def _promote(rt: Runtime, commit: Oid, promoting: list[LensRun]) -> None:
         if plan.serving is not None:
             serving_bindings = refstore.read_deployment(repo, plan.serving).bindings
         lens = gitstate.load_lens_at(repo, gitstate.LensTree(plan.lens, plan.candidate_tree))
-        bindings, record = _state_for(run, commit, lens, serving_bindings)
+        bindings, record = state_for(run, commit, lens, serving_bindings)
         s = run.score
         oid = refstore.write_deployment(
             repo,
             lens_tree=plan.candidate_tree,
             bindings=bindings,
             run=record,
-            meta=_meta(run, "promote", commit, plan.serving),
+            meta=meta_for(run, "promote", commit, plan.serving),
             parents=[p for p in (plan.serving, commit) if p is not None],
             message=f"promote {plan.lens} {commit[:12]} score {s['correct']}/{s['total']}",
         )
@@ -320,13 +244,13 @@ def _record_attempts(rt: Runtime, commit: Oid, runs: list[LensRun]) -> None:
             continue
         ref = refstore.attempts_ref(plan.lens)
         last = refstore.ref_target(repo, ref)
-        _, record = _state_for(run, commit, None, Bindings())
+        _, record = state_for(run, commit, None, Bindings())
         oid = refstore.write_deployment(
             repo,
             lens_tree=tree,
             bindings=Bindings(),
             run=record,
-            meta=_meta(run, run.action, commit, last),
+            meta=meta_for(run, run.action, commit, last),
             parents=[p for p in (last, commit) if p is not None],
             message=f"{run.action} {plan.lens} {commit[:12]} score "
             f"{run.score['correct']}/{run.score['total']}",

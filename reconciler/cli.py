@@ -319,6 +319,8 @@ def import_cortex(
         if not model.is_file():
             raise UsageError(f"{model}: no such file", fix="pass the semantic model YAML")
         ddl = [p.read_bytes() for p in sorted(model.parent.glob("*.sql"))]
+        from reconciler.warehouse import run_on_seeds
+
         files, report = do_import(
             model.read_bytes(),
             model_path=model.name,
@@ -326,6 +328,7 @@ def import_cortex(
             data_dir=data,
             ddl=ddl,
             as_of=as_of,
+            run_oracles=run_on_seeds if data is not None else None,
         )
         write_lens(rt.root, lens, files, overwrite=overwrite)
         obj = {"schema_version": 1, "command": "import cortex", **_plain(report)}

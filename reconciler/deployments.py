@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from reconciler import gitstate, refstore
-from reconciler.apply import LensRun, RunReport, _meta, _state_for
 from reconciler.errors import UsageError
-from reconciler.lens import AnswerId, Oid
+from reconciler.lens import Oid
 from reconciler.plan import LensPlan
+from reconciler.runs import LensRun, RunReport, meta_for, state_for
 from reconciler.runtime import Runtime
 from reconciler.suite import Outcome, run_answer
 
@@ -86,7 +86,7 @@ def verify(rt: Runtime, names: list[str]) -> RunReport:
             run.messages.append(f"FAILED {r.answer}: {r.outcome.value} — {r.detail}")
         if not run.results:
             run.messages.append("gate SKIPPED: the lens has no active certified answers")
-        bindings, record = _state_for(run, dep.source, lens, dep.bindings)
+        bindings, record = state_for(run, dep.source, lens, dep.bindings)
         # failures keep their old stamp: _state_for only re-stamps correct answers.
         s = run.score
         oid = refstore.write_deployment(
@@ -94,7 +94,7 @@ def verify(rt: Runtime, names: list[str]) -> RunReport:
             lens_tree=dep.lens_tree,
             bindings=bindings,
             run=record,
-            meta=_meta(run, "verify", dep.source, dep.oid),
+            meta=meta_for(run, "verify", dep.source, dep.oid),
             parents=[dep.oid, dep.source],
             message=f"verify {name} {dep.source[:12]} score {s['correct']}/{s['total']}",
         )
@@ -248,8 +248,3 @@ def seed(rt: Runtime) -> Any:
             rel = csv.relative_to(rt.root).as_posix()
             seeds.append((csv.stem.lower(), rel, csv.read_bytes()))
     return warehouse.seed(rt.root, seeds)
-
-
-def answer_ids(values: list[str]) -> list[AnswerId]:
-    """Typed answer ids."""
-    return [AnswerId(v) for v in values]

@@ -96,7 +96,14 @@ class LensConfig(Strict):
     exclusions: tuple[str, ...] = ()
     clarify: tuple[ClarifyTerm, ...] = ()
 
-    generation_fields: ClassVar[tuple[str, ...]] = ("dialect", "row_cap", "as_of", "generator", "exclusions", "clarify")
+    generation_fields: ClassVar[tuple[str, ...]] = (
+        "dialect",
+        "row_cap",
+        "as_of",
+        "generator",
+        "exclusions",
+        "clarify",
+    )
 
     def generation_part(self) -> dict[str, Any]:
         """The fields that feed generation, as plain JSON-ready data."""

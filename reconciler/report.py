@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from reconciler.apply import LensRun, RunReport
+from reconciler.runs import LensRun, RunReport
 
 SCHEMA_VERSION = 1
 _PUBLIC_SCORE = ("correct", "wrong", "declined", "error", "total")

@@ -77,9 +77,9 @@ class Runtime:
 
     def resolve_url(self, lens: Lens | None) -> tuple[str, str]:
         """``(url, where it came from)`` by DESIGN §7 precedence."""
-        from reconciler import warehouse
+        from reconciler.warehouse import resolve_url
 
-        return warehouse.resolve_url(
+        return resolve_url(
             self.warehouse_url,
             self.env,
             lens.config.warehouse if lens else None,
@@ -93,11 +93,11 @@ class Runtime:
         Raises:
             WarehouseError: it cannot be reached (the gate stands down with this).
         """
-        from reconciler import warehouse
+        from reconciler.warehouse import Warehouse
 
         url, _ = self.resolve_url(lens)
         if url not in self._warehouses:
-            self._warehouses[url] = warehouse.Warehouse.open(url)
+            self._warehouses[url] = Warehouse.open(url)
         return self._warehouses[url]
 
     def values_for(self, lens: Lens, executor: Executor) -> DimensionValues:

@@ -50,6 +50,7 @@ from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 
 from reconciler import guard
 from reconciler.errors import LensLoadError, UnsafeSqlError, UsageError, WarehouseError
+from reconciler.importers import OracleRun
 from reconciler.resultset import ResultSet
 
 ENV_VAR = "DST_WAREHOUSE_URL"
@@ -656,3 +657,29 @@ def _check_header(source: str, names: Sequence[str]) -> None:
 
 def _quote(identifier: str) -> str:
     return exp.to_identifier(identifier, quoted=True).sql("duckdb")
+
+
+def run_on_seeds(seeds: Mapping[str, bytes], queries: Sequence[str]) -> list[OracleRun]:
+    """Execute queries over seed CSVs in a scratch embedded warehouse (for importers).
+
+    Args:
+        seeds: ``{table name: CSV bytes}``.
+        queries: read-only queries in the DuckDB dialect, clock reads already pinned.
+
+    Returns:
+        One :class:`~reconciler.importers.OracleRun` per query, in order; a query
+        that fails (or is refused by the guard) carries the error text instead of rows.
+    """
+    with tempfile.TemporaryDirectory(prefix="dst-import-") as scratch:
+        root = Path(scratch)
+        seed(root, [(table, f"seeds/{table}.csv", raw) for table, raw in sorted(seeds.items())])
+        runs: list[OracleRun] = []
+        with Warehouse.open(f"duckdb:///{embedded_path(root)}") as wh:
+            for sql in queries:
+                try:
+                    result = wh.execute(sql, row_cap=1000, timeout_s=30.0)
+                except (WarehouseError, UnsafeSqlError) as exc:
+                    runs.append(OracleRun(rows=None, error=exc.message))
+                else:
+                    runs.append(OracleRun(rows=len(result.rows), error=None))
+        return runs
