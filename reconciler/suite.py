@@ -19,10 +19,11 @@ from enum import Enum
 from typing import Any, Protocol
 
 from reconciler.assembly import assemble
-from reconciler.compare import Verdict, compare, order_keys
+from reconciler.compare import Verdict, compare
 from reconciler.errors import DstError
 from reconciler.generators import DimensionValues, generate
 from reconciler.lens import Answer, AnswerId, Lens
+from reconciler.ordering import order_keys
 from reconciler.resultset import ResultSet
 
 MAX_ATTEMPTS = 2
