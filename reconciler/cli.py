@@ -111,13 +111,23 @@ def seed(repo: RepoOpt = None, fmt: FormatOpt = Format.text) -> None:
 
         rt = _runtime(repo)
         result = do_seed(rt)
-        obj = {"schema_version": 1, "command": "seed", **_plain(result)}
+        tables = {t.name: t.rows for t in result.tables}
         if fmt is Format.json:
-            print(json.dumps(obj, indent=2, default=str))
+            print(
+                json.dumps(
+                    {
+                        "schema_version": 1,
+                        "command": "seed",
+                        "warehouse": str(result.path),
+                        "tables": tables,
+                    },
+                    indent=2,
+                )
+            )
         else:
-            for table, rows in sorted(obj.get("rows", {}).items()):
+            for table, rows in sorted(tables.items()):
                 print(f"seeded {table}: {rows} rows")
-            print(f"warehouse: {obj.get('path', '')}")
+            print(f"warehouse: {result.path}")
         return 0
 
     _guarded("seed", fmt, body)
@@ -319,7 +329,7 @@ def import_cortex(
         if not model.is_file():
             raise UsageError(f"{model}: no such file", fix="pass the semantic model YAML")
         ddl = [p.read_bytes() for p in sorted(model.parent.glob("*.sql"))]
-        from reconciler.warehouse import run_on_seeds
+        from reconciler.seeding import run_on_seeds
 
         files, report = do_import(
             model.read_bytes(),

@@ -10,15 +10,20 @@ never rewritten.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reconciler import gitstate, refstore
+from reconciler.assets import lens_assets
+from reconciler.bindings import select_stale
 from reconciler.errors import UsageError
 from reconciler.lens import Oid
 from reconciler.plan import LensPlan
 from reconciler.runs import LensRun, RunReport, meta_for, state_for
 from reconciler.runtime import Runtime
 from reconciler.suite import Outcome, run_answer
+
+if TYPE_CHECKING:
+    from reconciler.seeding import SeedReport
 
 
 def _serving_or_fail(rt: Runtime, name: str) -> refstore.Deployment:
@@ -50,18 +55,9 @@ def verify(rt: Runtime, names: list[str]) -> RunReport:
     for name in names:
         dep = _serving_or_fail(rt, name)
         lens = gitstate.load_lens_at(rt.repo, gitstate.LensTree(name, dep.lens_tree))
-        from reconciler.plan import plan_lens
-
-        full = plan_lens(
-            name,
-            candidate=lens,
-            candidate_commit=dep.source,
-            candidate_tree=None,
-            serving=None,
-            serving_deployment=dep.oid,
-            serving_tree=dep.lens_tree,
-            bindings=dep.bindings,
-        )
+        assets = lens_assets(lens)
+        _, deps = select_stale(lens, assets, dep.bindings, None)
+        active = len(lens.active_answers())
         plan = LensPlan(
             name,
             lens.config.eval_gate,
@@ -70,10 +66,10 @@ def verify(rt: Runtime, names: list[str]) -> RunReport:
             dep.source,
             dep.lens_tree,
             False,
-            active_before=full.active_after,
-            active_after=full.active_after,
-            deps=full.deps,
-            assets=full.assets,
+            active_before=active,
+            active_after=active,
+            deps=deps,
+            assets=assets,
         )
         run = LensRun(plan, "verified", previous_score=dict(dep.meta.get("score") or {}))
         executor = rt.warehouse_for(lens)
@@ -235,9 +231,14 @@ def log(rt: Runtime, name: str, limit: int = 50) -> list[refstore.Deployment]:
     return refstore.history(rt.repo, dep.oid, limit)
 
 
-def seed(rt: Runtime) -> Any:
-    """Build the embedded DuckDB warehouse from every working-tree lens's ``seeds/*.csv``."""
-    from reconciler import warehouse
+def seed(rt: Runtime) -> SeedReport:
+    """Build the embedded DuckDB warehouse from every working-tree lens's ``seeds/*.csv``.
+
+    Raises:
+        LensLoadError: a CSV does not load (file and line named).
+        UsageError: two lenses seed one table with different bytes.
+    """
+    from reconciler.seeding import seed as build
 
     seeds: list[tuple[str, str, bytes]] = []
     for name in gitstate.worktree_lens_names(rt.root):
@@ -247,4 +248,4 @@ def seed(rt: Runtime) -> Any:
         for csv in sorted(base.glob("*.csv")):
             rel = csv.relative_to(rt.root).as_posix()
             seeds.append((csv.stem.lower(), rel, csv.read_bytes()))
-    return warehouse.seed(rt.root, seeds)
+    return build(rt.root, seeds)

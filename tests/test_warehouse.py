@@ -16,7 +16,8 @@ from sqlalchemy.engine import make_url
 
 from reconciler import warehouse
 from reconciler.errors import LensLoadError, UnsafeSqlError, UsageError, WarehouseError
-from reconciler.warehouse import Warehouse, embedded_path, redact, resolve_url, seed
+from reconciler.seeding import seed
+from reconciler.warehouse import Warehouse, embedded_path, redact, resolve_url
 
 ORDERS = (
     b"ID,Region,Amount,Ordered_On\n"
