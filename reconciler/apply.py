@@ -113,10 +113,18 @@ def reconcile(
     for plan, candidate, dep in planned:
         prev = dict(dep.meta.get("score") or {}) if dep else None
         if not run_suite:
-            runs.append(LensRun(plan, "planned", plan.serving, previous_score=prev))
+            action = "unchanged" if plan.unchanged else "planned"
+            runs.append(LensRun(plan, action, plan.serving, previous_score=prev))
             continue
         runs.append(_gate_lens(rt, plan, candidate, prev))
-    report = RunReport(command, runs, messages)
+    report = RunReport(command, runs, messages, dry_run=dry_run)
+    if to == "HEAD":
+        dirty = gitstate.uncommitted_lens_paths(rt.repo)
+        if dirty:
+            report.messages.append(
+                f"note: {len(dirty)} uncommitted change(s) under lenses/ (e.g. {dirty[0]}) are "
+                f"not part of this {command}; it reads the committed HEAD"
+            )
     if not run_suite:
         return report
     blocked = [r for r in runs if r.action in ("blocked", "stood_down")]
@@ -221,7 +229,7 @@ def _promote(rt: Runtime, commit: Oid, promoting: list[LensRun]) -> None:
             bindings=bindings,
             run=record,
             meta=meta_for(run, "promote", commit, plan.serving),
-            parents=[p for p in (plan.serving, commit) if p is not None],
+            parents=[plan.serving or refstore.history_root(repo, plan.lens), commit],
             message=f"promote {plan.lens} {commit[:12]} score {s['correct']}/{s['total']}",
         )
         run.recorded = oid
@@ -251,7 +259,7 @@ def _record_attempts(rt: Runtime, commit: Oid, runs: list[LensRun]) -> None:
             bindings=Bindings(),
             run=record,
             meta=meta_for(run, run.action, commit, last),
-            parents=[p for p in (last, commit) if p is not None],
+            parents=[last or refstore.history_root(repo, plan.lens), commit],
             message=f"{run.action} {plan.lens} {commit[:12]} score "
             f"{run.score['correct']}/{run.score['total']}",
         )

@@ -196,8 +196,10 @@ def test_cmd(
         from reconciler.deployments import verify
 
         rt = _runtime(repo, warehouse)
-        if lens is None and not all_lenses:
-            raise UsageError("name a lens or pass --all", fix="dst test LENS | dst test --all")
+        if (lens is None) == (not all_lenses):
+            raise UsageError(
+                "name one lens or pass --all, not both", fix="dst test LENS | dst test --all"
+            )
         names = refstore.served_lenses(rt.repo) if all_lenses else [str(lens)]
         try:
             return _emit(verify(rt, names), fmt)
@@ -240,7 +242,8 @@ def status(repo: RepoOpt = None, fmt: FormatOpt = Format.text) -> None:
                 else "nothing serving"
             )
             print(f"{r.lens}: serving {served}")
-            if r.attempt:
+            newer = int(am.get("recorded_at", 0)) >= int(sm.get("recorded_at", 0))
+            if r.attempt and (newer or not r.serving):
                 print(
                     f"  last attempt {r.attempt[:12]}: {am.get('action')} source "
                     f"{str(am.get('source', ''))[:12]} — {am.get('reason', '')}"

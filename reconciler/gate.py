@@ -84,10 +84,9 @@ def decide(
         return GateDecision(
             PROMOTE, (f"WARNING {line}; promoting under eval_gate: warn", *messages)
         )
+    # Each failure's detail travels with its result (both executed results
+    # included); the messages only summarise.
     failing = tuple(r.answer for r in results if r.outcome is not Outcome.CORRECT)
-    for r in results:
-        if r.outcome is not Outcome.CORRECT:
-            messages.append(f"FAILED {r.answer}: {r.outcome.value} — {r.detail}")
     if failing and mode == "block":
         return GateDecision(
             BLOCK,

@@ -53,6 +53,11 @@ def resolve_commit(repo: pygit2.Repository, rev: str) -> Oid:
     Raises:
         UsageError: the revision does not name a commit.
     """
+    if rev == "HEAD" and repo.head_is_unborn:
+        raise UsageError(
+            "the repository has no commits yet",
+            fix="commit your lenses first (git add lenses && git commit)",
+        )
     try:
         obj = repo.revparse_single(rev)
         commit = obj.peel(pygit2.Commit)
@@ -77,6 +82,18 @@ def lens_trees(repo: pygit2.Repository, commit: Oid) -> dict[str, LensTree]:
         for entry in lenses_tree
         if entry.type_str == "tree"
     }
+
+
+def uncommitted_lens_paths(repo: pygit2.Repository) -> list[str]:
+    """Paths under ``lenses/`` that differ from HEAD in the index or working tree, sorted."""
+    if repo.is_bare or repo.head_is_unborn:
+        return []
+    status = repo.status(untracked_files="all", ignored=False)
+    return sorted(
+        p
+        for p, flags in status.items()
+        if p.startswith(LENSES_DIR + "/") and flags != pygit2.GIT_STATUS_CURRENT
+    )
 
 
 def tree_files(repo: pygit2.Repository, tree_oid: Oid) -> dict[str, bytes]:

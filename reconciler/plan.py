@@ -70,6 +70,7 @@ class LensPlan:
     active_after: int = 0
     deps: Mapping[AnswerId, Mapping[AssetId, tuple[AssetId, ...]]] = field(default_factory=dict)
     assets: Mapping[AssetId, Asset] = field(default_factory=dict)
+    changed_answers: tuple[tuple[AnswerId, str], ...] = ()
 
     @property
     def gated(self) -> tuple[AnswerId, ...]:
@@ -89,6 +90,7 @@ class LensPlan:
                 }
                 for s in self.stale
             ],
+            "changed_answers": [{"answer": a, "change": c} for a, c in self.changed_answers],
             "self_test_planned": list(self.self_test),
             "starvation": self.starvation,
         }
@@ -113,6 +115,28 @@ def diff_assets(old: Mapping[AssetId, Asset], new: Mapping[AssetId, Asset]) -> l
             elif before.path != after.path:
                 changes.append(AssetChange(aid, "renamed", after.path, before.path))
     return changes
+
+
+def diff_answers(old: Lens | None, new: Lens) -> list[tuple[AnswerId, str]]:
+    """Certified-answer changes: ``added``, ``removed``, ``reauthored`` (question or
+    SQL), ``<old status>→<new status>``, or ``provenance`` (nothing else changed)."""
+    before = dict(old.answers) if old is not None else {}
+    out: list[tuple[AnswerId, str]] = []
+    for aid in sorted(set(before) | set(new.answers)):
+        a, b = before.get(aid), new.answers.get(aid)
+        if a is None:
+            out.append((aid, "added"))
+        elif b is None:
+            out.append((aid, "removed"))
+        elif oracle_hash(a, old.config.dialect if old else "") != oracle_hash(
+            b, new.config.dialect
+        ):
+            out.append((aid, "reauthored"))
+        elif a.status != b.status:
+            out.append((aid, f"{a.status}→{b.status}"))
+        elif a != b:
+            out.append((aid, "provenance"))
+    return out
 
 
 def plan_lens(
@@ -195,4 +219,5 @@ def plan_lens(
         active_after=len(active),
         deps=deps,
         assets=new_assets,
+        changed_answers=tuple(diff_answers(serving, candidate)),
     )

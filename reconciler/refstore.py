@@ -165,7 +165,12 @@ def write_deployment(
     Returns:
         The new commit's oid.
     """
-    full_meta = {"schema_version": META_SCHEMA, "tool_version": __version__, **meta}
+    full_meta = {
+        "schema_version": META_SCHEMA,
+        "tool_version": __version__,
+        "recorded_at": int(time.time()),
+        **meta,
+    }
     state = repo.TreeBuilder()
     for name, raw in (
         ("bindings.json", bindings.dumps()),
@@ -180,6 +185,19 @@ def write_deployment(
     oid = repo.create_commit(
         None, sig, sig, message, root.write(), [pygit2.Oid(hex=p) for p in dict.fromkeys(parents)]
     )
+    return Oid(str(oid))
+
+
+def history_root(repo: pygit2.Repository, lens: str) -> Oid:
+    """The parentless, empty first commit of a lens's serving (or attempt) history.
+
+    The first deployment takes it as first parent, so ``git log --first-parent``
+    of a serving ref ends there instead of running on into the source branch.
+    Its content is fixed, so every first deployment of a lens shares one root.
+    """
+    empty = repo.TreeBuilder().write()
+    sig = pygit2.Signature("dst", "dst@localhost", 0, 0)
+    oid = repo.create_commit(None, sig, sig, f"dst: history of lens {lens} begins", empty, [])
     return Oid(str(oid))
 
 

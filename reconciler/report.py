@@ -10,10 +10,11 @@ The JSON object is the stable contract of DESIGN §6::
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from reconciler.runs import LensRun, RunReport
+from reconciler.suite import AnswerResult, Outcome
 
 SCHEMA_VERSION = 1
 _PUBLIC_SCORE = ("correct", "wrong", "declined", "error", "total")
@@ -23,7 +24,8 @@ def _score(counts: Mapping[str, int] | None) -> dict[str, int] | None:
     if counts is None:
         return None
     out = {k: int(counts.get(k, 0)) for k in _PUBLIC_SCORE}
-    out["inconclusive"] = int(counts.get("inconclusive", 0))
+    for extra in ("inconclusive", "unverified"):
+        out[extra] = int(counts.get(extra, 0))
     return out
 
 
@@ -44,6 +46,7 @@ def lens_object(run: LensRun, *, explain: bool = False) -> dict[str, Any]:
         "candidate": plan.candidate,
         "action": run.action,
         "changed_assets": planned["changed_assets"],
+        "changed_answers": planned["changed_answers"],
         "stale": stale,
         "self_test": [r.record() for r in run.self_test]
         if run.self_test
@@ -63,6 +66,7 @@ def to_json(report: RunReport, *, explain: bool = False) -> str:
         "schema_version": SCHEMA_VERSION,
         "command": report.command,
         "exit_code": report.exit_code,
+        "dry_run": report.dry_run,
         "messages": report.messages,
         "lenses": [lens_object(r, explain=explain) for r in report.lenses],
     }
@@ -75,11 +79,57 @@ def _fmt_score(s: Mapping[str, int] | None) -> str:
     total = s.get("total", 0)
     acc = f"{100 * s.get('correct', 0) / total:.0f}%" if total else "n/a"
     wrong = f"{100 * s.get('wrong', 0) / total:.0f}%" if total else "n/a"
-    return (
+    text = (
         f"{s.get('correct', 0)}/{total} correct ({acc}), wrong {s.get('wrong', 0)} "
         f"({wrong}), declined {s.get('declined', 0)}, error "
         f"{s.get('error', 0) + s.get('inconclusive', 0)}"
     )
+    if s.get("unverified"):
+        text += f", unverified {s['unverified']}"
+    return text
+
+
+def _cell(value: Any) -> str:
+    # Aggregation order leaves noise in a DOUBLE's last bits; 12 significant
+    # digits show the value a person would read, the JSON keeps every bit.
+    return f"{value:.12g}" if isinstance(value, float) else str(value)
+
+
+def _rows(title: str, rows: Sequence[Sequence[Any]], count: int, indent: str) -> list[str]:
+    if not rows:
+        return []
+    lines = [f"{indent}{title} ({count}):"]
+    lines += [f"{indent}  {' | '.join(_cell(v) for v in row)}" for row in rows[:10]]
+    if count > min(len(rows), 10):
+        lines.append(f"{indent}  … {count - min(len(rows), 10)} more")
+    return lines
+
+
+def _failure(r: AnswerResult) -> list[str]:
+    lines = [f"  ✗ {r.answer}: {r.outcome.value} — {r.detail}"]
+    last = r.attempts[-1] if r.attempts else {}
+    sql = (last.get("generation") or {}).get("sql")
+    if sql:
+        lines.append("    generated SQL: " + " ".join(str(sql).split()))
+    diff = last.get("comparison") or {}
+    lines += _rows(
+        "missing rows (oracle only)",
+        diff.get("missing", []),
+        int(diff.get("missing_count", 0)),
+        "    ",
+    )
+    lines += _rows(
+        "extra rows (generated only)",
+        diff.get("extra", []),
+        int(diff.get("extra_count", 0)),
+        "    ",
+    )
+    if r.oracle is not None or r.generated is not None:
+        lines.append("    oracle result:")
+        lines += _table(r.oracle, "      ")
+        lines.append("    generated result:")
+        lines += _table(r.generated, "      ")
+    return lines
 
 
 def _table(result: Mapping[str, Any] | None, indent: str) -> list[str]:
@@ -88,7 +138,7 @@ def _table(result: Mapping[str, Any] | None, indent: str) -> list[str]:
     cols = result.get("columns", [])
     rows = result.get("rows", [])
     lines = [f"{indent}{' | '.join(str(c) for c in cols)}"]
-    lines += [f"{indent}{' | '.join(str(v) for v in row)}" for row in rows[:10]]
+    lines += [f"{indent}{' | '.join(_cell(v) for v in row)}" for row in rows[:10]]
     more = result.get("row_count", len(rows)) - min(len(rows), 10)
     if more > 0:
         lines.append(f"{indent}… {more} more rows")
@@ -100,15 +150,20 @@ def to_text(report: RunReport, *, explain: bool = False) -> str:
     lines: list[str] = list(report.messages)
     for run in report.lenses:
         plan = run.plan
-        head = f"{plan.lens}: {run.action.upper()}  (gate: {plan.gate})"
+        action = run.action.upper()
+        if report.dry_run and run.action == "promoted":
+            action = "WOULD PROMOTE (dry run)"
+        head = f"{plan.lens}: {action}  (gate: {plan.gate})"
         lines.append(head)
         serving = plan.serving[:12] if plan.serving else "nothing"
         after = run.serving_after[:12] if run.serving_after else "nothing"
         cand = plan.candidate[:12] if plan.candidate else "working tree"
         lines.append(f"  serving {serving} → {after}; candidate {cand}")
         for c in plan.changed_assets:
-            extra = f" (from {c.old_path})" if c.old_path and c.old_path != c.path else ""
-            lines.append(f"  {c.change:<9} {c.asset}{extra}")
+            extra = f" from {c.old_path}" if c.old_path and c.old_path != c.path else ""
+            lines.append(f"  {c.change:<9} {c.asset} ({c.path}){extra}")
+        for aid, change in plan.changed_answers:
+            lines.append(f"  answer    {aid}: {change}")
         if plan.stale:
             lines.append(f"  stale answers: {len(plan.stale)}")
             for s in plan.stale:
@@ -124,13 +179,7 @@ def to_text(report: RunReport, *, explain: bool = False) -> str:
             lines.append(f"  score: {_fmt_score(run.score)}")
             lines.append(f"  previous score: {_fmt_score(run.previous_score)}")
         for r in [*run.results, *run.self_test]:
-            if r.outcome.value == "correct":
-                continue
-            lines.append(f"  ✗ {r.answer}: {r.outcome.value} — {r.detail}")
-            if r.oracle is not None or r.generated is not None:
-                lines.append("    oracle result:")
-                lines += _table(r.oracle, "      ")
-                lines.append("    generated result:")
-                lines += _table(r.generated, "      ")
+            if r.outcome is not Outcome.CORRECT:
+                lines += _failure(r)
         lines += [f"  {m}" for m in run.messages]
     return "\n".join(lines)

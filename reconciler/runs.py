@@ -35,8 +35,30 @@ class LensRun:
 
     @property
     def score(self) -> dict[str, int]:
-        """Counts over every answer that ran (gated and self-test)."""
-        return score([*self.results, *self.self_test])
+        """The lens's standing score after this run, over its whole active corpus.
+
+        An answer that ran counts its outcome; one that did not run counts as
+        ``correct`` when its binding is current (it last ran green and nothing
+        it depends on changed since), else as ``unverified``. So successive
+        deployments' scores form an accuracy trend rather than a tally of
+        whatever a change happened to touch. With no plan of the corpus (an
+        unchanged or removed lens) the previous score carries over.
+        """
+        ran = {r.answer: r for r in [*self.results, *self.self_test]}
+        if not self.plan.deps:
+            if self.previous_score and not ran:
+                return dict(self.previous_score)
+            return score(list(ran.values()))
+        stale = {s.answer for s in self.plan.stale}
+        counts = score([])
+        counts["unverified"] = 0
+        for aid in self.plan.deps:
+            if aid in ran:
+                counts[ran[aid].outcome.value] += 1
+            else:
+                counts["correct" if aid not in stale else "unverified"] += 1
+        counts["total"] = len(self.plan.deps)
+        return counts
 
 
 @dataclass
@@ -47,11 +69,18 @@ class RunReport:
     lenses: list[LensRun]
     messages: list[str] = field(default_factory=list)
     exit_code: int = 0
+    dry_run: bool = False
 
 
 def state_for(
     run: LensRun, source: Oid, lens: Lens | None, bindings: Bindings
 ) -> tuple[Bindings, dict[str, Any]]:
+    """The bindings and ``state/run.json`` a run leaves.
+
+    Correct answers (gated or self-test) re-stamp against ``lens``'s asset
+    hashes; every other answer keeps its old stamp, so it stays stale. Bindings
+    of answers no longer active are dropped.
+    """
     stamps: dict[AnswerId, Binding] = {}
     plan = run.plan
     if lens is not None:

@@ -57,8 +57,11 @@ def test_seed_apply_promotes_every_example_lens_then_unchanged(lens_repo: Path) 
         assert git(lens_repo, "rev-parse", f"{oid}:lens") == git(
             lens_repo, "rev-parse", f"HEAD:lenses/{name}"
         )
-        parents = git(lens_repo, "log", "-1", "--format=%P", oid).split()
-        assert parents == [git(lens_repo, "rev-parse", "HEAD")]
+        root, source = git(lens_repo, "log", "-1", "--format=%P", oid).split()
+        assert source == git(lens_repo, "rev-parse", "HEAD")
+        # the first parent is an empty root, so first-parent history ends at the lens
+        assert git(lens_repo, "log", "-1", "--format=%P", root) == ""
+        assert len(git(lens_repo, "log", "--first-parent", "--format=%H", oid).split()) == 2
     second = dst(lens_repo, "apply", "--format", "json")
     assert second.code == 0
     assert {x["action"] for x in second.json()["lenses"]} == {"unchanged"}
@@ -111,7 +114,10 @@ def test_doubling_a_metric_stales_exactly_its_answers_and_blocks(lens_repo: Path
     assert serving(lens_repo, "sales") == before
     out = applied.stdout
     assert "sales: BLOCKED" in out
-    assert "score: 0/" in out and "previous score:" in out
+    total = len(all_answers)
+    # the standing score counts the whole corpus: untouched answers keep their green stamp
+    assert f"score: {total - len(users)}/{total} correct" in out
+    assert f"previous score: {total}/{total} correct" in out
     for answer in users:
         assert f"✗ {answer}: wrong" in out
     assert out.count("oracle result:") >= len(users)
