@@ -11,8 +11,9 @@ Text is compared in a normalized form (:func:`tokenize`): lowercase, punctuation
 and underscores turned into spaces, apostrophes dropped, each word reduced by a
 small plural stemmer (``categories`` → ``category``, ``regions`` → ``region``).
 Phrases are matched on whole words, longest first (``net revenue`` beats
-``revenue``). The fast generator tier reuses :func:`retrieve` so that what it
-compiles and what assembly recorded can never disagree.
+``revenue``); at equal length a metric beats a dimension, a value, a model fact
+and a boolean flag, in that order. The fast generator tier reuses :func:`retrieve`
+so that what it compiles and what assembly recorded can never disagree.
 """
 
 from __future__ import annotations
@@ -116,8 +117,25 @@ def mentions_time(tokens: Iterable[str]) -> bool:
     )
 
 
-Kind = Literal["metric", "dimension", "time_dimension", "value"]
-_PRIORITY: Mapping[str, int] = {"metric": 0, "dimension": 1, "time_dimension": 1, "value": 2}
+Kind = Literal["metric", "dimension", "time_dimension", "value", "fact", "flag"]
+_PRIORITY: Mapping[str, int] = {
+    "metric": 0,
+    "dimension": 1,
+    "time_dimension": 1,
+    "value": 2,
+    "fact": 3,
+    "flag": 4,
+}
+
+# A dimension is a *person* dimension (what "Who …?" asks for) when its name or a
+# synonym ends with one of these nouns ("sales rep", "account executive", "owner").
+PERSON_NOUNS = _stems(
+    """rep representative salesperson salesman saleswoman seller employee person agent
+    owner executive"""
+)
+_PERSON_ENDINGS = frozenset((noun,) for noun in PERSON_NOUNS)
+_BOOLEAN_TYPE = re.compile(r"^bool", re.IGNORECASE)
+_FLAG_NAME = re.compile(r"^is_?([a-z][a-z0-9_]*)$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -125,7 +143,9 @@ class Target:
     """What a phrase can refer to.
 
     Attributes:
-        kind: ``metric``, ``dimension``, ``time_dimension`` or ``value``.
+        kind: ``metric``, ``dimension``, ``time_dimension``, ``value``, ``fact`` (a
+            model fact, aggregated only when the question says how) or ``flag`` (a
+            boolean dimension ``is_<word>`` named by its ``<word>``: "won").
         model: the model holding the column (the metric's model for a metric).
         name: metric or column name.
         value: for ``value``, the exact stored value (original casing).
@@ -139,11 +159,16 @@ class Target:
 
 @dataclass(frozen=True)
 class Mention:
-    """A matched phrase: tokens ``[start, end)`` and every target it could mean."""
+    """A matched phrase: tokens ``[start, end)`` and every target it could mean.
+
+    ``facts`` holds the model facts the same phrase also names, when it was matched
+    as something else (an imported measure is both a metric and a fact).
+    """
 
     start: int
     end: int
     targets: tuple[Target, ...]
+    facts: tuple[Target, ...] = ()
 
     @property
     def kind(self) -> Kind:
@@ -186,12 +211,13 @@ def lexicon(
 ) -> dict[tuple[str, ...], tuple[Target, ...]]:
     """Every phrase the lens declares, as ``{normalized tokens: targets}``.
 
-    Metrics contribute name, label and synonyms; dimensions and time dimensions
-    their name and synonyms, alone and prefixed by their model's name
+    Metrics contribute name, label and synonyms; dimensions, time dimensions and
+    facts their name and synonyms, alone and prefixed by their model's name
     (``product category``); dimension values come from ``sample_values`` and from
-    ``values`` (``{(model, dimension): distinct values}``). Phrases made only of
-    stopwords, and values made only of digits, are left out: they would match
-    ordinary words and years.
+    ``values`` (``{(model, dimension): distinct values}``); a BOOLEAN dimension
+    named ``is_<word>`` or ``is<word>`` contributes ``<word>`` as a flag. Phrases
+    made only of stopwords, and values made only of digits, are left out: they
+    would match ordinary words and years.
     """
     found: dict[tuple[str, ...], dict[Target, None]] = {}
 
@@ -211,6 +237,7 @@ def lexicon(
         groups: tuple[tuple[Kind, tuple[Column, ...]], ...] = (
             ("dimension", model.dimensions),
             ("time_dimension", model.time_dimensions),
+            ("fact", model.facts),
         )
         for kind, columns in groups:
             for col in columns:
@@ -225,7 +252,25 @@ def lexicon(
             hints = tuple(v for v in col.sample_values if tokenize(v) not in seen)
             for value in stored + hints:
                 add(value, Target("value", model.name, col.name, value))
+            flag = _FLAG_NAME.match(col.name)
+            if flag and _BOOLEAN_TYPE.match(col.data_type):
+                add(flag.group(1), Target("flag", model.name, col.name))
     return {key: tuple(targets) for key, targets in found.items()}
+
+
+def person_dimensions(lens: Lens) -> tuple[Target, ...]:
+    """Dimensions naming a person: a name or synonym ends with a :data:`PERSON_NOUNS` word."""
+    return tuple(
+        Target("dimension", model.name, col.name)
+        for model in lens.models.values()
+        for col in model.dimensions
+        if any(tokenize(text)[-1:] in _PERSON_ENDINGS for text in (col.name, *col.synonyms))
+    )
+
+
+def asks_who(found: Retrieval) -> bool:
+    """Whether the question opens with the interrogative "who" (a relative "who" does not)."""
+    return found.words[:1] == ("who",) and 0 not in found.covered()
 
 
 def retrieve(
@@ -233,8 +278,8 @@ def retrieve(
 ) -> Retrieval:
     """Match the lens's phrases in ``question``: longest match first, whole words.
 
-    Overlaps resolve by length, then kind (metric over dimension over value),
-    then position. A phrase that means several targets of the best kind keeps all
+    Overlaps resolve by length, then kind (metric over dimension over value over
+    fact over flag), then position. A phrase that means several targets of the best kind keeps all
     of them (an ambiguity the caller decides on).
     """
     ws = words(question)
@@ -257,7 +302,10 @@ def retrieve(
         if span & taken:
             continue
         taken |= span
-        mentions.append(Mention(start, end, targets))
+        # The facts a metric (or dimension …) phrase also names, for "average <phrase>".
+        shadowed = targets[0].kind != "fact"
+        facts = tuple(t for t in lex[toks[start:end]] if shadowed and t.kind == "fact")
+        mentions.append(Mention(start, end, targets, facts))
     mentions.sort(key=lambda m: m.start)
     return Retrieval(ws, toks, tuple(mentions))
 
@@ -410,7 +458,8 @@ class GenerationRequest:
 
 def _select_models(lens: Lens, found: Retrieval) -> tuple[str, ...]:
     """Models the question involves: see :func:`assemble`."""
-    sources = {lens.metrics[name].model for name in found.metrics()}
+    facts = [f for m in found.mentions for f in (m.facts or m.targets) if f.kind == "fact"]
+    sources = {lens.metrics[name].model for name in found.metrics()} | {f.model for f in facts}
     selected: set[str] = set()
 
     def add_paths(target: str) -> None:
@@ -431,6 +480,12 @@ def _select_models(lens: Lens, found: Retrieval) -> tuple[str, ...]:
         ]
         for t in reachable or mention.targets:
             add_paths(t.model)
+    for fact in facts:
+        add_paths(fact.model)
+    if asks_who(found):
+        for person in person_dimensions(lens):
+            if any(join_paths(lens, s, person.model) for s in sources):
+                add_paths(person.model)
     if mentions_time(found.leftover()):
         for source in sorted(sources):
             for target in time_models(lens, source):
@@ -481,10 +536,12 @@ def assemble(
 
     * metrics: every metric a matched phrase may mean (name, label, synonym);
     * models: the metrics' models (and models their SQL names as qualifiers),
-      the models of matched dimensions and dimension values (``sample_values``;
-      warehouse values are not known here), the models on every shortest join
-      path from a metric's model to them, and, when the question names a period
-      or grain, the nearest model carrying a time dimension;
+      the models of matched facts (also of facts a metric phrase names), flags,
+      dimensions and dimension values (``sample_values``; warehouse values are
+      not known here), the person dimensions' models when the question opens
+      with "who", the models on every shortest join path from a metric's or
+      fact's model to them, and, when the question names a period or grain, the
+      nearest model carrying a time dimension;
     * exemplars: up to :data:`MAX_EXEMPLARS` whose content words have a Jaccard
       similarity of at least :data:`MIN_EXEMPLAR_SIMILARITY` with the question's,
       never one whose normalized question or canonical SQL is the excluded answer's;

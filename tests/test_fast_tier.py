@@ -514,6 +514,298 @@ def test_ambiguous_metric_synonym_is_declined(values: DimensionValues) -> None:
     assert _ask(lens, "net revenue by region", values).sql is not None  # longest match
 
 
+# ---------------------------------------------------------------- fact aggregates, "who", flags
+
+# A CRM lens shaped like an imported Cortex model: every measure is both a metric
+# (SUM) and a model fact with the same synonyms; deals have a rep of their own and,
+# through the account, an account owner (a longer join path to the same reps).
+DEALS = b"""\
+name: deals
+table: deals
+primary_key: [deal_id]
+default_time_dimension: closed_on
+dimensions:
+  - name: stage
+  - name: is_won
+    data_type: BOOLEAN
+  - name: isclosed
+    data_type: BOOLEAN
+time_dimensions:
+  - name: created_on
+    data_type: date
+  - name: closed_on
+    data_type: date
+facts:
+  - name: amount
+    data_type: NUMBER
+    synonyms: ["deal size", "revenue", "booked amount"]
+  - name: probability
+    data_type: NUMBER
+  - name: cycle_days
+    expr: DATE_DIFF('day', created_on, closed_on)
+    data_type: NUMBER
+    synonyms: ["sales cycle length"]
+  - name: deal_label
+    expr: stage
+    data_type: TEXT
+    synonyms: ["label"]
+joins:
+  - to: accounts
+    on: {account_id: account_id}
+  - to: reps
+    on: {rep_id: rep_id}
+"""
+ACCOUNTS = b"""\
+name: accounts
+table: accounts
+dimensions:
+  - name: industry
+  - name: account
+    expr: account_name
+joins:
+  - to: reps
+    on: {owner_rep_id: rep_id}
+"""
+REPS = b"""\
+name: reps
+table: reps
+dimensions:
+  - name: rep
+    expr: rep_name
+    synonyms: ["sales rep", "owner"]
+  - name: rep_email
+    synonyms: ["rep email"]
+"""
+SNAPSHOT = b"""\
+name: store_days
+table: store_days
+primary_key: [day, store]
+dimensions:
+  - name: store
+time_dimensions:
+  - name: day
+    data_type: date
+facts:
+  - name: store_sales
+    expr: sales
+  - name: daily_visits
+    expr: visits
+"""
+CRM: dict[str, bytes] = {
+    "lens.yaml": b"name: crm\n",
+    "models/deals.yaml": DEALS,
+    "models/accounts.yaml": ACCOUNTS,
+    "models/reps.yaml": REPS,
+    "models/store_days.yaml": SNAPSHOT,
+    "metrics/amount.yaml": (
+        b'name: amount\nsynonyms: ["deal size", "revenue"]\nmodel: deals\nexpression: SUM(amount)\n'
+    ),
+    "metrics/won_amount.yaml": (
+        b'name: won_amount\nsynonyms: ["booked amount"]\nmodel: deals\n'
+        b"expression: SUM(amount)\nfilters: [is_won]\n"
+    ),
+    "metrics/cycle.yaml": (
+        b'name: cycle\nsynonyms: ["sales cycle length"]\nmodel: deals\n'
+        b"expression: SUM(DATE_DIFF('day', created_on, closed_on))\n"
+    ),
+}
+CRM_SCHEMA = """
+CREATE TABLE reps (rep_id INTEGER, rep_name VARCHAR, rep_email VARCHAR);
+INSERT INTO reps VALUES (1, 'Ana', 'ana@x.io'), (2, 'Ben', 'ben@x.io'), (3, 'Cy', 'cy@x.io');
+CREATE TABLE accounts (account_id INTEGER, account_name VARCHAR, industry VARCHAR,
+    owner_rep_id INTEGER);
+INSERT INTO accounts VALUES (10, 'Acme', 'Retail', 2), (11, 'Bolt', 'Finance', 1),
+    (12, 'Core', 'Retail', 3);
+CREATE TABLE deals (deal_id INTEGER, account_id INTEGER, rep_id INTEGER, stage VARCHAR,
+    is_won BOOLEAN, isclosed BOOLEAN, amount DECIMAL(10, 2), probability INTEGER,
+    created_on DATE, closed_on DATE);
+INSERT INTO deals VALUES
+    (1, 10, 1, 'Closed Won', TRUE, TRUE, 100, 100, DATE '2024-01-01', DATE '2024-02-01'),
+    (2, 10, 2, 'Closed Lost', FALSE, TRUE, 300, 0, DATE '2024-01-10', DATE '2024-03-01'),
+    (3, 11, 2, 'Open', FALSE, FALSE, 500, 40, DATE '2024-02-01', DATE '2024-06-30'),
+    (4, 12, 3, 'Closed Won', TRUE, TRUE, 250, 100, DATE '2023-05-01', DATE '2023-07-01'),
+    (5, 11, 1, 'Open', FALSE, FALSE, 50, 20, DATE '2024-03-01', DATE '2024-09-01'),
+    (6, 12, 3, 'Closed Won', TRUE, TRUE, 90, 100, DATE '2024-04-01', DATE '2024-04-20');
+CREATE TABLE store_days (day DATE, store VARCHAR, sales INTEGER, visits INTEGER);
+INSERT INTO store_days VALUES (DATE '2024-01-01', 'A', 10, 3), (DATE '2024-01-01', 'B', 30, 5);
+"""
+
+
+@pytest.fixture(scope="module")
+def crm() -> Lens:
+    return load_lens("crm", CRM)
+
+
+@pytest.fixture(scope="module")
+def crm_warehouse(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[duckdb.DuckDBPyConnection]:
+    con = duckdb.connect(str(tmp_path_factory.mktemp("crm") / "crm.duckdb"))
+    con.execute(CRM_SCHEMA)
+    yield con
+    con.close()
+
+
+@pytest.fixture(scope="module")
+def crm_values(crm_warehouse: duckdb.DuckDBPyConnection, crm: Lens) -> DimensionValues:
+    return _values(crm_warehouse, crm)
+
+
+FACT_SHAPES: list[tuple[str, str, str]] = [
+    (
+        "average_of_fact_by_joined_dimension_whole_span",
+        "What is the average deal size by industry over the entire available time period?",
+        "SELECT industry, AVG(amount) FROM deals JOIN accounts USING (account_id) GROUP BY 1",
+    ),
+    (
+        "who_highest_average_in_the_team",
+        "Who has the highest average deal size in the team over the entire available time period?",
+        # The deal's own rep (the shortest join path), not the account owner.
+        "SELECT rep_name, AVG(amount) AS a FROM deals JOIN reps USING (rep_id) "
+        "GROUP BY 1 ORDER BY a DESC LIMIT 1",
+    ),
+    (
+        "who_most_metric",
+        "Who sold the most revenue in 2024?",
+        "SELECT rep_name, SUM(amount) AS s FROM deals JOIN reps USING (rep_id) "
+        "WHERE year(closed_on) = 2024 GROUP BY 1 ORDER BY s DESC LIMIT 1",
+    ),
+    (
+        "fact_with_expression_min_max",
+        "Maximum sales cycle length by stage in 2024",
+        "SELECT stage, MAX(closed_on - created_on) FROM deals "
+        "WHERE year(closed_on) = 2024 GROUP BY 1",
+    ),
+    (
+        "fact_without_metric_average_of_the",
+        "Mean of the probability for each industry",
+        "SELECT industry, AVG(probability) FROM deals JOIN accounts USING (account_id) GROUP BY 1",
+    ),
+    (
+        "flag_before_model_noun",
+        "What is the average deal size of won deals?",
+        "SELECT AVG(amount) FROM deals WHERE is_won",
+    ),
+    (
+        "flag_without_underscore_and_breakdown",
+        "Total deal size of closed deals by sales rep",
+        "SELECT rep_name, SUM(amount) FROM deals JOIN reps USING (rep_id) WHERE isclosed "
+        "GROUP BY 1",
+    ),
+    (
+        "metric_total_of_all_time",
+        "Total revenue of all time",
+        "SELECT SUM(amount) FROM deals",
+    ),
+    (
+        "total_on_average_metric_uses_the_fact",
+        "Total sales cycle length",
+        "SELECT SUM(closed_on - created_on) FROM deals",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("question", "oracle"), [s[1:] for s in FACT_SHAPES], ids=[s[0] for s in FACT_SHAPES]
+)
+def test_fact_who_and_flag_shapes_return_the_oracle_rows(
+    crm: Lens,
+    crm_warehouse: duckdb.DuckDBPyConnection,
+    crm_values: DimensionValues,
+    question: str,
+    oracle: str,
+) -> None:
+    result = _ask(crm, question, crm_values)
+    assert result.sql is not None, result.declined
+    generated = crm_warehouse.execute(result.sql).fetchall()
+    expected = crm_warehouse.execute(oracle).fetchall()
+    assert expected, "the oracle must return rows for the comparison to mean something"
+    assert _same_rows(generated, expected), (result.sql, generated, expected)
+
+
+def test_fact_aggregate_follows_the_sql_conventions(
+    crm: Lens, crm_warehouse: duckdb.DuckDBPyConnection, crm_values: DimensionValues
+) -> None:
+    sql = _ask(crm, "Average deal size by industry", crm_values).sql
+    assert sql is not None and "AVG(d.amount)" in sql
+    cursor = crm_warehouse.execute(sql)
+    assert [d[0] for d in cursor.description] == ["industry", "avg_amount"]
+    # Without an aggregation word the phrase is still the metric.
+    plain = _ask(crm, "Deal size by industry", crm_values).sql
+    assert plain is not None and "SUM(d.amount) AS amount" in plain
+
+
+def test_the_amount_fact_of_the_shop_lens_can_be_averaged(
+    shop: Lens, warehouse: duckdb.DuckDBPyConnection, values: DimensionValues
+) -> None:
+    sql = _ask(shop, "Average amount by region", values).sql
+    assert sql is not None
+    oracle = (
+        "SELECT region_name, AVG(amount) FROM orders JOIN customers USING (customer_id) "
+        "JOIN regions USING (region_id) GROUP BY 1"
+    )
+    assert _same_rows(warehouse.execute(sql).fetchall(), warehouse.execute(oracle).fetchall())
+
+
+FACT_DECLINES: list[tuple[str, str, str]] = [
+    ("fact_without_aggregation", "Probability by stage", "say how to aggregate"),
+    ("flag_not_before_its_model", "Top 2 accounts by total closed revenue", "'closed'"),
+    ("flag_after_the_noun", "Average deal size of deals that are won", "'won'"),
+    ("metric_filters_would_be_lost", "Average booked amount", "filters would be lost"),
+    ("count_is_not_a_fact_aggregate", "Count of probability", "'count' is not a way"),
+    ("text_fact", "Average label by stage", "TEXT"),
+    ("per_period_cells", "Average store sales by store", "per-period"),
+    ("my_team", "Who has the highest average deal size in my team?", "'team'"),
+    ("team_without_who", "Average deal size in the team", "'team'"),
+    ("who_without_ranking", "Who has the average deal size?", "ranking word"),
+    ("who_and_another_breakdown", "Who has the highest revenue by industry?", "cannot also"),
+    ("who_with_grain", "Who has the highest monthly revenue?", "'who' with a month"),
+    ("whole_span_and_period", "Revenue over the entire period in 2024", "both a period"),
+    ("over_something_else", "Average deal size over 30 days", "'over'"),
+    ("two_fact_aggregates", "Average deal size and average probability", "several metrics"),
+    ("mixed_aggregation_words", "Average maximum probability", "'average'"),
+]
+
+
+@pytest.mark.parametrize(
+    ("question", "reason"), [d[1:] for d in FACT_DECLINES], ids=[d[0] for d in FACT_DECLINES]
+)
+def test_fact_who_and_flag_questions_outside_the_grammar_are_declined(
+    crm: Lens, crm_values: DimensionValues, question: str, reason: str
+) -> None:
+    result = _ask(crm, question, crm_values)
+    assert result.sql is None, result.sql
+    assert result.declined is not None and reason in result.declined, result.declined
+
+
+def test_a_grain_word_in_a_fact_phrase_declines_even_without_a_key(
+    crm_values: DimensionValues,
+) -> None:
+    keyless = SNAPSHOT.replace(b"primary_key: [day, store]\n", b"")
+    lens = load_lens("crm", {**CRM, "models/store_days.yaml": keyless})
+    assert _ask(lens, "Average store sales by store", crm_values).sql is not None
+    result = _ask(lens, "Average daily visits by store", crm_values)
+    assert result.declined is not None and "per-period" in result.declined
+
+
+def test_who_needs_one_person_dimension(shop: Lens, values: DimensionValues) -> None:
+    result = _ask(shop, "Who had the most units sold?", values)
+    assert result.declined is not None and "no dimension of the lens names one" in result.declined
+    # A relative "who" is an ordinary word, as before.
+    relative = _ask(shop, "Number of orders by customers who are in the West region", values)
+    assert relative.sql is not None, relative.declined
+
+
+def test_assembly_selects_fact_person_and_flag_models(crm: Lens) -> None:
+    assert assemble(crm, "Mean probability by industry").models == ("accounts", "deals")
+    assert assemble(crm, "Who has the highest revenue?").models == ("deals", "reps")
+    assert assemble(crm, "Average deal size of won deals").models == ("deals",)
+    found = retrieve(crm, "average deal size of won deals")
+    kinds = [(m.kind, m.targets[0].name) for m in found.mentions]
+    assert kinds == [("metric", "amount"), ("flag", "is_won")]
+    assert [f.name for f in found.mentions[0].facts] == ["amount"]
+
+
 # ---------------------------------------------------------------- assembly
 
 
@@ -650,7 +942,7 @@ def test_fast_then_smart_keeps_the_fast_answer_or_reason() -> None:
 
 def test_parse_is_consistent_with_assembly(shop: Lens, values: DimensionValues) -> None:
     plan = parse(shop, "Top 2 product categories by net revenue in 2024", values)
-    assert (plan.metric, plan.breakdowns, plan.rank) == (
+    assert (plan.measure.name, plan.breakdowns, plan.rank) == (
         "net_revenue",
         (("products", "category"),),
         (True, 2),

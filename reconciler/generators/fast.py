@@ -3,30 +3,39 @@
 It understands one small grammar and declines everything else, because a wrong
 answer is worse than no answer. A question is read as
 
-* exactly one metric (name, label or synonym);
-* optional breakdown dimensions (at most two), on the metric's model or on a model
+* exactly one measure: a metric (name, label or synonym), or an aggregation word
+  right before a model fact (``average deal size`` → ``AVG(amount)``; ``average``,
+  ``mean``, ``total``, ``sum``, ``minimum``, ``maximum``, optionally with ``of
+  the`` between). A phrase naming both a metric and a fact is the metric unless
+  the word does not fit the metric's aggregate (``average`` on a ``SUM``): then it
+  is the fact, provided the metric carries no filters of its own;
+* optional breakdown dimensions (at most two), on the measure's model or on a model
   reached through declared joins (``orders → customers → regions``);
 * an optional time grain (``monthly``, ``by quarter`` …) on the nearest time dimension;
 * an optional period: a year (``2024``), a quarter (``Q3 2024``, ``third quarter of
-  2024``) or a month (``March 2024``), as a half-open range;
+  2024``) or a month (``March 2024``), as a half-open range — or the whole span
+  (``over the entire available time period``, ``of all time``), which adds no filter;
 * optional equality filters on dimension values the warehouse holds (``values``) or
   the lens lists in ``sample_values`` (``for Electronics``, ``in the West region``);
-* an optional ranking: ``top 5 …``, ``which 3 … lowest …``, ``bottom 2 …``.
+* optional boolean flags: a boolean dimension ``is_<word>`` whose ``<word>``
+  stands right before a noun naming its model (``won opportunities`` →
+  ``iswon = TRUE``); the word anywhere else (``closed revenue``) declines;
+* an optional ranking: ``top 5 …``, ``which 3 … lowest …``, ``bottom 2 …``, and
+  ``Who has the highest …?``: an opening "who" ranks the one *person* dimension
+  (a name or synonym ending in ``rep``, ``owner``, ``employee`` …; see
+  :func:`~reconciler.assembly.person_dimensions`); ``in the team`` / ``on our
+  team`` then means all of those people.
 
 Every word must be accounted for: a lens phrase, a grammar word, a stopword or the
 name of a model the query uses. Anything left over — ``since``, ``not``, ``weather``
 — declines, and so does a question holding one of the lens's ``exclusions`` or
-``clarify`` terms, an ambiguous phrase, or a dimension no safe join path reaches.
-
-The SQL follows the conventions of the question grammar: time bucket, then
-dimensions in question order, then the metric; bucket aliased by its grain and cast
-to DATE; time series ordered by bucket, rankings by the metric, breakdowns by the
-metric descending (dimensions break ties).
+``clarify`` terms, an ambiguous phrase, a fact without an aggregation word, or a
+dimension no safe join path reaches. The SQL is built by
+:mod:`reconciler.generators.render`.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date
@@ -45,16 +54,20 @@ from reconciler.assembly import (
     Mention,
     Retrieval,
     Target,
+    asks_who,
     join_paths,
-    metric_models,
-    model_named,
     model_nouns,
     normalize,
+    person_dimensions,
     retrieve,
     time_models,
+    tokenize,
 )
 from reconciler.generators import DimensionValues, Generation
-from reconciler.lens import Join, Lens, Model
+from reconciler.generators.render import Declined, Measure, Plan, one_path, render
+from reconciler.lens import Lens, Model
+
+__all__ = ["TIER", "Declined", "Measure", "Plan", "compile_request", "parse", "render"]
 
 TIER = "fast"
 MAX_DIMENSIONS = 2
@@ -79,48 +92,21 @@ _AGGREGATE_WORDS: Mapping[str, tuple[type[exp.Expr], ...]] = {
     "average": (exp.Avg, exp.Div),
     "avg": (exp.Avg, exp.Div),
     "mean": (exp.Avg, exp.Div),
+    "minimum": (exp.Min,),
+    "min": (exp.Min,),
+    "maximum": (exp.Max,),
+    "max": (exp.Max,),
 }
-_NUMBER_RE = re.compile(r"^-?\d+(\.\d+)?$")
-_NUMERIC_TYPES = re.compile(
-    r"^(int|bigint|smallint|number|numeric|decimal|float|double|real)", re.IGNORECASE
-)
-
-
-class Declined(Exception):
-    """The question is outside the grammar; ``reason`` says where.
-
-    Control flow inside this tier, not a :class:`~reconciler.errors.DstError`:
-    :func:`compile_request` turns it into a declined :class:`Generation`.
-    """
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-@dataclass(frozen=True)
-class Plan:
-    """A question compiled to its semantic parts, before rendering.
-
-    Attributes:
-        metric: the metric's name.
-        base: the metric's model (the FROM table).
-        breakdowns: ``(model, dimension)`` pairs in question order.
-        filters: ``(model, dimension, exact stored value)`` equality filters.
-        time: ``(model, time dimension)`` used by the grain and the period, if any.
-        grain: DATE_TRUNC unit of the time bucket, if any.
-        period: half-open ``[start, end)`` date range, if any.
-        rank: ``(descending, n)`` for top/bottom N, if any.
-    """
-
-    metric: str
-    base: str
-    breakdowns: tuple[tuple[str, str], ...] = ()
-    filters: tuple[tuple[str, str, str], ...] = ()
-    time: tuple[str, str] | None = None
-    grain: str | None = None
-    period: tuple[date, date] | None = None
-    rank: tuple[bool, int] | None = None
+# The same words applied to a model fact → the aggregate function (render.FACT_FUNCTIONS).
+_FACT_AGGREGATES: Mapping[str, str] = {
+    word: func
+    for func, ws in {"sum": "total sum", "avg": "average avg mean", "min": "minimum min"}.items()
+    for word in ws.split()
+} | {"maximum": "max", "max": "max"}
+_NOT_ADDITIVE = ("text", "varchar", "char", "bool", "date", "time")
+# "(over|throughout) (the) entire|whole|full|complete (available) <span>"; "all (available) time".
+_WHOLE = frozenset({"entire", "whole", "full", "complete"})
+_SPANS = frozenset(["time period", "time range", "date range", "time frame", "period", "history"])
 
 
 @dataclass
@@ -128,11 +114,14 @@ class _Reading:
     """What the grammar words outside lens phrases said (mutable while scanning)."""
 
     period: tuple[date, date, str] | None = None
+    all_time: bool = False
     grains: dict[str, int] = field(default_factory=dict)
     directions: set[bool] = field(default_factory=set)
     numbers: list[int] = field(default_factory=list)
     model_nouns: set[str] = field(default_factory=set)
-    aggregates: set[str] = field(default_factory=set)
+    aggregates: dict[int, str] = field(default_factory=dict)
+    who: bool = False
+    who_plural: bool = False
     unknown: list[str] = field(default_factory=list)
 
 
@@ -181,6 +170,23 @@ def _period_at(toks: tuple[str, ...], i: int, free: set[int]) -> tuple[int, date
     return None
 
 
+def _all_time_at(toks: tuple[str, ...], i: int, free: set[int]) -> int | None:
+    """The end of a whole-span phrase starting at ``i`` ("over the entire period"), if any."""
+
+    def tok(k: int) -> str:
+        return toks[k] if k < len(toks) and k in free else ""
+
+    k = i + 1 if tok(i) in ("over", "throughout") else i
+    k = k + 1 if tok(k) == "the" else k
+    if tok(k) == "all":
+        k = k + 2 if tok(k + 1) == "available" else k + 1
+        return k + 1 if tok(k) == "time" else None
+    if tok(k) not in _WHOLE:
+        return None
+    k = k + 2 if tok(k + 1) == "available" else k + 1
+    return next((k + n for n in (2, 1) if " ".join(map(tok, range(k, k + n))) in _SPANS), None)
+
+
 def _read_grammar(lens: Lens, found: Retrieval) -> _Reading:
     """Classify every token outside a lens phrase, or record it as unknown."""
     toks = found.tokens
@@ -189,6 +195,10 @@ def _read_grammar(lens: Lens, found: Retrieval) -> _Reading:
     longest_noun = max((len(k) for k in nouns), default=0)
     r = _Reading()
     i = 0
+    if asks_who(found):
+        r.who = True
+        r.who_plural = found.words[1:2] in (("are",), ("were",))
+        i = 1
     while i < len(toks):
         if i not in free:
             i += 1
@@ -200,6 +210,11 @@ def _read_grammar(lens: Lens, found: Retrieval) -> _Reading:
                 raise Declined("the question names more than one period")
             r.period = (start, stop, unit)
             i = end
+            continue
+        whole = _all_time_at(toks, i, free)
+        if whole is not None:
+            r.all_time = True
+            i = whole
             continue
         noun = next(
             (
@@ -221,31 +236,20 @@ def _read_grammar(lens: Lens, found: Retrieval) -> _Reading:
         elif t.isdigit() or t in _NUMBER_WORDS:
             r.numbers.append(int(t) if t.isdigit() else _NUMBER_WORDS[t])
         elif t in _AGGREGATE_WORDS:
-            r.aggregates.add(t)
+            r.aggregates[i] = t
+        elif t == "team" and r.who and i > 0 and found.words[i - 1] in ("the", "our"):
+            pass  # "who … in the team": the people the person dimension ranges over
         elif t not in STOPWORDS:
             r.unknown.append(found.words[i])
         i += 1
     return r
 
 
-def _one_path(lens: Lens, base: str, target: str) -> tuple[tuple[str, Join], ...]:
-    paths = join_paths(lens, base, target)
-    if not paths:
-        raise Declined(f"no declared join leads from model {base!r} to model {target!r}")
-    if len(paths) > 1:
-        routes = " / ".join("→".join([base, *(j.to for _, j in p)]) for p in paths)
-        raise Declined(f"model {target!r} is reachable from {base!r} in several ways ({routes})")
-    for here, join in paths[0]:
-        if join.relationship == "one_to_many":
-            raise Declined(f"join {here} → {join.to} is one_to_many and would fan out the metric")
-    return paths[0]
-
-
 def _resolve(lens: Lens, base: str, targets: tuple[Target, ...], what: str, phrase: str) -> Target:
     """The one target reachable from ``base`` (through a safe join path), else decline."""
     reachable = [t for t in targets if join_paths(lens, base, t.model)]
     if not reachable:
-        _one_path(lens, base, targets[0].model)
+        one_path(lens, base, targets[0].model)
     places = sorted({(t.model, t.name) for t in reachable})
     if len(places) > 1:
         listed = ", ".join(f"{m}.{n}" for m, n in places)
@@ -254,12 +258,152 @@ def _resolve(lens: Lens, base: str, targets: tuple[Target, ...], what: str, phra
     if len({t.value for t in chosen}) > 1:
         listed = ", ".join(repr(t.value) for t in chosen)
         raise Declined(f"{phrase!r} matches several stored values ({listed})")
-    _one_path(lens, base, chosen[0].model)
+    one_path(lens, base, chosen[0].model)
     return chosen[0]
 
 
 def _plural(found: Retrieval, index: int) -> bool:
     return found.words[index] != found.tokens[index]
+
+
+def _phrase(found: Retrieval, m: Mention) -> str:
+    return " ".join(found.words[m.start : m.end])
+
+
+def _aggregate_before(found: Retrieval, m: Mention, reading: _Reading) -> tuple[int, str] | None:
+    """``(position, word)`` of an aggregation word right before ``m`` ("average of the …")."""
+    k = m.start - 1
+    if found.tokens[max(k - 1, 0) : k + 1] == ("of", "the"):
+        k -= 2
+    elif k >= 0 and found.tokens[k] == "of":
+        k -= 1
+    return (k, reading.aggregates[k]) if k in reading.aggregates else None
+
+
+def _fact_measure(lens: Lens, facts: tuple[Target, ...], word: str, phrase: str) -> Measure:
+    """``word`` (average, total …) applied to the one fact ``phrase`` names."""
+    places = sorted({(t.model, t.name) for t in facts})
+    if len(places) > 1:
+        listed = ", ".join(f"{m}.{n}" for m, n in places)
+        raise Declined(f"fact {phrase!r} is ambiguous: it could mean {listed}")
+    if word not in _FACT_AGGREGATES:
+        raise Declined(f"{word!r} is not a way to aggregate fact {phrase!r}")
+    model, name = places[0]
+    func = _FACT_AGGREGATES[word]
+    col = next(c for c in lens.models[model].facts if c.name == name)
+    if func in ("sum", "avg") and col.data_type.lower().startswith(_NOT_ADDITIVE):
+        raise Declined(f"fact {model}.{name} is {col.data_type}, which {word!r} cannot aggregate")
+    if func != "sum" and _per_period_rows(lens.models[model], phrase):
+        # A row of a (period x keys) table is not one "deal": AVG/MIN/MAX over its rows
+        # is neither the per-entity nor the per-period figure the question may mean.
+        raise Declined(
+            f"{word} {phrase!r} would aggregate rows of model {model!r} that are per-period "
+            f"cells (by {', '.join(lens.models[model].primary_key) or 'its grain'}), not one "
+            f"row per {phrase!r}"
+        )
+    return Measure.of_fact(lens, model, name, func)
+
+
+def _per_period_rows(model: Model, phrase: str) -> bool:
+    """Whether a fact's rows are per-period cells (its phrase names a grain, or the
+    model's primary key is a time dimension plus other keys)."""
+    times = {c.name for c in model.time_dimensions}
+    keyed = len(model.primary_key) > 1 and bool(times & set(model.primary_key))
+    return keyed or any(t in GRAIN_WORDS for t in tokenize(phrase))
+
+
+def _measure(
+    lens: Lens, found: Retrieval, reading: _Reading, allowed_metrics: tuple[str, ...] | None
+) -> Measure:
+    """The one measure the question names (see the module docstring), else decline."""
+    measures: dict[tuple[str, str, str], Measure] = {}
+    spent: set[int] = set()  # aggregation words consumed by a fact
+    for m in found.mentions:
+        if m.kind not in ("metric", "fact"):
+            continue
+        before = _aggregate_before(found, m, reading)
+        if m.kind == "metric":
+            if len(m.targets) > 1:
+                names = ", ".join(sorted(t.name for t in m.targets))
+                raise Declined(f"{_phrase(found, m)!r} could mean several metrics ({names})")
+            metric = m.targets[0].name
+            if before is None or _fits(lens, metric, before[1]) or not m.facts:
+                measure = Measure.of_metric(lens, metric)
+            elif lens.metrics[metric].filters:
+                raise Declined(
+                    f"{before[1]!r} does not fit metric {metric!r}, and its filters would be "
+                    f"lost by aggregating fact {_phrase(found, m)!r} instead"
+                )
+            else:
+                measure = _fact_measure(lens, m.facts, before[1], _phrase(found, m))
+                spent.add(before[0])
+        elif before is None:
+            raise Declined(
+                f"{_phrase(found, m)!r} is a fact of model {m.targets[0].model!r}: say how to "
+                f"aggregate it (average, total, minimum, maximum)"
+            )
+        else:
+            measure = _fact_measure(lens, m.targets, before[1], _phrase(found, m))
+            spent.add(before[0])
+        measures[(measure.name, measure.model, measure.expression)] = measure
+    if not measures:
+        raise Declined("the question names no metric of the lens")
+    if len(measures) > 1:
+        names = ", ".join(sorted({k[0] for k in measures}))
+        raise Declined(f"the question names several metrics ({names})")
+    measure = next(iter(measures.values()))
+    if measure.metric is None:
+        for k, word in sorted(reading.aggregates.items()):
+            if k not in spent and _FACT_AGGREGATES.get(word) != measure.function:
+                raise Declined(f"{word!r} does not fit {measure.name!r} ({measure.expression})")
+        return measure
+    if allowed_metrics is not None and measure.metric not in allowed_metrics:
+        raise Declined(f"metric {measure.metric!r} was not selected by assembly")
+    for word in sorted(set(reading.aggregates.values())):
+        if not _fits(lens, measure.metric, word):
+            tree = sqlglot.parse_one(measure.expression, read=lens.config.dialect)
+            raise Declined(f"{word!r} does not fit metric {measure.metric!r} ({tree.sql()})")
+    return measure
+
+
+def _fits(lens: Lens, metric: str, word: str) -> bool:
+    """Whether aggregation ``word`` only restates what ``metric`` already computes."""
+    tree = sqlglot.parse_one(lens.metrics[metric].expression, read=lens.config.dialect)
+    kinds: set[type[exp.Expr]] = {
+        type(node) for node in tree.walk() if isinstance(node, exp.AggFunc)
+    }
+    if isinstance(tree, exp.Div):
+        kinds.add(exp.Div)
+    if not kinds or not any(issubclass(k, _AGGREGATE_WORDS[word]) for k in kinds):
+        return False
+    return word not in ("total", "sum") or not kinds - {exp.Sum, exp.Count}
+
+
+def _flags(
+    lens: Lens, found: Retrieval, base: str, nouns: Mapping[tuple[str, ...], str]
+) -> list[tuple[str, str]]:
+    """Boolean flags, each right before a noun naming its model ("won opportunities")."""
+    longest = max((len(k) for k in nouns), default=0)
+    flags: list[tuple[str, str]] = []
+    for f in (m for m in found.mentions if m.kind == "flag"):
+        follows = next(
+            (
+                nouns[k]
+                for n in range(longest, 0, -1)
+                if (k := found.tokens[f.end : f.end + n]) in nouns
+            ),
+            None,
+        )
+        targets = tuple(t for t in f.targets if t.model == follows)
+        if not targets:
+            raise Declined(
+                f"{_phrase(found, f)!r} is a yes/no column; say which rows it describes "
+                f"(e.g. '{_phrase(found, f)} {f.targets[0].model}')"
+            )
+        chosen = _resolve(lens, base, targets, "flag", _phrase(found, f))
+        if (chosen.model, chosen.name) not in flags:
+            flags.append((chosen.model, chosen.name))
+    return flags
 
 
 def parse(
@@ -279,31 +423,14 @@ def parse(
 
     Raises:
         Declined: the question is outside the grammar, names no or several
-            metrics, names something ambiguous or unknown, or needs a join the
+            measures, names something ambiguous or unknown, or needs a join the
             lens does not declare.
     """
     found = retrieve(lens, question, values)
     _check_terms(lens, found.tokens)
-
-    def phrase(m: Mention) -> str:
-        return " ".join(found.words[m.start : m.end])
-
-    metric_mentions = [m for m in found.mentions if m.kind == "metric"]
-    for m in metric_mentions:
-        if len(m.targets) > 1:
-            names = ", ".join(sorted(t.name for t in m.targets))
-            raise Declined(f"{phrase(m)!r} could mean several metrics ({names})")
-    metric_names = sorted({m.targets[0].name for m in metric_mentions})
-    if not metric_names:
-        raise Declined("the question names no metric of the lens")
-    if len(metric_names) > 1:
-        raise Declined(f"the question names several metrics ({', '.join(metric_names)})")
-    metric = metric_names[0]
-    if allowed_metrics is not None and metric not in allowed_metrics:
-        raise Declined(f"metric {metric!r} was not selected by assembly")
-    base = lens.metrics[metric].model
-
     reading = _read_grammar(lens, found)
+    measure = _measure(lens, found, reading, allowed_metrics)
+    base = measure.model
     if reading.unknown:
         listed = ", ".join(repr(w) for w in reading.unknown)
         raise Declined(f"unrecognised words: {listed}")
@@ -327,13 +454,14 @@ def parse(
                 if narrowed:
                     targets = narrowed
                     qualifiers.add(d)
-        chosen = _resolve(lens, base, targets, "value", phrase(v))
+        chosen = _resolve(lens, base, targets, "value", _phrase(found, v))
         assert chosen.value is not None
         new = (chosen.model, chosen.name, chosen.value)
         if any(f[:2] == new[:2] and f != new for f in filters):
             raise Declined(f"several values of {chosen.model}.{chosen.name} are named")
         if new not in filters:
             filters.append(new)
+    flags = _flags(lens, found, base, nouns)
 
     breakdowns: list[tuple[str, str]] = []
     explicit_time: tuple[str, str] | None = None
@@ -341,7 +469,7 @@ def parse(
     for d in dims:
         if d in qualifiers:
             continue
-        chosen = _resolve(lens, base, d.targets, "dimension", phrase(d))
+        chosen = _resolve(lens, base, d.targets, "dimension", _phrase(found, d))
         place = (chosen.model, chosen.name)
         if chosen.kind == "time_dimension":
             if explicit_time not in (None, place):
@@ -351,6 +479,9 @@ def parse(
         if place not in breakdowns:
             breakdowns.append(place)
         plural_breakdown = plural_breakdown or _plural(found, d.end - 1)
+    if reading.who:
+        breakdowns = [_who(lens, base, breakdowns, reading)]
+        plural_breakdown = plural_breakdown or reading.who_plural
     if len(breakdowns) > MAX_DIMENSIONS:
         raise Declined(f"more than {MAX_DIMENSIONS} breakdown dimensions")
 
@@ -358,8 +489,12 @@ def parse(
         raise Declined(f"several time grains ({', '.join(sorted(reading.grains))})")
     grain = next(iter(reading.grains), None)
     period = reading.period
+    if period and reading.all_time:
+        raise Declined("the question names both a period and the whole time span")
     if grain and period and _GRAIN_ORDER.index(grain) >= _GRAIN_ORDER.index(period[2]):
         raise Declined(f"a {grain} breakdown within one {period[2]} is not a question I can read")
+    if grain and reading.who:
+        raise Declined(f"'who' with a {grain} breakdown: one person overall, or one per {grain}?")
     time: tuple[str, str] | None = None
     if explicit_time is not None:
         if grain is None and period is None:
@@ -369,24 +504,40 @@ def parse(
         candidates = time_models(lens, base)
         if len(candidates) != 1:
             raise Declined(f"no single time dimension is reachable from model {base!r}")
-        _one_path(lens, base, candidates[0])
+        one_path(lens, base, candidates[0])
         col = lens.models[candidates[0]].time_dimension()
         assert col is not None
         time = (candidates[0], col.name)
 
     rank = _rank(reading, found, grain, bool(breakdowns), plural_breakdown)
-    _check_aggregates(lens, metric, reading)
-
-    involved = {base, *(m for m, _ in breakdowns), *(m for m, _, _ in filters)}
-    if time:
-        involved.add(time[0])
-    for target in sorted(involved | set(metric_models(lens, metric))):
-        involved.update(j.to for _, j in _one_path(lens, base, target))
+    span = (period[0], period[1]) if period else None
+    plan = Plan(measure, tuple(breakdowns), tuple(filters), tuple(flags), time, grain, span, rank)
+    involved = set(plan.models())
+    for target in plan.models():
+        involved.update(j.to for _, j in one_path(lens, base, target))
     stray = ", ".join(sorted(reading.model_nouns - involved))
     if stray:
         raise Declined(f"the question names model(s) {stray} that the query would not use")
-    span = (period[0], period[1]) if period else None
-    return Plan(metric, base, tuple(breakdowns), tuple(filters), time, grain, span, rank)
+    return plan
+
+
+def _who(
+    lens: Lens, base: str, breakdowns: list[tuple[str, str]], reading: _Reading
+) -> tuple[str, str]:
+    """The person dimension an opening "who" ranks (the only breakdown it allows)."""
+    persons = person_dimensions(lens)
+    if not persons:
+        raise Declined("'who' asks for a person, but no dimension of the lens names one")
+    person = _resolve(lens, base, persons, "person", "who")
+    place = (person.model, person.name)
+    others = [f"{m}.{d}" for m, d in breakdowns if (m, d) != place]
+    if others:
+        raise Declined(
+            f"'who' ranks {place[0]}.{place[1]}; it cannot also break down by {others[0]}"
+        )
+    if not reading.directions:
+        raise Declined("'who' needs a ranking word (highest, most, lowest …)")
+    return place
 
 
 def _check_terms(lens: Lens, tokens: tuple[str, ...]) -> None:
@@ -423,149 +574,6 @@ def _rank(
     if plural_breakdown or (not has_dims and grain_plural):
         raise Declined("a top/bottom ranking without a count")
     return descending, 1
-
-
-def _check_aggregates(lens: Lens, metric: str, reading: _Reading) -> None:
-    if not reading.aggregates:
-        return
-    tree = sqlglot.parse_one(lens.metrics[metric].expression, read=lens.config.dialect)
-    kinds: set[type[exp.Expr]] = {
-        type(node) for node in tree.walk() if isinstance(node, exp.AggFunc)
-    }
-    if isinstance(tree, exp.Div):
-        kinds.add(exp.Div)
-    for word in sorted(reading.aggregates):
-        allowed = _AGGREGATE_WORDS[word]
-        if not kinds or not any(issubclass(k, allowed) for k in kinds):
-            raise Declined(f"{word!r} does not fit metric {metric!r} ({tree.sql()})")
-        if word in ("total", "sum") and kinds - {exp.Sum, exp.Count}:
-            raise Declined(f"{word!r} does not fit metric {metric!r} ({tree.sql()})")
-
-
-class _Renderer:
-    """Builds the SQL of a plan with sqlglot, in the lens's dialect."""
-
-    def __init__(self, lens: Lens, plan: Plan) -> None:
-        self.lens = lens
-        self.plan = plan
-        self.dialect = lens.config.dialect
-        self.aliases: dict[str, str] = {}
-        self.edges: list[tuple[str, Join]] = []
-        needed = [*(m for m, _ in plan.breakdowns), *(m for m, _, _ in plan.filters)]
-        if plan.time:
-            needed.append(plan.time[0])
-        needed.extend(metric_models(lens, plan.metric))
-        self._alias(plan.base)
-        for target in needed:
-            for here, join in _one_path(lens, plan.base, target):
-                if join.to not in self.aliases:
-                    self._alias(join.to)
-                    self.edges.append((here, join))
-
-    def _alias(self, model: str) -> None:
-        initials = "".join(part[0] for part in model.lower().split("_") if part) or "t"
-        alias, n = initials, 1
-        while alias in self.aliases.values():
-            n += 1
-            alias = f"{initials}{n}"
-        self.aliases[model] = alias
-
-    def expr(self, sql: str, model: Model, *, expand: bool = True) -> exp.Expr:
-        """``sql`` with bare columns qualified by ``model``'s alias.
-
-        A bare column naming one of the model's columns that has its own ``expr``
-        is replaced by that expression (once, not recursively); a column qualified
-        by a model or table name is re-qualified with that model's alias.
-        """
-        own = {c.name: c for c in model.columns()}
-        alias = self.aliases[model.name]
-
-        def fix(node: exp.Expr) -> exp.Expr:
-            if not isinstance(node, exp.Column) or isinstance(node.this, exp.Star):
-                return node
-            if not node.table:
-                col = own.get(node.name)
-                if expand and col is not None and col.expr and col.expr != col.name:
-                    return exp.Paren(this=self.expr(col.expr, model, expand=False))
-                new = node.copy()
-                new.set("table", exp.to_identifier(alias))
-                return new
-            target = model_named(self.lens, node.table)
-            if target is None or target not in self.aliases:
-                raise Declined(f"{node.sql()} names a table the query does not join")
-            new = node.copy()
-            new.set("table", exp.to_identifier(self.aliases[target]))
-            return new
-
-        return sqlglot.parse_one(sql, read=self.dialect).transform(fix)
-
-    def column(self, model_name: str, column: str) -> exp.Expr:
-        model = self.lens.models[model_name]
-        col = next(c for c in model.columns() if c.name == column)
-        return self.expr(col.sql, model, expand=False)
-
-    def table(self, model_name: str) -> exp.Expr:
-        model = self.lens.models[model_name]
-        table = exp.to_table(model.table, dialect=self.dialect)
-        return exp.alias_(table, self.aliases[model_name], table=True)
-
-    def render(self) -> str:
-        plan, lens = self.plan, self.lens
-        metric = lens.metrics[plan.metric]
-        base = lens.models[plan.base]
-        keys: list[tuple[exp.Expr, str]] = []
-        if plan.grain and plan.time:
-            trunc = sqlglot.parse_one(
-                f"CAST(DATE_TRUNC('{plan.grain}', __t) AS DATE)", read="duckdb"
-            )
-            time_col = self.column(*plan.time)
-            bucket = trunc.transform(lambda n: time_col.copy() if isinstance(n, exp.Column) else n)
-            keys.append((bucket, plan.grain))
-        keys.extend((self.column(m, d), d) for m, d in plan.breakdowns)
-        measure = self.expr(metric.expression, base)
-        query = exp.select(
-            *(exp.alias_(e, a) for e, a in keys), exp.alias_(measure, metric.name)
-        ).from_(self.table(plan.base))
-        for here, join in self.edges:
-            left, right = self.aliases[here], self.aliases[join.to]
-            keys_eq = (exp.column(a, left).eq(exp.column(b, right)) for a, b in join.on.items())
-            query = query.join(self.table(join.to), on=exp.and_(*keys_eq), join_type="inner")
-        conditions = [self.expr(f, base) for f in metric.filters]
-        if plan.period and plan.time:
-            start, stop = (exp.cast(exp.Literal.string(d.isoformat()), "date") for d in plan.period)
-            conditions.append(self.column(*plan.time) >= start)
-            conditions.append(self.column(*plan.time) < stop)
-        for model, dim, value in plan.filters:
-            conditions.append(self.column(model, dim).eq(self._literal(model, dim, value)))
-        if conditions:
-            query = query.where(exp.and_(*conditions))
-        if keys:
-            query = query.group_by(*(e.copy() for e, _ in keys))
-        order: list[exp.Ordered] = []
-        if plan.rank:
-            order.append(exp.Ordered(this=measure.copy(), desc=plan.rank[0]))
-        elif plan.grain is None and keys:
-            order.append(exp.Ordered(this=measure.copy(), desc=True))
-        order.extend(exp.Ordered(this=e.copy(), desc=False) for e, _ in keys)
-        if order:
-            query = query.order_by(*order)
-        if plan.rank:
-            query = query.limit(plan.rank[1])
-        return query.sql(dialect=self.dialect, pretty=True)
-
-    def _literal(self, model_name: str, dim: str, value: str) -> exp.Expr:
-        col = next(c for c in self.lens.models[model_name].dimensions if c.name == dim)
-        numeric = _NUMERIC_TYPES.match(col.data_type) and _NUMBER_RE.match(value)
-        return exp.Literal.number(value) if numeric else exp.Literal.string(value)
-
-
-def render(lens: Lens, plan: Plan) -> str:
-    """The SQL of ``plan`` in ``lens.config.dialect``.
-
-    Raises:
-        Declined: a metric expression names a table the query does not join.
-    """
-    return _Renderer(lens, plan).render()
 
 
 def compile_request(lens: Lens, request: GenerationRequest, values: DimensionValues) -> Generation:
