@@ -16,7 +16,7 @@ import pygit2
 
 from reconciler import gitstate, refstore
 from reconciler.bindings import Bindings
-from reconciler.errors import DstError, RefConflict, UsageError
+from reconciler.errors import DstError, LensLoadError, RefConflict, StateError, UsageError
 from reconciler.gate import BLOCK, PROMOTE, STAND_DOWN, decide
 from reconciler.lens import Lens, Oid
 from reconciler.plan import LensPlan, plan_lens
@@ -34,7 +34,15 @@ def _load_serving(
     if oid is None:
         return None, None
     dep = refstore.read_deployment(repo, oid)
-    return dep, gitstate.load_lens_at(repo, gitstate.LensTree(name, dep.lens_tree))
+    try:
+        return dep, gitstate.load_lens_at(repo, gitstate.LensTree(name, dep.lens_tree))
+    except LensLoadError as exc:
+        raise StateError(
+            f"the serving version of lens {name!r} (deployment {oid[:12]}) no longer loads: "
+            f"{exc.message}",
+            fix=f"it was promoted by a laxer dst; `dst rollback {name} --to DEPLOYMENT` to a "
+            f"version that loads, or delete refs/dst/serving/{name} to re-promote from scratch",
+        ) from None
 
 
 def plan_all(
@@ -205,7 +213,11 @@ def _gate_lens(
             )
     elif plan.self_test and cannot_score is not None:
         run.messages.append(f"self-test skipped: {cannot_score}")
-    decision = decide(plan, run.results, run.self_test, cannot_score=cannot_score)
+    files = {
+        aid: f"{candidate.root}/{candidate.sources.get(f'answers/{aid}', '')}"
+        for aid in plan.self_test
+    }
+    decision = decide(plan, run.results, run.self_test, cannot_score=cannot_score, files=files)
     run.messages.extend(decision.messages)
     run.action = {PROMOTE: "promoted", BLOCK: "blocked", STAND_DOWN: "stood_down"}[decision.verdict]
     return run

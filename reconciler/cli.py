@@ -9,9 +9,9 @@ bad input; 3 unexpected (traceback written to a log file whose path is printed);
 from __future__ import annotations
 
 import json
+import os
 import sys
 import tempfile
-import time
 import traceback
 from collections.abc import Callable
 from enum import Enum
@@ -84,21 +84,33 @@ def _guarded(command: str, fmt: Format, body: Callable[[], int]) -> None:
                 )
             )
         print(f"dst {command}: error: {exc.render()}", file=sys.stderr)
+    except BrokenPipeError:
+        # The reader went away (`dst status | head`); the work itself is done.
+        _silence_stdout()
+        code = 0
     except Exception:
-        log = Path(tempfile.gettempdir()) / f"dst-crash-{int(time.time())}.log"
-        log.write_text(traceback.format_exc())
-        print(f"dst {command}: unexpected error; traceback written to {log}", file=sys.stderr)
+        fd, name = tempfile.mkstemp(prefix="dst-crash-", suffix=".log")
+        with os.fdopen(fd, "w") as log:
+            log.write(traceback.format_exc())
+        print(f"dst {command}: unexpected error; traceback written to {name}", file=sys.stderr)
         code = 3
     raise typer.Exit(code)
+
+
+def _silence_stdout() -> None:
+    # Python flushes stdout at exit; after a broken pipe that flush fails too.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
 
 
 def _emit(report: Any, fmt: Format, explain: bool = False) -> int:
     from reconciler import report as render
 
-    if fmt is Format.json:
-        print(render.to_json(report, explain=explain))
-    else:
-        print(render.to_text(report, explain=explain))
+    text = (render.to_json if fmt is Format.json else render.to_text)(report, explain=explain)
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        _silence_stdout()
     return int(report.exit_code)
 
 
@@ -234,14 +246,14 @@ def status(repo: RepoOpt = None, fmt: FormatOpt = Format.text) -> None:
             sm, am = r.serving_meta, r.attempt_meta
             served = (
                 (
-                    f"{r.serving[:12]} ({sm.get('action')}, source "
+                    f"serving {r.serving[:12]} ({sm.get('action')}, source "
                     f"{str(sm.get('source', ''))[:12]}, score "
                     f"{_short(sm.get('score'))})"
                 )
                 if r.serving
                 else "nothing serving"
             )
-            print(f"{r.lens}: serving {served}")
+            print(f"{r.lens}: {served}")
             newer = int(am.get("recorded_at", 0)) >= int(sm.get("recorded_at", 0))
             if r.attempt and (newer or not r.serving):
                 print(

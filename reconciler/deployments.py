@@ -16,7 +16,7 @@ from reconciler import gitstate, refstore
 from reconciler.assets import lens_assets
 from reconciler.bindings import select_stale
 from reconciler.errors import UsageError
-from reconciler.lens import Oid
+from reconciler.lens import LENS_NAME_RE, Oid
 from reconciler.plan import LensPlan
 from reconciler.runs import LensRun, RunReport, meta_for, state_for
 from reconciler.runtime import Runtime
@@ -52,6 +52,8 @@ def verify(rt: Runtime, names: list[str]) -> RunReport:
         RefConflict: the serving ref moved during the run (re-run).
     """
     report = RunReport("test", [], refstore.recover(rt.repo))
+    if not names:
+        report.messages.append("nothing is serving yet: promote a lens with `dst apply` first")
     for name in names:
         dep = _serving_or_fail(rt, name)
         lens = gitstate.load_lens_at(rt.repo, gitstate.LensTree(name, dep.lens_tree))
@@ -141,6 +143,11 @@ def rollback(rt: Runtime, name: str, to: str | None) -> RunReport:
             raise UsageError(
                 f"{to} is not a deployment of lens {name!r}", fix=f"pick one from `dst log {name}`"
             )
+    if target.lens_tree == current.lens_tree:
+        raise UsageError(
+            f"{to} serves the same lens content as the current deployment",
+            fix=f"pick a deployment with other content from `dst log {name}`",
+        )
     plan = LensPlan(
         name,
         str(target.meta.get("gate", "block")),
@@ -217,6 +224,7 @@ def status(rt: Runtime) -> list[LensStatus]:
         r[len(refstore.ATTEMPTS) :] for r in repo.references if r.startswith(refstore.ATTEMPTS)
     }
     names |= set(gitstate.worktree_lens_names(rt.root))
+    names = {n for n in names if LENS_NAME_RE.match(n)}
     out = []
     for name in sorted(names):
         s = refstore.ref_target(repo, refstore.serving_ref(name))

@@ -8,12 +8,13 @@
 * cannot score (no warehouse, no generator): stand down with the reason
   (``block``) or promote loudly (``warn``).
 * starvation (active corpus ≥ 1 → 0): abort under ``block``, warn under ``warn``.
-* self-test divergences are alerts, never blocks.
+* self-test divergences are alerts, never blocks; a self-test answer whose own
+  certified SQL does not run is bad input and fails like a gated answer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from reconciler.lens import AnswerId
@@ -46,6 +47,7 @@ def decide(
     self_test: Sequence[AnswerResult],
     *,
     cannot_score: str | None = None,
+    files: Mapping[AnswerId, str] | None = None,
 ) -> GateDecision:
     """Apply the lens's policy to its suite results.
 
@@ -54,14 +56,20 @@ def decide(
         results: outcomes of the gated (stale, non-self-test) answers.
         self_test: outcomes of the self-test answers (alerts only).
         cannot_score: why the gate could not score, when it could not.
+        files: ``{answer id: repository-relative answer file}`` for messages.
 
     Returns:
         The decision with every message the user must see.
     """
     mode = plan.gate
     messages: list[str] = []
+    broken: list[str] = []
     for r in self_test:
-        if r.outcome is not Outcome.CORRECT:
+        if r.oracle_failed:
+            # Not a divergence: the certified SQL the change brings does not run.
+            where = (files or {}).get(r.answer, r.answer)
+            broken.append(f"certified SQL does not run: {where} (sql:): {r.detail}")
+        elif r.outcome is not Outcome.CORRECT:
             messages.append(f"self-test ALERT: {r.answer} is {r.outcome.value} — {r.detail}")
     if mode == "off":
         return GateDecision(PROMOTE, ("gate off: no suite ran", *messages))
@@ -87,16 +95,18 @@ def decide(
     # Each failure's detail travels with its result (both executed results
     # included); the messages only summarise.
     failing = tuple(r.answer for r in results if r.outcome is not Outcome.CORRECT)
+    failing += tuple(r.answer for r in self_test if r.oracle_failed)
+    messages = broken + messages
     if failing and mode == "block":
         return GateDecision(
             BLOCK,
-            (f"gate BLOCKED: {len(failing)} of {len(results)} stale answers failed", *messages),
+            (f"gate BLOCKED: {len(failing)} answer(s) failed", *messages),
             failing,
         )
     if failing:
         messages.insert(
             0,
-            f"WARNING gate findings: {len(failing)} of {len(results)} stale "
-            f"answers failed; promoting under eval_gate: warn",
+            f"WARNING gate findings: {len(failing)} answer(s) failed; "
+            f"promoting under eval_gate: warn",
         )
     return GateDecision(PROMOTE, tuple(messages), failing)

@@ -16,9 +16,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any, ClassVar, Literal, NewType
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+from sqlglot.dialects.dialect import Dialect
 
 from reconciler import guard
 from reconciler.errors import LensLoadError, UnsafeSqlError
@@ -33,6 +35,10 @@ MAX_ROW_CAP = 1000
 LENS_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 _NAME_RE = r"^[A-Za-z_][A-Za-z0-9_]*$"
 _DATE_RE = r"^\d{4}-\d{2}-\d{2}$"
+# A physical table: an identifier with up to two qualifiers (catalog.schema.table).
+_TABLE_RE = r"^[A-Za-z_][A-Za-z0-9_$]*(\.[A-Za-z_][A-Za-z0-9_$]*){0,2}$"
+# A SQLAlchemy URL: dialect[+driver]://…
+_URL_RE = r"^[A-Za-z][A-Za-z0-9_]*(\+[A-Za-z0-9_]+)?://"
 
 # Phrases whose meaning depends on the day the question is asked (DESIGN §4: such
 # a certified question is evaluated at the lens's pinned as_of, or rejected).
@@ -52,6 +58,12 @@ class Strict(BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RepoConfig(Strict):
+    """``dst.yaml`` at the repository root: settings shared by every lens."""
+
+    warehouse: str | None = Field(default=None, pattern=_URL_RE)
 
 
 class SmartTier(Strict):
@@ -87,10 +99,10 @@ class LensConfig(Strict):
     name: str
     description: str = ""
     eval_gate: Literal["off", "warn", "block"] = "block"
-    warehouse: str | None = None
+    warehouse: str | None = Field(default=None, pattern=_URL_RE)
     dialect: str = "duckdb"
-    row_cap: int = Field(default=MAX_ROW_CAP, ge=1, le=MAX_ROW_CAP)
-    statement_timeout_s: float = Field(default=30.0, gt=0, le=3600)
+    row_cap: int = Field(default=MAX_ROW_CAP, ge=1, le=MAX_ROW_CAP, strict=True)
+    statement_timeout_s: float = Field(default=30.0, gt=0, le=3600, strict=True)
     as_of: str | None = Field(default=None, pattern=_DATE_RE)
     generator: GeneratorConfig = GeneratorConfig()
     exclusions: tuple[str, ...] = ()
@@ -104,6 +116,28 @@ class LensConfig(Strict):
         "exclusions",
         "clarify",
     )
+
+    @field_validator("dialect")
+    @classmethod
+    def _known_dialect(cls, value: str) -> str:
+        try:
+            Dialect.get_or_raise(value)
+        except ValueError:
+            raise ValueError(
+                f"unknown SQL dialect {value!r} (use a sqlglot dialect name such "
+                f"as duckdb, postgres, sqlite, snowflake)"
+            ) from None
+        return value
+
+    @field_validator("as_of")
+    @classmethod
+    def _calendar_date(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                date.fromisoformat(value)
+            except ValueError:
+                raise ValueError(f"{value!r} is not a calendar date") from None
+        return value
 
     def generation_part(self) -> dict[str, Any]:
         """The fields that feed generation, as plain JSON-ready data."""
@@ -140,7 +174,7 @@ class Model(Strict):
 
     name: str = Field(pattern=_NAME_RE)
     description: str = ""
-    table: str
+    table: str = Field(pattern=_TABLE_RE)
     primary_key: tuple[str, ...] = ()
     dimensions: tuple[Column, ...] = ()
     time_dimensions: tuple[Column, ...] = ()
@@ -270,7 +304,9 @@ class Lens:
 
 
 def _yaml_files(files: Mapping[str, bytes], folder: str) -> list[str]:
-    return sorted(p for p in files if p.startswith(folder + "/") and p.endswith((".yaml", ".yml")))
+    return sorted(
+        p for p in files if p.startswith(folder + "/") and p.lower().endswith((".yaml", ".yml"))
+    )
 
 
 def load_lens(name: str, files: Mapping[str, bytes], *, root: str | None = None) -> Lens:

@@ -33,6 +33,23 @@ M = TypeVar("M", bound=BaseModel)
 MAX_DOCUMENT_BYTES = 1_000_000
 
 _STR_TAG = "tag:yaml.org,2002:str"
+_PATTERN_HINTS = {
+    "warehouse": "a SQLAlchemy URL (duckdb:///path.duckdb, postgresql://host/db …)",
+    "table": "a table name, optionally qualified (schema.table)",
+    "as_of": 'a date "YYYY-MM-DD"',
+    "name": "an identifier (letters, digits and _, not starting with a digit)",
+    "id": "an identifier (letters, digits, _, . and -)",
+}
+_SCALAR_TAGS = frozenset(
+    {
+        "tag:yaml.org,2002:str",
+        "tag:yaml.org,2002:bool",
+        "tag:yaml.org,2002:int",
+        "tag:yaml.org,2002:float",
+        "tag:yaml.org,2002:timestamp",
+        "tag:yaml.org,2002:null",
+    }
+)
 _TYPE_WORDS = {
     "tag:yaml.org,2002:bool": "a boolean",
     "tag:yaml.org,2002:int": "an integer",
@@ -94,8 +111,9 @@ def load_yaml(path: str, content: bytes) -> Document:
         raise LensLoadError(
             path, f"not UTF-8 ({exc.reason} at byte {exc.start})", fix="save the file as UTF-8"
         ) from None
-    loader = yaml.SafeLoader(text)
+    loader: yaml.SafeLoader | None = None
     try:
+        loader = yaml.SafeLoader(text)
         node = loader.get_single_node()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -107,15 +125,33 @@ def load_yaml(path: str, content: bytes) -> Document:
             line=line,
             fix="correct the YAML syntax at that line",
         ) from None
+    except yaml.reader.ReaderError as exc:
+        line = text[: exc.position].count("\n") + 1
+        raise LensLoadError(
+            path,
+            f"control character #x{exc.character:04x} is not allowed in YAML",
+            line=line,
+            fix="remove it (binary data does not belong in a lens file)",
+        ) from None
     except yaml.YAMLError as exc:
         raise LensLoadError(path, f"YAML error: {exc}", fix="correct the YAML") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     locations: dict[Path, Location] = {}
     if node is None:
         return Document(path, None, locations)
     data = _build(path, node, (), locations, yaml.SafeLoader(""))
     return Document(path, data, locations)
+
+
+def _tag_error(path: str, tag: str, line: int) -> LensLoadError:
+    return LensLoadError(
+        path,
+        f"YAML tag {tag!r} is not supported",
+        line=line,
+        fix="remove the tag; lens files hold plain text, numbers, lists and maps",
+    )
 
 
 def _build(
@@ -127,6 +163,8 @@ def _build(
 ) -> Any:
     line = node.start_mark.line + 1
     if isinstance(node, yaml.MappingNode):
+        if node.tag != "tag:yaml.org,2002:map":
+            raise _tag_error(path, node.tag, line)
         locations[at] = Location(line)
         out: dict[str, Any] = {}
         first_line: dict[str, int] = {}
@@ -152,12 +190,16 @@ def _build(
             out[key] = _build(path, value_node, (*at, key), locations, constructor)
         return out
     if isinstance(node, yaml.SequenceNode):
+        if node.tag != "tag:yaml.org,2002:seq":
+            raise _tag_error(path, node.tag, line)
         locations[at] = Location(line)
         return [
             _build(path, child, (*at, i), locations, constructor)
             for i, child in enumerate(node.value)
         ]
     assert isinstance(node, yaml.ScalarNode)
+    if node.tag not in _SCALAR_TAGS:
+        raise _tag_error(path, node.tag, line)
     locations[at] = Location(line, raw=str(node.value), tag=node.tag)
     if node.tag == _STR_TAG:
         return str(node.value)
@@ -211,7 +253,7 @@ def _located(doc: Document, loc: Path, err: Mapping[str, Any]) -> LensLoadError:
             doc.path, f"missing required key {dotted!r}", line=line, fix=f"add {loc[-1]!r}"
         )
     if (
-        kind.startswith("string_")
+        (kind.startswith("string_") or kind in ("literal_error", "enum"))
         and found is not None
         and found.tag in _TYPE_WORDS
         and found.raw is not None
@@ -221,7 +263,16 @@ def _located(doc: Document, loc: Path, err: Mapping[str, Any]) -> LensLoadError:
             doc.path,
             f"{dotted}: YAML reads unquoted {found.raw!r} as {word}, not the text",
             line=line,
-            fix=f'quote it: {dotted.split(".")[-1]}: "{found.raw}"',
+            fix=f'quote it: {loc[-1]}: "{found.raw}"'
+            if loc and isinstance(loc[-1], str)
+            else f'quote it: "{found.raw}"',
+        )
+    if kind == "string_pattern_mismatch" and loc and str(loc[-1]) in _PATTERN_HINTS:
+        return LensLoadError(
+            doc.path,
+            f"{dotted}: {found.raw if found else ''!r} is not {_PATTERN_HINTS[str(loc[-1])]}",
+            line=line,
+            fix=f"write {loc[-1]} as {_PATTERN_HINTS[str(loc[-1])]}",
         )
     msg = str(err.get("msg", "invalid value"))
     return LensLoadError(

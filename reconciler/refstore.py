@@ -273,18 +273,26 @@ def recover(repo: pygit2.Repository) -> list[str]:
     intent = ref_target(repo, APPLYING)
     if intent is None:
         return []
-    commit = repo[intent].peel(pygit2.Commit)
-    record = json.loads(_blob(repo, commit.tree["apply.json"].id))
+    try:
+        commit = repo[intent].peel(pygit2.Commit)
+        record = json.loads(_blob(repo, commit.tree["apply.json"].id))
+        updates = [(str(u["ref"]), u["old"], u["new"]) for u in record["updates"]]
+    except (KeyError, ValueError, TypeError, pygit2.GitError, pygit2.InvalidSpecError):
+        raise StateError(
+            f"{APPLYING} points at {intent[:12]}, which is not a dst intent record",
+            fix=f"inspect it with `git show {intent[:12]}`; if no dst apply wrote it, "
+            f"delete it with `git update-ref -d {APPLYING}`",
+        ) from None
     messages = []
-    for u in record["updates"]:
-        actual = ref_target(repo, u["ref"])
-        if actual == u["new"]:
+    for ref, old, new in updates:
+        actual = ref_target(repo, ref)
+        if actual == new:
             continue
-        if actual == u["old"]:
-            _transaction(repo, [RefUpdate(u["ref"], actual, u["new"])], "recover: roll forward")
-            messages.append(f"rolled forward {u['ref']} to {str(u['new'])[:12]}")
+        if actual == old:
+            _transaction(repo, [RefUpdate(ref, actual, new)], "recover: roll forward")
+            messages.append(f"rolled forward {ref} to {str(new)[:12]}")
         else:
-            messages.append(f"{u['ref']} moved elsewhere since the interrupted apply; left as is")
+            messages.append(f"{ref} moved elsewhere since the interrupted apply; left as is")
     _transaction(repo, [RefUpdate(APPLYING, intent, None)], "recover: done")
     return messages
 

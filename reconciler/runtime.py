@@ -16,10 +16,9 @@ from pathlib import Path
 import pygit2
 
 from reconciler import gitstate
-from reconciler.errors import LensLoadError
 from reconciler.generators import DimensionValues
-from reconciler.lens import Lens
-from reconciler.loader import load_yaml
+from reconciler.lens import Lens, RepoConfig
+from reconciler.loader import load_yaml, validate
 from reconciler.suite import Executor, ValueCache
 
 
@@ -54,26 +53,12 @@ class Runtime:
         """``warehouse:`` from ``dst.yaml`` at the repository root, if any.
 
         Raises:
-            LensLoadError: ``dst.yaml`` is not a mapping or its ``warehouse`` is not a string.
+            LensLoadError: ``dst.yaml`` does not validate (unknown key, not a URL …).
         """
         path = self.root / "dst.yaml"
         if not path.is_file():
             return None
-        doc = load_yaml("dst.yaml", path.read_bytes())
-        data = doc.data or {}
-        if not isinstance(data, dict):
-            raise LensLoadError(
-                "dst.yaml", "expected a mapping", line=1, fix="write `warehouse: <SQLAlchemy URL>`"
-            )
-        url = data.get("warehouse")
-        if url is not None and not isinstance(url, str):
-            raise LensLoadError(
-                "dst.yaml",
-                "warehouse must be a string",
-                line=doc.line_of(("warehouse",)),
-                fix="quote the URL",
-            )
-        return url
+        return validate(RepoConfig, load_yaml("dst.yaml", path.read_bytes())).warehouse
 
     def resolve_url(self, lens: Lens | None) -> tuple[str, str]:
         """``(url, where it came from)`` by DESIGN §7 precedence."""

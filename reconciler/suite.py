@@ -65,6 +65,8 @@ class AnswerResult:
         flaky: passed only on the second attempt.
         oracle: preview of the oracle's executed result (``None`` if it failed).
         generated: preview of the last generated result (``None`` if none ran).
+        oracle_failed: the certified SQL itself did not run (or exceeded the cap):
+            a broken answer file, not a generation problem.
     """
 
     answer: AnswerId
@@ -74,6 +76,7 @@ class AnswerResult:
     flaky: bool = False
     oracle: dict[str, Any] | None = None
     generated: dict[str, Any] | None = None
+    oracle_failed: bool = False
 
     def record(self) -> dict[str, Any]:
         """JSON-ready record for reports and ``state/run.json``."""
@@ -149,7 +152,9 @@ def run_answer(
             answer.sql, row_cap=cfg.row_cap, timeout_s=cfg.statement_timeout_s, as_of=cfg.as_of
         )
     except DstError as exc:
-        return AnswerResult(aid, Outcome.ERROR, (), f"oracle failed: {exc.message}")
+        return AnswerResult(
+            aid, Outcome.ERROR, (), f"oracle failed: {exc.message}", oracle_failed=True
+        )
     if oracle.truncated:
         return AnswerResult(
             aid,
@@ -157,6 +162,7 @@ def run_answer(
             (),
             f"oracle returns more than row_cap={cfg.row_cap} rows",
             oracle=oracle.preview(),
+            oracle_failed=True,
         )
     order = order_keys(answer.sql, cfg.dialect)
     attempts: list[dict[str, Any]] = []
