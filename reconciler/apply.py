@@ -118,7 +118,9 @@ def reconcile(
     messages = [] if dry_run or not run_suite else refstore.recover(rt.repo)
     commit, planned = plan_all(rt, to, only)
     runs: list[LensRun] = []
+    inputs: dict[str, tuple[Lens | None, Bindings]] = {}
     for plan, candidate, dep in planned:
+        inputs[plan.lens] = (candidate, dep.bindings if dep else Bindings())
         prev = dict(dep.meta.get("score") or {}) if dep else None
         if not run_suite:
             action = "unchanged" if plan.unchanged else "planned"
@@ -157,7 +159,7 @@ def reconcile(
         if promoting:
             report.messages.append("dry run: no ref moved")
         return report
-    _promote(rt, commit, promoting)
+    _promote(rt, commit, [(r, *inputs[r.plan.lens]) for r in promoting])
     for r in runs:
         if r.action != "promoted":
             r.serving_after = r.plan.serving
@@ -223,16 +225,15 @@ def _gate_lens(
     return run
 
 
-def _promote(rt: Runtime, commit: Oid, promoting: list[LensRun]) -> None:
+def _promote(
+    rt: Runtime, commit: Oid, promoting: list[tuple[LensRun, Lens | None, Bindings]]
+) -> None:
+    """Write each promoted lens's deployment, then move all their refs in one transaction."""
     repo = rt.repo
     updates = []
-    for run in promoting:
+    for run, lens, serving_bindings in promoting:
         plan = run.plan
-        assert plan.candidate_tree is not None
-        serving_bindings = Bindings()
-        if plan.serving is not None:
-            serving_bindings = refstore.read_deployment(repo, plan.serving).bindings
-        lens = gitstate.load_lens_at(repo, gitstate.LensTree(plan.lens, plan.candidate_tree))
+        assert plan.candidate_tree is not None and lens is not None
         bindings, record = state_for(run, commit, lens, serving_bindings)
         s = run.score
         oid = refstore.write_deployment(
@@ -250,7 +251,7 @@ def _promote(rt: Runtime, commit: Oid, promoting: list[LensRun]) -> None:
     try:
         refstore.update_refs(repo, updates, reason=f"dst apply {commit[:12]}")
     except RefConflict:
-        for run in promoting:
+        for run, _, _ in promoting:
             run.serving_after = run.plan.serving
         raise
 

@@ -101,7 +101,8 @@ class Bindings:
             raise StateError(
                 f"{where}: bindings use hash scheme {data.get('hash_scheme')!r}, "
                 f"this dst uses {HASH_SCHEME}",
-                fix="run the hash-scheme migration before planning",
+                fix="use the dst version that wrote this state: a hash-scheme change needs "
+                "an explicit migration, never a silent re-hash",
             )
         return cls(
             {
