@@ -10,7 +10,6 @@ moves; otherwise every promoted lens's ref moves in one reference transaction.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from pathlib import Path
 
 import pygit2
 
@@ -266,27 +265,20 @@ def _record_attempts(rt: Runtime, commit: Oid, runs: list[LensRun]) -> None:
         ref = refstore.attempts_ref(plan.lens)
         last = refstore.ref_target(repo, ref)
         _, record = state_for(run, commit, None, Bindings())
-        oid = refstore.write_deployment(
-            repo,
-            lens_tree=tree,
-            bindings=Bindings(),
-            run=record,
-            meta=meta_for(run, run.action, commit, last),
-            parents=[last or refstore.history_root(repo, plan.lens), commit],
-            message=f"{run.action} {plan.lens} {commit[:12]} score "
-            f"{run.score['correct']}/{run.score['total']}",
-        )
-        run.recorded = oid
         try:
-            refstore.update_refs(
+            run.recorded = refstore.advance(
                 repo,
-                [refstore.RefUpdate(ref, last, oid)],
+                ref,
+                last,
+                lens=plan.lens,
+                source=commit,
+                lens_tree=tree,
+                bindings=Bindings(),
+                run=record,
+                meta=meta_for(run, run.action, commit, last),
+                message=f"{run.action} {plan.lens} {commit[:12]} score "
+                f"{run.score['correct']}/{run.score['total']}",
                 reason=f"dst apply {commit[:12]} ({run.action})",
             )
         except RefConflict as exc:
             run.messages.append(f"attempt not recorded: {exc.message}")
-
-
-def root_of(rt: Runtime) -> Path:
-    """The repository's working tree root."""
-    return gitstate.repo_root(rt.repo)

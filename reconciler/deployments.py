@@ -89,18 +89,17 @@ def verify(rt: Runtime, names: list[str]) -> RunReport:
             run.messages.append("gate SKIPPED: the lens has no active certified answers")
         bindings, record = state_for(run, dep.source, lens, dep.bindings)
         s = run.score
-        oid = refstore.write_deployment(
+        oid = refstore.advance(
             rt.repo,
+            refstore.serving_ref(name),
+            dep.oid,
+            lens=name,
+            source=dep.source,
             lens_tree=dep.lens_tree,
             bindings=bindings,
             run=record,
             meta=meta_for(run, "verify", dep.source, dep.oid),
-            parents=[dep.oid, dep.source],
             message=f"verify {name} {dep.source[:12]} score {s['correct']}/{s['total']}",
-        )
-        refstore.update_refs(
-            rt.repo,
-            [refstore.RefUpdate(refstore.serving_ref(name), dep.oid, oid)],
             reason=f"dst test {name}",
         )
         run.recorded = oid
@@ -175,18 +174,17 @@ def rollback(rt: Runtime, name: str, to: str | None) -> RunReport:
         "rollback_of": current.oid,
         "rollback_to": target.oid,
     }
-    oid = refstore.write_deployment(
+    oid = refstore.advance(
         rt.repo,
+        refstore.serving_ref(name),
+        current.oid,
+        lens=name,
+        source=target.source,
         lens_tree=target.lens_tree,
         bindings=target.bindings,
         run=record,
         meta=meta,
-        parents=[current.oid, target.source],
         message=f"rollback {name} to {target.oid[:12]} (source {target.source[:12]})",
-    )
-    refstore.update_refs(
-        rt.repo,
-        [refstore.RefUpdate(refstore.serving_ref(name), current.oid, oid)],
         reason=f"dst rollback {name}",
     )
     run.serving_after = oid

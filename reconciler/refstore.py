@@ -201,6 +201,44 @@ def history_root(repo: pygit2.Repository, lens: str) -> Oid:
     return Oid(str(oid))
 
 
+def advance(
+    repo: pygit2.Repository,
+    ref: str,
+    old: Oid | None,
+    *,
+    lens: str,
+    source: Oid,
+    lens_tree: Oid,
+    bindings: Bindings,
+    run: Mapping[str, Any],
+    meta: Mapping[str, Any],
+    message: str,
+    reason: str,
+) -> Oid:
+    """Append one deployment (or attempt) to ``ref``'s history, by compare-and-swap.
+
+    The new commit's parents are ``old`` (or the lens's history root when the
+    ref does not exist yet) and ``source``.
+
+    Returns:
+        The new commit.
+
+    Raises:
+        RefConflict: ``ref`` no longer holds ``old``; nothing moved.
+    """
+    oid = write_deployment(
+        repo,
+        lens_tree=lens_tree,
+        bindings=bindings,
+        run=run,
+        meta=meta,
+        parents=[old or history_root(repo, lens), source],
+        message=message,
+    )
+    update_refs(repo, [RefUpdate(ref, old, oid)], reason=reason)
+    return oid
+
+
 def _dumps(data: Mapping[str, Any]) -> bytes:
     return (json.dumps(data, indent=2, sort_keys=True, default=str) + "\n").encode()
 
