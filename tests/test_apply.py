@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import pygit2
+import pytest
 import yaml
 
-from tests.conftest import commit, dst, git
+from tests.conftest import PROJECT, commit, dst, git
 
 LENSES = ("finance", "sales")
 
@@ -27,6 +29,25 @@ def promote_all(repo: Path) -> None:
     done = dst(repo, "apply", "--format", "json")
     assert done.code == 0, done.stdout + done.stderr
     assert {x["action"] for x in done.json()["lenses"]} == {"promoted"}
+
+
+def test_quick_start_in_a_temporary_clone_of_the_project(tmp_path: Path) -> None:
+    if not (PROJECT / ".git").exists():
+        pytest.skip("the project is not a git checkout, so there is nothing to clone")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(PROJECT), str(clone)], check=True)
+    seeded = dst(clone, "seed")
+    assert seeded.code == 0, seeded.stderr
+    first = dst(clone, "apply", "--format", "json")
+    assert first.code == 0, first.stderr
+    assert {x["lens"]: x["action"] for x in first.json()["lenses"]} == dict.fromkeys(
+        LENSES, "promoted"
+    )
+    status = dst(clone, "status")
+    for name in LENSES:
+        assert f"{name}: serving {str(serving(clone, name))[:12]}" in status.stdout
+    again = dst(clone, "apply", "--format", "json")
+    assert {x["action"] for x in again.json()["lenses"]} == {"unchanged"}
 
 
 def test_seed_apply_promotes_every_example_lens_then_unchanged(lens_repo: Path) -> None:
