@@ -9,7 +9,7 @@ moves; otherwise every promoted lens's ref moves in one reference transaction.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 
 import pygit2
 
@@ -45,9 +45,9 @@ def _load_serving(
 
 
 def plan_all(
-    rt: Runtime, to: str, only: str | None
+    rt: Runtime, to: str, only: str | Collection[str] | None
 ) -> tuple[Oid, list[tuple[LensPlan, Lens | None, refstore.Deployment | None]]]:
-    """Plan every lens at revision ``to`` (or just ``only``).
+    """Plan every lens at revision ``to`` (or just ``only``: one name or several).
 
     Returns:
         ``(candidate commit, [(plan, candidate lens, serving deployment)])`` sorted by lens.
@@ -61,12 +61,14 @@ def plan_all(
     trees = gitstate.lens_trees(repo, commit)
     names = sorted(set(trees) | set(refstore.served_lenses(repo)))
     if only is not None:
-        if only not in names:
-            raise UsageError(
-                f"lens {only!r} is neither in {to} nor serving",
-                fix=f"use one of: {', '.join(names) or 'none'}",
-            )
-        names = [only]
+        wanted = [only] if isinstance(only, str) else sorted(only)
+        for name in wanted:
+            if name not in names:
+                raise UsageError(
+                    f"lens {name!r} is neither in {to} nor serving",
+                    fix=f"use one of: {', '.join(names) or 'none'}",
+                )
+        names = wanted
     planned = []
     for name in names:
         dep, serving_lens = _load_serving(repo, name)
@@ -94,7 +96,7 @@ def reconcile(
     rt: Runtime,
     *,
     to: str = "HEAD",
-    only: str | None = None,
+    only: str | Collection[str] | None = None,
     dry_run: bool = False,
     run_suite: bool = True,
 ) -> RunReport:
@@ -103,7 +105,7 @@ def reconcile(
     Args:
         rt: the runtime (repository, warehouse resolution, progress sink).
         to: the candidate revision.
-        only: a single lens to apply alone (``--lens``).
+        only: the lens (``--lens``) or lenses to apply alone; ``None`` for all.
         dry_run: run the gate but move no ref and record nothing.
         run_suite: ``False`` for ``dst plan``: plan only.
 
