@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reconciler.cli import main
+from reconciler.entry import main
 
 if __name__ == "__main__":
     main()

@@ -380,6 +380,7 @@ def _root(
         raise typer.Exit(0)
 
 
-def main() -> None:
-    """Console-script entry point."""
-    app()
+# Mounted last: each sub-app imports the helpers defined above.
+from reconciler.cli_hooks import hooks_app  # noqa: E402
+
+app.add_typer(hooks_app, name="hooks")
