@@ -227,14 +227,18 @@ def status(repo: RepoOpt = None, fmt: FormatOpt = Format.text) -> None:
 
     def body() -> int:
         from reconciler.deployments import status as do_status
+        from reconciler.sync import UNKNOWN_STATE, state_known
 
-        rows = do_status(_runtime(repo))
+        rt = _runtime(repo)
+        known = state_known(rt.repo)
+        rows = do_status(rt)
         if fmt is Format.json:
             print(
                 json.dumps(
                     {
                         "schema_version": 1,
                         "command": "status",
+                        "state_known": known,
                         "lenses": [r.record() for r in rows],
                     },
                     indent=2,
@@ -242,6 +246,8 @@ def status(repo: RepoOpt = None, fmt: FormatOpt = Format.text) -> None:
                 )
             )
             return 0
+        if not known and not rows:
+            print(UNKNOWN_STATE)
         for r in rows:
             sm, am = r.serving_meta, r.attempt_meta
             served = (
@@ -251,7 +257,7 @@ def status(repo: RepoOpt = None, fmt: FormatOpt = Format.text) -> None:
                     f"{_short(sm.get('score'))})"
                 )
                 if r.serving
-                else "nothing serving"
+                else ("nothing serving" if known else UNKNOWN_STATE)
             )
             print(f"{r.lens}: {served}")
             newer = int(am.get("recorded_at", 0)) >= int(sm.get("recorded_at", 0))
@@ -384,3 +390,6 @@ def _root(
 from reconciler.cli_hooks import hooks_app  # noqa: E402
 
 app.add_typer(hooks_app, name="hooks")
+from reconciler.cli_sync import sync_app  # noqa: E402
+
+app.add_typer(sync_app)
