@@ -393,3 +393,6 @@ app.add_typer(hooks_app, name="hooks")
 from reconciler.cli_sync import sync_app  # noqa: E402
 
 app.add_typer(sync_app)
+from reconciler.cli_ci import ci_app  # noqa: E402
+
+app.add_typer(ci_app, name="ci")

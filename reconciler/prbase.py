@@ -1,0 +1,243 @@
+"""The base of a pull request or push, even in a shallow checkout (runs git).
+
+A pull-request check in a shallow checkout fetches the base by oid and deepens
+step by step until a merge base exists, and otherwise fails with "insufficient
+history" — it never diffs against a grafted root as if every lens were new.
+``read_event`` reads what GitHub says triggered the run.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from reconciler.errors import UsageError
+
+DEFAULT_MAX_DEEPEN = 10
+DEFAULT_DEEPEN_BY = 32
+
+# ---------------------------------------------------------------- base resolution
+
+Git = Callable[[Sequence[str]], str | None]
+"""Runs ``git ARGS`` in the repository: stdout (stripped) on success, ``None`` on failure."""
+Fetch = Callable[[Sequence[str]], str | None]
+"""Runs ``git fetch ARGS``: ``None`` on success, the error text on failure."""
+
+
+@dataclass(frozen=True)
+class ResolvedBase:
+    """A resolved base for a check.
+
+    Attributes:
+        merge_base: the merge base of base and head (what the check diffs against).
+        base: the base commit itself.
+        head: the head commit.
+        shallow: the repository was shallow when resolution started.
+        deepened: how many deepening fetches it took.
+        notes: what was done, for the log.
+    """
+
+    merge_base: str
+    base: str
+    head: str
+    shallow: bool
+    deepened: int = 0
+    notes: tuple[str, ...] = ()
+
+
+def is_zero_oid(rev: str | None) -> bool:
+    """``True`` for git's all-zero oid (a push that creates a branch has it as ``before``)."""
+    return bool(rev) and len(rev or "") in (40, 64) and set(rev or "") == {"0"}
+
+
+def subprocess_git(repo_path: str | os.PathLike[str]) -> Git:
+    """A :data:`Git` runner for the git CLI in ``repo_path``."""
+
+    def run(args: Sequence[str]) -> str | None:
+        done = subprocess.run(
+            ["git", *args], cwd=repo_path, capture_output=True, text=True, check=False
+        )
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    return run
+
+
+def subprocess_fetch(repo_path: str | os.PathLike[str]) -> Fetch:
+    """A :data:`Fetch` runner for ``git fetch`` in ``repo_path``."""
+
+    def run(args: Sequence[str]) -> str | None:
+        done = subprocess.run(
+            ["git", "fetch", *args], cwd=repo_path, capture_output=True, text=True, check=False
+        )
+        return None if done.returncode == 0 else (done.stderr.strip() or "git fetch failed")
+
+    return run
+
+
+def raw_parents(git: Git, commit: str) -> tuple[str, ...]:
+    """The parents a commit object names, even when a shallow boundary hides them."""
+    raw = git(["cat-file", "commit", commit]) or ""
+    parents = []
+    for line in raw.splitlines():
+        if not line:
+            break
+        if line.startswith("parent "):
+            parents.append(line.split()[1])
+    return tuple(parents)
+
+
+def is_shallow(git: Git) -> bool:
+    """Whether the repository is a shallow clone (``git rev-parse --is-shallow-repository``)."""
+    answer = git(["rev-parse", "--is-shallow-repository"])
+    if answer in ("true", "false"):
+        return answer == "true"
+    git_dir = git(["rev-parse", "--absolute-git-dir"])
+    return bool(git_dir) and os.path.exists(os.path.join(str(git_dir), "shallow"))
+
+
+def _commit(git: Git, rev: str, remote: str) -> str | None:
+    for candidate in (rev, f"refs/remotes/{remote}/{rev}"):
+        oid = git(["rev-parse", "--verify", "--quiet", f"{candidate}^{{commit}}"])
+        if oid:
+            return oid
+    return None
+
+
+def resolve_base(
+    repo_path: str | os.PathLike[str],
+    base: str,
+    head: str = "HEAD",
+    *,
+    max_deepen: int = DEFAULT_MAX_DEEPEN,
+    deepen_by: int = DEFAULT_DEEPEN_BY,
+    default_branch: str | None = None,
+    remote: str = "origin",
+    fetch: Fetch | None = None,
+    git: Git | None = None,
+) -> ResolvedBase:
+    """The merge base of ``base`` and ``head``, fetching history a shallow clone lacks.
+
+    A base missing locally is fetched by name or oid (``--depth`` only in a
+    shallow clone, never in a full one). A parent of ``head`` is its own merge
+    base (a pull request's merge commit checked against its first parent needs
+    no history). Otherwise a shallow clone is deepened ``deepen_by``, then twice
+    as much each step, at most ``max_deepen`` times, until git finds a merge base.
+
+    Args:
+        repo_path: the working tree.
+        base: a branch, tag or oid; the all-zero oid (branch creation) means
+            ``default_branch``.
+        head: the revision under check.
+        max_deepen: deepening fetches allowed (0: none).
+        deepen_by: commits of the first deepening step.
+        default_branch: the base for a branch-creation push.
+        remote: the remote to fetch from.
+        fetch, git: runners (default: the git CLI in ``repo_path``).
+
+    Returns:
+        The resolution, with ``merge_base`` set.
+
+    Raises:
+        UsageError: (exit 2) head or base does not resolve or cannot be fetched,
+            "insufficient history" when no merge base turns up within the limit,
+            or unrelated histories in a full clone.
+    """
+    git = git or subprocess_git(repo_path)
+    fetch = fetch or subprocess_fetch(repo_path)
+    notes: list[str] = []
+    head_oid = _commit(git, head, remote)
+    if head_oid is None:
+        raise UsageError(f"head {head!r} does not resolve to a commit", fix="pass --head REV")
+    if is_zero_oid(base):
+        if not default_branch:
+            raise UsageError(
+                "the push created a branch (its 'before' is the zero oid) and the default "
+                "branch is unknown",
+                fix="pass --base with the branch to compare against",
+            )
+        notes.append(f"new branch: comparing with the default branch {default_branch}")
+        base = default_branch
+    shallow = is_shallow(git)
+    base_oid = _commit(git, base, remote)
+    if base_oid is None:
+        args = ["--no-tags", *([f"--depth={deepen_by}"] if shallow else []), remote, base]
+        error = fetch(args)
+        base_oid = None if error else git(["rev-parse", "--verify", "--quiet", "FETCH_HEAD"])
+        if base_oid is None:
+            raise UsageError(
+                f"insufficient history: base {base!r} is not in this clone and could not be "
+                f"fetched from {remote}: {error or 'FETCH_HEAD is empty'}",
+                fix="fetch the base branch first, or use fetch-depth: 0 with actions/checkout",
+            )
+        notes.append(f"fetched base {base} ({base_oid[:12]}) from {remote}")
+    if base_oid in raw_parents(git, head_oid):
+        return ResolvedBase(base_oid, base_oid, head_oid, shallow, 0, tuple(notes))
+    was_shallow, step = shallow, 0
+    while True:
+        merge_base = git(["merge-base", base_oid, head_oid])
+        if merge_base:
+            return ResolvedBase(merge_base, base_oid, head_oid, was_shallow, step, tuple(notes))
+        if not is_shallow(git):
+            raise UsageError(
+                f"base {base} ({base_oid[:12]}) and head {head_oid[:12]} share no history; "
+                f"dst will not treat every lens as added",
+                fix="pass a --base that the head branched from",
+            )
+        if step >= max_deepen:
+            raise UsageError(
+                f"insufficient history: no merge base of {base} ({base_oid[:12]}) and "
+                f"{head_oid[:12]} in this shallow clone after {step} deepening fetch(es); "
+                f"its grafted root is not a base, so nothing was checked",
+                fix="use fetch-depth: 0 with actions/checkout, or raise --max-deepen",
+            )
+        amount = deepen_by * 2**step
+        error = fetch(["--no-tags", f"--deepen={amount}", remote, base_oid, head_oid])
+        if error:
+            raise UsageError(
+                f"insufficient history: deepening the shallow clone by {amount} failed: {error}",
+                fix="use fetch-depth: 0 with actions/checkout",
+            )
+        step += 1
+        notes.append(f"deepened the shallow clone by {amount} commit(s)")
+
+
+# ---------------------------------------------------------------- the event
+
+
+@dataclass(frozen=True)
+class Event:
+    """What a workflow run's event says about the check.
+
+    Attributes:
+        name: ``GITHUB_EVENT_NAME`` (``pull_request``, ``push`` …), ``None`` outside Actions.
+        base: the pull request's base sha, or a push's ``before``.
+        pr_head: the pull request's head sha.
+        default_branch: the repository's default branch.
+    """
+
+    name: str | None = None
+    base: str | None = None
+    pr_head: str | None = None
+    default_branch: str | None = None
+
+    @property
+    def is_pull_request(self) -> bool:
+        """A ``pull_request`` or ``pull_request_target`` event."""
+        return self.name in ("pull_request", "pull_request_target")
+
+
+def read_event(env: Mapping[str, str], payload: Mapping[str, Any] | None) -> Event:
+    """The :class:`Event` from the environment and the event payload (``GITHUB_EVENT_PATH``)."""
+    payload = payload or {}
+    name = env.get("GITHUB_EVENT_NAME") or None
+    pr = payload.get("pull_request") or {}
+    repo = payload.get("repository") or {}
+    default = repo.get("default_branch") if isinstance(repo, Mapping) else None
+    if isinstance(pr, Mapping) and pr:
+        base = (pr.get("base") or {}).get("sha")
+        head = (pr.get("head") or {}).get("sha")
+        return Event(name, base, head, default)
+    return Event(name, payload.get("before"), None, default)
