@@ -17,7 +17,7 @@ from reconciler import gitstate, refstore
 from reconciler.bindings import Bindings
 from reconciler.errors import DstError, LensLoadError, RefConflict, StateError, UsageError
 from reconciler.gate import BLOCK, PROMOTE, STAND_DOWN, decide
-from reconciler.lens import Lens, Oid
+from reconciler.lens import Lens, Oid, load_lens
 from reconciler.plan import LensPlan, plan_lens
 from reconciler.runs import LensRun, RunReport, meta_for, state_for
 from reconciler.runtime import Runtime
@@ -26,7 +26,7 @@ from reconciler.suite import run_answer
 Progress = Callable[[str], None]
 
 
-def _load_serving(
+def load_serving(
     repo: pygit2.Repository, name: str
 ) -> tuple[refstore.Deployment | None, Lens | None]:
     oid = refstore.ref_target(repo, refstore.serving_ref(name))
@@ -71,7 +71,7 @@ def plan_all(
         names = wanted
     planned = []
     for name in names:
-        dep, serving_lens = _load_serving(repo, name)
+        dep, serving_lens = load_serving(repo, name)
         lens_tree = trees.get(name)
         candidate: Lens | None = None
         if lens_tree is not None and (dep is None or dep.lens_tree != lens_tree.tree):
@@ -127,7 +127,7 @@ def reconcile(
             action = "unchanged" if plan.unchanged else "planned"
             runs.append(LensRun(plan, action, plan.serving, previous_score=prev))
             continue
-        runs.append(_gate_lens(rt, plan, candidate, prev))
+        runs.append(gate_lens(rt, plan, candidate, prev))
     report = RunReport(command, runs, messages, dry_run=dry_run)
     if to == "HEAD":
         dirty = gitstate.uncommitted_lens_paths(rt.repo)
@@ -167,7 +167,7 @@ def reconcile(
     return report
 
 
-def _gate_lens(
+def gate_lens(
     rt: Runtime, plan: LensPlan, candidate: Lens | None, prev: Mapping[str, int] | None
 ) -> LensRun:
     if candidate is None:
@@ -284,3 +284,91 @@ def _record_attempts(rt: Runtime, commit: Oid, runs: list[LensRun]) -> None:
             )
         except RefConflict as exc:
             run.messages.append(f"attempt not recorded: {exc.message}")
+
+
+def check_worktree(rt: Runtime, names: Collection[str] | None = None) -> RunReport:
+    """Plan each working-tree lens against its serving version and gate it; promote nothing.
+
+    Each lens is read from ``lenses/<name>/`` on disk, planned against
+    ``refs/dst/serving/<name>``, and its scoped suite (stale gated answers and
+    self-test) runs against the warehouse; the gate policy then decides as it
+    would for ``dst apply --dry-run``. A lens whose files equal the serving lens
+    tree byte for byte is ``unchanged`` without running anything; a serving lens
+    gone from the working tree is ``skipped``.
+
+    Args:
+        rt: the runtime; warehouses it opens stay open until ``rt.close()``.
+        names: lenses to check; ``None`` for every lens on disk or serving.
+
+    Returns:
+        A dry-run report (command ``watch``, candidate ``None`` = the working
+        tree). Exit code 0 when every lens would promote or is unchanged, 1 when
+        any blocks or stands down, 2 when a lens does not load (its run has
+        action ``error`` and the message names the file and line).
+
+    Raises:
+        UsageError: a name in ``names`` is neither on disk nor serving.
+        StateError: serving state cannot be read.
+    """
+    repo, root = rt.repo, rt.root
+    on_disk = set(gitstate.worktree_lens_names(root))
+    known = sorted(on_disk | set(refstore.served_lenses(repo)))
+    wanted = known
+    if names is not None:
+        wanted = sorted(names)
+        unknown = [n for n in wanted if n not in known]
+        if unknown:
+            raise UsageError(
+                f"lens {unknown[0]!r} is neither in the working tree nor serving",
+                fix=f"use one of: {', '.join(known) or 'none'}",
+            )
+    runs = [_check_lens(rt, name, name in on_disk) for name in wanted]
+    for run in runs:
+        run.serving_after = run.plan.serving
+    report = RunReport("watch", runs, dry_run=True)
+    if any(r.action == "error" for r in runs):
+        report.exit_code = 2
+    elif any(r.action in ("blocked", "stood_down") for r in runs):
+        report.exit_code = 1
+    return report
+
+
+def _check_lens(rt: Runtime, name: str, on_disk: bool) -> LensRun:
+    dep, serving = load_serving(rt.repo, name)
+    prev = dict(dep.meta.get("score") or {}) if dep else None
+    candidate = None
+    tree: Oid | None = None
+    if on_disk:
+        try:
+            files = gitstate.worktree_files(rt.root, name)
+            if dep is not None and gitstate.tree_files(rt.repo, dep.lens_tree) == files:
+                # The serving tree itself: the plan short-circuits to "unchanged",
+                # as it does for a commit, and nothing needs parsing.
+                candidate, tree = serving, dep.lens_tree
+            else:
+                candidate = load_lens(name, files)
+        except (LensLoadError, OSError) as exc:
+            # OSError: a file went away between listing and reading (an editor's
+            # save in flight); that save's own event brings the next check.
+            why = exc.render() if isinstance(exc, LensLoadError) else f"{name}: {exc}"
+            plan = LensPlan(
+                name,
+                serving.config.eval_gate if serving else "block",
+                dep.oid if dep else None,
+                dep.lens_tree if dep else None,
+                None,
+                None,
+                False,
+            )
+            return LensRun(plan, "error", previous_score=prev, messages=[why])
+    plan = plan_lens(
+        name,
+        candidate=candidate,
+        candidate_commit=None,
+        candidate_tree=tree,
+        serving=serving,
+        serving_deployment=dep.oid if dep else None,
+        serving_tree=dep.lens_tree if dep else None,
+        bindings=dep.bindings if dep else Bindings(),
+    )
+    return gate_lens(rt, plan, candidate, prev)

@@ -396,3 +396,6 @@ app.add_typer(sync_app)
 from reconciler.cli_ci import ci_app  # noqa: E402
 
 app.add_typer(ci_app, name="ci")
+from reconciler.cli_watch import watch as watch_command  # noqa: E402
+
+app.command("watch")(watch_command)
