@@ -192,17 +192,11 @@ def plan_lens(
     old_assets = lens_assets(serving) if serving is not None else {}
     stale, deps = select_stale(candidate, new_assets, bindings, serving)
     active = candidate.active_answers()
-    if serving is None:
-        self_test = tuple(AnswerId(a.id) for a in active)
-    else:
-        dialect = candidate.config.dialect
-        self_test = tuple(
-            AnswerId(a.id)
-            for a in active
-            if a.id not in serving.answers
-            or oracle_hash(serving.answers[AnswerId(a.id)], serving.config.dialect)
-            != oracle_hash(a, dialect)
-        )
+    changed_answers = diff_answers(serving, candidate)
+    created = {aid for aid, change in changed_answers if change in ("added", "reauthored")}
+    self_test = tuple(
+        AnswerId(a.id) for a in active if serving is None or AnswerId(a.id) in created
+    )
     return LensPlan(
         name,
         gate,
@@ -219,5 +213,5 @@ def plan_lens(
         active_after=len(active),
         deps=deps,
         assets=new_assets,
-        changed_answers=tuple(diff_answers(serving, candidate)),
+        changed_answers=tuple(changed_answers),
     )

@@ -146,11 +146,15 @@ def run_answer(
     """
     cfg = lens.config
     aid = AnswerId(answer.id)
+
+    def execute(sql: str) -> ResultSet:
+        return executor.execute(
+            sql, row_cap=cfg.row_cap, timeout_s=cfg.statement_timeout_s, as_of=cfg.as_of
+        )
+
     progress(f"{lens.name}/{aid}: executing oracle")
     try:
-        oracle = executor.execute(
-            answer.sql, row_cap=cfg.row_cap, timeout_s=cfg.statement_timeout_s, as_of=cfg.as_of
-        )
+        oracle = execute(answer.sql)
     except DstError as exc:
         return AnswerResult(
             aid, Outcome.ERROR, (), f"oracle failed: {exc.message}", oracle_failed=True
@@ -186,12 +190,7 @@ def run_answer(
             )
         progress(f"{lens.name}/{aid}: executing generated SQL (attempt {attempt})")
         try:
-            generated = executor.execute(
-                generation.sql,
-                row_cap=cfg.row_cap,
-                timeout_s=cfg.statement_timeout_s,
-                as_of=cfg.as_of,
-            )
+            generated = execute(generation.sql)
         except DstError as exc:
             trace["error"] = exc.message
             if attempt < MAX_ATTEMPTS:
