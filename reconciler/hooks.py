@@ -56,6 +56,7 @@ else
         status=$?
         if [ "$status" -ne 0 ]; then
             rm -f -- "$refs"
+            echo "dst pre-push: the earlier hook pre-push.legacy failed (exit $status)" >&2
             exit "$status"
         fi
     fi
@@ -66,7 +67,12 @@ fi
 if command -v dst >/dev/null 2>&1; then
     exec dst hook-impl pre-push "$@"
 fi
-exec python3 -m reconciler hook-impl pre-push "$@"
+if python3 -c "import reconciler.hookimpl" >/dev/null 2>&1; then
+    exec python3 -m reconciler hook-impl pre-push "$@"
+fi
+echo "dst pre-push: dst is not installed here (not on PATH, not importable by python3)." >&2
+echo "  fix: activate the environment dst is installed in, or push with --no-verify" >&2
+exit 1
 """
 
 

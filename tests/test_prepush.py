@@ -727,3 +727,28 @@ def test_dst_hooks_install_through_the_command_line(repo: Path) -> None:
     assert gone.code == 0 and gone.json()["action"] == "removed"
     outside = dst(repo, "hooks", "install", "--repo", str(repo.parent / "nowhere"))
     assert outside.code == 2
+
+
+def test_hook_without_dst_installed_fails_closed_with_a_fix(tmp_path: Path) -> None:
+    bare_path = "/usr/bin:/bin"
+    probe = subprocess.run(
+        ["sh", "-c", 'python3 -c "import reconciler.hookimpl"'],
+        env={"PATH": bare_path},
+        capture_output=True,
+        check=False,
+    )
+    if probe.returncode == 0:
+        pytest.skip("the python3 on a bare PATH has dst installed; nothing to prove here")
+    hook = tmp_path / "pre-push"
+    hook.write_text(hooks.PRE_PUSH_SCRIPT)
+    hook.chmod(0o755)
+    done = subprocess.run(
+        [str(hook), "origin", "url"],
+        input=b"",
+        env={"PATH": bare_path},
+        capture_output=True,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert b"dst is not installed here" in done.stderr
+    assert b"Traceback" not in done.stderr
