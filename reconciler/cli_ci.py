@@ -188,6 +188,7 @@ def check(
     def body() -> int:
         from reconciler import prbase
         from reconciler.apply import reconcile
+        from reconciler.sync import require_known
 
         event = _event(os.environ)
         rt = _runtime(repo, warehouse)
@@ -231,6 +232,7 @@ def check(
                     f"{resolved.merge_base[:12]} with {base_rev}"
                 )
             names, more = _changed_lenses(rt.repo, resolved.merge_base, head_oid)
+            require_known(rt.repo)
             report = reconcile(rt, to=head_oid, only=names, dry_run=True)
             report.command = "ci check"
             report.messages[:0] = [*notes, *more]
@@ -252,6 +254,7 @@ def apply(
 
     def body() -> int:
         from reconciler.apply import reconcile
+        from reconciler.sync import require_known
 
         event = _event(os.environ)
         if event.is_pull_request:
@@ -263,6 +266,7 @@ def apply(
             )
         rt = _runtime(repo, warehouse)
         try:
+            require_known(rt.repo)
             report = reconcile(rt, to="HEAD")
             report.command = "ci apply"
             return _publish(rt, report, fmt, junit, "dst lens apply")

@@ -452,7 +452,13 @@ def run_gate(repo: pygit2.Repository, checks: Sequence[RefCheck], prefix: str) -
     from reconciler.apply import reconcile
     from reconciler.report import to_text
     from reconciler.runtime import Runtime
+    from reconciler.sync import require_known
 
+    try:
+        require_known(repo)
+    except DstError as exc:
+        _say(prefix, f"error: {exc.render()}")
+        return 1
     rt = Runtime(repo, progress=_progress)
     failed: list[str] = []
     try:

@@ -42,7 +42,7 @@ from typing import Any
 import pygit2
 
 from reconciler import refstore
-from reconciler.errors import UsageError
+from reconciler.errors import StateError, UsageError
 from reconciler.lens import LENS_NAME_RE, Oid
 
 DST = "refs/dst/"
@@ -246,6 +246,24 @@ def state_known(repo: pygit2.Repository) -> bool:
     return any(
         entry.name.startswith("dst.") and entry.name.endswith(".lastfetch") for entry in repo.config
     )
+
+
+def require_known(repo: pygit2.Repository) -> None:
+    """Refuse to gate when this clone cannot say what serves.
+
+    A gate planned against "nothing serving" treats every answer as new, and
+    new answers only alert: the check would pass whatever the change breaks.
+
+    Raises:
+        StateError: :func:`state_known` is false.
+    """
+    if not state_known(repo):
+        raise StateError(
+            f"{UNKNOWN_STATE}: without it every certified answer looks new and the gate "
+            f"could not block",
+            fix="run `dst sync --fetch` first (it records the fetch even when the remote has "
+            "no serving state yet)",
+        )
 
 
 def _lens_refs(repo: pygit2.Repository, prefix: str) -> dict[str, Oid]:

@@ -105,6 +105,10 @@ def test_lens_workflows_do_what_the_design_says() -> None:
     action = next(s for s in steps if s.get("uses") == "./.github/actions/dst")
     assert action["with"]["command"] == "check"
     assert "secrets." not in (GITHUB / "workflows" / "lens-check.yml").read_text()
+    action_text = (GITHUB / "actions" / "dst" / "action.yml").read_text()
+    # the action fetches the serving state itself (sync records the fetch, so a gate never
+    # mistakes "not fetched" for "nothing serves")
+    assert "dst sync --fetch" in action_text
 
     apply_path = GITHUB / "workflows" / "lens-apply.yml"
     apply = _load(apply_path)
@@ -113,8 +117,8 @@ def test_lens_workflows_do_what_the_design_says() -> None:
     steps = [s for _, s in _steps(apply_path)]
     action = next(s for s in steps if s.get("uses") == "./.github/actions/dst")
     assert action["with"]["command"] == "apply"
-    pushes = [s["run"] for s in steps if "git push" in s.get("run", "")]
-    assert pushes == ["git push --atomic origin 'refs/dst/*:refs/dst/*'"]  # fast-forward only
+    runs = [str(s.get("run", "")) for s in steps]
+    assert runs[-1] == "dst sync --push"  # fast-forward only, never forced
     text = apply_path.read_text()
     assert "--force" not in text and "'+refs" not in text
 

@@ -373,3 +373,24 @@ def test_cli_unknown_remote_exits_2_naming_it(origin: Origin) -> None:
     assert done.code == 2, done.stdout + done.stderr
     assert "'upstream'" in done.stderr
     assert "remotes: origin" in done.stderr
+
+
+def test_gates_refuse_a_clone_that_never_fetched_serving_state(
+    lens_repo: Path, tmp_path: Path
+) -> None:
+    assert dst(lens_repo, "apply").code == 0
+    origin = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(origin))
+    git(lens_repo, "push", "-q", str(origin), "main", "refs/dst/*:refs/dst/*")
+    clone = tmp_path / "fresh"
+    git(tmp_path, "clone", "-q", str(origin), str(clone))
+    assert dst(clone, "seed").code == 0
+    git(clone, "checkout", "-q", "-b", "change")
+    skill = clone / "lenses/sales/skills/time.md"
+    commit(clone, {"lenses/sales/skills/time.md": skill.read_text() + "\nMore.\n"}, "edit")
+    check = dst(clone, "ci", "check", "--base", "main")
+    assert check.code == 2, check.stdout + check.stderr
+    assert "serving state unknown" in check.stderr and "dst sync --fetch" in check.stderr
+    assert dst(clone, "sync", "--fetch").code == 0
+    again = dst(clone, "ci", "check", "--base", "main")
+    assert again.code == 0, again.stdout + again.stderr
