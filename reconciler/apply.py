@@ -99,6 +99,7 @@ def reconcile(
     only: str | Collection[str] | None = None,
     dry_run: bool = False,
     run_suite: bool = True,
+    allow_rewind: bool = False,
 ) -> RunReport:
     """Plan, gate and (unless ``dry_run``) promote every lens at ``to``.
 
@@ -108,6 +109,8 @@ def reconcile(
         only: the lens (``--lens``) or lenses to apply alone; ``None`` for all.
         dry_run: run the gate but move no ref and record nothing.
         run_suite: ``False`` for ``dst plan``: plan only.
+        allow_rewind: promote a candidate that does not contain the commit serving
+            now (by default that blocks: it would undo what serves; a dry run warns).
 
     Returns:
         The report; exit code 0 promoted or nothing to do, 1 blocked or stood down.
@@ -127,7 +130,14 @@ def reconcile(
             action = "unchanged" if plan.unchanged else "planned"
             runs.append(LensRun(plan, action, plan.serving, previous_score=prev))
             continue
-        runs.append(gate_lens(rt, plan, candidate, prev))
+        rewind = _rewind(rt, plan, dep)
+        if rewind and not (dry_run or allow_rewind):
+            runs.append(LensRun(plan, "blocked", previous_score=prev, messages=[rewind]))
+            continue
+        run = gate_lens(rt, plan, candidate, prev)
+        if rewind:
+            run.messages.insert(0, f"WARNING {rewind}")
+        runs.append(run)
     report = RunReport(command, runs, messages, dry_run=dry_run)
     if to == "HEAD":
         dirty = gitstate.uncommitted_lens_paths(rt.repo)
@@ -165,6 +175,25 @@ def reconcile(
         if r.action != "promoted":
             r.serving_after = r.plan.serving
     return report
+
+
+def _rewind(rt: Runtime, plan: LensPlan, dep: refstore.Deployment | None) -> str | None:
+    """Why promoting ``plan``'s candidate would undo what serves, or ``None``.
+
+    The serving deployment's source commit must be the candidate or one of its
+    ancestors; otherwise changes promoted from elsewhere (another clone that
+    won a race, a branch since abandoned) would silently disappear.
+    """
+    if dep is None or plan.unchanged or plan.candidate is None:
+        return None
+    source = dep.source
+    if source == plan.candidate or rt.repo.descendant_of(plan.candidate, source):
+        return None
+    return (
+        f"rewind refused: {plan.candidate[:12]} does not contain {source[:12]}, the commit "
+        f"lens {plan.lens} serves now, so promoting it would undo changes that serve; merge "
+        f"it first (git merge {source[:12]}), or pass --allow-rewind"
+    )
 
 
 def gate_lens(

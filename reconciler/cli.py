@@ -175,6 +175,9 @@ def apply(
     to: Annotated[str, typer.Option("--to", help="Candidate revision.")] = "HEAD",
     lens: Annotated[str | None, typer.Option("--lens", help="Apply one lens alone.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Gate without promoting.")] = False,
+    allow_rewind: Annotated[
+        bool, typer.Option("--allow-rewind", help="Promote even if it undoes what serves.")
+    ] = False,
     warehouse: WarehouseOpt = None,
     repo: RepoOpt = None,
     fmt: FormatOpt = Format.text,
@@ -186,7 +189,8 @@ def apply(
 
         rt = _runtime(repo, warehouse)
         try:
-            return _emit(reconcile(rt, to=to, only=lens, dry_run=dry_run), fmt)
+            report = reconcile(rt, to=to, only=lens, dry_run=dry_run, allow_rewind=allow_rewind)
+            return _emit(report, fmt)
         finally:
             rt.close()
 

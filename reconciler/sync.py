@@ -42,7 +42,7 @@ from typing import Any
 import pygit2
 
 from reconciler import refstore
-from reconciler.errors import StateError, UsageError
+from reconciler.errors import DstError, StateError, UsageError
 from reconciler.lens import LENS_NAME_RE, Oid
 
 DST = "refs/dst/"
@@ -400,10 +400,25 @@ def _compare(
         theirs,
         f"diverged: local and remote both {verb} lens {lens} — re-plan "
         f"(local {_short(local)}, {remote} {_short(theirs)})",
-        fix=(
-            f"take {remote}'s history with `git update-ref {ref} {theirs} {local}`, "
-            f"then re-plan with `dst apply --lens {lens}` and `dst sync --push`"
-        ),
+        fix=_adopt_fix(repo, remote, ref, lens, kind, theirs, local),
+    )
+
+
+def _adopt_fix(
+    repo: pygit2.Repository, remote: str, ref: str, lens: str, kind: str, theirs: Oid, local: Oid
+) -> str:
+    """How to take the remote's history for a diverged ref and re-plan on top of it."""
+    take = f"take {remote}'s history with `git update-ref {ref} {theirs} {local}`"
+    if kind != "serving":
+        return f"{take}; attempts only record what was tried"
+    try:
+        source = str(refstore.read_deployment(repo, theirs).source)
+    except DstError:
+        return f"{take}, then re-plan with `dst apply --lens {lens}` and `dst sync --push`"
+    # The winner's source commit may be on no branch; the fetched deployment keeps it.
+    return (
+        f"{take}, bring in what it serves with `git merge --no-edit {source}`, then re-plan "
+        f"with `dst apply --lens {lens}` and `dst sync --push`"
     )
 
 

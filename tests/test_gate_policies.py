@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pygit2
 
-from tests.conftest import commit, dst
+from tests.conftest import commit, dst, git
 
 NEW_ANSWER = """\
 id: {id}
@@ -88,3 +88,28 @@ def test_dry_run_gates_but_moves_nothing(lens_repo: Path) -> None:
     assert serving(lens_repo, "sales") is None and serving(lens_repo, "finance") is None
     refs = [r for r in pygit2.Repository(str(lens_repo)).references if r.startswith("refs/dst/")]
     assert refs == []
+
+
+def test_promoting_a_commit_that_lacks_the_serving_one_is_a_refused_rewind(
+    lens_repo: Path,
+) -> None:
+    assert dst(lens_repo, "apply").code == 0
+    base = git(lens_repo, "rev-parse", "HEAD")
+    skill = lens_repo / "lenses/sales/skills/time.md"
+    original = skill.read_text()
+    serving_source = commit(lens_repo, {"lenses/sales/skills/time.md": original + "\nA.\n"}, "a")
+    assert dst(lens_repo, "apply").code == 0
+    before = serving(lens_repo, "sales")
+    git(lens_repo, "checkout", "-q", "-b", "elsewhere", base)
+    commit(lens_repo, {"lenses/sales/skills/time.md": original + "\nB.\n"}, "b")
+    dry = dst(lens_repo, "apply", "--dry-run", "--lens", "sales", "--format", "json")
+    assert dry.code == 0
+    assert any(m.startswith("WARNING rewind refused") for m in dry.lens("sales")["messages"])
+    refused = dst(lens_repo, "apply", "--lens", "sales")
+    assert refused.code == 1
+    assert f"does not contain {serving_source[:12]}" in refused.stdout
+    assert "--allow-rewind" in refused.stdout
+    assert serving(lens_repo, "sales") == before
+    forced = dst(lens_repo, "apply", "--lens", "sales", "--allow-rewind")
+    assert forced.code == 0, forced.stdout
+    assert serving(lens_repo, "sales") != before

@@ -103,7 +103,7 @@ def _first_parents(path: Path, ref: str) -> list[str]:
 def test_two_promoters_push_exactly_one_wins_and_the_loser_re_plans(origin: Origin) -> None:
     a, b = origin.clone("a"), origin.clone("b")
     won_dep = _promote(a, "Weeks start on Monday.")
-    lost_dep = _promote(b, "Fiscal weeks start on Sunday.")
+    lost_dep = _promote(b, "Revenue excludes tax.", skill="revenue.md")
     assert won_dep != lost_dep
 
     won = sync.push(_repo(a))
@@ -134,6 +134,9 @@ def test_two_promoters_push_exactly_one_wins_and_the_loser_re_plans(origin: Orig
     take_remote = re.findall(r"`([^`]+)`", diverged.fix)[0].split()
     assert take_remote[:2] == ["git", "update-ref"]
     git(b, *take_remote[1:])
+    merge = re.findall(r"`([^`]+)`", diverged.fix)[1].split()
+    assert merge[:3] == ["git", "merge", "--no-edit"]
+    git(b, *merge[1:])  # the winner's change is kept, not rewound
     replanned = dst(b, "apply", "--lens", "sales")
     assert replanned.code == 0, replanned.stdout + replanned.stderr
     again = sync.push(_repo(b))
@@ -169,7 +172,15 @@ def test_fetch_creates_then_fast_forwards_through_a_separate_tracking_area(
     )
     assert _entry(sync.fetch(_repo(b)), "fetch", SALES).action is SyncAction.UP_TO_DATE
 
-    # a local deployment the remote lacks is left alone by fetch and sent by push
+    # a local deployment the remote lacks is left alone by fetch and sent by push; b first
+    # merges what serves (a's commits are on no branch: the fetched deployment has them)
+    git(
+        b,
+        "merge",
+        "-q",
+        "--no-edit",
+        json.loads(git(b, "show", f"{second}:state/meta.json"))["source"],
+    )
     third = _promote(b, "Years are calendar years.")
     assert _entry(sync.fetch(_repo(b)), "fetch", SALES).action is SyncAction.AHEAD
     assert _ref(b, SALES) == third
