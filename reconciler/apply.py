@@ -199,6 +199,18 @@ def _rewind(rt: Runtime, plan: LensPlan, dep: refstore.Deployment | None) -> str
 def gate_lens(
     rt: Runtime, plan: LensPlan, candidate: Lens | None, prev: Mapping[str, int] | None
 ) -> LensRun:
+    """Run one lens's scoped suite and self-test, then apply its gate policy.
+
+    Args:
+        rt: the runtime (warehouses open lazily, only when an answer must run).
+        plan: the lens plan.
+        candidate: the candidate lens (``None`` when the candidate removes it).
+        prev: the serving deployment's score, for the report.
+
+    Returns:
+        The run, with ``action`` ``promoted`` (what the gate allows), ``blocked``,
+        ``stood_down``, ``unchanged`` or ``skipped``; nothing is written.
+    """
     if candidate is None:
         return LensRun(
             plan,
