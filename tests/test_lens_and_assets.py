@@ -12,7 +12,7 @@ from reconciler.bindings import Bindings, Reason, select_stale, stamp
 from reconciler.errors import LensLoadError
 from reconciler.lens import AnswerId, Lens, load_lens
 from reconciler.loader import load_yaml
-from reconciler.plan import plan_lens
+from reconciler.plan import LensPlan, plan_lens
 
 LENS = b'name: shop\nas_of: "2024-12-31"\n'
 ORDERS = b"""\
@@ -185,14 +185,11 @@ def test_metric_edit_stales_only_answers_that_use_it() -> None:
     assert stale[0].reason_codes == (Reason.ASSET_CHANGED,)
 
 
-def test_provenance_and_status_edits_are_not_retested() -> None:
+def _replan(edited: dict[str, bytes]) -> LensPlan:
     bindings, serving = _stamped(files())
-    edited = files()
-    edited["answers/rev.yaml"] = edited["answers/rev.yaml"].replace(b"Ana", b"Bea")
-    lens = load_lens("shop", edited)
-    plan = plan_lens(
+    return plan_lens(
         "shop",
-        candidate=lens,
+        candidate=load_lens("shop", edited),
         candidate_commit=None,
         candidate_tree=None,
         serving=serving,
@@ -200,26 +197,25 @@ def test_provenance_and_status_edits_are_not_retested() -> None:
         serving_tree=None,
         bindings=bindings,
     )
+
+
+def test_provenance_and_status_edits_are_not_retested() -> None:
+    edited = files()
+    edited["answers/rev.yaml"] = edited["answers/rev.yaml"].replace(b"Ana", b"Bea")
+    edited["answers/cnt.yaml"] = edited["answers/cnt.yaml"].replace(
+        b"status: active", b"status: retired"
+    )
+    plan = _replan(edited)
     assert plan.stale == () and plan.self_test == ()
+    assert dict(plan.changed_answers) == {"cnt": "active→retired", "rev": "provenance"}
 
 
 def test_reauthored_sql_is_self_tested_not_gated() -> None:
-    bindings, serving = _stamped(files())
     edited = files()
     edited["answers/rev.yaml"] = edited["answers/rev.yaml"].replace(
         b"SUM(amount) FROM orders", b"SUM(amount) AS revenue FROM orders"
     )
-    lens = load_lens("shop", edited)
-    plan = plan_lens(
-        "shop",
-        candidate=lens,
-        candidate_commit=None,
-        candidate_tree=None,
-        serving=serving,
-        serving_deployment=None,
-        serving_tree=None,
-        bindings=bindings,
-    )
+    plan = _replan(edited)
     assert plan.self_test == ("rev",)
     assert [s.reason_codes for s in plan.stale] == [(Reason.SQL_REAUTHORED,)]
     assert plan.gated == ()
