@@ -403,3 +403,6 @@ app.add_typer(ci_app, name="ci")
 from reconciler.cli_watch import watch as watch_command  # noqa: E402
 
 app.command("watch")(watch_command)
+from reconciler.cli_coverage import coverage as coverage_command  # noqa: E402
+
+app.command("coverage")(coverage_command)
