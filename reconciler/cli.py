@@ -406,3 +406,6 @@ app.command("watch")(watch_command)
 from reconciler.cli_coverage import coverage as coverage_command  # noqa: E402
 
 app.command("coverage")(coverage_command)
+from reconciler.cli_validate import validate_app  # noqa: E402
+
+app.add_typer(validate_app)

@@ -60,6 +60,7 @@ from reconciler.importers.verified import (
 )
 from reconciler.lens import LENS_NAME_RE, Column, Join, Metric, Model, load_lens
 from reconciler.loader import Document, load_yaml
+from reconciler.schemas import with_schema_comment
 
 __all__ = ["import_cortex", "write_lens"]
 
@@ -221,6 +222,8 @@ def import_cortex(
     if skill:
         files["skills/cortex_custom_instructions.md"] = skill.encode("utf-8")
 
+    # Editors that read the modeline validate each file against schemas/ as it is typed.
+    files = {rel: with_schema_comment(rel, data) for rel, data in files.items()}
     load_lens(lens, files)  # the importer's own contract: what it returns loads
     drafts = [q for q in queries if q.problems]
     for query in drafts:
