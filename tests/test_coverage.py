@@ -13,27 +13,8 @@ from reconciler.assets import dependency_set, lens_assets
 from reconciler.coverage import coverage, percent
 from reconciler.lens import AssetId, Lens, load_lens
 from tests.conftest import PROJECT, commit, dst
+from tests.shop import CUSTOMERS, LENS, ORDERS
 
-LENS = b'name: shop\nas_of: "2024-12-31"\n'
-ORDERS = b"""\
-name: orders
-table: orders
-time_dimensions:
-  - name: order_date
-    data_type: date
-facts:
-  - name: amount
-    data_type: number
-joins:
-  - to: customers
-    on: {customer_id: customer_id}
-"""
-CUSTOMERS = b"""\
-name: customers
-table: customers
-dimensions:
-  - name: segment
-"""
 STOCK = b"""\
 name: stock
 table: stock

@@ -13,27 +13,8 @@ from reconciler.errors import LensLoadError
 from reconciler.lens import AnswerId, Lens, load_lens
 from reconciler.loader import load_yaml
 from reconciler.plan import LensPlan, plan_lens
+from tests.shop import CUSTOMERS, LENS, ORDERS
 
-LENS = b'name: shop\nas_of: "2024-12-31"\n'
-ORDERS = b"""\
-name: orders
-table: orders
-time_dimensions:
-  - name: order_date
-    data_type: date
-facts:
-  - name: amount
-    data_type: number
-joins:
-  - to: customers
-    on: {customer_id: customer_id}
-"""
-CUSTOMERS = b"""\
-name: customers
-table: customers
-dimensions:
-  - name: segment
-"""
 REVENUE = b"""\
 name: revenue
 label: Revenue
