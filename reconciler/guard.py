@@ -17,7 +17,12 @@ allow-list at the root and a deny-list below it:
   warehouse (``read_csv``, ``*_scan``, ``glob``, ``pg_read_file``, ``dblink`` …)
   or have side effects (``set_config``, ``nextval`` …) are refused too;
 * a table named like a file or URL (DuckDB's replacement scan,
-  ``FROM 'data.csv'``) is refused.
+  ``FROM 'data.csv'``) is refused;
+* validation is bounded: text over :data:`MAX_SQL_CHARS` characters or nesting
+  brackets deeper than :data:`MAX_NESTING` is refused before parsing.
+
+Comments never decide anything: ``/* SELECT */ DELETE …`` is parsed, and it is
+a DELETE. A lens may allow-list a denied function by name; never a write.
 
 Clock reads (``CURRENT_DATE``, ``NOW()``, ``GETDATE()``, SQLite's
 ``date('now')`` …) are found by :func:`reads_current_date` and replaced by a
@@ -29,7 +34,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from typing import Literal
 
@@ -42,6 +47,12 @@ from reconciler.errors import UnsafeSqlError, UsageError
 _FIX = (
     "certified and exemplar SQL must be a single SELECT (WITH … SELECT, UNION …) and nothing else"
 )
+# Validation is bounded by bounding its input: sqlglot's time grows with length and
+# its recursion with nesting (a 32 KiB query validates well under a second here).
+MAX_SQL_CHARS = 32_768
+MAX_NESTING = 32
+
+_SIZE_FIX = "write the query shorter and flatter (CTEs instead of deep nesting)"
 _FILE_FIX = "query the warehouse's tables; load files into the embedded warehouse with `dst seed`"
 
 
@@ -65,13 +76,15 @@ _FORBIDDEN_NODES = _classes(
 # PostgreSQL "System Administration Functions" (file access, signalling,
 # set_config, sequences, large objects, advisory locks), the dblink module, and
 # SQLite's fileio / load_extension.
-_FORBIDDEN_PREFIXES = ("read_",)
+_FORBIDDEN_PREFIXES = ("read_", "dblink")
 _FORBIDDEN_SUFFIXES = ("_scan",)
 _FORBIDDEN_FUNCTIONS = frozenset({
     # DuckDB
     "glob", "query", "query_table", "sniff_csv", "parquet_metadata", "parquet_schema",
     "parquet_file_metadata", "parquet_kv_metadata", "parquet_bloom_probe", "iceberg_metadata",
     "iceberg_snapshots", "getenv", "duckdb_secrets", "which_secret", "load_aws_credentials",
+    "postgres_query", "postgres_execute", "postgres_attach", "sqlite_attach", "sqlite_query",
+    "mysql_query", "mysql_execute",
     # PostgreSQL
     "pg_read_file", "pg_read_binary_file", "pg_ls_dir", "pg_stat_file", "pg_ls_logdir",
     "pg_ls_waldir", "pg_ls_tmpdir", "pg_ls_archive_statusdir", "lo_import", "lo_export",
@@ -81,6 +94,23 @@ _FORBIDDEN_FUNCTIONS = frozenset({
     "pg_notify", "pg_advisory_lock", "pg_advisory_xact_lock", "pg_try_advisory_lock",
     "pg_try_advisory_xact_lock", "pg_advisory_lock_shared", "pg_switch_wal",
     "pg_create_restore_point", "pg_promote", "txid_current", "pg_current_xact_id",
+    "pg_sleep", "pg_sleep_for", "pg_sleep_until",
+    "pg_try_advisory_lock_shared", "pg_advisory_xact_lock_shared",
+    "pg_try_advisory_xact_lock_shared", "pg_advisory_unlock", "pg_advisory_unlock_shared",
+    "pg_advisory_unlock_all", "lo_get", "lo_open", "lo_close", "loread", "lowrite",
+    "lo_truncate", "lo_lseek", "lo_tell", "lo_import_with_oid", "pg_file_write",
+    "pg_file_rename", "pg_file_unlink", "pg_file_sync", "pg_logdir_ls",
+    "pg_logical_emit_message", "pg_create_logical_replication_slot",
+    "pg_create_physical_replication_slot", "pg_drop_replication_slot",
+    "pg_replication_origin_create", "pg_stat_reset", "pg_stat_reset_shared",
+    "pg_stat_reset_single_table_counters", "pg_import_system_collations",
+    "pg_log_backend_memory_contexts", "pg_backup_start", "pg_backup_stop",
+    "pg_wal_replay_pause", "pg_wal_replay_resume",
+    # PostgreSQL functions that run SQL text or read a table named in a string
+    "query_to_xml", "query_to_xmlschema", "query_to_xml_and_xmlschema", "cursor_to_xml",
+    "cursor_to_xmlschema", "table_to_xml", "table_to_xmlschema", "table_to_xml_and_xmlschema",
+    "schema_to_xml", "schema_to_xmlschema", "schema_to_xml_and_xmlschema", "database_to_xml",
+    "database_to_xmlschema", "database_to_xml_and_xmlschema",
     # SQLite
     "readfile", "writefile", "edit", "fts3_tokenizer", "load_extension",
 })  # fmt: skip
@@ -154,25 +184,36 @@ def parse_query(sql: str, dialect: str) -> exp.Expr:
         The statement's syntax tree (not yet checked for safety).
 
     Raises:
-        UnsafeSqlError: it does not parse, or holds zero or several statements.
+        UnsafeSqlError: it is longer than :data:`MAX_SQL_CHARS` characters, nests
+            brackets deeper than :data:`MAX_NESTING`, does not parse, or holds
+            zero or several statements.
     """
+    _check_size(sql)
     try:
         with _quiet_sqlglot():
             statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
     except ParseError as exc:
         first = exc.errors[0]["description"] if exc.errors else str(exc)
         raise UnsafeSqlError(f"SQL does not parse as {dialect}: {first}", fix=_FIX) from None
+    except RecursionError:
+        raise UnsafeSqlError("SQL is nested too deeply to validate", fix=_SIZE_FIX) from None
     if len(statements) != 1:
         raise UnsafeSqlError(f"expected exactly one statement, found {len(statements)}", fix=_FIX)
     return statements[0]
 
 
-def check_read_only(sql: str, dialect: str) -> exp.Expr:
+def check_read_only(sql: str, dialect: str, *, allow_functions: Collection[str] = ()) -> exp.Expr:
     """Accept exactly one read-only query.
 
+    Comments and statement order never decide: the text is parsed and every
+    statement and node is judged (``/* SELECT */ DELETE …`` is a DELETE).
+
     Args:
-        sql: the statement text.
+        sql: the statement text, at most :data:`MAX_SQL_CHARS` characters.
         dialect: a sqlglot dialect name (``duckdb``, ``postgres``, ``sqlite`` …).
+        allow_functions: lowercase names of otherwise denied functions to accept
+            (a lens that needs, say, ``nextval`` names it); nodes that write are
+            never allowed.
 
     Returns:
         The parsed query.
@@ -194,7 +235,7 @@ def check_read_only(sql: str, dialect: str) -> exp.Expr:
         else:
             kind = tree.key
         raise UnsafeSqlError(f"{kind.upper()} statement is not a query", fix=_FIX)
-    _check_nodes(tree, what="query")
+    _check_nodes(tree, what="query", allowed=frozenset(f.lower() for f in allow_functions))
     return tree
 
 
@@ -228,7 +269,32 @@ def parse_expression(sql: str, dialect: str) -> exp.Expr:
     return tree
 
 
-def _check_nodes(tree: exp.Expr, *, what: str) -> None:
+def _check_size(sql: str) -> None:
+    if len(sql) > MAX_SQL_CHARS:
+        raise UnsafeSqlError(
+            f"SQL is {len(sql)} characters long; the guard validates at most {MAX_SQL_CHARS}",
+            fix=_SIZE_FIX,
+        )
+    depth = deepest = 0
+    quote: str | None = None
+    for char in sql:
+        if quote is not None:
+            quote = None if char == quote else quote
+        elif char in "'\"`":
+            quote = char
+        elif char in "([":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in ")]":
+            depth -= 1
+    if deepest > MAX_NESTING:
+        raise UnsafeSqlError(
+            f"SQL nests brackets {deepest} deep; the guard validates at most {MAX_NESTING}",
+            fix=_SIZE_FIX,
+        )
+
+
+def _check_nodes(tree: exp.Expr, *, what: str, allowed: frozenset[str] = frozenset()) -> None:
     for node in tree.walk():
         if isinstance(node, _FORBIDDEN_NODES):
             raise UnsafeSqlError(
@@ -238,13 +304,14 @@ def _check_nodes(tree: exp.Expr, *, what: str) -> None:
             raise UnsafeSqlError(f"{what} takes row locks (FOR UPDATE/SHARE)", fix=_FIX)
         if isinstance(node, exp.Func):
             name = function_name(node)
-            if (
+            if name not in allowed and (
                 name in _FORBIDDEN_FUNCTIONS
                 or name.startswith(_FORBIDDEN_PREFIXES)
                 or name.endswith(_FORBIDDEN_SUFFIXES)
             ):
                 raise UnsafeSqlError(
-                    f"{what} calls {name}(), which reads outside the warehouse or changes state",
+                    f"{what} calls {name}(), which reaches outside the warehouse, "
+                    "runs SQL text or has side effects",
                     fix=_FILE_FIX,
                 )
         if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier):

@@ -1,8 +1,11 @@
-"""Seeding the embedded DuckDB warehouse from lens ``seeds/*.csv`` (the one write path).
+"""Seeding a warehouse from lens ``seeds/*.csv`` (the one write path).
 
-Seeding never shares a connection with the read-only pool: it builds a fresh
-database file beside the old one and swaps it in with ``os.replace``, so a CSV
-that fails to load leaves the previous warehouse intact.
+Every CSV is read the same way whatever the target: DuckDB's ``read_csv`` builds
+a fresh database file. For the embedded warehouse that file is swapped in with
+``os.replace``; for any other SQLAlchemy URL (a PostgreSQL test warehouse, say)
+its tables are copied out in one transaction. Either way a CSV that fails to
+load leaves the previous warehouse intact, and seeding never shares a
+connection or pool with the read-only :class:`~reconciler.warehouse.Warehouse`.
 """
 
 from __future__ import annotations
@@ -14,13 +17,25 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import duckdb
+import sqlalchemy as sa
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlglot import exp
 
 from reconciler.errors import LensLoadError, UnsafeSqlError, UsageError, WarehouseError
 from reconciler.importers import OracleRun
-from reconciler.warehouse import EMBEDDED_DIR, EMBEDDED_FILE, Warehouse, embedded_path
+from reconciler.readonly import with_installed_driver
+from reconciler.warehouse import (
+    EMBEDDED_DIR,
+    EMBEDDED_FILE,
+    Warehouse,
+    _first_line,
+    embedded_path,
+    redact,
+)
 
 _SEED_TABLE = re.compile(r"^[a-z_][a-z0-9_]*$")
 
@@ -47,12 +62,19 @@ class SeedReport:
     """What :func:`seed` wrote.
 
     Attributes:
-        path: the embedded warehouse file.
+        path: the embedded warehouse file (the scratch build when ``url`` is set).
         tables: one entry per table, sorted by name.
+        url: the redacted URL of the warehouse seeded, when it is not the embedded one.
     """
 
     path: Path
     tables: tuple[SeededTable, ...]
+    url: str | None = None
+
+    @property
+    def target(self) -> str:
+        """Where the seeds went, for messages: the redacted URL or the file path."""
+        return self.url if self.url is not None else str(self.path)
 
     @property
     def row_counts(self) -> dict[str, int]:
@@ -60,8 +82,10 @@ class SeedReport:
         return {t.name: t.rows for t in self.tables}
 
 
-def seed(repo_root: Path, seeds: Sequence[tuple[str, str, bytes]]) -> SeedReport:
-    """Rebuild the embedded DuckDB warehouse from seed CSVs, atomically.
+def seed(
+    repo_root: Path, seeds: Sequence[tuple[str, str, bytes]], *, url: str | None = None
+) -> SeedReport:
+    """Rebuild the embedded DuckDB warehouse (or the one at ``url``) from seed CSVs, atomically.
 
     The database is built in a temporary directory under ``.dst/`` and moved
     over ``.dst/warehouse.duckdb`` with :func:`os.replace`, so a failure leaves
@@ -76,11 +100,18 @@ def seed(repo_root: Path, seeds: Sequence[tuple[str, str, bytes]]) -> SeedReport
         repo_root: the repository's working directory.
         seeds: ``(table name, repository-relative CSV path, CSV bytes)``; the
             same table from two files is fine when the bytes are identical.
+        url: a SQLAlchemy URL to seed instead of the embedded file. The CSVs are
+            built into a scratch DuckDB file as usual, then each table is dropped
+            if it exists, created with the types DuckDB detected and filled, all
+            in one transaction on a write engine of its own. Tables the seeds do
+            not name are left alone.
 
     Returns:
         The file written and the tables with their row counts.
 
     Raises:
+        WarehouseError: ``url`` does not parse, has no driver, or the copy fails
+            (the driver's first line; nothing is committed).
         UsageError: a table name is not a plain lowercase identifier, or one
             table comes from two files with different contents (both named).
         LensLoadError: a CSV is empty, does not parse, or has two columns that
@@ -111,6 +142,9 @@ def seed(repo_root: Path, seeds: Sequence[tuple[str, str, bytes]]) -> SeedReport
     try:
         built = work / EMBEDDED_FILE
         tables = _build(built, work, chosen)
+        if url is not None:
+            _copy_out(built, url, tables)
+            return SeedReport(target, tables, redact(url))
         # A write-ahead log left by a crashed writer would be replayed onto the new file.
         Path(f"{target}.wal").unlink(missing_ok=True)
         os.replace(built, target)
@@ -164,6 +198,71 @@ def _build(
     finally:
         con.close()
     return tuple(tables)
+
+
+def _copy_out(built: Path, url: str, tables: Sequence[SeededTable]) -> None:
+    shown = redact(url)
+    try:
+        engine = sa.create_engine(with_installed_driver(make_url(url)))
+    except (ArgumentError, ValueError, ImportError) as exc:
+        raise WarehouseError(
+            f"cannot seed {shown}: {_first_line(exc, None)}",
+            fix="pass a SQLAlchemy URL whose driver is installed",
+        ) from None
+    source = duckdb.connect(str(built), read_only=True)
+    try:
+        with engine.begin() as conn:  # all tables or none
+            for seeded in tables:
+                quoted = _quote(seeded.name)
+                described = source.execute(f"DESCRIBE {quoted}").fetchall()
+                table = sa.Table(
+                    seeded.name,
+                    sa.MetaData(),
+                    *(sa.Column(str(d[0]), _column_type(str(d[1]))) for d in described),
+                )
+                table.drop(conn, checkfirst=True)
+                table.create(conn)
+                rows = source.execute(f"SELECT * FROM {quoted}").fetchall()
+                if rows:
+                    conn.execute(
+                        table.insert(), [dict(zip(seeded.columns, r, strict=True)) for r in rows]
+                    )
+    except SQLAlchemyError as exc:
+        cause = getattr(exc, "orig", None) or exc
+        password = make_url(url).password
+        raise WarehouseError(
+            f"seeding {shown} failed: {_first_line(cause, str(password) if password else None)}",
+            fix="check that the account may create tables there, and that no view depends "
+            "on a seeded table",
+        ) from None
+    finally:
+        source.close()
+        engine.dispose()
+
+
+_TYPES: dict[str, sa.types.TypeEngine[Any]] = {
+    "BOOLEAN": sa.Boolean(),
+    "TINYINT": sa.SmallInteger(),
+    "SMALLINT": sa.SmallInteger(),
+    "INTEGER": sa.Integer(),
+    "BIGINT": sa.BigInteger(),
+    "HUGEINT": sa.Numeric(38, 0),
+    "FLOAT": sa.Float(),
+    "DOUBLE": sa.Double(),
+    "DATE": sa.Date(),
+    "TIME": sa.Time(),
+    "TIMESTAMP": sa.DateTime(),
+    "TIMESTAMP WITH TIME ZONE": sa.DateTime(timezone=True),
+    "VARCHAR": sa.Text(),
+}
+
+
+def _column_type(duckdb_type: str) -> sa.types.TypeEngine[Any]:
+    """The SQLAlchemy type for a column type ``read_csv`` detected."""
+    decimal = re.fullmatch(r"DECIMAL\((\d+),\s*(\d+)\)", duckdb_type)
+    if decimal:
+        return sa.Numeric(int(decimal.group(1)), int(decimal.group(2)))
+    return _TYPES.get(duckdb_type, sa.Text())
 
 
 def _csv_problem(text: str) -> tuple[str, int | None]:

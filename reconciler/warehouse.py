@@ -8,10 +8,17 @@ Every statement passes two independent defences (DESIGN §4 step 1):
    ====================  ==============================================================
    DuckDB                opened ``read_only`` with ``enable_external_access=false`` and
                          ``lock_configuration=true``; timeout by ``interrupt()``
-   PostgreSQL            ``SET TRANSACTION READ ONLY`` and ``SET LOCAL
-                         statement_timeout`` first in every transaction; results read
-                         through a server-side cursor, which only admits queries
-   SQLite                ``mode=ro`` URI; timeout by ``interrupt()``
+   PostgreSQL            ``default_transaction_read_only=on`` in the startup packet
+                         (checked with ``SHOW transaction_read_only`` on open), then
+                         ``SET TRANSACTION READ ONLY`` and a query setting the local
+                         ``statement_timeout`` first in every transaction (after a
+                         query the mode can no longer be switched); results read
+                         through a server-side cursor, which only admits queries; a
+                         least-privilege role (README) stops what a read-only
+                         transaction allows (file reads, signalling other sessions)
+   SQLite                ``mode=ro`` URI, ``PRAGMA query_only``, no ATTACH (so no
+                         ``VACUUM INTO``), only reporting PRAGMAs; timeout by
+                         ``interrupt()``
    anything else         plain SQLAlchemy; only the guard, the always-rolled-back
                          transaction and the account's grants protect the data
    ====================  ==============================================================
@@ -26,7 +33,6 @@ of the URL, and driver messages are scrubbed of the password.
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import threading
 import time
@@ -43,7 +49,7 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ParseError
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 
-from reconciler import guard
+from reconciler import guard, readonly
 from reconciler.errors import UnsafeSqlError, UsageError, WarehouseError
 from reconciler.resultset import ResultSet
 
@@ -54,8 +60,6 @@ EMBEDDED_FILE = "warehouse.duckdb"
 # SQLAlchemy backend name -> sqlglot dialect name, where they differ.
 _SQLGLOT_DIALECT = {"postgresql": "postgres", "mssql": "tsql", "mariadb": "mysql",
                     "awsathena": "athena"}  # fmt: skip
-# DuckDB URL query keys that cannot loosen the read-only configuration.
-_DUCKDB_QUERY_ALLOWED = frozenset({"threads", "memory_limit", "max_memory"})
 _SECRET_KEY = re.compile(r"pass|secret|token|key|credential", re.IGNORECASE)
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _PG_QUERY_CANCELED = "57014"
@@ -198,13 +202,15 @@ class Warehouse:
         self._backend = engine.dialect.name
 
     @classmethod
-    def open(cls, url: str) -> Warehouse:
+    def open(cls, url: str, *, pool_size: int | None = None) -> Warehouse:
         """Connect to ``url`` read-only and check that it answers.
 
         A bare ``postgresql://`` URL uses psycopg (3) when installed, else psycopg2.
 
         Args:
             url: a SQLAlchemy URL (see :func:`resolve_url`).
+            pool_size: connections kept open for concurrent suite workers (``--jobs``);
+                ``None`` keeps SQLAlchemy's default of 5.
 
         Returns:
             An open warehouse.
@@ -223,7 +229,7 @@ class Warehouse:
                 "the warehouse URL is not a SQLAlchemy URL",
                 fix="write it as dialect+driver://user@host/database",
             ) from None
-        parsed = _with_installed_driver(parsed)
+        parsed = readonly.with_installed_driver(parsed)
         backend = parsed.get_backend_name()
         dialect = _SQLGLOT_DIALECT.get(backend, backend)
         if Dialect.get(dialect) is None:
@@ -233,17 +239,15 @@ class Warehouse:
             )
         options: dict[str, Any] = {}
         if backend == "duckdb":
-            parsed, options = _duckdb_read_only(parsed, shown)
+            parsed, options = readonly.duckdb_options(parsed, shown)
         elif backend == "sqlite":
-            parsed = _sqlite_read_only(parsed)
-        elif (
-            backend == "postgresql"
-            and parsed.get_driver_name() in ("psycopg2", "psycopg")
-            and "connect_timeout" not in parsed.query
-        ):
-            options["connect_args"] = {"connect_timeout": 10}  # seconds; libpq waits forever
+            parsed = readonly.sqlite_url(parsed)
+        elif backend == "postgresql" and parsed.get_driver_name() in ("psycopg2", "psycopg"):
+            parsed, options["connect_args"] = readonly.postgres_options(parsed)
         if backend not in ("duckdb", "sqlite"):
             options["pool_pre_ping"] = True
+        if pool_size is not None and pool_size > 5:
+            options["pool_size"] = pool_size  # one pooled connection per suite worker
         try:
             engine = sa.create_engine(parsed, **options)
         except (NoSuchModuleError, ImportError) as exc:
@@ -251,11 +255,14 @@ class Warehouse:
                 f"warehouse {shown}: no driver installed ({_first_line(exc, parsed.password)})",
                 fix="install the SQLAlchemy dialect and driver for this database",
             ) from None
+        if backend == "sqlite":
+            sa.event.listen(engine, "connect", readonly.lock_down_sqlite)
         secret = str(parsed.password) if parsed.password else None
         warehouse = cls(engine, dialect=dialect, display_url=shown, secret=secret)
         try:
-            with engine.connect():
-                pass
+            with engine.connect() as conn:
+                if backend == "postgresql":
+                    readonly.check_postgres_session(conn, shown)
         except SQLAlchemyError as exc:
             engine.dispose()
             cause = exc.orig if isinstance(exc, DBAPIError) else exc
@@ -264,6 +271,9 @@ class Warehouse:
                 fix="check the URL, the network and the credentials (--warehouse, "
                 f"{ENV_VAR}, the lens's or dst.yaml's warehouse:)",
             ) from None
+        except WarehouseError:
+            engine.dispose()
+            raise
         return warehouse
 
     def __enter__(self) -> Warehouse:
@@ -382,7 +392,12 @@ class Warehouse:
                     if self._backend == "postgresql":
                         ms = max(1, round(timeout_s * 1000))
                         conn.exec_driver_sql("SET TRANSACTION READ ONLY", _RAW_OPTIONS)
-                        conn.exec_driver_sql(f"SET LOCAL statement_timeout = {ms}", _RAW_OPTIONS)
+                        # A query (not SET LOCAL): once one has run, PostgreSQL refuses to
+                        # switch the transaction back to read-write, even from a
+                        # multi-statement string that begins `SET transaction_read_only = off`.
+                        conn.exec_driver_sql(
+                            f"SELECT set_config('statement_timeout', '{ms}', true)", _RAW_OPTIONS
+                        )
                     else:
                         interrupt.arm(conn, timeout_s)
                     yield conn
@@ -447,40 +462,5 @@ def _sqlstate(orig: BaseException | None) -> str | None:
     return code if isinstance(code, str) else None
 
 
-def _with_installed_driver(parsed: URL) -> URL:
-    # SQLAlchemy 2.1 maps a bare postgresql:// to psycopg (3); many machines only
-    # have psycopg2. Pick whichever is installed rather than fail on import.
-    if parsed.drivername != "postgresql":
-        return parsed
-    if importlib.util.find_spec("psycopg") is None and importlib.util.find_spec("psycopg2"):
-        return parsed.set(drivername="postgresql+psycopg2")
-    return parsed
-
-
-def _duckdb_read_only(parsed: URL, shown: str) -> tuple[URL, dict[str, Any]]:
-    database = parsed.database or ":memory:"
-    memory = database == ":memory:"
-    if not memory and not database.startswith("md:") and not Path(database).is_file():
-        raise WarehouseError(
-            f"warehouse {shown}: the DuckDB file does not exist",
-            fix="run `dst seed` to build the embedded warehouse from the lenses' seeds/, "
-            "or point --warehouse at an existing database",
-        )
-    loosening = [k for k in parsed.query if k not in _DUCKDB_QUERY_ALLOWED]
-    parsed = parsed.difference_update_query(loosening)
-    config = {"enable_external_access": False, "lock_configuration": True}
-    # An in-memory database cannot open read-only; it is empty and cut off from
-    # files, so nothing outside it can be written.
-    return parsed, {"connect_args": {"read_only": not memory, "config": config}}
-
-
-def _sqlite_read_only(parsed: URL) -> URL:
-    database = parsed.database
-    if not database or database == ":memory:":
-        return parsed
-    if parsed.query.get("uri") not in ("true", "1"):
-        database = Path(database).absolute().as_uri()
-    return parsed.set(database=database).update_query_dict({"mode": "ro", "uri": "true"})
-
-
-# ---------------------------------------------------------------- seeding
+# Kept for callers of the former private name.
+_with_installed_driver = readonly.with_installed_driver

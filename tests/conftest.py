@@ -84,6 +84,7 @@ def dst(repo: Path, *args: str, env: Mapping[str, str] | None = None) -> Result:
         [sys.executable, "-m", "reconciler", *args],
         cwd=repo,
         env=full_env,
+        stdin=subprocess.DEVNULL,  # never a terminal, even under an interactive pytest
         capture_output=True,
         text=True,
         timeout=600,
@@ -123,3 +124,14 @@ def lens_repo(_seeded_template: Path, tmp_path: Path) -> Path:
     path = tmp_path / "lens_repo"
     shutil.copytree(_seeded_template, path, symlinks=True)
     return path
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Print the figures tests recorded with ``tests.figures.record``."""
+    from tests.figures import recorded
+
+    lines = recorded()
+    if lines:
+        terminalreporter.section("figures")
+        for line in lines:
+            terminalreporter.write_line(line)

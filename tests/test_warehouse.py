@@ -380,9 +380,12 @@ def test_pg_read_only_transaction_refuses_writes(pg: tuple[Warehouse, str, sa.En
 def test_pg_statement_timeout(pg: tuple[Warehouse, str, sa.Engine]) -> None:
     wh, _, _ = pg
     started = time.monotonic()
+    # pg_sleep is denied by the guard; the timeout is the connection's own bound
     with pytest.raises(WarehouseError, match=r"timed out after 0\.5 s"):
-        wh.execute("SELECT pg_sleep(5)", row_cap=1, timeout_s=0.5)
+        wh._execute_raw("SELECT pg_sleep(5)", row_cap=1, timeout_s=0.5)
     assert time.monotonic() - started < 4
+    with pytest.raises(UnsafeSqlError, match=r"pg_sleep\(\)"):
+        wh.execute("SELECT pg_sleep(5)", row_cap=1, timeout_s=0.5)
     assert wh.execute("SELECT 1", row_cap=1, timeout_s=10).rows == ((1,),)
 
 

@@ -1,0 +1,98 @@
+"""A PostgreSQL server for tests, when one is reachable: scratch databases and roles.
+
+``DST_TEST_POSTGRES_URL`` names a superuser connection (default the local server,
+``postgresql://postgres@127.0.0.1:5432/test``). Tests that need it call
+:func:`admin_or_skip`, which skips with the reason printed when no server answers.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import make_url
+
+from reconciler.readonly import with_installed_driver
+from reconciler.warehouse import redact
+
+DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/test"
+
+
+def admin_url() -> str:
+    """The superuser URL tests use to create and drop scratch databases."""
+    return os.environ.get("DST_TEST_POSTGRES_URL", DEFAULT_URL)
+
+
+def engine(url: str, **options: object) -> sa.Engine:
+    """A writable SQLAlchemy engine (setup only, never the warehouse under test)."""
+    parsed = with_installed_driver(make_url(url))
+    return sa.create_engine(parsed, connect_args={"connect_timeout": 2}, **options)
+
+
+def admin_or_skip() -> sa.Engine:
+    """An AUTOCOMMIT superuser engine, or ``pytest.skip`` naming why there is none."""
+    admin = engine(admin_url(), isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect():
+            pass
+    except sa.exc.SQLAlchemyError as exc:
+        admin.dispose()
+        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+        pytest.skip(f"PostgreSQL not reachable at {redact(admin_url())}: {reason}")
+    return admin
+
+
+@dataclass(frozen=True)
+class Scratch:
+    """A fresh database and a least-privilege login role on it.
+
+    Attributes:
+        database: the database name.
+        owner_url: superuser URL of the database (setup and inspection).
+        reader: the role's name.
+        reader_url: URL logging in as the role, password included.
+    """
+
+    database: str
+    owner_url: str
+    reader: str
+    reader_url: str
+
+
+@contextmanager
+def scratch_database(prefix: str) -> Iterator[Scratch]:
+    """Create ``<prefix>_<random>`` and a reader role; drop both afterwards.
+
+    The role is the README's least-privilege warehouse role: LOGIN, USAGE and
+    SELECT on ``public`` (granted by :func:`grant_reader` once tables exist),
+    ``default_transaction_read_only = on`` and a ``statement_timeout``.
+    """
+    admin = admin_or_skip()
+    tag = secrets.token_hex(5)
+    database, reader, password = f"{prefix}_{tag}", f"{prefix}_reader_{tag}", secrets.token_hex(12)
+    base = make_url(admin_url())
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f'CREATE DATABASE "{database}"')
+        conn.exec_driver_sql(f"CREATE ROLE \"{reader}\" LOGIN PASSWORD '{password}'")
+        conn.exec_driver_sql(f'ALTER ROLE "{reader}" SET default_transaction_read_only = on')
+        conn.exec_driver_sql(f"ALTER ROLE \"{reader}\" SET statement_timeout = '30s'")
+    owner_url = base.set(database=database).render_as_string(hide_password=False)
+    reader_url = base.set(database=database, username=reader, password=password)
+    try:
+        yield Scratch(database, owner_url, reader, reader_url.render_as_string(hide_password=False))
+    finally:
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+            conn.exec_driver_sql(f'DROP ROLE IF EXISTS "{reader}"')
+        admin.dispose()
+
+
+def grant_reader(conn: sa.Connection, reader: str) -> None:
+    """The least-privilege grants: USAGE on ``public``, SELECT on its tables."""
+    conn.exec_driver_sql(f'GRANT USAGE ON SCHEMA public TO "{reader}"')
+    conn.exec_driver_sql(f'GRANT SELECT ON ALL TABLES IN SCHEMA public TO "{reader}"')
