@@ -8,7 +8,8 @@ The tree::
     │   ├── UnsafeSqlError        SQL that is not exactly one read-only query
     │   └── UsageError            a flag, revision or lens name that does not resolve
     ├── StateError                exit 2: serving state that cannot be read as written
-    │   └── RefConflict           a compare-and-swap lost: the ref moved since the plan
+    │   ├── RefConflict           a compare-and-swap lost: the ref moved since the plan
+    │   └── StaleLock             a ref lock file a killed process left (named, with its age)
     └── WarehouseError            exit 2: the warehouse could not be reached or queried
 
 ``cli.py`` is the only place that turns these into exit codes; everything else
@@ -92,6 +93,27 @@ class RefConflict(StateError):
         self.ref = ref
         self.expected = expected
         self.actual = actual
+
+
+class StaleLock(StateError):
+    """A ref lock file that outlived a bounded wait: most likely left by a killed process.
+
+    dst never deletes it: only the user can know that no other process is writing.
+
+    Args:
+        path: the lock file (``.git/refs/dst/serving/<lens>.lock``, ``.git/packed-refs.lock``).
+        age_s: seconds since the file was last modified.
+    """
+
+    def __init__(self, path: str, age_s: float) -> None:
+        super().__init__(
+            f"{path} is {age_s:.0f} s old and still there: a dst or git process was killed "
+            f"while updating refs, or one is still running",
+            fix=f"if no dst or git process is running in this repository, remove it "
+            f"(rm {path}) and run the command again",
+        )
+        self.path = path
+        self.age_s = age_s
 
 
 class WarehouseError(DstError):

@@ -20,13 +20,15 @@ from typing import Any
 
 import pygit2
 
-from reconciler import __version__
+from reconciler import __version__, reflocks
 from reconciler.bindings import Bindings
+from reconciler.crashpoints import crash_point
 from reconciler.errors import RefConflict, StateError
 from reconciler.lens import Oid
 
 SERVING = "refs/dst/serving/"
 ATTEMPTS = "refs/dst/attempts/"
+RETIRED = "refs/dst/retired/"
 APPLYING = "refs/dst/applying"
 META_SCHEMA = 1
 
@@ -73,6 +75,12 @@ def serving_ref(lens: str) -> str:
 def attempts_ref(lens: str) -> str:
     """``refs/dst/attempts/<lens>``."""
     return ATTEMPTS + lens
+
+
+def retired_ref(lens: str) -> str:
+    """``refs/dst/retired/<lens>``: the retirement deployment of a lens deleted from
+    the source, whose first-parent history is the lens's serving history."""
+    return RETIRED + lens
 
 
 def ref_target(repo: pygit2.Repository, ref: str) -> Oid | None:
@@ -135,6 +143,18 @@ def read_deployment(repo: pygit2.Repository, oid: Oid) -> Deployment:
     return Deployment(Oid(str(oid)), lens_tree, meta, bindings, Oid(previous) if previous else None)
 
 
+def read_run(repo: pygit2.Repository, oid: Oid) -> dict[str, Any]:
+    """A deployment or attempt commit's ``state/run.json`` (plan, results, messages).
+
+    Raises:
+        StateError: the commit has no ``state/run.json`` or it is not JSON.
+    """
+    commit = repo.get(oid)
+    if not isinstance(commit, pygit2.Commit):
+        raise StateError(f"deployment {oid[:12]}: not a commit")
+    return dict(_blob_json(repo, commit.tree, "state/run.json", f"deployment {oid[:12]}"))
+
+
 def _signature(repo: pygit2.Repository) -> pygit2.Signature:
     try:
         sig = repo.default_signature
@@ -185,6 +205,7 @@ def write_deployment(
     oid = repo.create_commit(
         None, sig, sig, message, root.write(), [pygit2.Oid(hex=p) for p in dict.fromkeys(parents)]
     )
+    crash_point("deployment-written")
     return Oid(str(oid))
 
 
@@ -250,33 +271,68 @@ def update_refs(repo: pygit2.Repository, updates: Sequence[RefUpdate], *, reason
     and followed by its removal.
 
     Raises:
-        RefConflict: a ref no longer holds the value the plan saw, or another
-            process holds its lock; nothing moved. The fix is to re-plan.
+        RefConflict: a ref no longer holds the value the plan saw, another
+            apply's intent record is in flight, or another process kept a lock
+            through the bounded wait while moving it; nothing moved. The fix is
+            to re-plan.
+        StaleLock: a lock file stayed unchanged through the bounded wait.
     """
     if not updates:
         return
     intent: Oid | None = None
     if len(updates) > 1:
         intent = _write_intent(repo, updates, reason)
-        _transaction(repo, [RefUpdate(APPLYING, ref_target(repo, APPLYING), intent)], reason)
+        # Expect no intent: one that exists belongs to an apply in flight (or to a
+        # crashed one that the next recover() finishes); overwriting it would lose it.
+        _transaction(repo, [RefUpdate(APPLYING, None, intent)], reason)
+        crash_point("intent-written")
     try:
         _transaction(repo, updates, reason)
     except RefConflict:
         if intent is not None:
             _transaction(repo, [RefUpdate(APPLYING, intent, None)], reason)
         raise
+    crash_point("refs-set")
     if intent is not None:
         _transaction(repo, [RefUpdate(APPLYING, intent, None)], reason)
+        crash_point("intent-cleared")
 
 
 def _transaction(repo: pygit2.Repository, updates: Sequence[RefUpdate], reason: str) -> None:
+    """One compare-and-swap reference transaction, retried while a peer holds a lock.
+
+    A lock held by another process is waited out with a bounded backoff
+    (:func:`reflocks.wait_out`); the retry then compares afresh, so a peer
+    that moved the ref meanwhile turns this into a :class:`RefConflict`.
+    """
+    deadline = time.monotonic() + reflocks.lock_wait_s()
+    while True:
+        try:
+            _transaction_once(repo, updates, reason)
+            return
+        except _Locked as locked:
+            if time.monotonic() >= deadline:
+                raise RefConflict(locked.ref, locked.old, "locked by another process") from None
+            # Raises StaleLock when the same lock file outlives the whole wait.
+            reflocks.wait_out(repo, [u.ref for u in updates])
+
+
+class _Locked(Exception):
+    def __init__(self, ref: str, old: Oid | None) -> None:
+        super().__init__(ref)
+        self.ref = ref
+        self.old = old
+
+
+def _transaction_once(repo: pygit2.Repository, updates: Sequence[RefUpdate], reason: str) -> None:
     try:
         with repo.transaction() as txn:
             for u in updates:
                 try:
                     txn.lock_ref(u.ref)
                 except pygit2.GitError:
-                    raise RefConflict(u.ref, u.old, "locked by another process") from None
+                    raise _Locked(u.ref, u.old) from None
+                crash_point("ref-locked")
                 actual = ref_target(repo, u.ref)
                 if actual != u.old:
                     raise RefConflict(u.ref, u.old, actual)
@@ -285,6 +341,9 @@ def _transaction(repo: pygit2.Repository, updates: Sequence[RefUpdate], reason: 
                 else:
                     txn.set_target(u.ref, pygit2.Oid(hex=u.new), message=reason)
     except pygit2.GitError as exc:
+        if "lock" in str(exc):
+            # Committing can need packed-refs.lock (a deleted packed ref).
+            raise _Locked(updates[0].ref, updates[0].old) from None
         raise RefConflict(updates[0].ref, updates[0].old, f"update failed: {exc}") from None
 
 
@@ -305,9 +364,22 @@ def _write_intent(repo: pygit2.Repository, updates: Sequence[RefUpdate], reason:
 def recover(repo: pygit2.Repository) -> list[str]:
     """Roll forward an apply interrupted between its intent record and its removal.
 
+    Every command that moves a ref calls this first. It first waits out lock
+    files on ``refs/dst/`` (a peer's lock lasts milliseconds) and refuses to go
+    on past one that a killed process left. Then, if ``refs/dst/applying``
+    names an intent, its lens refs move all together or not at all: when each
+    still holds its old or already its new deployment, the ones at old roll
+    forward in one transaction; when any moved elsewhere, the interrupted apply
+    lost a race before it crashed, and none of its refs is moved.
+
     Returns:
         Messages describing what was rolled forward (empty when nothing was pending).
+
+    Raises:
+        StaleLock: a lock file stayed unchanged through the bounded wait.
+        StateError: ``refs/dst/applying`` is not a dst intent record.
     """
+    reflocks.wait_out(repo)
     intent = ref_target(repo, APPLYING)
     if intent is None:
         return []
@@ -321,16 +393,21 @@ def recover(repo: pygit2.Repository) -> list[str]:
             fix=f"inspect it with `git show {intent[:12]}`; if no dst apply wrote it, "
             f"delete it with `git update-ref -d {APPLYING}`",
         ) from None
+    actual = {ref: ref_target(repo, ref) for ref, _, _ in updates}
+    moved = [ref for ref, old, new in updates if actual[ref] not in (old, new)]
+    pending = [RefUpdate(ref, old, new) for ref, old, new in updates if actual[ref] == old]
     messages = []
-    for ref, old, new in updates:
-        actual = ref_target(repo, ref)
-        if actual == new:
-            continue
-        if actual == old:
-            _transaction(repo, [RefUpdate(ref, actual, new)], "recover: roll forward")
-            messages.append(f"rolled forward {ref} to {str(new)[:12]}")
-        else:
-            messages.append(f"{ref} moved elsewhere since the interrupted apply; left as is")
+    if moved:
+        landed = [ref for ref, _, new in updates if actual[ref] == new]
+        messages.append(
+            f"the interrupted apply {intent[:12]} was not rolled forward: {', '.join(moved)} "
+            f"moved elsewhere since"
+            + (f"; {', '.join(landed)} already held its new deployment" if landed else "")
+        )
+    elif pending:
+        _transaction(repo, pending, "recover: roll forward")
+        messages.extend(f"rolled forward {u.ref} to {str(u.new)[:12]}" for u in pending)
+        crash_point("recover-rolled")
     _transaction(repo, [RefUpdate(APPLYING, intent, None)], "recover: done")
     return messages
 

@@ -92,3 +92,44 @@ def test_interrupted_apply_rolls_forward(two_lenses: tuple[pygit2.Repository, st
     assert refstore.ref_target(repo, refstore.serving_ref("b")) == b1
     assert refstore.ref_target(repo, refstore.APPLYING) is None
     assert refstore.recover(repo) == []
+
+
+def test_recovery_is_all_or_nothing_when_a_ref_moved_elsewhere(
+    two_lenses: tuple[pygit2.Repository, str],
+) -> None:
+    repo, source = two_lenses
+    a1, b1 = _deploy(repo, source, None, "a"), _deploy(repo, source, None, "b")
+    b_other = _deploy(repo, source, None, "b")
+    b_other = _deploy(repo, source, b_other, "b")
+    updates = [
+        refstore.RefUpdate(refstore.serving_ref("a"), None, a1),
+        refstore.RefUpdate(refstore.serving_ref("b"), None, b1),
+    ]
+    # the apply lost b's compare-and-swap to a peer, then died before removing its intent
+    intent = refstore._write_intent(repo, updates, "crash test")
+    refstore._transaction(repo, [refstore.RefUpdate(refstore.APPLYING, None, intent)], "t")
+    refstore._transaction(
+        repo, [refstore.RefUpdate(refstore.serving_ref("b"), None, b_other)], "peer"
+    )
+    (message,) = refstore.recover(repo)
+    assert "not rolled forward" in message and refstore.serving_ref("b") in message
+    assert refstore.ref_target(repo, refstore.serving_ref("a")) is None
+    assert refstore.ref_target(repo, refstore.serving_ref("b")) == b_other
+    assert refstore.ref_target(repo, refstore.APPLYING) is None
+
+
+def test_a_second_intent_never_overwrites_one_in_flight(
+    two_lenses: tuple[pygit2.Repository, str],
+) -> None:
+    repo, source = two_lenses
+    a1, b1 = _deploy(repo, source, None, "a"), _deploy(repo, source, None, "b")
+    updates = [
+        refstore.RefUpdate(refstore.serving_ref("a"), None, a1),
+        refstore.RefUpdate(refstore.serving_ref("b"), None, b1),
+    ]
+    first = refstore._write_intent(repo, updates, "in flight")
+    refstore._transaction(repo, [refstore.RefUpdate(refstore.APPLYING, None, first)], "t")
+    with pytest.raises(RefConflict):
+        refstore.update_refs(repo, updates, reason="second")
+    assert refstore.ref_target(repo, refstore.APPLYING) == first
+    assert refstore.ref_target(repo, refstore.serving_ref("a")) is None
