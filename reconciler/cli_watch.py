@@ -57,7 +57,9 @@ def interval_hours(env: Mapping[str, str]) -> float:
 
 
 def _lens_line(run: LensRun, dry_run: bool) -> list[str]:
-    action = "would promote" if dry_run and run.action == "promoted" else run.action
+    action = run.action
+    if dry_run and action in ("promoted", "retired"):
+        action = f"would {action[:-1]}"
     parts = [f"{run.plan.lens}: {action.replace('_', ' ')}"]
     score = run.score
     if score.get("total"):

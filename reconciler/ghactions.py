@@ -63,6 +63,8 @@ _ICONS = {
     "unchanged": "➖",
     "skipped": "⏭️",
     "planned": "📝",
+    "retire": "🗄️",
+    "retired": "🗄️",
 }
 # XML 1.0 forbids most control characters; a warehouse cell may hold any of them.
 _XML_INVALID = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -183,8 +185,8 @@ def score_line(score: Mapping[str, int] | None) -> str:
 
 
 def _action(run: LensRun, dry_run: bool) -> str:
-    if dry_run and run.action == "promoted":
-        return "would promote (dry run)"
+    if dry_run and run.action in ("promoted", "retired"):
+        return f"would {run.action[:-1]} (dry run)"
     return run.action.replace("_", " ")
 
 

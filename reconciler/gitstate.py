@@ -7,6 +7,7 @@ oid at serving and candidate and is never opened.
 from __future__ import annotations
 
 import os
+import posixpath
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,8 +30,12 @@ class LensTree:
 def open_repo(path: str | os.PathLike[str] | None) -> pygit2.Repository:
     """Open the repository containing ``path`` (default: the current directory).
 
+    Git's owner check stays on: a repository owned by another user is refused,
+    as git itself refuses it, and the message names the ``safe.directory``
+    setting that lets the user vouch for it (git-config(1), "safe.directory").
+
     Raises:
-        UsageError: no git repository there.
+        UsageError: no git repository there, or one owned by another user.
     """
     start = os.fspath(path or ".")
     found = pygit2.discover_repository(start)
@@ -39,7 +44,23 @@ def open_repo(path: str | os.PathLike[str] | None) -> pygit2.Repository:
             f"{start}: not inside a git repository",
             fix="run dst inside a git repository or pass --repo PATH",
         )
-    return pygit2.Repository(found)
+    try:
+        return pygit2.Repository(found)
+    except pygit2.GitError as exc:
+        if "not owned by current user" not in str(exc):
+            raise UsageError(
+                f"{found}: git cannot open this repository ({exc})",
+                fix="check the path and that the repository is not damaged (git fsck)",
+            ) from None
+        trusted = found.rstrip("/")
+        if trusted.endswith("/.git"):
+            trusted = trusted[: -len("/.git")]
+        raise UsageError(
+            f"{trusted}: detected dubious ownership: the repository is owned by another "
+            f"user, so git (and dst) refuse to read it",
+            fix=f"if you trust it, run `git config --global --add safe.directory {trusted}` "
+            f"(or run dst as the repository's owner)",
+        ) from None
 
 
 def repo_root(repo: pygit2.Repository) -> Path:
@@ -96,8 +117,17 @@ def uncommitted_lens_paths(repo: pygit2.Repository) -> list[str]:
     )
 
 
-def tree_files(repo: pygit2.Repository, tree_oid: Oid) -> dict[str, bytes]:
-    """Every blob under a tree as ``{posix relative path: bytes}``."""
+def tree_files(
+    repo: pygit2.Repository, tree_oid: Oid, *, lens_root: str | None = None
+) -> dict[str, bytes]:
+    """Every blob under a tree as ``{posix relative path: bytes}``.
+
+    Symlinks are skipped, unless ``lens_root`` (the tree's repository-relative
+    path, for messages) is given: then a symlink is a load error.
+
+    Raises:
+        LensLoadError: with ``lens_root``, a symlink under the tree.
+    """
     out: dict[str, bytes] = {}
     stack: list[tuple[str, pygit2.Tree]] = [("", repo[tree_oid].peel(pygit2.Tree))]
     while stack:
@@ -107,14 +137,58 @@ def tree_files(repo: pygit2.Repository, tree_oid: Oid) -> dict[str, bytes]:
             obj = repo[entry.id]
             if isinstance(obj, pygit2.Tree):
                 stack.append((path + "/", obj))
-            elif isinstance(obj, pygit2.Blob) and entry.filemode != pygit2.GIT_FILEMODE_LINK:
+            elif isinstance(obj, pygit2.Blob) and entry.filemode == pygit2.GIT_FILEMODE_LINK:
+                if lens_root is not None:
+                    target = bytes(obj.data).decode("utf-8", "replace")
+                    raise symlink_error(f"{lens_root}/{path}", target)
+            elif isinstance(obj, pygit2.Blob):
                 out[path] = obj.data
     return out
 
 
+def symlink_error(repo_path: str, target: str) -> LensLoadError:
+    """The load error for a symlink at ``repo_path`` (repository-relative) to ``target``.
+
+    A lens is read from git objects, where a symlink is only its target's
+    name: following it would read whatever the machine has there, so dst
+    never does, and a lens file that silently vanished would be worse.
+    """
+    joined = posixpath.normpath(posixpath.join(posixpath.dirname(repo_path), target))
+    if posixpath.isabs(target) or joined == ".." or joined.startswith("../"):
+        where = "outside the repository"
+    else:
+        where = f"to {joined}"
+    return LensLoadError(
+        repo_path,
+        f"is a symlink {where} ({target!r}); dst does not follow symlinks in a lens",
+        fix="replace the symlink with a copy of the file",
+    )
+
+
+# Lenses already loaded, by (name, tree id). A tree id names its content exactly, so
+# the lens it yields is the same in any repository that holds it; a plan reloads
+# the serving version on every run (watch, dst mutate), which this spares.
+_LOADED: dict[tuple[str, str], Lens] = {}
+_LOADED_MAX = 16
+
+
 def load_lens_at(repo: pygit2.Repository, lens_tree: LensTree) -> Lens:
-    """Load a lens from a tree in the object database."""
-    return load_lens(lens_tree.name, tree_files(repo, lens_tree.tree))
+    """Load a lens from a tree in the object database (memoized by tree id).
+
+    Raises:
+        LensLoadError: a file does not load, or the lens holds a symlink.
+    """
+    key = (lens_tree.name, str(lens_tree.tree))
+    cached = _LOADED.pop(key, None)
+    if cached is not None:
+        _LOADED[key] = cached  # most recently used goes last; the first is evicted
+        return cached
+    root = f"{LENSES_DIR}/{lens_tree.name}"
+    lens = load_lens(lens_tree.name, tree_files(repo, lens_tree.tree, lens_root=root))
+    if len(_LOADED) >= _LOADED_MAX:
+        _LOADED.pop(next(iter(_LOADED)))
+    _LOADED[key] = lens
+    return lens
 
 
 def worktree_lens_names(root: Path) -> list[str]:
@@ -129,7 +203,8 @@ def worktree_files(root: Path, name: str) -> dict[str, bytes]:
     """A lens directory in the working tree as ``{posix relative path: bytes}``.
 
     Raises:
-        LensLoadError: the lens name is not a valid ref component.
+        LensLoadError: the lens name is not a valid ref component, or the lens
+            holds a symlink.
     """
     if not LENS_NAME_RE.match(name):
         raise LensLoadError(
@@ -141,9 +216,11 @@ def worktree_files(root: Path, name: str) -> dict[str, bytes]:
     out: dict[str, bytes] = {}
     for dirpath, dirnames, filenames in os.walk(base):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for fname in sorted(filenames):
+        # os.walk lists a symlinked directory among dirnames and never enters it.
+        for fname in sorted(filenames) + [d for d in dirnames if Path(dirpath, d).is_symlink()]:
             full = Path(dirpath) / fname
             if full.is_symlink():
-                continue
+                rel = full.relative_to(root).as_posix()
+                raise symlink_error(rel, os.readlink(full))
             out[full.relative_to(base).as_posix()] = full.read_bytes()
     return out
