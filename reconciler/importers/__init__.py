@@ -46,6 +46,7 @@ class ImportReport:
         as_of: the ``as_of`` date written to ``lens.yaml``, if any.
         notes: decisions worth knowing that lose nothing (renamed seed columns,
             why ``as_of`` is that day, oracles that were not executed).
+        exemplars: number of ``exemplars/*.yaml`` files.
     """
 
     lens: str
@@ -58,6 +59,7 @@ class ImportReport:
     drafts: int = 0
     as_of: str | None = None
     notes: tuple[str, ...] = ()
+    exemplars: int = 0
 
 
 @dataclass(frozen=True)
