@@ -1,0 +1,278 @@
+"""Human certification: question → SQL → executed result → a person's yes → ``answers/<id>.yaml``.
+
+DESIGN §1: a certified answer's SQL is the oracle and *only a human certifies*.
+This module prepares everything that person needs to decide, and writes the
+answer once they did; ``cli_certify`` shows the SQL and its result and asks.
+Apart from the importers (which carry over answers a person already verified
+upstream, with that provenance), nothing else in the package writes into a
+lens's ``answers/`` — ``tests/test_certify.py`` checks the package source for it.
+
+The SQL comes from the same path the certified suite re-asks through
+(:func:`reconciler.assembly.assemble` then :func:`reconciler.generators.generate`,
+certified matching off), so an answer certified here re-verifies as ``correct``
+on its first self-test unless the lens changes; or it is the person's own SQL
+(``--sql FILE``), which is executed and shown just the same.
+
+The answer file has the format of :class:`reconciler.lens.Answer`, the schema
+modeline of :func:`reconciler.schemas.with_schema_comment`, and provenance
+``certified_by`` (the person), ``certified_at`` (UTC, ISO-8601 to the second)
+and ``source`` (``dst certify``, the generator tier or the SQL file, a run id).
+Before anything is shown, the lens is loaded with the new file added, so an
+answer that :func:`reconciler.lens.load_lens` would reject is refused up front.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from reconciler.assembly import assemble, normalize
+from reconciler.errors import UsageError
+from reconciler.files import write_new_file
+from reconciler.generators import DimensionValues, SmartCall, generate
+from reconciler.importers import dump_yaml, slugify
+from reconciler.lens import Answer, AnswerId, Lens, Provenance, load_lens
+from reconciler.schemas import with_schema_comment
+
+ANSWER_ID_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+HAND_WRITTEN = "hand-written"
+"""The ``tier`` of a candidate whose SQL a person wrote (``--sql FILE``)."""
+
+_FIELD_ORDER = ("id", "question", "sql", "status", "provenance", "description")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """The SQL proposed as the oracle for a question.
+
+    Attributes:
+        question: the question as asked.
+        sql: the query, or ``None`` when the generator declined.
+        tier: the generator tier that produced it (``fast``, ``smart``), or
+            :data:`HAND_WRITTEN`.
+        declined: why the generator declined (``None`` when there is SQL).
+        origin: the SQL file's name for hand-written SQL, else ``None``.
+        request: the assembly record (``GenerationRequest.record()``), or ``None``
+            for hand-written SQL.
+    """
+
+    question: str
+    sql: str | None
+    tier: str
+    declined: str | None = None
+    origin: str | None = None
+    request: Mapping[str, Any] | None = None
+
+    def record(self) -> dict[str, Any]:
+        """JSON-ready record: question, sql, tier, declined, origin, request."""
+        return {
+            "question": self.question,
+            "sql": self.sql,
+            "tier": self.tier,
+            "declined": self.declined,
+            "origin": self.origin,
+            "request": dict(self.request) if self.request is not None else None,
+        }
+
+
+def answer_id_for(question: str, given: str | None = None) -> AnswerId:
+    """The answer id: ``given`` when set, else the question slugged to ``[a-z0-9_]``.
+
+    Raises:
+        UsageError: ``given`` is not a valid answer id (letters, digits, ``_``,
+            ``.``, ``-``; not starting with ``.`` or ``-``).
+    """
+    if given is None:
+        return AnswerId(slugify(question))
+    if not ANSWER_ID_RE.match(given):
+        raise UsageError(
+            f"--id {given!r} is not a valid answer id",
+            fix="use letters, digits, '_', '.' and '-', starting with a letter, digit or '_'",
+        )
+    return AnswerId(given)
+
+
+def answer_path(answer_id: str) -> str:
+    """The lens-relative path of an answer's file: ``answers/<id>.yaml``."""
+    return f"answers/{answer_id}.yaml"
+
+
+def existing_answer(lens: Lens, files: Mapping[str, bytes], answer_id: str) -> str | None:
+    """The lens-relative file that already holds ``answer_id``, or ``None``.
+
+    Both a file at :func:`answer_path` (whatever id it declares) and an answer
+    declaring the id in another file count: either way writing would clash.
+    """
+    rel = answer_path(answer_id)
+    for taken in (rel, rel.removesuffix(".yaml") + ".yml"):
+        if taken in files:
+            return taken
+    if answer_id in lens.answers:
+        return lens.sources.get(f"answers/{answer_id}", rel)
+    return None
+
+
+def same_question(lens: Lens, question: str) -> Answer | None:
+    """The active answer whose question normalizes to the same text, if any.
+
+    Two active answers to one question would make the certified match of
+    ``dst ask`` ambiguous, so certification refuses the second.
+    """
+    wanted = normalize(question)
+    for answer in lens.active_answers():
+        if normalize(answer.question) == wanted:
+            return answer
+    return None
+
+
+def propose(
+    lens: Lens,
+    question: str,
+    values: DimensionValues,
+    *,
+    sql: str | None = None,
+    origin: str | None = None,
+    smart: SmartCall | None = None,
+) -> Candidate:
+    """The candidate oracle for ``question``.
+
+    Args:
+        lens: the lens version (working tree) whose assets feed generation.
+        question: the question as it will be stored.
+        values: ``{(model, dimension): distinct warehouse values}`` for the generator.
+        sql: a person's own SQL (``--sql FILE``); skips generation when given.
+        origin: the SQL file's name, recorded in the provenance.
+        smart: the lens's smart tier when configured (as the suite gets it).
+
+    Returns:
+        The candidate; ``sql`` is ``None`` when every configured tier declined.
+    """
+    if not question.strip():
+        raise UsageError("--question is empty", fix='pass the question: --question "…"')
+    if sql is not None:
+        return Candidate(question, sql, HAND_WRITTEN, origin=origin)
+    request = assemble(lens, question, certified_matching=False)
+    generation = generate(lens, request, values, smart=smart)
+    return Candidate(
+        question,
+        generation.sql,
+        generation.tier,
+        declined=generation.declined,
+        request=request.record(),
+    )
+
+
+def utc_now() -> str:
+    """The current UTC time as ISO-8601 to the second: ``2025-03-01T14:05:09Z``."""
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def run_id(candidate: Candidate, at: str) -> str:
+    """A run id for the provenance: the time (compact) and a digest of question and SQL.
+
+    ``20250301T140509Z-3f2a9c1d``: sortable, and two certifications of different
+    SQL in the same second still differ.
+    """
+    digest = hashlib.sha256(f"{candidate.question}\0{candidate.sql}".encode()).hexdigest()
+    return f"{re.sub(r'[^0-9TZ]', '', at)}-{digest[:8]}"
+
+
+def source_of(candidate: Candidate, run: str) -> str:
+    """The provenance ``source`` line: what produced the SQL and in which run."""
+    if candidate.tier == HAND_WRITTEN:
+        what = f"hand-written SQL from {candidate.origin}" if candidate.origin else HAND_WRITTEN
+    else:
+        what = f"generator tier {candidate.tier}"
+    return f"dst certify ({what}; run {run})"
+
+
+def answer_file(
+    lens: Lens,
+    files: Mapping[str, bytes],
+    answer_id: str,
+    candidate: Candidate,
+    *,
+    certified_by: str,
+    certified_at: str,
+    run: str,
+    result_shape: tuple[int, int] | None = None,
+) -> tuple[Answer, bytes]:
+    """The validated answer and the bytes of ``answers/<id>.yaml``.
+
+    Args:
+        lens: the lens the answer joins.
+        files: the lens's current files (lens-relative path → bytes).
+        answer_id: the new answer's id (see :func:`answer_id_for`).
+        candidate: a candidate with SQL.
+        certified_by: the person; surrounding whitespace is dropped.
+        certified_at: UTC ISO-8601 (:func:`utc_now`).
+        run: the run id (:func:`run_id`).
+        result_shape: ``(rows, columns)`` of the executed result, noted in the
+            description.
+
+    Returns:
+        ``(answer, file bytes)``; the bytes start with the schema modeline.
+
+    Raises:
+        UsageError: ``certified_by`` is blank or the candidate has no SQL.
+        LensLoadError: the lens does not load with the new file added (unsafe
+            SQL, a relative-date question without ``as_of``, a clashing id …),
+            naming the file and line.
+    """
+    by = certified_by.strip()
+    if not by:
+        raise UsageError(
+            "certified_by is empty: only a named person certifies",
+            fix='pass --by "Your Name"',
+        )
+    if candidate.sql is None:
+        raise UsageError("nothing to certify: the generator declined", fix="rephrase the question")
+    shape = f" ({result_shape[0]} rows x {result_shape[1]} columns)" if result_shape else ""
+    how = "hand-written SQL" if candidate.tier == HAND_WRITTEN else f"{candidate.tier}-tier SQL"
+    answer = Answer(
+        id=answer_id,
+        question=candidate.question,
+        sql=candidate.sql.strip() + "\n",
+        status="active",
+        provenance=Provenance(
+            certified_by=by, certified_at=certified_at, source=source_of(candidate, run)
+        ),
+        description=f"dst certify: {how} and its executed result{shape} shown, then confirmed.",
+    )
+    data = answer.model_dump(mode="json")
+    rel = answer_path(answer_id)
+    content = with_schema_comment(rel, dump_yaml({key: data[key] for key in _FIELD_ORDER}))
+    load_lens(lens.name, {**files, rel: content}, root=lens.root)
+    return answer, content
+
+
+def write_answer(repo_root: Path, lens_root: str, answer_id: str, content: bytes) -> str:
+    """Create ``<lens_root>/answers/<id>.yaml`` atomically, never over an existing file.
+
+    Args:
+        repo_root: the working tree root.
+        lens_root: the repository-relative lens directory (``lenses/sales``).
+        answer_id: the answer id.
+        content: the file (see :func:`answer_file`).
+
+    Returns:
+        The repository-relative path written.
+
+    Raises:
+        UsageError: the file exists (another answer, or a certification that won
+            a race); nothing is written.
+    """
+    rel = f"{lens_root}/{answer_path(answer_id)}"
+    try:
+        write_new_file(repo_root / rel, content)
+    except FileExistsError:
+        raise UsageError(
+            f"{rel} already exists: refusing to overwrite a certified answer",
+            fix="pass another --id, or retire the old answer (status: retired) in its file",
+        ) from None
+    return rel

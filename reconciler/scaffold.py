@@ -1,0 +1,207 @@
+"""``dst init``'s files: a repository skeleton and one example lens that validates.
+
+What :func:`plan_files` lays out (DESIGN §2 lens layout)::
+
+    dst.yaml                          repository settings (warehouse:), kept if present
+    .gitignore                        gains a ".dst/" line (the embedded warehouse)
+    schemas/*.schema.json             the JSON Schemas the modelines point at, kept if present
+    lenses/<name>/lens.yaml
+    lenses/<name>/models/example_orders.yaml
+    lenses/<name>/metrics/order_count.yaml, revenue.yaml
+    lenses/<name>/answers/example_revenue_by_region.yaml   status: draft
+    lenses/<name>/seeds/example_orders.csv
+
+Every YAML file starts with the ``yaml-language-server`` modeline
+(:mod:`reconciler.schemas`) and explains its keys in comments. The example is
+complete on purpose: ``dst seed`` builds its table, ``dst apply`` promotes the
+lens (``gate SKIPPED``: nothing is certified yet) and ``dst certify`` can certify
+its first answer at once. The example answer is a *draft*: only a person
+certifies (DESIGN §1), so init never writes an active answer.
+
+This module only computes bytes; ``cli_init`` checks for existing files and
+writes them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from reconciler.schemas import KINDS, render, schema_filename, schema_for, with_schema_comment
+
+GITIGNORE_LINE = ".dst/"
+
+
+@dataclass(frozen=True)
+class Scaffold:
+    """The files of a new lens and the repository files it needs.
+
+    Attributes:
+        lens: the lens name.
+        lens_files: ``{repository-relative path: bytes}``; each must not exist yet.
+        repo_files: ``{repository-relative path: bytes}`` written only when missing
+            (``dst.yaml``, ``schemas/*.schema.json``).
+    """
+
+    lens: str
+    lens_files: dict[str, bytes]
+    repo_files: dict[str, bytes]
+
+
+def _lens_yaml(name: str, dialect: str) -> str:
+    return f"""\
+# The lens: settings for its models, metrics, skills, exemplars and answers.
+name: {name}
+description: Example lens from dst init; replace the example files with your own.
+# The gate on every push that could change a certified answer's result:
+# block (roll the apply back when one does not re-verify), warn (promote, loudly), off.
+eval_gate: block
+# SQL dialect of the warehouse, as sqlglot names it (duckdb, postgres, snowflake, bigquery ...).
+dialect: {dialect}
+# Rows fetched per query (at most 1000); an oracle over the cap is an error.
+row_cap: 1000
+# Questions with relative dates ("last month") are evaluated on a pinned day:
+# as_of: "2024-12-31"
+generator:
+  tiers: [fast]
+# Words that put a question out of scope (refused), and ambiguous terms answered
+# with a clarifying question instead of SQL:
+exclusions: []
+clarify:
+  - term: performance
+    ask: "Which measure do you mean by performance: revenue or the number of orders?"
+"""
+
+
+_MODEL = """\
+# A semantic model: one physical table and the columns questions may name.
+# This example reads the table `dst seed` builds from ../seeds/example_orders.csv;
+# point `table:` at a table of your warehouse instead.
+name: example_orders
+description: Orders, one row per order (example data).
+table: example_orders
+primary_key: [order_id]
+dimensions:
+  - name: region
+    data_type: string
+    synonyms: [area]
+    description: Sales region of the order.
+time_dimensions:
+  - name: order_date
+    data_type: date
+facts:
+  - name: amount
+    data_type: number
+    description: Order amount.
+# Joins to other models of the lens, e.g.:
+# joins:
+#   - to: customers
+#     on: {customer_id: customer_id}
+"""
+
+_ORDER_COUNT = """\
+# A metric: an aggregate over one model's table; synonyms are other ways users say it.
+name: order_count
+label: Orders
+synonyms: [number of orders, order volume]
+model: example_orders
+expression: COUNT(*)
+"""
+
+_REVENUE = """\
+name: revenue
+label: Revenue
+synonyms: [sales]
+model: example_orders
+expression: SUM(amount)
+# Row filters applied whenever the metric is used, e.g.:
+# filters: ["status = 'completed'"]
+"""
+
+_ANSWER = """\
+# A certified answer: a question and the SQL a person verified (the oracle). dst re-asks
+# the question whenever a push could change its result and compares both results.
+# Certify answers with `dst certify`, which shows the SQL and its result first:
+#   dst certify --lens {name} --question "Revenue by region"
+# This example is a draft: drafts are not certified and not re-verified.
+id: example_revenue_by_region
+question: Revenue by region
+sql: |
+  SELECT region, SUM(amount) AS revenue
+  FROM example_orders
+  GROUP BY region
+status: draft
+provenance:
+  certified_by: nobody yet (draft)
+  certified_at: never
+  source: dst init example
+"""
+
+_SEED = """\
+order_id,order_date,region,amount
+1,2024-01-05,North,120.00
+2,2024-01-17,South,75.50
+3,2024-02-02,North,42.25
+4,2024-02-20,East,310.00
+5,2024-03-08,West,18.75
+6,2024-03-21,South,99.99
+7,2024-04-11,East,56.40
+8,2024-04-29,North,230.10
+"""
+
+_DST_YAML = """\
+# yaml-language-server: $schema=schemas/dst.schema.json
+# Repository settings shared by every lens.
+# The warehouse lenses read unless --warehouse, DST_WAREHOUSE_URL or a lens's own
+# warehouse: says otherwise; without one, dst uses the embedded DuckDB file that
+# `dst seed` builds under .dst/ from the lenses' seeds/*.csv. Keep passwords out of
+# git: write them as ${{ENV_VAR}} references, e.g.
+#   warehouse: postgresql://analyst:${{PGPASSWORD}}@db.example.com:5432/analytics
+{warehouse}"""
+
+
+def plan_files(lens: str, *, dialect: str = "duckdb", warehouse: str | None = None) -> Scaffold:
+    """The files ``dst init`` writes for ``lens``.
+
+    Args:
+        lens: a valid lens name (``lens.LENS_NAME_RE``; the caller checks it).
+        dialect: the lens's SQL dialect (a sqlglot name).
+        warehouse: a SQLAlchemy URL for ``dst.yaml``'s ``warehouse:``, or ``None``
+            to leave it commented out (the embedded DuckDB default).
+
+    Returns:
+        The scaffold; every lens YAML file carries its schema modeline.
+    """
+    lens_rel = {
+        "lens.yaml": _lens_yaml(lens, dialect),
+        "models/example_orders.yaml": _MODEL,
+        "metrics/order_count.yaml": _ORDER_COUNT,
+        "metrics/revenue.yaml": _REVENUE,
+        "answers/example_revenue_by_region.yaml": _ANSWER.format(name=lens),
+    }
+    lens_files = {
+        f"lenses/{lens}/{rel}": with_schema_comment(rel, text.encode("utf-8"))
+        for rel, text in lens_rel.items()
+    }
+    lens_files[f"lenses/{lens}/seeds/example_orders.csv"] = _SEED.encode("utf-8")
+    # JSON's quoted string is a YAML double-quoted scalar: safe for any URL text.
+    setting = f"warehouse: {json.dumps(warehouse)}\n" if warehouse else ""
+    repo_files = {"dst.yaml": _DST_YAML.format(warehouse=setting).encode("utf-8")}
+    for kind in KINDS:
+        repo_files[f"schemas/{schema_filename(kind)}"] = render(schema_for(kind)).encode("utf-8")
+    return Scaffold(lens, lens_files, repo_files)
+
+
+def gitignore_with_dst(current: str | None) -> str | None:
+    """``.gitignore`` text with a ``.dst/`` line added, or ``None`` when it already ignores it.
+
+    Args:
+        current: the file's text, or ``None`` when it does not exist.
+    """
+    lines = (current or "").splitlines()
+    if any(line.strip() in (".dst", ".dst/", "/.dst", "/.dst/") for line in lines):
+        return None
+    text = current or ""
+    if text and not text.endswith("\n"):
+        text += "\n"
+    return text + GITIGNORE_LINE + "\n"
