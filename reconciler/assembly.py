@@ -18,6 +18,7 @@ so that what it compiles and what assembly recorded can never disagree.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import deque
 from collections.abc import Iterable, Mapping
@@ -377,6 +378,63 @@ def model_nouns(lens: Lens) -> dict[tuple[str, ...], str]:
     return nouns
 
 
+# "how many customers", "number of customers", "share of customers", "the most customers".
+COUNT_OPENERS = frozenset(
+    (
+        *((w, "of") for w in ("number", "count", "share", "percentage", "percent")),
+        ("how", "many"),
+        ("most",),
+        ("fewest",),
+    )
+)
+
+
+def counted_model(lens: Lens, found: Retrieval) -> tuple[int, int, int, str] | None:
+    """The first "how many <model noun>" of the question, else ``None``.
+
+    Openers: "how many", "number of", "count of", "share of" (and the other share
+    words), "most", "fewest"; boolean flags may stand between ("how many active
+    customers"). The noun is a model or table name outside lens phrases, or a
+    dimension phrase of that same model spelled like it (a ``customer`` dimension
+    of model ``customers``).
+
+    Returns:
+        ``(opener start, noun start, noun end, model)``; the fast tier counts that
+        model's entities when the question names no metric.
+    """
+    nouns = model_nouns(lens)
+    longest = max((len(k) for k in nouns), default=0)
+    covered = found.covered()
+    own = {
+        (m.start, m.end)
+        for m in found.mentions
+        if m.kind == "dimension"
+        and nouns.get(found.tokens[m.start : m.end]) in {t.model for t in m.targets}
+    }
+    flag_starts = {m.end: m.start for m in found.mentions if m.kind == "flag"}
+    toks = found.tokens
+    for i in range(len(toks)):
+        n = next(
+            (
+                n
+                for n in range(longest, 0, -1)
+                if toks[i : i + n] in nouns
+                and ((i, i + n) in own or not covered & set(range(i, i + n)))
+            ),
+            0,
+        )
+        if not n:
+            continue
+        k = i
+        while k in flag_starts:
+            k = flag_starts[k]
+        for width in (2, 1):
+            at = k - width
+            if at >= 0 and toks[at:k] in COUNT_OPENERS and not covered & set(range(at, k)):
+                return at, i, i + n, nouns[toks[i : i + n]]
+    return None
+
+
 def metric_models(lens: Lens, metric: str) -> tuple[str, ...]:
     """The metric's model and any model its expression or filters name as a qualifier."""
     m = lens.metrics[metric]
@@ -394,6 +452,8 @@ def metric_models(lens: Lens, metric: str) -> tuple[str, ...]:
     return tuple(sorted(names))
 
 
+# Pure in its arguments, and every assembly compares each exemplar's SQL: memoized.
+@functools.lru_cache(maxsize=4096)
 def canonical_sql(sql: str, dialect: str) -> str:
     """SQL through sqlglot's normalized output (comments dropped); raw text if it fails."""
     try:
@@ -460,7 +520,10 @@ def _select_models(lens: Lens, found: Retrieval) -> tuple[str, ...]:
     """Models the question involves: see :func:`assemble`."""
     facts = [f for m in found.mentions for f in (m.facts or m.targets) if f.kind == "fact"]
     sources = {lens.metrics[name].model for name in found.metrics()} | {f.model for f in facts}
-    selected: set[str] = set()
+    counted = None if sources else counted_model(lens, found)
+    if counted is not None:
+        sources = {counted[3]}
+    selected: set[str] = set(sources)
 
     def add_paths(target: str) -> None:
         selected.add(target)
@@ -541,7 +604,9 @@ def assemble(
       not known here), the person dimensions' models when the question opens
       with "who", the models on every shortest join path from a metric's or
       fact's model to them, and, when the question names a period or grain, the
-      nearest model carrying a time dimension;
+      nearest model carrying a time dimension; a question naming no metric or fact
+      but counting a model ("how many customers", :func:`counted_model`) uses that
+      model in place of a metric's;
     * exemplars: up to :data:`MAX_EXEMPLARS` whose content words have a Jaccard
       similarity of at least :data:`MIN_EXEMPLAR_SIMILARITY` with the question's,
       never one whose normalized question or canonical SQL is the excluded answer's;

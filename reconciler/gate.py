@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from reconciler.cases import CaseResult
 from reconciler.lens import AnswerId
 from reconciler.plan import LensPlan
 from reconciler.suite import AnswerResult, Outcome
@@ -48,6 +49,7 @@ def decide(
     *,
     cannot_score: str | None = None,
     files: Mapping[AnswerId, str] | None = None,
+    cases: Sequence[CaseResult] = (),
 ) -> GateDecision:
     """Apply the lens's policy to its suite results.
 
@@ -57,6 +59,8 @@ def decide(
         self_test: outcomes of the self-test answers (alerts only).
         cannot_score: why the gate could not score, when it could not.
         files: ``{answer id: repository-relative answer file}`` for messages.
+        cases: behavioural case verdicts; a failed case counts like a failed
+            answer (block under ``block``, a warning under ``warn``).
 
     Returns:
         The decision with every message the user must see.
@@ -97,16 +101,18 @@ def decide(
     failing = tuple(r.answer for r in results if r.outcome is not Outcome.CORRECT)
     failing += tuple(r.answer for r in self_test if r.oracle_failed)
     messages = broken + messages
-    if failing and mode == "block":
-        return GateDecision(
-            BLOCK,
-            (f"gate BLOCKED: {len(failing)} answer(s) failed", *messages),
-            failing,
+    bad_cases = [c for c in cases if not c.passed]
+    messages += [f"case FAILED {c.question!r}: {c.detail}" for c in bad_cases]
+    what = ", ".join(
+        part
+        for part in (
+            f"{len(failing)} answer(s)" if failing else "",
+            f"{len(bad_cases)} behavioural case(s)" if bad_cases else "",
         )
-    if failing:
-        messages.insert(
-            0,
-            f"WARNING gate findings: {len(failing)} answer(s) failed; "
-            f"promoting under eval_gate: warn",
-        )
+        if part
+    )
+    if what and mode == "block":
+        return GateDecision(BLOCK, (f"gate BLOCKED: {what} failed", *messages), failing)
+    if what:
+        messages.insert(0, f"WARNING gate findings: {what} failed; promoting under eval_gate: warn")
     return GateDecision(PROMOTE, tuple(messages), failing)

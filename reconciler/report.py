@@ -52,6 +52,7 @@ def lens_object(run: LensRun, *, explain: bool = False) -> dict[str, Any]:
         if run.self_test
         else [{"answer": a, "outcome": None} for a in plan.self_test],
         "results": [r.record() for r in run.results],
+        "cases": [c.record() for c in run.cases],
         "score": _score(run.score),
         "previous_score": _score(run.previous_score) if run.previous_score else None,
         "starvation": plan.starvation,
@@ -151,8 +152,8 @@ def to_text(report: RunReport, *, explain: bool = False) -> str:
     for run in report.lenses:
         plan = run.plan
         action = run.action.upper()
-        if report.dry_run and run.action == "promoted":
-            action = "WOULD PROMOTE (dry run)"
+        if report.dry_run and run.action in ("promoted", "retired"):
+            action = f"WOULD {run.action[:-1].upper()} (dry run)"
         head = f"{plan.lens}: {action}  (gate: {plan.gate})"
         lines.append(head)
         serving = plan.serving[:12] if plan.serving else "nothing"
@@ -181,5 +182,9 @@ def to_text(report: RunReport, *, explain: bool = False) -> str:
         for r in [*run.results, *run.self_test]:
             if r.outcome is not Outcome.CORRECT:
                 lines += _failure(r)
+        if run.cases:
+            passed = sum(c.passed for c in run.cases)
+            lines.append(f"  behavioural cases: {passed}/{len(run.cases)} passed")
+            lines += [f"    FAILED {c.question!r}: {c.detail}" for c in run.cases if not c.passed]
         lines += [f"  {m}" for m in run.messages]
     return "\n".join(lines)

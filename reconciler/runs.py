@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reconciler.bindings import Binding, Bindings, stamp
+from reconciler.cases import CaseResult
 from reconciler.lens import AnswerId, Lens, Oid
 from reconciler.plan import LensPlan
 from reconciler.suite import AnswerResult, Outcome, score
@@ -32,6 +33,7 @@ class LensRun:
     previous_score: Mapping[str, int] | None = None
     messages: list[str] = field(default_factory=list)
     recorded: Oid | None = None  # deployment or attempt commit written
+    cases: list[CaseResult] = field(default_factory=list)  # behavioural cases run
 
     @property
     def score(self) -> dict[str, int]:
@@ -99,6 +101,7 @@ def state_for(
         "plan": plan.record(),
         "results": [r.record() for r in run.results],
         "self_test": [r.record() for r in run.self_test],
+        "cases": [c.record() for c in run.cases],
         "messages": run.messages,
     }
     return bindings.restamped(stamps, keep), run_record

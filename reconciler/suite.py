@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from reconciler.assembly import assemble
 from reconciler.compare import Verdict, compare
 from reconciler.errors import DstError
-from reconciler.generators import DimensionValues, generate
+from reconciler.generators import DimensionValues, SmartCall, generate
 from reconciler.lens import Answer, AnswerId, Lens
 from reconciler.ordering import order_keys
 from reconciler.resultset import ResultSet
@@ -129,6 +129,7 @@ def run_answer(
     values: DimensionValues,
     *,
     progress: Callable[[str], None] = lambda _msg: None,
+    smart: SmartCall | None = None,
 ) -> AnswerResult:
     """Verify one certified answer against the warehouse.
 
@@ -139,6 +140,7 @@ def run_answer(
         executor: the read-only warehouse.
         values: dimension values for the generator.
         progress: receives one line per step (stderr in the CLI).
+        smart: the smart generator tier, when the lens lists it and it is configured.
 
     Returns:
         The result; never raises for warehouse or generation failures (they
@@ -173,7 +175,7 @@ def run_answer(
     generated: ResultSet | None = None
     for attempt in range(1, MAX_ATTEMPTS + 1):
         request = assemble(lens, answer.question, exclude_answer=aid, certified_matching=False)
-        generation = generate(lens, request, values)
+        generation = generate(lens, request, values, smart=smart)
         trace: dict[str, Any] = {
             "attempt": attempt,
             "request": request.record(),

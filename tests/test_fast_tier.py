@@ -404,7 +404,7 @@ def test_metric_expressions_and_filters_are_qualified(shop: Lens, values: Dimens
 
 DECLINES: list[tuple[str, str, str]] = [
     ("off_topic", "What is the weather in Paris?", "no metric"),
-    ("two_metrics", "Net revenue and orders by region", "several metrics"),
+    ("two_metrics_as_a_ratio", "Net revenue per order by region", "not a plain list"),
     ("unknown_word", "Net revenue since 2023", "'since'"),
     ("negation", "Net revenue not in the West region", "'not'"),
     ("unknown_dimension", "Net revenue by warehouse", "'warehouse'"),
@@ -416,7 +416,7 @@ DECLINES: list[tuple[str, str, str]] = [
     ("month_without_year", "Net revenue in March", "'march'"),
     ("grain_not_finer_than_period", "Yearly net revenue in 2024", "within one year"),
     ("unrelated_model", "Net revenue by region for products", "products"),
-    ("relative_date", "Net revenue last month", "'last'"),
+    ("relative_date_without_as_of", "Net revenue last month", "pins no as_of"),
 ]
 
 
@@ -762,7 +762,7 @@ FACT_DECLINES: list[tuple[str, str, str]] = [
     ("who_with_grain", "Who has the highest monthly revenue?", "'who' with a month"),
     ("whole_span_and_period", "Revenue over the entire period in 2024", "both a period"),
     ("over_something_else", "Average deal size over 30 days", "'over'"),
-    ("two_fact_aggregates", "Average deal size and average probability", "several metrics"),
+    ("two_fact_aggregates_not_a_list", "Average deal size by average probability", "plain list"),
     ("mixed_aggregation_words", "Average maximum probability", "'average'"),
 ]
 

@@ -3,18 +3,32 @@
 It understands one small grammar and declines everything else, because a wrong
 answer is worse than no answer. A question is read as
 
-* exactly one measure: a metric (name, label or synonym), or an aggregation word
-  right before a model fact (``average deal size`` → ``AVG(amount)``; ``average``,
-  ``mean``, ``total``, ``sum``, ``minimum``, ``maximum``, optionally with ``of
-  the`` between). A phrase naming both a metric and a fact is the metric unless
-  the word does not fit the metric's aggregate (``average`` on a ``SUM``): then it
-  is the fact, provided the metric carries no filters of its own;
+* one or more measures (:mod:`reconciler.generators.measures`): a metric (name,
+  label or synonym), or an aggregation word right before a model fact (``average
+  deal size`` → ``AVG(amount)``; ``average``, ``mean``, ``total``, ``sum``,
+  ``minimum``, ``maximum``, optionally with ``of the`` between). A phrase naming
+  both a metric and a fact is the metric unless the word does not fit the
+  metric's aggregate (``average`` on a ``SUM``): then it is the fact, provided the
+  metric carries no filters of its own. Several measures must be a plain list
+  (``net revenue and orders``) on one model; with no measure, ``how many
+  customers`` counts the distinct primary keys of the model the noun names (no
+  period; a breakdown only after ``by``/``per``/``each``, or in a ranking);
 * optional breakdown dimensions (at most two), on the measure's model or on a model
   reached through declared joins (``orders → customers → regions``);
 * an optional time grain (``monthly``, ``by quarter`` …) on the nearest time dimension;
-* an optional period: a year (``2024``), a quarter (``Q3 2024``, ``third quarter of
-  2024``) or a month (``March 2024``), as a half-open range — or the whole span
-  (``over the entire available time period``, ``of all time``), which adds no filter;
+* an optional period (:mod:`reconciler.generators.periods`): a year (``2024``), a
+  quarter (``Q3 2024``, ``third quarter of 2024``), a month (``March 2024``) or a
+  relative period at the lens's ``as_of`` (``last quarter``, ``this year``, ``year
+  to date``), as a half-open range — or the whole span (``over the entire
+  available time period``, ``of all time``), which adds no filter; two periods of
+  one unit with ``vs`` / ``compared`` / ``compare`` are a comparison (one bucket
+  per period);
+* an optional change between consecutive buckets: ``month over month`` /
+  ``quarter over quarter`` / ``year over year`` (``mom``, ``qoq``, ``yoy``) with
+  ``change`` or ``percent change``;
+* an optional share of total: ``share``, ``proportion``, ``fraction`` (a ratio) or
+  ``percentage``, ``percent`` (times 100) of one summed or counted measure over
+  exactly one breakdown or grain;
 * optional equality filters on dimension values the warehouse holds (``values``) or
   the lens lists in ``sample_values`` (``for Electronics``, ``in the West region``);
 * optional boolean flags: a boolean dimension ``is_<word>`` whose ``<word>``
@@ -24,7 +38,8 @@ answer is worse than no answer. A question is read as
   ``Who has the highest …?``: an opening "who" ranks the one *person* dimension
   (a name or synonym ending in ``rep``, ``owner``, ``employee`` …; see
   :func:`~reconciler.assembly.person_dimensions`); ``in the team`` / ``on our
-  team`` then means all of those people.
+  team`` then means all of those people; ``with ties`` / ``including ties`` keeps
+  every row tied within the first n.
 
 Every word must be accounted for: a lens phrase, a grammar word, a stopword or the
 name of a model the query uses. Anything left over — ``since``, ``not``, ``weather``
@@ -36,36 +51,31 @@ dimension no safe join path reaches. The SQL is built by
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from datetime import date
 
-import sqlglot
-from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from reconciler.assembly import (
-    GRAIN_WORDS,
-    MONTHS,
-    QUARTER_RE,
-    STOPWORDS,
-    YEAR_RE,
     GenerationRequest,
     Mention,
     Retrieval,
     Target,
-    asks_who,
+    counted_model,
     join_paths,
     model_nouns,
     normalize,
     person_dimensions,
     retrieve,
     time_models,
-    tokenize,
 )
 from reconciler.generators import DimensionValues, Generation
+from reconciler.generators.grammar import Reading, phrase_of, plural, read_grammar
+from reconciler.generators.measures import check_extras, select_measures
+from reconciler.generators.periods import shift
 from reconciler.generators.render import Declined, Measure, Plan, one_path, render
-from reconciler.lens import Lens, Model
+from reconciler.lens import Lens
 
 __all__ = ["TIER", "Declined", "Measure", "Plan", "compile_request", "parse", "render"]
 
@@ -73,176 +83,6 @@ TIER = "fast"
 MAX_DIMENSIONS = 2
 
 _GRAIN_ORDER = ("day", "week", "month", "quarter", "year")
-_DESCENDING = frozenset({"top", "highest", "largest", "biggest", "most", "greatest"})
-_ASCENDING = frozenset({"bottom", "lowest", "smallest", "least", "fewest"})
-_NUMBERS = "one two three four five six seven eight nine ten"
-_NUMBER_WORDS = {w: i for i, w in enumerate(_NUMBERS.split(), start=1)}
-_ORDINAL_QUARTERS = {
-    w: i
-    for i, ws in enumerate(("", "first 1st", "second 2nd", "third 3rd", "fourth 4th"))
-    for w in ws.split()
-}
-# Aggregation words a question may add, and the aggregates the metric must use for
-# the word to be redundant rather than a different question ("average revenue").
-_AGGREGATE_WORDS: Mapping[str, tuple[type[exp.Expr], ...]] = {
-    "total": (exp.Sum, exp.Count),
-    "sum": (exp.Sum,),
-    "number": (exp.Count, exp.Sum),
-    "count": (exp.Count,),
-    "average": (exp.Avg, exp.Div),
-    "avg": (exp.Avg, exp.Div),
-    "mean": (exp.Avg, exp.Div),
-    "minimum": (exp.Min,),
-    "min": (exp.Min,),
-    "maximum": (exp.Max,),
-    "max": (exp.Max,),
-}
-# The same words applied to a model fact → the aggregate function (render.FACT_FUNCTIONS).
-_FACT_AGGREGATES: Mapping[str, str] = {
-    word: func
-    for func, ws in {"sum": "total sum", "avg": "average avg mean", "min": "minimum min"}.items()
-    for word in ws.split()
-} | {"maximum": "max", "max": "max"}
-_NOT_ADDITIVE = ("text", "varchar", "char", "bool", "date", "time")
-# "(over|throughout) (the) entire|whole|full|complete (available) <span>"; "all (available) time".
-_WHOLE = frozenset({"entire", "whole", "full", "complete"})
-_SPANS = frozenset(["time period", "time range", "date range", "time frame", "period", "history"])
-
-
-@dataclass
-class _Reading:
-    """What the grammar words outside lens phrases said (mutable while scanning)."""
-
-    period: tuple[date, date, str] | None = None
-    all_time: bool = False
-    grains: dict[str, int] = field(default_factory=dict)
-    directions: set[bool] = field(default_factory=set)
-    numbers: list[int] = field(default_factory=list)
-    model_nouns: set[str] = field(default_factory=set)
-    aggregates: dict[int, str] = field(default_factory=dict)
-    who: bool = False
-    who_plural: bool = False
-    unknown: list[str] = field(default_factory=list)
-
-
-def _period_at(toks: tuple[str, ...], i: int, free: set[int]) -> tuple[int, date, date, str] | None:
-    """A period phrase starting at ``i``: ``(end, start date, end date, unit)``."""
-
-    def tok(k: int) -> str:
-        return toks[k] if k < len(toks) and k in free else ""
-
-    def year(k: int) -> int | None:
-        return int(tok(k)) if YEAR_RE.match(tok(k)) else None
-
-    def skip_of(k: int) -> int:
-        return k + 1 if tok(k) in ("of", "in") else k
-
-    def quarter(y: int, q: int, end: int) -> tuple[int, date, date, str]:
-        start = date(y, 3 * q - 2, 1)
-        stop = date(y + 1, 1, 1) if q == 4 else date(y, 3 * q + 1, 1)
-        return end, start, stop, "quarter"
-
-    q_match = QUARTER_RE.match(tok(i))
-    if q_match:
-        k = skip_of(i + 1)
-        y = year(k)
-        return quarter(y, int(q_match.group(1)), k + 1) if y else None
-    if tok(i) in _ORDINAL_QUARTERS and tok(i + 1) == "quarter":
-        k = skip_of(i + 2)
-        y = year(k)
-        return quarter(y, _ORDINAL_QUARTERS[tok(i)], k + 1) if y else None
-    k = i + 2 if (tok(i), tok(i + 1)) == ("month", "of") else i
-    if tok(k) in MONTHS:
-        m = MONTHS[tok(k)]
-        j = skip_of(k + 1)
-        y = year(j)
-        if y is None:
-            return None
-        stop = date(y + 1, 1, 1) if m == 12 else date(y, m + 1, 1)
-        return j + 1, date(y, m, 1), stop, "month"
-    k = i + 1 if tok(i) == "year" else i
-    y = year(k)
-    if y is not None:
-        q2 = QUARTER_RE.match(tok(k + 1))
-        if q2 and k == i:
-            return quarter(y, int(q2.group(1)), k + 2)
-        return k + 1, date(y, 1, 1), date(y + 1, 1, 1), "year"
-    return None
-
-
-def _all_time_at(toks: tuple[str, ...], i: int, free: set[int]) -> int | None:
-    """The end of a whole-span phrase starting at ``i`` ("over the entire period"), if any."""
-
-    def tok(k: int) -> str:
-        return toks[k] if k < len(toks) and k in free else ""
-
-    k = i + 1 if tok(i) in ("over", "throughout") else i
-    k = k + 1 if tok(k) == "the" else k
-    if tok(k) == "all":
-        k = k + 2 if tok(k + 1) == "available" else k + 1
-        return k + 1 if tok(k) == "time" else None
-    if tok(k) not in _WHOLE:
-        return None
-    k = k + 2 if tok(k + 1) == "available" else k + 1
-    return next((k + n for n in (2, 1) if " ".join(map(tok, range(k, k + n))) in _SPANS), None)
-
-
-def _read_grammar(lens: Lens, found: Retrieval) -> _Reading:
-    """Classify every token outside a lens phrase, or record it as unknown."""
-    toks = found.tokens
-    free = set(range(len(toks))) - found.covered()
-    nouns = model_nouns(lens)
-    longest_noun = max((len(k) for k in nouns), default=0)
-    r = _Reading()
-    i = 0
-    if asks_who(found):
-        r.who = True
-        r.who_plural = found.words[1:2] in (("are",), ("were",))
-        i = 1
-    while i < len(toks):
-        if i not in free:
-            i += 1
-            continue
-        period = _period_at(toks, i, free)
-        if period is not None:
-            end, start, stop, unit = period
-            if r.period is not None and r.period != (start, stop, unit):
-                raise Declined("the question names more than one period")
-            r.period = (start, stop, unit)
-            i = end
-            continue
-        whole = _all_time_at(toks, i, free)
-        if whole is not None:
-            r.all_time = True
-            i = whole
-            continue
-        noun = next(
-            (
-                (n, nouns[toks[i : i + n]])
-                for n in range(longest_noun, 0, -1)
-                if toks[i : i + n] in nouns and all(k in free for k in range(i, i + n))
-            ),
-            None,
-        )
-        t = toks[i]
-        if noun is not None:
-            r.model_nouns.add(noun[1])
-            i += noun[0]
-            continue
-        if t in GRAIN_WORDS:
-            r.grains.setdefault(GRAIN_WORDS[t], i)
-        elif t in _DESCENDING or t in _ASCENDING:
-            r.directions.add(t in _DESCENDING)
-        elif t.isdigit() or t in _NUMBER_WORDS:
-            r.numbers.append(int(t) if t.isdigit() else _NUMBER_WORDS[t])
-        elif t in _AGGREGATE_WORDS:
-            r.aggregates[i] = t
-        elif t == "team" and r.who and i > 0 and found.words[i - 1] in ("the", "our"):
-            pass  # "who … in the team": the people the person dimension ranges over
-        elif t not in STOPWORDS:
-            r.unknown.append(found.words[i])
-        i += 1
-    return r
 
 
 def _resolve(lens: Lens, base: str, targets: tuple[Target, ...], what: str, phrase: str) -> Target:
@@ -260,123 +100,6 @@ def _resolve(lens: Lens, base: str, targets: tuple[Target, ...], what: str, phra
         raise Declined(f"{phrase!r} matches several stored values ({listed})")
     one_path(lens, base, chosen[0].model)
     return chosen[0]
-
-
-def _plural(found: Retrieval, index: int) -> bool:
-    return found.words[index] != found.tokens[index]
-
-
-def _phrase(found: Retrieval, m: Mention) -> str:
-    return " ".join(found.words[m.start : m.end])
-
-
-def _aggregate_before(found: Retrieval, m: Mention, reading: _Reading) -> tuple[int, str] | None:
-    """``(position, word)`` of an aggregation word right before ``m`` ("average of the …")."""
-    k = m.start - 1
-    if found.tokens[max(k - 1, 0) : k + 1] == ("of", "the"):
-        k -= 2
-    elif k >= 0 and found.tokens[k] == "of":
-        k -= 1
-    return (k, reading.aggregates[k]) if k in reading.aggregates else None
-
-
-def _fact_measure(lens: Lens, facts: tuple[Target, ...], word: str, phrase: str) -> Measure:
-    """``word`` (average, total …) applied to the one fact ``phrase`` names."""
-    places = sorted({(t.model, t.name) for t in facts})
-    if len(places) > 1:
-        listed = ", ".join(f"{m}.{n}" for m, n in places)
-        raise Declined(f"fact {phrase!r} is ambiguous: it could mean {listed}")
-    if word not in _FACT_AGGREGATES:
-        raise Declined(f"{word!r} is not a way to aggregate fact {phrase!r}")
-    model, name = places[0]
-    func = _FACT_AGGREGATES[word]
-    col = next(c for c in lens.models[model].facts if c.name == name)
-    if func in ("sum", "avg") and col.data_type.lower().startswith(_NOT_ADDITIVE):
-        raise Declined(f"fact {model}.{name} is {col.data_type}, which {word!r} cannot aggregate")
-    if func != "sum" and _per_period_rows(lens.models[model], phrase):
-        # A row of a (period x keys) table is not one "deal": AVG/MIN/MAX over its rows
-        # is neither the per-entity nor the per-period figure the question may mean.
-        raise Declined(
-            f"{word} {phrase!r} would aggregate rows of model {model!r} that are per-period "
-            f"cells (by {', '.join(lens.models[model].primary_key) or 'its grain'}), not one "
-            f"row per {phrase!r}"
-        )
-    return Measure.of_fact(lens, model, name, func)
-
-
-def _per_period_rows(model: Model, phrase: str) -> bool:
-    """Whether a fact's rows are per-period cells (its phrase names a grain, or the
-    model's primary key is a time dimension plus other keys)."""
-    times = {c.name for c in model.time_dimensions}
-    keyed = len(model.primary_key) > 1 and bool(times & set(model.primary_key))
-    return keyed or any(t in GRAIN_WORDS for t in tokenize(phrase))
-
-
-def _measure(
-    lens: Lens, found: Retrieval, reading: _Reading, allowed_metrics: tuple[str, ...] | None
-) -> Measure:
-    """The one measure the question names (see the module docstring), else decline."""
-    measures: dict[tuple[str, str, str], Measure] = {}
-    spent: set[int] = set()  # aggregation words consumed by a fact
-    for m in found.mentions:
-        if m.kind not in ("metric", "fact"):
-            continue
-        before = _aggregate_before(found, m, reading)
-        if m.kind == "metric":
-            if len(m.targets) > 1:
-                names = ", ".join(sorted(t.name for t in m.targets))
-                raise Declined(f"{_phrase(found, m)!r} could mean several metrics ({names})")
-            metric = m.targets[0].name
-            if before is None or _fits(lens, metric, before[1]) or not m.facts:
-                measure = Measure.of_metric(lens, metric)
-            elif lens.metrics[metric].filters:
-                raise Declined(
-                    f"{before[1]!r} does not fit metric {metric!r}, and its filters would be "
-                    f"lost by aggregating fact {_phrase(found, m)!r} instead"
-                )
-            else:
-                measure = _fact_measure(lens, m.facts, before[1], _phrase(found, m))
-                spent.add(before[0])
-        elif before is None:
-            raise Declined(
-                f"{_phrase(found, m)!r} is a fact of model {m.targets[0].model!r}: say how to "
-                f"aggregate it (average, total, minimum, maximum)"
-            )
-        else:
-            measure = _fact_measure(lens, m.targets, before[1], _phrase(found, m))
-            spent.add(before[0])
-        measures[(measure.name, measure.model, measure.expression)] = measure
-    if not measures:
-        raise Declined("the question names no metric of the lens")
-    if len(measures) > 1:
-        names = ", ".join(sorted({k[0] for k in measures}))
-        raise Declined(f"the question names several metrics ({names})")
-    measure = next(iter(measures.values()))
-    if measure.metric is None:
-        for k, word in sorted(reading.aggregates.items()):
-            if k not in spent and _FACT_AGGREGATES.get(word) != measure.function:
-                raise Declined(f"{word!r} does not fit {measure.name!r} ({measure.expression})")
-        return measure
-    if allowed_metrics is not None and measure.metric not in allowed_metrics:
-        raise Declined(f"metric {measure.metric!r} was not selected by assembly")
-    for word in sorted(set(reading.aggregates.values())):
-        if not _fits(lens, measure.metric, word):
-            tree = sqlglot.parse_one(measure.expression, read=lens.config.dialect)
-            raise Declined(f"{word!r} does not fit metric {measure.metric!r} ({tree.sql()})")
-    return measure
-
-
-def _fits(lens: Lens, metric: str, word: str) -> bool:
-    """Whether aggregation ``word`` only restates what ``metric`` already computes."""
-    tree = sqlglot.parse_one(lens.metrics[metric].expression, read=lens.config.dialect)
-    kinds: set[type[exp.Expr]] = {
-        type(node) for node in tree.walk() if isinstance(node, exp.AggFunc)
-    }
-    if isinstance(tree, exp.Div):
-        kinds.add(exp.Div)
-    if not kinds or not any(issubclass(k, _AGGREGATE_WORDS[word]) for k in kinds):
-        return False
-    return word not in ("total", "sum") or not kinds - {exp.Sum, exp.Count}
 
 
 def _flags(
@@ -397,10 +120,10 @@ def _flags(
         targets = tuple(t for t in f.targets if t.model == follows)
         if not targets:
             raise Declined(
-                f"{_phrase(found, f)!r} is a yes/no column; say which rows it describes "
-                f"(e.g. '{_phrase(found, f)} {f.targets[0].model}')"
+                f"{phrase_of(found, f)!r} is a yes/no column; say which rows it describes "
+                f"(e.g. '{phrase_of(found, f)} {f.targets[0].model}')"
             )
-        chosen = _resolve(lens, base, targets, "flag", _phrase(found, f))
+        chosen = _resolve(lens, base, targets, "flag", phrase_of(found, f))
         if (chosen.model, chosen.name) not in flags:
             flags.append((chosen.model, chosen.name))
     return flags
@@ -421,20 +144,62 @@ def parse(
         allowed_metrics: when given, the metrics assembly selected; a different
             reading declines rather than silently using an unrecorded asset.
 
+    Measures on several models ("net revenue and customer count by region") are
+    planned once per model — each aggregated on its own, through its own joins and
+    its own time dimension — and joined on the result keys afterwards
+    (:attr:`Plan.joined`), so no join fans a measure out; the parts must agree on
+    breakdowns, filters, flags, grain and period.
+
     Raises:
-        Declined: the question is outside the grammar, names no or several
-            measures, names something ambiguous or unknown, or needs a join the
-            lens does not declare.
+        Declined: the question is outside the grammar, names no measure, names
+            something ambiguous or unknown, or needs a join the lens does not declare.
     """
     found = retrieve(lens, question, values)
     _check_terms(lens, found.tokens)
-    reading = _read_grammar(lens, found)
-    measure = _measure(lens, found, reading, allowed_metrics)
-    base = measure.model
+    reading = read_grammar(lens, found)
+    measures = select_measures(lens, found, reading, allowed_metrics)
     if reading.unknown:
         listed = ", ".join(repr(w) for w in reading.unknown)
         raise Declined(f"unrecognised words: {listed}")
+    bases = dict.fromkeys(m.model for m in measures)
+    plans = [
+        _plan(lens, found, reading, measures, tuple(m for m in measures if m.model == b))
+        for b in bases
+    ]
+    plan = plans[0]
+    for other in plans[1:]:
+        if _shape(other) != _shape(plan):
+            raise Declined(
+                f"the question reads differently from models {plan.base!r} and "
+                f"{other.base!r}: {_shape(plan)} / {_shape(other)}"
+            )
+    involved: set[str] = set()
+    for part in plans:
+        involved.update(part.models())
+        for target in part.models():
+            involved.update(j.to for _, j in one_path(lens, part.base, target))
+    stray = ", ".join(sorted(reading.model_nouns - involved))
+    if stray:
+        raise Declined(f"the question names model(s) {stray} that the query would not use")
+    return dataclasses.replace(plan, joined=tuple(plans[1:])) if len(plans) > 1 else plan
 
+
+def _shape(plan: Plan) -> tuple[object, ...]:
+    """What every model's part of a several-model question must agree on."""
+    return plan.breakdowns, plan.filters, plan.flags, plan.grain, plan.period, plan.compared
+
+
+def _plan(
+    lens: Lens,
+    found: Retrieval,
+    reading: Reading,
+    measures: tuple[Measure, ...],
+    group: tuple[Measure, ...],
+) -> Plan:
+    """The plan of ``group`` (the measures on one model) within a question asking
+    for ``measures``; see :func:`parse`."""
+    measure = group[0]
+    base = measure.model
     # A dimension phrase right next to a value of that dimension ("the West region",
     # "segment Enterprise"), or one that is also the name of the value's model
     # ("Enterprise customers"), qualifies the value instead of asking for a breakdown.
@@ -454,7 +219,7 @@ def parse(
                 if narrowed:
                     targets = narrowed
                     qualifiers.add(d)
-        chosen = _resolve(lens, base, targets, "value", _phrase(found, v))
+        chosen = _resolve(lens, base, targets, "value", phrase_of(found, v))
         assert chosen.value is not None
         new = (chosen.model, chosen.name, chosen.value)
         if any(f[:2] == new[:2] and f != new for f in filters):
@@ -464,21 +229,28 @@ def parse(
     flags = _flags(lens, found, base, nouns)
 
     breakdowns: list[tuple[str, str]] = []
+    breakdown_mentions: list[Mention] = []
     explicit_time: tuple[str, str] | None = None
     plural_breakdown = False
+    counted = counted_model(lens, found)
+    if counted is not None and measure.function != "count_distinct":
+        words = " ".join(found.words[counted[0] : counted[2]])
+        names = ", ".join(m.name for m in measures)
+        raise Declined(f"{words!r} counts {counted[3]}, but the question also names {names}")
     for d in dims:
-        if d in qualifiers:
+        if d in qualifiers or (counted and (d.start, d.end) == counted[1:3]):
             continue
-        chosen = _resolve(lens, base, d.targets, "dimension", _phrase(found, d))
+        chosen = _resolve(lens, base, d.targets, "dimension", phrase_of(found, d))
         place = (chosen.model, chosen.name)
         if chosen.kind == "time_dimension":
             if explicit_time not in (None, place):
                 raise Declined("the question names several time dimensions")
             explicit_time = place
             continue
+        breakdown_mentions.append(d)
         if place not in breakdowns:
             breakdowns.append(place)
-        plural_breakdown = plural_breakdown or _plural(found, d.end - 1)
+        plural_breakdown = plural_breakdown or plural(found, d.end - 1)
     if reading.who:
         breakdowns = [_who(lens, base, breakdowns, reading)]
         plural_breakdown = plural_breakdown or reading.who_plural
@@ -487,12 +259,18 @@ def parse(
 
     if len(reading.grains) > 1:
         raise Declined(f"several time grains ({', '.join(sorted(reading.grains))})")
-    grain = next(iter(reading.grains), None)
-    period = reading.period
-    if period and reading.all_time:
-        raise Declined("the question names both a period and the whole time span")
-    if grain and period and _GRAIN_ORDER.index(grain) >= _GRAIN_ORDER.index(period[2]):
-        raise Declined(f"a {grain} breakdown within one {period[2]} is not a question I can read")
+    change = _change(reading, next(iter(reading.grains), None))
+    grain, period, compared = _periods(
+        reading, change[0] if change else next(iter(reading.grains), None)
+    )
+    if change and (compared or reading.share or len(measures) > 1 or reading.directions):
+        raise Declined(
+            "a change between periods is read alone (not with a comparison, share, "
+            "ranking or several metrics)"
+        )
+    rank = _rank(reading, found, grain, bool(breakdowns), plural_breakdown)
+    if measure.function == "count_distinct":
+        _check_entity_count(found, measure, breakdown_mentions, grain, period, rank)
     if grain and reading.who:
         raise Declined(f"'who' with a {grain} breakdown: one person overall, or one per {grain}?")
     time: tuple[str, str] | None = None
@@ -509,20 +287,115 @@ def parse(
         assert col is not None
         time = (candidates[0], col.name)
 
-    rank = _rank(reading, found, grain, bool(breakdowns), plural_breakdown)
-    span = (period[0], period[1]) if period else None
-    plan = Plan(measure, tuple(breakdowns), tuple(filters), tuple(flags), time, grain, span, rank)
-    involved = set(plan.models())
-    for target in plan.models():
-        involved.update(j.to for _, j in one_path(lens, base, target))
-    stray = ", ".join(sorted(reading.model_nouns - involved))
-    if stray:
-        raise Declined(f"the question names model(s) {stray} that the query would not use")
-    return plan
+    check_extras(lens, measures, reading, rank, len(breakdowns) + (grain is not None))
+    return Plan(
+        measure,
+        tuple(breakdowns),
+        tuple(filters),
+        tuple(flags),
+        time,
+        grain,
+        (shift(period[0], change[0], -1), period[1]) if change and period else period,
+        rank,
+        extra=group[1:],
+        compared=compared,
+        share=reading.share,
+        ties=reading.ties,
+        change=(change[0], change[1], period[0] if period else None) if change else None,
+    )
+
+
+def _change(reading: Reading, grain: str | None) -> tuple[str, str] | None:
+    """``(grain, "change" | "percent")`` of "month over month change", "yoy percent
+    change" …, else ``None``; only month, quarter and year steps (a week has no one
+    calendar)."""
+    if not reading.change_grains:
+        if reading.change:
+            raise Declined("a change needs its step: month over month, year over year …")
+        return None
+    steps = sorted(reading.change_grains)
+    if len(steps) > 1:
+        raise Declined(f"several change steps ({', '.join(steps)})")
+    step = steps[0]
+    if step not in ("month", "quarter", "year"):
+        raise Declined(f"a {step}-over-{step} change is not read (only month, quarter, year)")
+    if grain not in (None, step):
+        raise Declined(f"a {step}-over-{step} change shown by {grain}")
+    kinds = sorted(set(reading.change))
+    if len(kinds) != 1:
+        raise Declined(
+            f"say what to show {step} over {step}: 'change' (a difference) or 'percent change'"
+        )
+    return step, kinds[0]
+
+
+def _periods(
+    reading: Reading, grain: str | None
+) -> tuple[str | None, tuple[date, date] | None, tuple[tuple[date, date], ...]]:
+    """``(grain, period, compared periods)`` from the period phrases.
+
+    One period filters; two or more of one unit with a comparison word ("2024 vs
+    2023", "compare … in Q1 2024 and Q1 2023") become one bucket per period (the
+    unit, or a finer grain the question names) over just those periods.
+    """
+    periods = reading.periods
+    if periods and reading.all_time:
+        raise Declined("the question names both a period and the whole time span")
+    if reading.comparison:
+        if len(periods) < 2:
+            raise Declined("a comparison needs two periods to compare (e.g. '2024 vs 2023')")
+        units = sorted({p.unit for p in periods})
+        if len(units) > 1:
+            raise Declined(f"the compared periods are of different units ({', '.join(units)})")
+        if grain and _GRAIN_ORDER.index(grain) > _GRAIN_ORDER.index(units[0]):
+            raise Declined(f"a {grain} breakdown of {units[0]}s is not a question I can read")
+        return grain or units[0], None, tuple(sorted(p.span for p in periods))
+    if len(periods) > 1:
+        raise Declined("the question names more than one period")
+    period = periods[0] if periods else None
+    if grain and period and _GRAIN_ORDER.index(grain) >= _GRAIN_ORDER.index(period.unit):
+        raise Declined(f"a {grain} breakdown within one {period.unit} is not a question I can read")
+    return grain, period.span if period else None, ()
+
+
+_INTRODUCERS = frozenset({"by", "per", "each", "every", "across"})
+
+
+def _check_entity_count(
+    found: Retrieval,
+    measure: Measure,
+    breakdowns: list[Mention],
+    grain: str | None,
+    period: tuple[date, date] | None,
+    rank: tuple[bool, int] | None,
+) -> None:
+    """A count of entities takes no period, and a breakdown only after "by", "per",
+    "each" … (or in a ranking): "how many customers have an email" is not a count
+    *by* email."""
+    model = measure.model
+    if grain or period:
+        raise Declined(
+            f"a count of {model} in a period: which date of {model} (created, active …)?"
+        )
+    if rank is not None:
+        return
+    introduced: set[int] = set()
+    for d in sorted(breakdowns, key=lambda m: m.start):
+        k = d.start - 1
+        while k >= 0 and found.tokens[k] == "the":
+            k -= 1
+        before = found.tokens[k] if k >= 0 else ""
+        if before in _INTRODUCERS or (before == "and" and k in introduced):
+            introduced.add(d.end)
+            continue
+        raise Declined(
+            f"{phrase_of(found, d)!r} is not introduced by 'by', 'per' or 'each': "
+            f"a count of {model} broken down by it, or filtered by it?"
+        )
 
 
 def _who(
-    lens: Lens, base: str, breakdowns: list[tuple[str, str]], reading: _Reading
+    lens: Lens, base: str, breakdowns: list[tuple[str, str]], reading: Reading
 ) -> tuple[str, str]:
     """The person dimension an opening "who" ranks (the only breakdown it allows)."""
     persons = person_dimensions(lens)
@@ -552,7 +425,7 @@ def _check_terms(lens: Lens, tokens: tuple[str, ...]) -> None:
 
 
 def _rank(
-    reading: _Reading, found: Retrieval, grain: str | None, has_dims: bool, plural_breakdown: bool
+    reading: Reading, found: Retrieval, grain: str | None, has_dims: bool, plural_breakdown: bool
 ) -> tuple[bool, int] | None:
     if not reading.directions:
         if reading.numbers:
@@ -570,7 +443,7 @@ def _rank(
         if n < 1:
             raise Declined("a ranking of zero rows")
         return descending, n
-    grain_plural = grain is not None and _plural(found, reading.grains[grain])
+    grain_plural = grain is not None and plural(found, reading.grains[grain])
     if plural_breakdown or (not has_dims and grain_plural):
         raise Declined("a top/bottom ranking without a count")
     return descending, 1

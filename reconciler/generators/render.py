@@ -10,12 +10,26 @@ conventions of the question grammar:
 * FROM the measure's model, INNER JOIN along the declared joins outward;
 * WHERE: the metric's filters, the period as a half-open range on the time
   dimension, dimension-value equalities, boolean flags ``= TRUE``;
-* ORDER BY: time series by bucket; rankings by the measure then LIMIT n; plain
-  breakdowns by the measure descending; the keys always break ties.
+* several measures side by side: the filters they share go to WHERE, each one's
+  own filters into its aggregates (``SUM(CASE WHEN <filter> THEN amount END)``), so
+  every column is what the metric alone would give for that group;
+* compared periods ("2024 vs 2023"): one bucket per period, WHERE the time
+  dimension falls in any of them;
+* a share of total: the keys and ``CAST(m AS DOUBLE) / NULLIF(SUM(m) OVER (), 0)``
+  (times 100 for ``percentage`` / ``percent``), aliased ``<measure>_share`` or
+  ``<measure>_percentage`` — the total is over the rows the WHERE keeps;
+* a change between periods ("month over month change"): the bucketed series, then
+  ``<measure>_change`` = the measure minus the previous bucket's (``_pct_change``:
+  100 × that over the previous value), NULL when the previous bucket has no rows;
+  the filter reaches one bucket before the period so its first bucket has a change;
+* ORDER BY: time series by bucket; rankings by the measure then LIMIT n (``with
+  ties``: every row whose RANK() is within n, so the result may hold more than n
+  rows); plain breakdowns by the measure descending; the keys always break ties.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -31,6 +45,11 @@ _NUMBER_RE = re.compile(r"^-?\d+(\.\d+)?$")
 _NUMERIC_TYPES = re.compile(
     r"^(int|bigint|smallint|number|numeric|decimal|float|double|real)", re.IGNORECASE
 )
+
+
+SHARE_WORDS = frozenset({"share", "percentage", "percent", "proportion", "fraction", "pct"})
+PERCENT_WORDS = frozenset({"percentage", "percent", "pct"})
+_CONDITIONAL = (exp.Sum, exp.Avg, exp.Min, exp.Max, exp.Count)
 
 
 FACT_FUNCTIONS: Mapping[str, type[exp.Func]] = {
@@ -65,7 +84,8 @@ class Measure:
         filters: SQL conditions the measure always carries (a metric's ``filters``).
         models: every model the expression and filters read (for joins).
         metric: the metric's name, or ``None`` for a fact aggregate.
-        function: for a fact aggregate, its :data:`FACT_FUNCTIONS` key.
+        function: for a fact aggregate, its :data:`FACT_FUNCTIONS` key;
+            ``count_distinct`` for a count of entities (``COUNT(DISTINCT key)``).
     """
 
     name: str
@@ -103,6 +123,16 @@ class Plan:
         grain: DATE_TRUNC unit of the time bucket, if any.
         period: half-open ``[start, end)`` date range, if any.
         rank: ``(descending, n)`` for top/bottom N, if any.
+        extra: further measures on the same model, as more columns.
+        compared: half-open ranges of compared periods (one bucket each), if any.
+        share: the share word (``share``, ``percentage`` …) when the question asks
+            for the measure's share of the total, else ``None``.
+        ties: a ranking keeps every row tied within the first ``n``.
+        change: ``(grain, "change" | "percent", first bucket shown or None)`` for a
+            change between consecutive buckets; ``period`` then starts one bucket
+            earlier than the question's period, so its first bucket has a change.
+        joined: plans of measures on other models, with the same keys, filters and
+            period; each is aggregated apart and the results joined on the keys.
     """
 
     measure: Measure
@@ -113,6 +143,12 @@ class Plan:
     grain: str | None = None
     period: tuple[date, date] | None = None
     rank: tuple[bool, int] | None = None
+    extra: tuple[Measure, ...] = ()
+    compared: tuple[tuple[date, date], ...] = ()
+    share: str | None = None
+    ties: bool = False
+    change: tuple[str, str, date | None] | None = None
+    joined: tuple[Plan, ...] = ()
 
     @property
     def base(self) -> str:
@@ -128,6 +164,7 @@ class Plan:
             *(m for m, _ in self.flags),
             *((self.time[0],) if self.time else ()),
             *self.measure.models,
+            *(m for extra in self.extra for m in extra.models),
         ]
         return tuple(dict.fromkeys(named))
 
@@ -214,7 +251,9 @@ class _Renderer:
         table = exp.to_table(model.table, dialect=self.dialect)
         return exp.alias_(table, self.aliases[model_name], table=True)
 
-    def render(self) -> str:
+    def grouped(self) -> tuple[exp.Select, list[tuple[exp.Expr, str]], exp.Expr]:
+        """The grouped SELECT (no ORDER BY), its keys ``(expression, alias)`` and the
+        first measure's aggregate."""
         plan, lens = self.plan, self.lens
         base = lens.models[plan.base]
         keys: list[tuple[exp.Expr, str]] = []
@@ -226,19 +265,28 @@ class _Renderer:
             bucket = trunc.transform(lambda n: time_col.copy() if isinstance(n, exp.Column) else n)
             keys.append((bucket, plan.grain))
         keys.extend((self.column(m, d), d) for m, d in plan.breakdowns)
-        measure = self.expr(plan.measure.expression, base)
-        query = exp.select(
-            *(exp.alias_(e, a) for e, a in keys), exp.alias_(measure, plan.measure.name)
-        ).from_(self.table(plan.base))
+        measures = (plan.measure, *plan.extra)
+        common = [f for f in plan.measure.filters if all(f in m.filters for m in measures)]
+        columns = [
+            (self._measure(m, [f for f in m.filters if f not in common]), m.name) for m in measures
+        ]
+        measure = columns[0][0]
+        outputs = [*(exp.alias_(e, a) for e, a in keys)]
+        if plan.share:
+            outputs.append(exp.alias_(self._share(measure), self._share_name()))
+        else:
+            outputs.extend(exp.alias_(e, a) for e, a in columns)
+        query = exp.select(*outputs).from_(self.table(plan.base))
         for here, join in self.edges:
             left, right = self.aliases[here], self.aliases[join.to]
             keys_eq = (exp.column(a, left).eq(exp.column(b, right)) for a, b in join.on.items())
             query = query.join(self.table(join.to), on=exp.and_(*keys_eq), join_type="inner")
-        conditions = [self.expr(f, base) for f in plan.measure.filters]
+        conditions = [self.expr(f, base) for f in common]
         if plan.period and plan.time:
-            start, stop = (exp.cast(exp.Literal.string(d.isoformat()), "date") for d in plan.period)
-            conditions.append(self.column(*plan.time) >= start)
-            conditions.append(self.column(*plan.time) < stop)
+            conditions.extend(self._within(plan.period))
+        if plan.compared and plan.time:
+            ranges = [exp.and_(*self._within(span)) for span in plan.compared]
+            conditions.append(exp.Paren(this=exp.or_(*ranges)))
         for model, dim, value in plan.filters:
             conditions.append(self.column(model, dim).eq(self._literal(model, dim, value)))
         for model, dim in plan.flags:
@@ -247,6 +295,15 @@ class _Renderer:
             query = query.where(exp.and_(*conditions))
         if keys:
             query = query.group_by(*(e.copy() for e, _ in keys))
+        return query, keys, measure
+
+    def render(self) -> str:
+        plan = self.plan
+        query, keys, measure = self.grouped()
+        if plan.rank and plan.ties:
+            return self._with_ties(query, measure, [a for _, a in keys])
+        if plan.change:
+            return self._with_change(query, [a for _, a in keys])
         order: list[exp.Ordered] = []
         if plan.rank:
             order.append(exp.Ordered(this=measure.copy(), desc=plan.rank[0]))
@@ -258,6 +315,119 @@ class _Renderer:
         if plan.rank:
             query = query.limit(plan.rank[1])
         return query.sql(dialect=self.dialect, pretty=True)
+
+    def _within(self, span: tuple[date, date]) -> list[exp.Expr]:
+        assert self.plan.time is not None
+        start, stop = (exp.cast(exp.Literal.string(d.isoformat()), "date") for d in span)
+        return [self.column(*self.plan.time) >= start, self.column(*self.plan.time) < stop]
+
+    def _measure(self, measure: Measure, own_filters: list[str]) -> exp.Expr:
+        """The measure's aggregate, its ``own_filters`` moved inside each aggregate."""
+        base = self.lens.models[measure.model]
+        tree = self.expr(measure.expression, base)
+        if not own_filters:
+            return tree
+        cond = exp.and_(*(self.expr(f, base) for f in own_filters))
+
+        def only_when(node: exp.Expr) -> exp.Expr:
+            if not isinstance(node, exp.AggFunc):
+                return node
+            if not isinstance(node, _CONDITIONAL) or node.find(exp.Window, exp.Filter):
+                raise Declined(
+                    f"{measure.name}: cannot move its filters into {node.sql()} to show it "
+                    f"beside other metrics"
+                )
+            arg = node.this
+            distinct = isinstance(arg, exp.Distinct)
+            if distinct:
+                if len(arg.expressions) != 1:
+                    raise Declined(f"{measure.name}: {node.sql()} counts several columns")
+                arg = arg.expressions[0]
+            if isinstance(arg, exp.Star) or arg is None:
+                arg = exp.Literal.number(1)
+            case = exp.Case().when(cond.copy(), arg.copy())
+            new = node.copy()
+            new.set("this", exp.Distinct(expressions=[case]) if distinct else case)
+            return new
+
+        return tree.transform(only_when)
+
+    def _share_name(self) -> str:
+        kind = "percentage" if self.plan.share in PERCENT_WORDS else "share"
+        return f"{self.plan.measure.name}_{kind}"
+
+    def _share(self, measure: exp.Expr) -> exp.Expr:
+        total = exp.Window(this=exp.Sum(this=measure.copy()))
+        ratio = exp.Div(
+            this=exp.cast(measure.copy(), "double"),
+            expression=exp.Nullif(this=total, expression=exp.Literal.number(0)),
+        )
+        if self.plan.share in PERCENT_WORDS:
+            return exp.Mul(this=exp.Literal.number(100), expression=ratio)
+        return ratio
+
+    def _with_change(self, query: exp.Select, key_names: list[str]) -> str:
+        """``query`` (the bucketed series) with the change from the previous bucket."""
+        assert self.plan.change is not None
+        grain, kind, shown = self.plan.change
+        value = self.plan.measure.name
+        others = [exp.column(k) for k in key_names if k != grain]
+
+        def lag(name: str) -> exp.Expr:
+            return exp.Window(
+                this=exp.Lag(this=exp.column(name)),
+                partition_by=[c.copy() for c in others] or None,
+                order=exp.Order(expressions=[exp.Ordered(this=exp.column(grain))]),
+            )
+
+        months = {"month": 1, "quarter": 3, "year": 12}[grain]
+        step = exp.Interval(this=exp.Literal.string(str(months)), unit=exp.Var(this="MONTH"))
+        adjacent = lag(grain).eq(exp.Sub(this=exp.column(grain), expression=step))
+        diff: exp.Expr = exp.Sub(this=exp.column(value), expression=lag(value))
+        name = f"{value}_change"
+        if kind == "percent":
+            ratio = exp.Div(
+                this=exp.cast(exp.Paren(this=diff), "double"),
+                expression=exp.Nullif(this=lag(value), expression=exp.Literal.number(0)),
+            )
+            diff, name = (
+                exp.Mul(this=exp.Literal.number(100), expression=ratio),
+                f"{value}_pct_change",
+            )
+        names = [s.alias_or_name for s in query.selects]
+        middle = exp.select(
+            *(exp.column(n) for n in names), exp.alias_(exp.Case().when(adjacent, diff), name)
+        ).from_(query.subquery("series"))
+        outer = exp.select(*(exp.column(n) for n in [*names, name])).from_(
+            middle.subquery("changes")
+        )
+        if shown is not None:
+            first = exp.cast(exp.Literal.string(shown.isoformat()), "date")
+            outer = outer.where(exp.column(grain) >= first)
+        outer = outer.order_by(exp.column(grain), *(c.copy() for c in others))
+        return outer.sql(dialect=self.dialect, pretty=True)
+
+    def _with_ties(self, query: exp.Select, measure: exp.Expr, key_names: list[str]) -> str:
+        """``query`` cut to the rows whose RANK() by the measure is within the first n."""
+        assert self.plan.rank is not None
+        descending, n = self.plan.rank
+        window = exp.Window(
+            this=exp.Anonymous(this="RANK"),
+            order=exp.Order(expressions=[exp.Ordered(this=measure.copy(), desc=descending)]),
+        )
+        names = [s.alias_or_name for s in query.selects]
+        inner = query.select(exp.alias_(window, "ranking")).subquery("ranked")
+        value = names[len(key_names)]
+        outer = (
+            exp.select(*(exp.column(name) for name in names))
+            .from_(inner)
+            .where(exp.column("ranking") <= exp.Literal.number(n))
+            .order_by(
+                exp.Ordered(this=exp.column(value), desc=descending),
+                *(exp.Ordered(this=exp.column(k), desc=False) for k in key_names),
+            )
+        )
+        return outer.sql(dialect=self.dialect, pretty=True)
 
     def _literal(self, model_name: str, dim: str, value: str) -> exp.Expr:
         col = next(c for c in self.lens.models[model_name].dimensions if c.name == dim)
@@ -272,4 +442,57 @@ def render(lens: Lens, plan: Plan) -> str:
         Declined: a measure expression names a table the query does not join, or a
             model the plan reads has no single safe join path from the base.
     """
+    if plan.joined:
+        return _render_joined(lens, plan)
     return _Renderer(lens, plan).render()
+
+
+def _render_joined(lens: Lens, plan: Plan) -> str:
+    """Measures on several models: each part grouped on its own, then the parts
+    FULL OUTER JOINed on the keys (NULL-safe), so a model's rows are never repeated
+    by another's join and a key only one part has still shows."""
+    parts = [plan, *plan.joined]
+    queries = [_Renderer(lens, dataclasses.replace(p, joined=())).grouped() for p in parts]
+    key_names = [a for _, a in queries[0][1]]
+    names = [f"p{i}" for i in range(len(parts))]
+    merged = [
+        exp.Coalesce(
+            this=exp.column(k, names[0]), expressions=[exp.column(k, n) for n in names[1:]]
+        )
+        for k in key_names
+    ]
+    query = exp.select(
+        *(exp.alias_(e, k) for e, k in zip(merged, key_names, strict=True)),
+        *(
+            exp.column(s.alias_or_name, name)
+            for (q, keys, _), name in zip(queries, names, strict=True)
+            for s in q.selects[len(keys) :]
+        ),
+    ).from_(queries[0][0].subquery(names[0]))
+    for (q, _, _), name in zip(queries[1:], names[1:], strict=True):
+        if key_names:
+            on = exp.and_(
+                *(
+                    exp.NullSafeEQ(
+                        this=exp.Coalesce(
+                            this=exp.column(k, names[0]),
+                            expressions=[exp.column(k, n) for n in names[1 : names.index(name)]],
+                        )
+                        if names.index(name) > 1
+                        else exp.column(k, names[0]),
+                        expression=exp.column(k, name),
+                    )
+                    for k in key_names
+                )
+            )
+            query = query.join(q.subquery(name), on=on, join_type="full outer")
+        else:
+            query = query.join(q.subquery(name), join_type="cross")
+    first_measure = exp.column(queries[0][0].selects[len(queries[0][1])].alias_or_name, names[0])
+    order: list[exp.Ordered] = []
+    if plan.grain is None and key_names:
+        order.append(exp.Ordered(this=first_measure, desc=True, nulls_first=False))
+    order.extend(exp.Ordered(this=e.copy(), desc=False) for e in merged)
+    if order:
+        query = query.order_by(*order)
+    return query.sql(dialect=lens.config.dialect, pretty=True)

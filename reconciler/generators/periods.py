@@ -1,0 +1,187 @@
+"""Period phrases of the ``fast`` tier: calendar periods, relative periods, whole span (pure).
+
+A period is a half-open date range ``[start, stop)`` with the calendar unit it
+spans (``month``, ``quarter``, ``year``), so that a time grain can be checked
+against it ("monthly … in 2024" is fine, "yearly … in 2024" is not).
+
+Absolute periods: a year (``2024``, ``year 2024``), a quarter (``Q3 2024``,
+``2024 Q3``, ``third quarter of 2024``) or a month (``March 2024``, ``month of
+March 2024``).
+
+Relative periods are resolved against the lens's pinned ``as_of`` date (DESIGN §4:
+a question whose meaning depends on the day is evaluated at ``as_of``); without one
+they decline. With ``as_of`` = D:
+
+* ``last`` / ``previous`` / ``prior`` ``month|quarter|year``: the whole calendar
+  unit before the one holding D (``the previous year`` too, but not ``the last
+  year``, which may as well mean the past twelve months);
+* ``this`` / ``current`` ``month|quarter|year``: the whole calendar unit holding D
+  (what ``DATE_TRUNC(unit, CURRENT_DATE)`` up to one unit later selects, evaluated
+  at ``as_of``);
+* ``month|quarter|year to date`` (``mtd``, ``qtd``, ``ytd``): from the start of the
+  unit holding D through D itself.
+
+Weeks (Sunday or Monday start?), rolling windows (``past 30 days``, ``last 3
+months``) and ``since …`` are not read: the question keeps an unknown word and
+declines.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, timedelta
+
+from reconciler.assembly import MONTHS, QUARTER_RE, YEAR_RE
+from reconciler.generators.render import Declined
+
+UNITS = ("month", "quarter", "year")
+
+_ORDINAL_QUARTERS = {
+    w: i
+    for i, ws in enumerate(("", "first 1st", "second 2nd", "third 3rd", "fourth 4th"))
+    for w in ws.split()
+}
+_PREVIOUS = frozenset({"last", "previous", "prior"})
+_CURRENT = frozenset({"this", "current"})
+_TO_DATE = {"ytd": "year", "qtd": "quarter", "mtd": "month"}
+# "(over|throughout) (the) entire|whole|full|complete (available) <span>"; "all (available) time".
+_WHOLE = frozenset({"entire", "whole", "full", "complete"})
+_SPANS = frozenset(["time period", "time range", "date range", "time frame", "period", "history"])
+
+
+@dataclass(frozen=True)
+class Period:
+    """A half-open date range ``[start, stop)`` spanning one calendar ``unit``.
+
+    Attributes:
+        start: first day in the period.
+        stop: first day after it.
+        unit: ``month``, ``quarter`` or ``year`` (a to-date period keeps its unit).
+        phrase: the words that named it (for messages).
+    """
+
+    start: date
+    stop: date
+    unit: str
+    phrase: str = ""
+
+    @property
+    def span(self) -> tuple[date, date]:
+        """``(start, stop)``."""
+        return self.start, self.stop
+
+
+def unit_start(day: date, unit: str) -> date:
+    """First day of the calendar ``unit`` (month, quarter, year) holding ``day``."""
+    if unit == "year":
+        return date(day.year, 1, 1)
+    if unit == "quarter":
+        return date(day.year, 3 * ((day.month - 1) // 3) + 1, 1)
+    return date(day.year, day.month, 1)
+
+
+def shift(start: date, unit: str, n: int) -> date:
+    """``start`` (a unit start) moved by ``n`` whole units (negative = earlier)."""
+    months = {"month": 1, "quarter": 3, "year": 12}[unit] * n
+    index = start.year * 12 + start.month - 1 + months
+    return date(index // 12, index % 12 + 1, 1)
+
+
+def relative(word: str, unit: str, as_of: date) -> Period:
+    """The period ``<word> <unit>`` means on day ``as_of``; ``word`` is ``last``,
+    ``previous``, ``prior``, ``this``, ``current`` or ``to date``."""
+    here = unit_start(as_of, unit)
+    if word in _PREVIOUS:
+        return Period(shift(here, unit, -1), here, unit, f"{word} {unit}")
+    if word in _CURRENT:
+        return Period(here, shift(here, unit, 1), unit, f"{word} {unit}")
+    return Period(here, as_of + timedelta(days=1), unit, f"{unit} {word}")
+
+
+def period_at(
+    toks: tuple[str, ...], i: int, free: set[int], as_of: str | None
+) -> tuple[int, Period] | None:
+    """A period phrase starting at token ``i``: ``(index after it, period)``, else ``None``.
+
+    Args:
+        toks: normalized tokens of the question.
+        i: where to look.
+        free: positions outside lens phrases (a period never overlaps one).
+        as_of: the lens's pinned ``YYYY-MM-DD`` date, for relative periods.
+
+    Raises:
+        Declined: a relative period when the lens pins no ``as_of``.
+    """
+
+    def tok(k: int) -> str:
+        return toks[k] if k < len(toks) and k in free else ""
+
+    def year(k: int) -> int | None:
+        return int(tok(k)) if YEAR_RE.match(tok(k)) else None
+
+    def skip_of(k: int) -> int:
+        return k + 1 if tok(k) in ("of", "in") else k
+
+    def quarter(y: int, q: int, end: int) -> tuple[int, Period]:
+        start = date(y, 3 * q - 2, 1)
+        return end, Period(start, shift(start, "quarter", 1), "quarter", f"Q{q} {y}")
+
+    def pinned(phrase: str) -> date:
+        if as_of is None:
+            raise Declined(f"{phrase!r} depends on the day; the lens pins no as_of date")
+        return date.fromisoformat(as_of)
+
+    k = i + 1 if tok(i) == "the" else i
+    if tok(k) == "last" and k > 0 and toks[k - 1] == "the":
+        return None  # "in the last year": the previous calendar year, or the past 12 months?
+    if (tok(k) in _PREVIOUS or tok(k) in _CURRENT) and tok(k + 1) in UNITS:
+        phrase = f"{tok(k)} {tok(k + 1)}"
+        return k + 2, relative(tok(k), tok(k + 1), pinned(phrase))
+    if tok(i) in UNITS and (tok(i + 1), tok(i + 2)) == ("to", "date"):
+        phrase = f"{tok(i)} to date"
+        return i + 3, relative("to date", tok(i), pinned(phrase))
+    if tok(i) in _TO_DATE:
+        return i + 1, relative("to date", _TO_DATE[tok(i)], pinned(tok(i)))
+    q_match = QUARTER_RE.match(tok(i))
+    if q_match:
+        k = skip_of(i + 1)
+        y = year(k)
+        return quarter(y, int(q_match.group(1)), k + 1) if y else None
+    if tok(i) in _ORDINAL_QUARTERS and tok(i + 1) == "quarter":
+        k = skip_of(i + 2)
+        y = year(k)
+        return quarter(y, _ORDINAL_QUARTERS[tok(i)], k + 1) if y else None
+    k = i + 2 if (tok(i), tok(i + 1)) == ("month", "of") else i
+    if tok(k) in MONTHS:
+        m = MONTHS[tok(k)]
+        j = skip_of(k + 1)
+        y = year(j)
+        if y is None:
+            return None
+        start = date(y, m, 1)
+        return j + 1, Period(start, shift(start, "month", 1), "month", f"{tok(k)} {y}")
+    k = i + 1 if tok(i) == "year" else i
+    y = year(k)
+    if y is not None:
+        q2 = QUARTER_RE.match(tok(k + 1))
+        if q2 and k == i:
+            return quarter(y, int(q2.group(1)), k + 2)
+        return k + 1, Period(date(y, 1, 1), date(y + 1, 1, 1), "year", str(y))
+    return None
+
+
+def all_time_at(toks: tuple[str, ...], i: int, free: set[int]) -> int | None:
+    """The end of a whole-span phrase starting at ``i`` ("over the entire period"), if any."""
+
+    def tok(k: int) -> str:
+        return toks[k] if k < len(toks) and k in free else ""
+
+    k = i + 1 if tok(i) in ("over", "throughout") else i
+    k = k + 1 if tok(k) == "the" else k
+    if tok(k) == "all":
+        k = k + 2 if tok(k + 1) == "available" else k + 1
+        return k + 1 if tok(k) == "time" else None
+    if tok(k) not in _WHOLE:
+        return None
+    k = k + 2 if tok(k + 1) == "available" else k + 1
+    return next((k + n for n in (2, 1) if " ".join(map(tok, range(k, k + n))) in _SPANS), None)
