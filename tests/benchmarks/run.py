@@ -1,0 +1,489 @@
+"""dst's performance targets as ratios, median of several runs, printed as one table.
+
+Run from the project root::
+
+    python3 -m tests.benchmarks.run            # the stated sizes (500 x 200 x 50, 200 answers …)
+    python3 -m tests.benchmarks.run --quick    # tiny sizes: exercises every benchmark in seconds
+
+Each row compares dst with a baseline measured on the same machine in the same
+run, so the ratio, not the absolute time, is the target. Synthetic repositories
+are cached (``tests/benchmarks/synth.py``); PostgreSQL rows skip with a reason
+when ``DST_BENCH_PG`` (default ``postgresql://postgres@127.0.0.1:5432/test``)
+does not answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from tests.benchmarks import synth
+
+PROJECT = Path(__file__).resolve().parents[2]
+PG_URL = os.environ.get("DST_BENCH_PG", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+@dataclass
+class Row:
+    """One target: ``measured / baseline`` against ``target`` (``≤``)."""
+
+    name: str
+    measured_s: float | None
+    baseline_s: float | None
+    target: float
+    note: str = ""
+
+    @property
+    def ratio(self) -> float | None:
+        if self.measured_s is None or not self.baseline_s:
+            return None
+        return self.measured_s / self.baseline_s
+
+    @property
+    def met(self) -> str:
+        r = self.ratio
+        return "skipped" if r is None else ("met" if r <= self.target else "MISSED")
+
+
+def median(fn: Callable[[], float], runs: int) -> float:
+    """Median of ``runs`` calls of ``fn`` (each returns seconds)."""
+    return statistics.median(fn() for _ in range(runs))
+
+
+def timed_process(args: list[str], cwd: Path, stdin: bytes | None = None) -> float:
+    """Wall seconds of one process; raises if it fails (exit ≥ 2)."""
+    env = {**os.environ, **synth.GIT_ENV, "HOME": str(cwd)}
+    env.pop("DST_WAREHOUSE_URL", None)
+    start = time.perf_counter()
+    done = subprocess.run(args, cwd=cwd, env=env, input=stdin, capture_output=True)
+    took = time.perf_counter() - start
+    if done.returncode >= 2:
+        raise RuntimeError(f"{args} exited {done.returncode}: {done.stderr.decode()[-2000:]}")
+    return took
+
+
+def import_pygit2(cwd: Path, runs: int) -> float:
+    return median(lambda: timed_process([sys.executable, "-c", "import pygit2"], cwd), runs)
+
+
+# -- plan ---------------------------------------------------------------------------
+
+
+def bench_plan(sizes: list[synth.Size], runs: int) -> list[Row]:
+    """``dst plan`` with one lens changed vs ``git diff --name-only`` + ``import pygit2``."""
+    rows = []
+    plan_times: dict[int, float] = {}
+    for size in sizes:
+        started = time.perf_counter()
+        repo = synth.ensure(size)
+        print(f"  synthetic {size.key}: ready in {time.perf_counter() - started:.1f} s", flush=True)
+        plan = [sys.executable, "-m", "reconciler", "plan", "--format", "json"]
+        t_plan = median(lambda: timed_process(plan, repo.path), runs)  # noqa: B023
+        diff = ["git", "diff", "--name-only", repo.base, repo.changed, "--", "lenses/"]
+        t_diff = median(lambda: timed_process(diff, repo.path), runs)  # noqa: B023
+        base = t_diff + import_pygit2(repo.path, runs)
+        plan_times[size.lenses] = t_plan
+        rows.append(
+            Row(
+                f"plan, 1 lens changed, {size.lenses}x{size.assets}x{size.answers}",
+                t_plan,
+                base,
+                2.0,
+                f"git diff {t_diff * 1000:.0f} ms",
+            )
+        )
+    small, large = min(plan_times), max(plan_times)
+    if small != large:
+        rows.append(
+            Row(
+                f"plan growth {small} -> {large} unchanged lenses",
+                plan_times[large],
+                plan_times[small],
+                1.2,
+            )
+        )
+    return rows
+
+
+# -- pre-push with no lens touched ----------------------------------------------------
+
+
+def bench_noop_prepush(work: Path, runs: int) -> Row:
+    """The pre-push hook on a push that touches no lens vs a bare ``import pygit2``."""
+    repo = work / "prepush"
+    shutil.copytree(PROJECT / "lenses", repo / "lenses")
+    env = {**os.environ, **synth.GIT_ENV, "HOME": str(repo)}
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True
+        ).stdout.strip()
+
+    git("init", "-q", "-b", "main")
+    git("add", "-A")
+    git("commit", "-q", "-m", "lenses")
+    old = git("rev-parse", "HEAD")
+    (repo / "README.md").write_text("notes\n")
+    git("add", "-A")
+    git("commit", "-q", "-m", "readme")
+    new = git("rev-parse", "HEAD")
+    line = f"refs/heads/main {new} refs/heads/main {old}\n".encode()
+    hook = [sys.executable, "-m", "reconciler", "hook-impl", "pre-push", "origin", "url"]
+    t_hook = median(lambda: timed_process(hook, repo, stdin=line), runs)
+    return Row("no-op pre-push", t_hook, import_pygit2(repo, runs), 1.5)
+
+
+# -- the suite on DuckDB, and its overhead over the bare statements --------------------
+
+
+def _example_repo(work: Path, name: str, answers: int) -> Path:
+    """A seeded copy of the example lenses whose sales lens holds ``answers`` answers."""
+    repo = work / name
+    shutil.copytree(PROJECT / "lenses", repo / "lenses")
+    sales = repo / "lenses" / "sales" / "answers"
+    originals = sorted(sales.glob("*.yaml"))
+    for n in range(answers - len(originals)):
+        src = originals[n % len(originals)]
+        text = src.read_text()
+        stem = src.stem
+        copy = text.replace(f"id: {stem}\n", f"id: {stem}_copy{n}\n", 1)
+        (sales / f"{stem}_copy{n}.yaml").write_text(copy)
+    env = {**os.environ, **synth.GIT_ENV, "HOME": str(repo)}
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "lenses"]):
+        subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
+    seeded = subprocess.run(
+        [sys.executable, "-m", "reconciler", "seed"], cwd=repo, env=env, capture_output=True
+    )
+    assert seeded.returncode == 0, seeded.stderr
+    return repo
+
+
+def bench_suite(work: Path, answers: int, runs: int) -> Row:
+    """The scoped suite for ``answers`` stale answers vs the same statements run directly."""
+    import duckdb
+    import pygit2
+
+    from reconciler.apply import gate_lens, plan_all
+    from reconciler.runtime import Runtime
+
+    repo = _example_repo(work, f"suite{answers}", answers)
+    rt = Runtime(pygit2.Repository(str(repo)), env={}, progress=lambda _m: None, jobs=1)
+    try:
+        _, planned = plan_all(rt, "HEAD", "sales")
+        plan, candidate, _ = planned[0]
+        gate_lens(rt, plan, candidate, None)  # warm: warehouse open, values read
+        last: list[Any] = []
+
+        def suite() -> float:
+            start = time.perf_counter()
+            last[:] = [gate_lens(rt, plan, candidate, None)]
+            return time.perf_counter() - start
+
+        t_suite = median(suite, runs)
+    finally:
+        rt.close()
+    run = last[0]
+    statements = []
+    for result in [*run.results, *run.self_test]:
+        statements.append(candidate.answers[result.answer].sql)
+        for attempt in result.attempts:
+            sql = attempt.get("generation", {}).get("sql")
+            if sql:
+                statements.append(sql)
+    db = duckdb.connect(str(repo / ".dst" / "warehouse.duckdb"), read_only=True)
+
+    def direct() -> float:
+        start = time.perf_counter()
+        for sql in statements:
+            db.execute(sql).fetchmany(1001)
+        return time.perf_counter() - start
+
+    t_direct = median(direct, runs)
+    db.close()
+    outcomes = sorted({r.outcome.value for r in [*run.results, *run.self_test]})
+    return Row(
+        f"suite, {answers} stale answers, DuckDB fast tier",
+        t_suite,
+        t_direct,
+        1.3,
+        f"{len(statements)} statements; outcomes {outcomes}",
+    )
+
+
+# -- concurrency against PostgreSQL with per-query latency ------------------------------
+
+
+def bench_parallel(answers: int, latency_s: float, jobs: int, runs: int) -> Row:
+    """Suite throughput with ``jobs`` workers vs one, each query sleeping ``latency_s``."""
+    name = f"suite throughput jobs={jobs} / jobs=1, PostgreSQL +{latency_s * 1000:.0f} ms/query"
+    try:
+        import sqlalchemy as sa
+
+        engine = sa.create_engine(PG_URL.replace("postgresql://", "postgresql+psycopg2://"))
+        with engine.begin() as conn:
+            conn.exec_driver_sql("DROP VIEW IF EXISTS dst_bench_slow")
+            conn.exec_driver_sql("DROP TABLE IF EXISTS dst_bench_events")
+            conn.exec_driver_sql(
+                "CREATE TABLE dst_bench_events AS SELECT g AS id, "
+                "(ARRAY['North','East','South','West','Central'])[1 + mod(g, 5)] AS region, "
+                "'completed' AS status, mod(g, 97)::numeric AS amount, mod(g, 7) AS quantity, "
+                "DATE '2024-01-01' + mod(g, 365) AS event_date, 1 AS hub_id "
+                "FROM generate_series(1, 2000) AS g"
+            )
+            # Benchmark-only: a view that adds latency_s to every query reading it.
+            conn.exec_driver_sql(
+                "CREATE VIEW dst_bench_slow AS WITH latency AS MATERIALIZED "
+                f"(SELECT pg_sleep({latency_s})) "
+                "SELECT e.* FROM dst_bench_events AS e CROSS JOIN latency"
+            )
+        engine.dispose()
+    except Exception as exc:
+        return Row(name, None, None, 1 / 5, f"skipped: PostgreSQL not usable ({exc})"[:160])
+    from reconciler.fanout import run_answers
+    from reconciler.lens import load_lens
+    from reconciler.warehouse import Warehouse
+
+    size = synth.Size(1, 4, answers)
+    files = synth.lens_files(0, size)
+    files["lens.yaml"] = files["lens.yaml"].replace(b"as_of", b"dialect: postgres\nas_of")
+    files = {
+        k: v.replace(b"l0_t001", b"dst_bench_slow").replace(b"l0_t000", b"dst_bench_slow")
+        for k, v in files.items()
+    }
+    lens = load_lens("lens_0000", files)
+    wh = Warehouse.open(PG_URL, pool_size=jobs)
+    times = {}
+    try:
+        for j in (1, jobs):
+
+            def once(j: int = j) -> float:
+                start = time.perf_counter()
+                run_answers(lens, lens.active_answers(), wh, {}, jobs=j)
+                return time.perf_counter() - start
+
+            times[j] = median(once, runs)
+    finally:
+        wh.close()
+    # Throughput ratio ≥ 5 is the same as time(jobs) / time(1) ≤ 1/5.
+    return Row(name, times[jobs], times[1], 1 / 5, f"{answers} answers; ratio = 1/speed-up")
+
+
+# -- comparison -------------------------------------------------------------------------
+
+
+def bench_compare(rows: int, cols: int, runs: int) -> Row:
+    """Comparing two ``rows`` x ``cols`` results (reconciler.compare) against 10 ms."""
+    from datetime import date, timedelta
+
+    from reconciler.compare import compare
+    from reconciler.resultset import ResultSet
+
+    def cell(r: int, c: int) -> Any:
+        kind = c % 5
+        if kind == 0:
+            return r * 31 + c
+        if kind == 1:
+            return (r * 0.1) / (c + 1)
+        if kind == 2:
+            return f"name-{r}-{c}"
+        if kind == 3:
+            return date(2024, 1, 1) + timedelta(days=r % 366)
+        return Decimal(r * 7 + c) / Decimal(100)
+
+    columns = tuple(f"c{c}" for c in range(cols))
+    data = tuple(tuple(cell(r, c) for c in range(cols)) for r in range(rows))
+    oracle = ResultSet(columns, data)
+    generated = ResultSet(columns, tuple(reversed(data)))
+
+    def once() -> float:
+        start = time.perf_counter()
+        compare(oracle, generated, order=None)
+        return time.perf_counter() - start
+
+    t = median(once, max(runs, 10))
+    return Row(f"compare {rows}x{cols} results (vs 10 ms)", t, 0.010, 1.0)
+
+
+# -- watch ----------------------------------------------------------------------------
+
+
+def bench_watch(work: Path, idle_s: float, runs: int) -> list[Row]:
+    """Save → verdict for a one-answer scope, and ``dst watch``'s CPU while idle."""
+    import pygit2
+
+    from reconciler.apply import reconcile
+    from reconciler.runtime import Runtime
+    from reconciler.watch import Verdict, watch
+
+    repo = _example_repo(work, "watch", 0)
+    rt = Runtime(pygit2.Repository(str(repo)), env={}, progress=lambda _m: None)
+    assert reconcile(rt).exit_code == 0
+    rt.close()
+    verdicts: list[tuple[float, Verdict]] = []
+    cond = threading.Condition()
+
+    def record(v: Verdict) -> None:
+        with cond:
+            verdicts.append((time.perf_counter(), v))
+            cond.notify_all()
+
+    stop = threading.Event()
+    loop_rt = Runtime(pygit2.Repository(str(repo)), env={}, progress=lambda _m: None)
+    debounce_ms = 100
+    thread = threading.Thread(
+        target=watch,
+        kwargs={
+            "rt": loop_rt,
+            "interval_hours": 0,
+            "debounce_ms": debounce_ms,
+            "on_verdict": record,
+            "stop": stop,
+        },
+        daemon=True,
+    )
+    thread.start()
+    src = repo / "lenses/sales/answers/net_revenue_2024.yaml"
+    latencies = []
+    try:
+        with cond:
+            cond.wait_for(lambda: len(verdicts) >= 1, 120)
+        for n in range(runs):
+            seen = len(verdicts)
+            target = src.with_name(f"bench_new_{n}.yaml")
+            text = src.read_text().replace("id: net_revenue_2024", f"id: bench_new_{n}")
+            time.sleep(0.3)
+            start = time.perf_counter()
+            tmp = target.with_suffix(".tmp")
+            tmp.write_text(text)
+            os.replace(tmp, target)
+            with cond:
+                cond.wait_for(lambda seen=seen: len(verdicts) > seen, 60)
+            latencies.append(verdicts[-1][0] - start)
+            target.unlink()
+            with cond:
+                cond.wait_for(lambda seen=seen: len(verdicts) > seen + 1, 60)
+    finally:
+        stop.set()
+        thread.join(60)
+        loop_rt.close()
+    rows = [
+        Row(
+            "watch save -> verdict, one-answer scope (vs 1 s)",
+            statistics.median(latencies),
+            1.0,
+            1.0,
+            f"debounce {debounce_ms} ms included",
+        )
+    ]
+    env = {**os.environ, **synth.GIT_ENV, "HOME": str(repo), "DST_EVAL_INTERVAL_HOURS": "0"}
+    env.pop("DST_WAREHOUSE_URL", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "reconciler", "watch"],
+        cwd=repo,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert proc.stdout is not None
+        proc.stdout.readline()  # the start verdict: the loop is idle from here
+        time.sleep(1.0)
+        before = _cpu_seconds(proc.pid)
+        time.sleep(idle_s)
+        used = _cpu_seconds(proc.pid) - before
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    rows.append(
+        Row(f"watch idle CPU over {idle_s:.0f} s (vs 1 %)", used / idle_s, 0.01, 1.0, "fraction")
+    )
+    return rows
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / ticks  # utime + stime
+
+
+# -- the table --------------------------------------------------------------------------
+
+
+def render(rows: list[Row]) -> str:
+    """The printed table: target, measured, baseline, ratio, verdict."""
+    lines = [
+        f"{'target':<62} {'measured':>10} {'baseline':>10} {'ratio':>7} {'<=':>5}  result",
+        "-" * 108,
+    ]
+    for r in rows:
+        m = f"{r.measured_s * 1000:.1f}ms" if r.measured_s is not None else "-"
+        b = f"{r.baseline_s * 1000:.1f}ms" if r.baseline_s is not None else "-"
+        ratio = f"{r.ratio:.2f}" if r.ratio is not None else "-"
+        lines.append(f"{r.name:<62} {m:>10} {b:>10} {ratio:>7} {r.target:>5.2f}  {r.met}")
+        if r.note:
+            lines.append(f"    {r.note}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> list[Row]:
+    """Run every benchmark and print the table; returns the rows."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="tiny sizes (a smoke run)")
+    parser.add_argument("--runs", type=int, default=5, help="runs per median (>= 5)")
+    parser.add_argument(
+        "--only", default="", help="comma list: plan,prepush,suite,pg,compare,watch"
+    )
+    args = parser.parse_args(argv)
+    quick = args.quick
+    runs = args.runs if not quick else min(args.runs, 3)
+    only = set(filter(None, args.only.split(",")))
+
+    def wanted(name: str) -> bool:
+        return not only or name in only
+
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory(prefix="dst-bench-") as tmp:
+        work = Path(tmp)
+        if wanted("plan"):
+            print("plan …", flush=True)
+            sizes = (
+                [synth.Size(2, 8, 3), synth.Size(6, 8, 3)]
+                if quick
+                else [synth.Size(50, 200, 50), synth.Size(500, 200, 50)]
+            )
+            if quick:
+                os.environ.setdefault("DST_BENCH_CACHE", str(work / "cache"))
+            rows += bench_plan(sizes, runs)
+        if wanted("prepush"):
+            print("pre-push …", flush=True)
+            rows.append(bench_noop_prepush(work, runs))
+        if wanted("suite"):
+            print("suite …", flush=True)
+            rows.append(bench_suite(work, 30 if quick else 200, runs))
+        if wanted("pg"):
+            print("parallelism …", flush=True)
+            rows.append(bench_parallel(8 if quick else 32, 0.02 if quick else 0.05, 8, runs))
+        if wanted("compare"):
+            print("compare …", flush=True)
+            rows.append(bench_compare(100 if quick else 1000, 20, runs))
+        if wanted("watch"):
+            print("watch …", flush=True)
+            rows += bench_watch(work, 3.0 if quick else 60.0, runs)
+    print(render(rows), flush=True)
+    return rows
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,29 @@
+"""A quick run of the benchmark code at tiny sizes (full run: python3 -m tests.benchmarks.run)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.benchmarks import run, synth
+
+
+def test_benchmarks_run_at_tiny_sizes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DST_BENCH_CACHE", str(tmp_path / "cache"))
+    rows = run.bench_plan([synth.Size(2, 6, 2), synth.Size(3, 6, 2)], runs=1)
+    rows.append(run.bench_compare(50, 6, runs=1))
+    assert [r.name.split(",")[0] for r in rows] == [
+        "plan",
+        "plan",
+        "plan growth 2 -> 3 unchanged lenses",
+        "compare 50x6 results (vs 10 ms)",
+    ]
+    for row in rows:
+        assert row.measured_s is not None and row.measured_s > 0
+        assert row.ratio is not None and row.met in ("met", "MISSED")
+    table = run.render(rows)
+    assert table.count("\n") == len(rows) + 1 + sum(1 for r in rows if r.note)
+    assert (tmp_path / "cache" / synth.Size(3, 6, 2).key / ".complete").is_file()
+    assert os.environ["DST_BENCH_CACHE"] == str(tmp_path / "cache")
