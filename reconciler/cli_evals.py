@@ -49,15 +49,14 @@ def migrate(
         plan = plan_migration(lens, files, lens_root, by=by, at=utc_now())
         written: list[str] = []
         if not dry_run:
-            for rel, content in plan.answers:
-                aid = rel.removeprefix("answers/").removesuffix(".yaml")
+            for aid, _rel, content in plan.answers:
                 written.append(write_answer(root, lens_root, aid, content))
             cases_path = root / lens_root / CASES
             if plan.cases_file is None:
                 cases_path.unlink()
             else:
                 replace_file(cases_path, plan.cases_file)
-        paths = [f"{lens_root}/{rel}" for rel, _ in plan.answers]
+        paths = [f"{lens_root}/{rel}" for _, rel, _ in plan.answers]
         if fmt is Format.json:
             print(
                 json.dumps(
@@ -66,7 +65,7 @@ def migrate(
                         "command": "evals migrate",
                         "lens": lens,
                         "dry_run": dry_run,
-                        "answers": paths,
+                        "answer_files": paths,
                         "cases_kept": plan.kept,
                     },
                     indent=2,

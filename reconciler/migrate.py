@@ -33,13 +33,14 @@ class Migration:
     """What migrating one lens writes.
 
     Attributes:
-        answers: ``(lens-relative path, file bytes)`` of each new answer, in case order.
+        answers: ``(answer id, lens-relative path, file bytes)`` of each new answer,
+            in case order.
         cases_file: the rewritten ``evals/cases.yaml`` (``None`` when nothing is left).
         kept: behavioural cases kept.
         lens: the lens as it loads after migration.
     """
 
-    answers: tuple[tuple[str, bytes], ...]
+    answers: tuple[tuple[str, str, bytes], ...]
     cases_file: bytes | None
     kept: int
     lens: Lens
@@ -91,7 +92,7 @@ def plan_migration(
         )
     doc = load_yaml(f"{root}/{CASES}", files[CASES])
     taken = {p for p in files if p.startswith("answers/")}
-    written: list[tuple[str, bytes]] = []
+    written: list[tuple[str, str, bytes]] = []
     for line, entry in legacy:
         question = str(entry.get("question") or "").strip()
         sql = str(next(entry[k] for k in LEGACY_SQL_KEYS if k in entry) or "").strip()
@@ -117,7 +118,7 @@ def plan_migration(
         )
         data = answer.model_dump(mode="json")
         order = ("id", "question", "sql", "status", "provenance", "description")
-        written.append((rel, with_schema_comment(rel, dump_yaml({k: data[k] for k in order}))))
+        written.append((aid, rel, with_schema_comment(rel, dump_yaml({k: data[k] for k in order}))))
     rest = [
         e
         for e in doc.data["cases"]
@@ -125,7 +126,7 @@ def plan_migration(
     ]
     cases_file = with_schema_comment(CASES, dump_yaml({"cases": rest})) if rest else None
     after = {k: v for k, v in files.items() if k != CASES}
-    after.update(written)
+    after.update((rel, content) for _, rel, content in written)
     if cases_file is not None:
         after[CASES] = cases_file
     lens = load_lens(name, after, root=root)

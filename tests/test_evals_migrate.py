@@ -48,7 +48,7 @@ def test_migrate_writes_answers_keeps_behavioural_cases_and_applies(lens_repo: P
         lens_repo, "evals", "migrate", "--lens", "sales", "--by", " Ada ", "--format", "json"
     )
     assert done.code == 0, done.stderr
-    assert done.json()["answers"] == [
+    assert done.json()["answer_files"] == [
         "lenses/sales/answers/net_revenue_in_2023.yaml",
         "lenses/sales/answers/number_of_orders_in_2024.yaml",
     ]
