@@ -9,8 +9,11 @@ that does not exist), by compare-and-swap. It never overwrites a local ref
 that has deployments the remote lacks: when both sides moved on from a common
 deployment, the lens is *diverged* and has to be re-planned.
 
-``push`` sends local serving and attempt refs without force, in one atomic
-push where the remote supports it, so the remote takes all of them or none.
+``push`` sends local serving, attempt and retired refs without force, in one
+atomic push where the remote supports it, so the remote takes all of them or
+none. A retired lens also deletes the remote's serving ref, under a lease on
+the deployment it retired; fetch never brings a retired serving ref back and
+takes the remote's retirements as fast-forwards (:mod:`reconciler.retirements`).
 Because every deployment commit has the previous deployment as first parent, a
 push that only adds deployments is a fast-forward, and a racing promoter's
 push is rejected by git itself; this module reports that as *rejected* and
@@ -48,7 +51,7 @@ from reconciler.lens import LENS_NAME_RE, Oid
 DST = "refs/dst/"
 TRACKING = "refs/dst-remote/"
 UNKNOWN_STATE = "serving state unknown — run dst sync --fetch"
-_KINDS = ("serving", "attempts")
+_KINDS = ("serving", "attempts", "retired")
 _PORCELAIN = re.compile(
     r"^(?P<flag>[ +\-*!=])\t(?P<src>[^\t]*):(?P<dst>[^\t]+)\t(?P<summary>.*?)"
     r"(?: \((?P<reason>[^()]*)\))?$"
@@ -65,7 +68,10 @@ class SyncAction(str, Enum):
     ``ahead`` the local ref has deployments the remote lacks (push sends them);
     ``pushed`` the remote ref was created or fast-forwarded; ``rejected`` the
     remote refused the push (another promoter won); ``diverged`` both sides
-    have deployments the other lacks, so nothing moved.
+    have deployments the other lacks, so nothing moved; ``retired`` a serving
+    ref was deleted because its lens was retired (fetch: the local one, by a
+    retirement from the remote; push: the remote's, by a local retirement —
+    see :mod:`reconciler.retirements`).
     """
 
     FETCHED = "fetched"
@@ -75,6 +81,7 @@ class SyncAction(str, Enum):
     PUSHED = "pushed"
     REJECTED = "rejected"
     DIVERGED = "diverged"
+    RETIRED = "retired"
 
 
 _FAILED = (SyncAction.REJECTED, SyncAction.DIVERGED)
@@ -86,7 +93,7 @@ class RefSync:
 
     Attributes:
         phase: ``fetch`` (the local ref moves) or ``push`` (the remote's moves).
-        ref: the local ref, ``refs/dst/serving/<lens>`` or ``refs/dst/attempts/<lens>``.
+        ref: the local ref, ``refs/dst/{serving,attempts,retired}/<lens>``.
         lens: the lens name.
         action: what happened.
         old: the moving side's value before (``None``: it did not exist); for
@@ -110,7 +117,7 @@ class RefSync:
 
     @property
     def kind(self) -> str:
-        """``serving`` or ``attempts``."""
+        """``serving``, ``attempts`` or ``retired``."""
         return self.ref[len(DST) :].split("/", 1)[0]
 
     def record(self) -> dict[str, Any]:
@@ -267,7 +274,7 @@ def require_known(repo: pygit2.Repository) -> None:
 
 
 def _lens_refs(repo: pygit2.Repository, prefix: str) -> dict[str, Oid]:
-    """``{"serving/<lens>" | "attempts/<lens>": oid}`` for refs under ``prefix``."""
+    """``{"<serving|attempts|retired>/<lens>": oid}`` for refs under ``prefix``."""
     out: dict[str, Oid] = {}
     for name in repo.references:
         if not name.startswith(prefix):
@@ -330,8 +337,11 @@ def fetch(repo: pygit2.Repository, remote: str = "origin") -> SyncReport:
     Runs ``git fetch --no-tags --no-recurse-submodules --prune <remote>
     '+refs/dst/*:refs/dst-remote/<remote>/*'``
     (the tracking area may be rewritten, ``refs/dst/*`` never is by git), then
-    moves every local ``refs/dst/{serving,attempts}/<lens>`` that is missing or
-    an ancestor of the remote's, in one compare-and-swap.
+    moves every local ``refs/dst/{serving,attempts,retired}/<lens>`` that is
+    missing or an ancestor of the remote's, in one compare-and-swap. A lens
+    retired on either side is decided by :func:`reconciler.retirements.on_fetch`:
+    a local retirement keeps the serving ref deleted, a fetched one deletes a
+    local serving ref it descends from (in the same compare-and-swap).
 
     Returns:
         The report; ``exit_code`` 1 when a lens diverged.
@@ -351,13 +361,15 @@ def fetch(repo: pygit2.Repository, remote: str = "origin") -> SyncReport:
     _mark_fetched(repo, remote)
     theirs = _lens_refs(repo, prefix)
     ours = _lens_refs(repo, DST)
-    results: list[RefSync] = []
-    updates: list[refstore.RefUpdate] = []
-    for rest in sorted(set(theirs) | set(ours)):
-        result = _compare(repo, remote, DST + rest, ours.get(rest), theirs.get(rest))
-        results.append(result)
-        if result.action in (SyncAction.FETCHED, SyncAction.FAST_FORWARDED):
-            updates.append(refstore.RefUpdate(result.ref, result.old, result.new))
+    from reconciler import retirements
+
+    compared = {
+        rest: _compare(repo, remote, DST + rest, ours.get(rest), theirs.get(rest))
+        for rest in sorted(set(theirs) | set(ours))
+    }
+    results = list(retirements.on_fetch(repo, remote, compared, ours, theirs).values())
+    moves = (SyncAction.FETCHED, SyncAction.FAST_FORWARDED, SyncAction.RETIRED)
+    updates = [refstore.RefUpdate(r.ref, r.old, r.new) for r in results if r.action in moves]
     refstore.update_refs(repo, updates, reason=f"dst sync --fetch {remote}")
     return SyncReport(remote, tuple(results), tuple(messages))
 
@@ -423,13 +435,19 @@ def _adopt_fix(
 
 
 def push(repo: pygit2.Repository, remote: str = "origin") -> SyncReport:
-    """Push local serving and attempt refs to ``remote``, never forcing.
+    """Push local serving, attempt and retired refs to ``remote``, never forcing.
 
     Runs ``git push --porcelain --atomic <remote> 'refs/dst/serving/*:refs/dst/serving/*'
-    'refs/dst/attempts/*:refs/dst/attempts/*'`` (without ``--atomic`` when the
-    remote does not support it) and reads git's verdict per ref. Refs the
-    remote accepted or already had are recorded in the tracking area, as git
-    does for remote-tracking branches.
+    'refs/dst/attempts/*:refs/dst/attempts/*' 'refs/dst/retired/*:refs/dst/retired/*'``
+    (without ``--atomic`` when the remote does not support it) and reads git's
+    verdict per ref. A lens retired here that the remote still serves also
+    gets ``:refs/dst/serving/<lens>`` with
+    ``--force-with-lease=refs/dst/serving/<lens>:<expected>`` (asked of the
+    remote first with ``git ls-remote``; see
+    :func:`reconciler.retirements.push_leases`), so the deletion happens only
+    if nobody promoted the lens there since. Refs the remote accepted or
+    already had are recorded in the tracking area, as git does for
+    remote-tracking branches.
 
     Returns:
         The report; ``exit_code`` 1 when a ref was rejected (another promoter won).
@@ -442,13 +460,23 @@ def push(repo: pygit2.Repository, remote: str = "origin") -> SyncReport:
     messages = refstore.recover(repo)
     ours = _lens_refs(repo, DST)
     if not ours:
-        messages.append(f"nothing to push: no {DST}serving/ or {DST}attempts/ refs here")
+        messages.append(f"nothing to push: no {DST}serving/, attempts/ or retired/ refs here")
         return SyncReport(remote, (), tuple(messages))
+    from reconciler import retirements
+
+    leases: list[retirements.Lease] = []
+    if retirements.pending(ours):
+        listed = _git(repo, ["ls-remote", "--refs", remote, f"{DST}*"])
+        if listed.returncode != 0:
+            raise _failed(f"git ls-remote {remote}", listed, remote)
+        leases = retirements.push_leases(repo, ours, retirements.advertised(listed.stdout))
     specs = [f"{DST}{kind}/*:{DST}{kind}/*" for kind in _KINDS]
-    done = _git(repo, ["push", "--porcelain", "--atomic", remote, *specs])
+    specs += [lease.refspec for lease in leases]
+    options = [lease.option for lease in leases]
+    done = _git(repo, ["push", "--porcelain", "--atomic", *options, remote, *specs])
     if done.returncode != 0 and "does not support --atomic" in done.stderr:
         messages.append(f"{remote} does not support atomic pushes; refs were pushed one by one")
-        done = _git(repo, ["push", "--porcelain", remote, *specs])
+        done = _git(repo, ["push", "--porcelain", *options, remote, *specs])
     lines = {line.dst: line for line in parse_porcelain(done.stdout)}
     if done.returncode != 0 and not any(line.flag == "!" for line in lines.values()):
         raise _failed(f"git push {remote}", done, remote)
@@ -462,6 +490,15 @@ def push(repo: pygit2.Repository, remote: str = "origin") -> SyncReport:
         result = _pushed(repo, remote, DST + rest, local, tracked, line)
         if result.action in (SyncAction.PUSHED, SyncAction.UP_TO_DATE):
             repo.references.create(prefix + rest, pygit2.Oid(hex=local), force=True)
+        results.append(result)
+    for lease in leases:
+        line = lines.get(lease.ref)
+        if line is None:
+            continue
+        result = retirements.pushed_deletion(remote, lease, line)
+        tracking = prefix + lease.ref[len(DST) :]
+        if result.action is SyncAction.RETIRED and tracking in repo.references:
+            repo.references.delete(tracking)
         results.append(result)
     return SyncReport(remote, tuple(results), tuple(messages))
 
@@ -521,6 +558,11 @@ def _rejected(
         msg = (
             f"rejected: another promoter won lens {lens} — run dst sync --fetch and re-plan "
             f"({reason})"
+        )
+    elif kind == "retired":
+        msg = (
+            f"rejected: lens {lens} was retired differently on {remote} — run dst sync "
+            f"--fetch and re-plan ({reason})"
         )
     else:
         msg = (
