@@ -15,13 +15,15 @@ import pygit2
 
 from reconciler import gitstate, refstore
 from reconciler.bindings import Bindings
+from reconciler.cases import run_cases
 from reconciler.errors import DstError, LensLoadError, RefConflict, StateError, UsageError
+from reconciler.fanout import run_answers
 from reconciler.gate import BLOCK, PROMOTE, STAND_DOWN, decide
+from reconciler.generators import SmartCall
 from reconciler.lens import Lens, Oid, load_lens
-from reconciler.plan import LensPlan, plan_lens
+from reconciler.plan import LensPlan, plan_lens, unchanged_plan
 from reconciler.runs import LensRun, RunReport, meta_for, state_for
 from reconciler.runtime import Runtime
-from reconciler.suite import run_answer
 
 Progress = Callable[[str], None]
 
@@ -53,11 +55,13 @@ def plan_all(
         ``(candidate commit, [(plan, candidate lens, serving deployment)])`` sorted by lens.
 
     Raises:
-        LensLoadError: a candidate lens does not load (exit 2, nothing promoted).
+        LensLoadError: a candidate lens, or ``dst.yaml``, does not load (exit 2,
+            nothing promoted).
         UsageError: ``to`` or ``only`` does not resolve.
     """
     repo = rt.repo
     commit = gitstate.resolve_commit(repo, to)
+    rt.repo_config_url()  # a broken dst.yaml is bad input now, not a stand-down later
     trees = gitstate.lens_trees(repo, commit)
     names = sorted(set(trees) | set(refstore.served_lenses(repo)))
     if only is not None:
@@ -69,10 +73,14 @@ def plan_all(
                     fix=f"use one of: {', '.join(names) or 'none'}",
                 )
         names = wanted
-    planned = []
+    planned: list[tuple[LensPlan, Lens | None, refstore.Deployment | None]] = []
     for name in names:
-        dep, serving_lens = load_serving(repo, name)
         lens_tree = trees.get(name)
+        same = _serving_unchanged(repo, name, lens_tree, commit)
+        if same is not None:
+            planned.append(same)
+            continue
+        dep, serving_lens = load_serving(repo, name)
         candidate: Lens | None = None
         if lens_tree is not None and (dep is None or dep.lens_tree != lens_tree.tree):
             candidate = gitstate.load_lens_at(repo, lens_tree)
@@ -90,6 +98,33 @@ def plan_all(
         )
         planned.append((plan, candidate, dep))
     return commit, planned
+
+
+def _serving_unchanged(
+    repo: pygit2.Repository, name: str, lens_tree: gitstate.LensTree | None, commit: Oid
+) -> tuple[LensPlan, None, refstore.Deployment] | None:
+    """The plan of a lens whose candidate tree already serves, or ``None``.
+
+    Only the serving deployment's state is read; the lens tree itself is never
+    opened, so planning a push costs what its changed lenses cost.
+    """
+    if lens_tree is None:
+        return None
+    oid = refstore.ref_target(repo, refstore.serving_ref(name))
+    if oid is None:
+        return None
+    dep = refstore.read_deployment(repo, oid)
+    gate = dep.meta.get("gate")
+    if dep.lens_tree != lens_tree.tree or gate not in ("off", "warn", "block"):
+        return None
+    plan = unchanged_plan(
+        name,
+        gate=str(gate),
+        candidate_commit=commit,
+        serving_deployment=dep.oid,
+        serving_tree=dep.lens_tree,
+    )
+    return plan, None, dep
 
 
 def reconcile(
@@ -128,7 +163,12 @@ def reconcile(
         prev = dict(dep.meta.get("score") or {}) if dep else None
         if not run_suite:
             action = "unchanged" if plan.unchanged else "planned"
-            runs.append(LensRun(plan, action, plan.serving, previous_score=prev))
+            notes = []
+            if candidate is None and not plan.unchanged:
+                action, notes = "retire", [_retire_warning(plan)]
+            elif candidate is not None:
+                notes = rt.leaner_notes(candidate)
+            runs.append(LensRun(plan, action, plan.serving, previous_score=prev, messages=notes))
             continue
         rewind = _rewind(rt, plan, dep)
         if rewind and not (dry_run or allow_rewind):
@@ -152,18 +192,18 @@ def reconcile(
     if blocked:
         names = ", ".join(r.plan.lens for r in blocked)
         for r in runs:
-            if r.action == "promoted":
-                r.action = "skipped"
+            if r.action in ("promoted", "retired"):
                 r.messages.append(
-                    f"not promoted: the apply rolls back because {names} did not pass"
+                    f"not {r.action}: the apply rolls back because {names} did not pass"
                 )
+                r.action = "skipped"
         report.exit_code = 1
         if not dry_run:
             _record_attempts(rt, commit, blocked)
         for r in runs:
             r.serving_after = r.plan.serving
         return report
-    promoting = [r for r in runs if r.action == "promoted"]
+    promoting = [r for r in runs if r.action in ("promoted", "retired")]
     if dry_run:
         for r in runs:
             r.serving_after = r.plan.serving
@@ -172,7 +212,7 @@ def reconcile(
         return report
     _promote(rt, commit, [(r, *inputs[r.plan.lens]) for r in promoting])
     for r in runs:
-        if r.action != "promoted":
+        if r.action not in ("promoted", "retired"):
             r.serving_after = r.plan.serving
     return report
 
@@ -209,16 +249,10 @@ def gate_lens(
 
     Returns:
         The run, with ``action`` ``promoted`` (what the gate allows), ``blocked``,
-        ``stood_down``, ``unchanged`` or ``skipped``; nothing is written.
+        ``stood_down``, ``unchanged``, ``retired`` (the candidate deletes a
+        serving lens: no suite runs, the promote step retires it) or
+        ``skipped``; nothing is written.
     """
-    if candidate is None:
-        return LensRun(
-            plan,
-            "skipped",
-            plan.serving,
-            previous_score=prev,
-            messages=["lens is not in the candidate; its serving version stays"],
-        )
     if plan.unchanged:
         return LensRun(
             plan,
@@ -227,41 +261,70 @@ def gate_lens(
             previous_score=prev,
             messages=["already serving this lens tree"],
         )
-    run = LensRun(plan, "promoted", previous_score=prev)
+    if candidate is None:
+        if plan.serving is not None:
+            return LensRun(plan, "retired", previous_score=prev, messages=[_retire_warning(plan)])
+        return LensRun(
+            plan,
+            "skipped",
+            plan.serving,
+            previous_score=prev,
+            messages=["lens is not in the candidate and nothing serves it"],
+        )
+    run = LensRun(plan, "promoted", previous_score=prev, messages=rt.leaner_notes(candidate))
     cannot_score: str | None = None
     executor = None
+    smart: SmartCall | None = None
     needs_warehouse = (plan.gate != "off" and plan.gated) or plan.self_test
     if needs_warehouse:
         try:
             executor = rt.warehouse_for(candidate)
         except DstError as exc:
             cannot_score = exc.render()
-        if executor is not None and "fast" not in candidate.config.generator.tiers:
-            cannot_score = "no generator tier resolves (the smart tier is not configured)"
+        smart, no_smart = rt.smart_for(candidate)
+        if executor is not None and "fast" not in candidate.config.generator.tiers and not smart:
+            cannot_score = f"no generator tier resolves ({no_smart})"
+    embedder = None
     if executor is not None and cannot_score is None:
+        embedder, no_embedder = rt.embedder_for(candidate)
+        if no_embedder and not any(no_embedder in m for m in run.messages):
+            run.messages.append(f"leaner than production: {no_embedder}")
         values = rt.values_for(candidate, executor)
-        if plan.gate != "off":
-            for aid in plan.gated:
-                rt.progress(f"{plan.lens}: verifying {aid}")
-                run.results.append(
-                    run_answer(
-                        candidate, candidate.answers[aid], executor, values, progress=rt.progress
-                    )
-                )
-        for aid in plan.self_test:
-            rt.progress(f"{plan.lens}: self-testing {aid}")
-            run.self_test.append(
-                run_answer(
-                    candidate, candidate.answers[aid], executor, values, progress=rt.progress
-                )
-            )
+        rt.expect((len(plan.gated) if plan.gate != "off" else 0) + len(plan.self_test))
+        gated = list(plan.gated) if plan.gate != "off" else []
+        # Gated and self-test answers share one bounded pool; results keep plan order.
+        results = run_answers(
+            candidate,
+            [candidate.answers[aid] for aid in [*gated, *plan.self_test]],
+            executor,
+            values,
+            jobs=rt.jobs_for(candidate),
+            smart=smart,
+            progress=rt.progress,
+            announce=rt.answer,
+            verbs=dict.fromkeys(plan.self_test, "self-testing"),
+            embedder=embedder,
+        )
+        run.results.extend(results[: len(gated)])
+        run.self_test.extend(results[len(gated) :])
     elif plan.self_test and cannot_score is not None:
         run.messages.append(f"self-test skipped: {cannot_score}")
     files = {
         aid: f"{candidate.root}/{candidate.sources.get(f'answers/{aid}', '')}"
         for aid in plan.self_test
     }
-    decision = decide(plan, run.results, run.self_test, cannot_score=cannot_score, files=files)
+    if executor is not None and cannot_score is None and plan.gate != "off":
+        run.cases = run_cases(
+            candidate,
+            executor,
+            rt.values_for(candidate, executor),
+            smart=smart,
+            progress=rt.progress,
+            embedder=embedder,
+        )
+    decision = decide(
+        plan, run.results, run.self_test, cannot_score=cannot_score, files=files, cases=run.cases
+    )
     run.messages.extend(decision.messages)
     run.action = {PROMOTE: "promoted", BLOCK: "blocked", STAND_DOWN: "stood_down"}[decision.verdict]
     return run
@@ -270,11 +333,15 @@ def gate_lens(
 def _promote(
     rt: Runtime, commit: Oid, promoting: list[tuple[LensRun, Lens | None, Bindings]]
 ) -> None:
-    """Write each promoted lens's deployment, then move all their refs in one transaction."""
+    """Write each promoted (or retired) lens's deployment, then move all their refs in
+    one transaction."""
     repo = rt.repo
     updates = []
     for run, lens, serving_bindings in promoting:
         plan = run.plan
+        if run.action == "retired":
+            updates += _retirement(rt, commit, run, serving_bindings)
+            continue
         assert plan.candidate_tree is not None and lens is not None
         bindings, record = state_for(run, commit, lens, serving_bindings)
         s = run.score
@@ -284,7 +351,14 @@ def _promote(
             bindings=bindings,
             run=record,
             meta=meta_for(run, "promote", commit, plan.serving),
-            parents=[plan.serving or refstore.history_root(repo, plan.lens), commit],
+            # A lens that comes back after a retirement continues its history from the
+            # retirement, so a later retirement is a fast-forward of the first.
+            parents=[
+                plan.serving
+                or refstore.ref_target(repo, refstore.retired_ref(plan.lens))
+                or refstore.history_root(repo, plan.lens),
+                commit,
+            ],
             message=f"promote {plan.lens} {commit[:12]} score {s['correct']}/{s['total']}",
         )
         run.recorded = oid
@@ -296,6 +370,47 @@ def _promote(
         for run, _, _ in promoting:
             run.serving_after = run.plan.serving
         raise
+
+
+def _retire_warning(plan: LensPlan) -> str:
+    answers = plan.active_before
+    return (
+        f"WARNING the candidate deletes lens {plan.lens}: it stops serving ({answers} active "
+        f"certified answer(s) go with it); apply records a retirement deployment and keeps "
+        f"the history at {refstore.retired_ref(plan.lens)}"
+    )
+
+
+def _retirement(
+    rt: Runtime, commit: Oid, run: LensRun, serving_bindings: Bindings
+) -> list[refstore.RefUpdate]:
+    """Write the retirement deployment of a lens the candidate deletes.
+
+    The commit keeps the last served lens tree and bindings, names the
+    candidate as its source and the serving deployment as its first parent;
+    the returned updates remove the serving ref and point
+    ``refs/dst/retired/<lens>`` at it, both by compare-and-swap, so the lens
+    stops serving and its history stays reachable.
+    """
+    repo, plan = rt.repo, run.plan
+    assert plan.serving is not None and plan.serving_tree is not None
+    _, record = state_for(run, commit, None, serving_bindings)
+    oid = refstore.write_deployment(
+        repo,
+        lens_tree=plan.serving_tree,
+        bindings=serving_bindings,
+        run=record,
+        meta=meta_for(run, "retired", commit, plan.serving),
+        parents=[plan.serving, commit],
+        message=f"retire {plan.lens} {commit[:12]} (lens deleted from the source)",
+    )
+    run.recorded = oid
+    run.serving_after = None
+    retired = refstore.retired_ref(plan.lens)
+    return [
+        refstore.RefUpdate(refstore.serving_ref(plan.lens), plan.serving, None),
+        refstore.RefUpdate(retired, refstore.ref_target(repo, retired), oid),
+    ]
 
 
 def _record_attempts(rt: Runtime, commit: Oid, runs: list[LensRun]) -> None:

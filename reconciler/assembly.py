@@ -20,16 +20,22 @@ from __future__ import annotations
 
 import functools
 import re
-from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from types import MappingProxyType
+from typing import Any, Literal, Protocol
 
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from reconciler.lens import AnswerId, AssetId, Column, Join, Lens, LensName
+from reconciler import lensmemo
+
+# Edge and join_paths are re-exported: the fast tier renders its joins with them.
+from reconciler.joins import Edge as Edge
+from reconciler.joins import join_index
+from reconciler.joins import join_paths as join_paths
+from reconciler.lens import AnswerId, AssetId, Column, Lens, LensName
 
 MAX_EXEMPLARS = 3
 MIN_EXEMPLAR_SIMILARITY = 0.3
@@ -261,6 +267,10 @@ def lexicon(
 
 def person_dimensions(lens: Lens) -> tuple[Target, ...]:
     """Dimensions naming a person: a name or synonym ends with a :data:`PERSON_NOUNS` word."""
+    return lensmemo.memoized(lens, "person_dimensions", lambda: _person_dimensions(lens))
+
+
+def _person_dimensions(lens: Lens) -> tuple[Target, ...]:
     return tuple(
         Target("dimension", model.name, col.name)
         for model in lens.models.values()
@@ -274,6 +284,22 @@ def asks_who(found: Retrieval) -> bool:
     return found.words[:1] == ("who",) and 0 not in found.covered()
 
 
+def _indexed_lexicon(
+    lens: Lens, values: Mapping[tuple[str, str], tuple[str, ...]] | None
+) -> tuple[Mapping[tuple[str, ...], tuple[Target, ...]], int]:
+    """:func:`lexicon` and its longest phrase (in tokens), once per lens version and values.
+
+    The values are part of the key by content (a sorted tuple), never by identity.
+    """
+    stored = tuple(sorted((key, tuple(v)) for key, v in values.items())) if values else ()
+
+    def build() -> tuple[Mapping[tuple[str, ...], tuple[Target, ...]], int]:
+        lex = lexicon(lens, values)
+        return MappingProxyType(lex), max((len(k) for k in lex), default=0)
+
+    return lensmemo.memoized(lens, ("lexicon", stored), build)
+
+
 def retrieve(
     lens: Lens, question: str, values: Mapping[tuple[str, str], tuple[str, ...]] | None = None
 ) -> Retrieval:
@@ -285,8 +311,7 @@ def retrieve(
     """
     ws = words(question)
     toks = tuple(stem(w) for w in ws)
-    lex = lexicon(lens, values)
-    longest = max((len(k) for k in lex), default=0)
+    lex, longest = _indexed_lexicon(lens, values)
     candidates: list[tuple[int, int, int, tuple[Target, ...]]] = []
     for start in range(len(toks)):
         for end in range(start + 1, min(len(toks), start + longest) + 1):
@@ -311,53 +336,21 @@ def retrieve(
     return Retrieval(ws, toks, tuple(mentions))
 
 
-Edge = tuple[str, Join]
-
-
-def join_paths(lens: Lens, source: str, target: str) -> list[tuple[Edge, ...]]:
-    """Every shortest path of declared joins from model ``source`` to ``target``.
-
-    Joins are followed in their declared direction only (from the model that
-    declares them), so a many-to-one chain never fans the source's rows out.
-
-    Returns:
-        ``[]`` when ``target`` is unreachable, ``[()]`` when it is ``source``,
-        otherwise each path as ``((from model, join), ...)``.
-    """
-    if source == target:
-        return [()]
-    dist = {source: 0}
-    parents: dict[str, list[Edge]] = {}
-    queue = deque([source])
-    while queue:
-        here = queue.popleft()
-        model = lens.models.get(here)
-        for join in model.joins if model else ():
-            if join.to not in dist:
-                dist[join.to] = dist[here] + 1
-                queue.append(join.to)
-            if dist[join.to] == dist[here] + 1:
-                parents.setdefault(join.to, []).append((here, join))
-    if target not in dist:
-        return []
-
-    def back(node: str) -> list[tuple[Edge, ...]]:
-        if node == source:
-            return [()]
-        return [(*p, edge) for edge in parents[node] for p in back(edge[0])]
-
-    return back(target)
-
-
 def time_models(lens: Lens, source: str) -> list[str]:
     """The nearest models (by declared joins from ``source``) that have a time dimension."""
+    found = lensmemo.memoized(lens, ("time_models", source), lambda: _time_models(lens, source))
+    return list(found)
+
+
+def _time_models(lens: Lens, source: str) -> tuple[str, ...]:
+    joins = join_index(lens)
     ranked: dict[int, list[str]] = {}
     for name in sorted(lens.models):
         model = lens.models[name]
-        paths = join_paths(lens, source, name)
+        paths = joins.paths(source, name)
         if paths and model.time_dimension() is not None:
             ranked.setdefault(len(paths[0]), []).append(name)
-    return ranked[min(ranked)] if ranked else []
+    return tuple(ranked[min(ranked)]) if ranked else ()
 
 
 def model_named(lens: Lens, qualifier: str) -> str | None:
@@ -371,6 +364,10 @@ def model_named(lens: Lens, qualifier: str) -> str | None:
 
 def model_nouns(lens: Lens) -> dict[tuple[str, ...], str]:
     """``{normalized model name or table name: model}`` — how a question names a model."""
+    return dict(lensmemo.memoized(lens, "model_nouns", lambda: tuple(_model_nouns(lens).items())))
+
+
+def _model_nouns(lens: Lens) -> dict[tuple[str, ...], str]:
     nouns: dict[tuple[str, ...], str] = {}
     for model in lens.models.values():
         for text in (model.name, model.table.split(".")[-1]):
@@ -437,6 +434,10 @@ def counted_model(lens: Lens, found: Retrieval) -> tuple[int, int, int, str] | N
 
 def metric_models(lens: Lens, metric: str) -> tuple[str, ...]:
     """The metric's model and any model its expression or filters name as a qualifier."""
+    return lensmemo.memoized(lens, ("metric_models", metric), lambda: _metric_models(lens, metric))
+
+
+def _metric_models(lens: Lens, metric: str) -> tuple[str, ...]:
     m = lens.metrics[metric]
     names = {m.model}
     for sql in (m.expression, *m.filters):
@@ -464,6 +465,14 @@ def canonical_sql(sql: str, dialect: str) -> str:
         return " ".join(sql.split())
 
 
+class Embedder(Protocol):
+    """A sentence embedder as assembly sees it (:mod:`reconciler.embedding` loads one)."""
+
+    def similarities(self, query: str, texts: Sequence[str]) -> Sequence[float]:
+        """Cosine similarity of ``query`` with each of ``texts``, in ``[-1, 1]``, same order."""
+        ...
+
+
 @dataclass(frozen=True)
 class GenerationRequest:
     """Everything one generation call is given, recorded in the run.
@@ -481,6 +490,12 @@ class GenerationRequest:
         excluded_answer: the answer under test, excluded from its own exemplars.
         certified_matching: whether a certified answer may be served verbatim
             (``False`` in the suite and self-test).
+        retrieval: how exemplars were folded: ``lexical`` (Jaccard) or ``embedding``
+            (cosine over a local sentence embedder, :mod:`reconciler.similarity`).
+        related_metrics: metrics an embedder ranked close to a question in which
+            lexical retrieval found none; the smart tier sees them, the fast tier
+            never does (it compiles only what the question names).
+        related_models: models ranked the same way, for the same readers.
     """
 
     lens: LensName
@@ -492,19 +507,31 @@ class GenerationRequest:
     skills: tuple[str, ...]
     excluded_answer: AnswerId | None = None
     certified_matching: bool = False
+    retrieval: str = "lexical"
+    related_metrics: tuple[str, ...] = ()
+    related_models: tuple[str, ...] = ()
 
     def used_assets(self) -> frozenset[AssetId]:
-        """Asset ids this request drew on (metrics, models, exemplars, skills)."""
+        """Asset ids this request drew on (metrics, models, exemplars, skills, related)."""
         return frozenset(
-            [AssetId(f"metrics/{m}") for m in self.metrics]
-            + [AssetId(f"models/{m}") for m in self.models]
+            [AssetId(f"metrics/{m}") for m in (*self.metrics, *self.related_metrics)]
+            + [AssetId(f"models/{m}") for m in (*self.models, *self.related_models)]
             + [AssetId(f"exemplars/{e}") for e in self.exemplars]
             + [AssetId(s) for s in self.skills]
         )
 
-    def record(self) -> dict[str, Any]:
-        """JSON-ready record for ``state/run.json``."""
-        return {
+    def record(self, asset_hashes: Mapping[AssetId, str] | None = None) -> dict[str, Any]:
+        """JSON-ready record for ``state/run.json``.
+
+        Args:
+            asset_hashes: ``{asset id: canonical hash}`` of the lens version the
+                request was assembled on (:func:`reconciler.assets.asset_hashes`).
+                When given, the record gains ``"assets"``: every asset the request
+                used (:meth:`used_assets`) plus ``lens/<name>`` (generation always
+                reads the lens's generation settings), each with its hash
+                (``None`` for an id the map lacks).
+        """
+        out: dict[str, Any] = {
             "question": self.question,
             "tiers": list(self.tiers),
             "metrics": list(self.metrics),
@@ -513,7 +540,14 @@ class GenerationRequest:
             "skills": list(self.skills),
             "excluded_answer": self.excluded_answer,
             "certified_matching": self.certified_matching,
+            "retrieval": self.retrieval,
+            "related_metrics": list(self.related_metrics),
+            "related_models": list(self.related_models),
         }
+        if asset_hashes is not None:
+            ids = sorted(self.used_assets() | {AssetId(f"lens/{self.lens}")})
+            out["assets"] = {aid: asset_hashes.get(aid) for aid in ids}
+        return out
 
 
 def _select_models(lens: Lens, found: Retrieval) -> tuple[str, ...]:
@@ -524,13 +558,15 @@ def _select_models(lens: Lens, found: Retrieval) -> tuple[str, ...]:
     if counted is not None:
         sources = {counted[3]}
     selected: set[str] = set(sources)
+    joins = join_index(lens)
+    frozen_sources = frozenset(sources)
+    # A model some source has a join path to (each source reaches itself).
+    reachable_models = frozenset().union(*(joins.reachable(s) for s in sources))
 
     def add_paths(target: str) -> None:
+        # The models on every shortest path to ``target`` from a source.
         selected.add(target)
-        for source in sorted(sources):
-            for path in join_paths(lens, source, target):
-                for here, join in path:
-                    selected.update((here, join.to))
+        selected.update(joins.models_from(frozen_sources, target))
 
     for name in found.metrics():
         for model in metric_models(lens, name):
@@ -538,16 +574,14 @@ def _select_models(lens: Lens, found: Retrieval) -> tuple[str, ...]:
     for mention in found.mentions:
         if mention.kind == "metric":
             continue
-        reachable = [
-            t for t in mention.targets if any(join_paths(lens, s, t.model) for s in sources)
-        ]
+        reachable = [t for t in mention.targets if t.model in reachable_models]
         for t in reachable or mention.targets:
             add_paths(t.model)
     for fact in facts:
         add_paths(fact.model)
     if asks_who(found):
         for person in person_dimensions(lens):
-            if any(join_paths(lens, s, person.model) for s in sources):
+            if person.model in reachable_models:
                 add_paths(person.model)
     if mentions_time(found.leftover()):
         for source in sorted(sources):
@@ -556,10 +590,13 @@ def _select_models(lens: Lens, found: Retrieval) -> tuple[str, ...]:
     return tuple(sorted(selected))
 
 
-def _fold_exemplars(
-    lens: Lens, tokens: tuple[str, ...], exclude_answer: AnswerId | None
-) -> tuple[str, ...]:
-    """Names of the most similar exemplars, best first (see :func:`assemble`)."""
+def eligible_exemplars(lens: Lens, exclude_answer: AnswerId | None) -> tuple[str, ...]:
+    """Exemplar names, sorted, less any whose normalized question or canonical SQL is
+    the excluded answer's (an answer never sees itself as an example).
+
+    Raises:
+        KeyError: ``exclude_answer`` is not an answer of the lens.
+    """
     dialect = lens.config.dialect
     banned_question: str | None = None
     banned_sql: str | None = None
@@ -569,15 +606,25 @@ def _fold_exemplars(
         answer = lens.answers[exclude_answer]
         banned_question = normalize(answer.question)
         banned_sql = canonical_sql(answer.sql, dialect)
+    return tuple(
+        name
+        for name in sorted(lens.exemplars)
+        if banned_question is None
+        or not (
+            normalize(lens.exemplars[name].question) == banned_question
+            or canonical_sql(lens.exemplars[name].sql, dialect) == banned_sql
+        )
+    )
+
+
+def _fold_exemplars(
+    lens: Lens, tokens: tuple[str, ...], exclude_answer: AnswerId | None
+) -> tuple[str, ...]:
+    """Names of the most similar exemplars, best first (see :func:`assemble`)."""
     asked = frozenset(tokens) - STOPWORDS
     scored: list[tuple[float, str]] = []
-    for name in sorted(lens.exemplars):
+    for name in eligible_exemplars(lens, exclude_answer):
         ex = lens.exemplars[name]
-        if banned_question is not None and (
-            normalize(ex.question) == banned_question
-            or canonical_sql(ex.sql, dialect) == banned_sql
-        ):
-            continue
         theirs = frozenset(tokenize(ex.question)) - STOPWORDS
         union = asked | theirs
         score = len(asked & theirs) / len(union) if union else 0.0
@@ -592,6 +639,7 @@ def assemble(
     *,
     exclude_answer: AnswerId | None = None,
     certified_matching: bool = False,
+    embedder: Embedder | None = None,
 ) -> GenerationRequest:
     """Assemble the generation request for ``question`` on ``lens``.
 
@@ -612,11 +660,18 @@ def assemble(
       never one whose normalized question or canonical SQL is the excluded answer's;
     * skills: every skill of the lens, by path.
 
+    With ``generator.retrieval: embedding`` in ``lens.yaml`` and an ``embedder``
+    given, exemplars are folded by cosine similarity and, when lexical retrieval
+    names no metric, related metrics and models are ranked
+    (:func:`reconciler.similarity.embedded_request`); without an embedder the
+    lexical selection above stands (the caller states that the run is leaner).
+
     Args:
         lens: the lens version generation runs against.
         question: the question as asked.
         exclude_answer: id of the answer under test, kept out of its own exemplars.
         certified_matching: recorded; whether serving may return a certified answer.
+        embedder: a local sentence embedder (:class:`Embedder`), or ``None``.
 
     Returns:
         The request, with sorted metric, model and skill names and exemplars best first.
@@ -625,7 +680,7 @@ def assemble(
         KeyError: ``exclude_answer`` is not an answer of the lens.
     """
     found = retrieve(lens, question)
-    return GenerationRequest(
+    request = GenerationRequest(
         lens=lens.name,
         question=question,
         tiers=tuple(lens.config.generator.tiers),
@@ -636,3 +691,9 @@ def assemble(
         excluded_answer=exclude_answer,
         certified_matching=certified_matching,
     )
+    if embedder is None or lens.config.generator.retrieval != "embedding":
+        return request
+    # Imported here: similarity builds on this module's normalization.
+    from reconciler.similarity import embedded_request
+
+    return embedded_request(lens, request, embedder)

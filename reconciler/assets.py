@@ -13,8 +13,10 @@ means bumping :data:`HASH_SCHEME` and migrating stored bindings explicitly.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -46,6 +48,9 @@ class Asset:
     hash: str
 
 
+# Pure in its arguments, and a plan normalizes the same strings once per answer
+# and lens version: memoized.
+@functools.lru_cache(maxsize=4096)
 def normalize_sql(sql: str, dialect: str) -> str:
     """sqlglot's normalized rendering: one line, comments dropped, literals byte-exact.
 
@@ -102,6 +107,33 @@ def lens_assets(lens: Lens) -> dict[AssetId, Asset]:
         data["sql"] = normalize_sql(ex.sql, dialect)
         add(f"exemplars/{ex.name}", "exemplars", data)
     return out
+
+
+# {id(lens): (lens, hashes)}; holding the lens keeps its id from being reused.
+_HASHES: dict[int, tuple[Lens, Mapping[AssetId, str]]] = {}
+_HASHES_KEPT = 16
+_HASHES_LOCK = threading.Lock()
+
+
+def asset_hashes(lens: Lens) -> Mapping[AssetId, str]:
+    """``{asset id: canonical hash}`` of every shared asset of ``lens``.
+
+    Computed once per lens version (object) and kept for the last
+    :data:`_HASHES_KEPT` versions, so a suite that records every generation
+    request with its asset hashes (:meth:`GenerationRequest.record`) hashes each
+    asset once, not once per answer. Safe to call from the suite's worker threads.
+    """
+    key = id(lens)
+    with _HASHES_LOCK:
+        hit = _HASHES.get(key)
+    if hit is not None and hit[0] is lens:
+        return hit[1]
+    hashes = {aid: asset.hash for aid, asset in lens_assets(lens).items()}
+    with _HASHES_LOCK:
+        if len(_HASHES) >= _HASHES_KEPT:
+            _HASHES.pop(next(iter(_HASHES)))
+        _HASHES[key] = (lens, hashes)
+    return hashes
 
 
 def oracle_hash(answer: Answer, dialect: str) -> str:
@@ -167,5 +199,13 @@ def dependency_set(lens: Lens, answer: Answer) -> dict[AssetId, tuple[AssetId, .
     request = assemble(lens, answer.question, exclude_answer=AnswerId(answer.id))
     roots: list[AssetId] = [AssetId(f"lens/{lens.name}"), *map(AssetId, lens.skills)]
     roots += sorted(request.used_assets())
+    if lens.config.generator.retrieval == "embedding":
+        # What an embedder folds or ranks is not knowable without the model, and a
+        # plan never loads one: depend on every exemplar, and on every metric and
+        # model when lexical retrieval named none (what the embedder ranks from).
+        roots += [AssetId(f"exemplars/{name}") for name in sorted(lens.exemplars)]
+        if not request.metrics and not request.models:
+            roots += [AssetId(f"metrics/{name}") for name in sorted(lens.metrics)]
+            roots += [AssetId(f"models/{name}") for name in sorted(lens.models)]
     roots += oracle_models(lens, answer)
     return closure(roots, dependency_edges(lens))

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from reconciler.assembly import normalize
+from reconciler.assembly import Embedder, normalize
 from reconciler.generators import DimensionValues, SmartCall
 from reconciler.lens import Case, Lens
 from reconciler.serving import AskResponse, ask
@@ -73,9 +73,10 @@ def run_case(
     values: DimensionValues,
     *,
     smart: SmartCall | None = None,
+    embedder: Embedder | None = None,
 ) -> CaseResult:
     """Run ``case`` through :func:`reconciler.serving.ask` on ``lens`` and judge its shape."""
-    resp = ask(lens, case.question, executor, values, smart=smart)
+    resp = ask(lens, case.question, executor, values, smart=smart, embedder=embedder)
     got = shape_of(resp)
     passed = got == case.expect
     detail = f"expected {case.expect}, got {got}"
@@ -111,10 +112,11 @@ def run_cases(
     *,
     smart: SmartCall | None = None,
     progress: Callable[[str], None] = lambda _msg: None,
+    embedder: Embedder | None = None,
 ) -> list[CaseResult]:
     """Every behavioural case of ``lens``, in file order."""
     results = []
     for case in lens.cases:
         progress(f"{lens.name}: case {case.question!r} (expect {case.expect})")
-        results.append(run_case(lens, case, executor, values, smart=smart))
+        results.append(run_case(lens, case, executor, values, smart=smart, embedder=embedder))
     return results

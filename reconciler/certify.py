@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from reconciler.assembly import assemble, normalize
+from reconciler.assets import asset_hashes
 from reconciler.errors import UsageError
 from reconciler.files import write_new_file
 from reconciler.generators import DimensionValues, SmartCall, generate
@@ -163,7 +164,7 @@ def propose(
         generation.sql,
         generation.tier,
         declined=generation.declined,
-        request=request.record(),
+        request=request.record(asset_hashes(lens)),
     )
 
 

@@ -28,7 +28,9 @@ app = typer.Typer(
     no_args_is_help=True,
     help="dst: plan, gate, promote and roll back text-to-SQL lenses from git.",
 )
-import_app = typer.Typer(no_args_is_help=True, help="Turn other semantic layers into lenses.")
+import_app: typer.Typer = typer.Typer(
+    no_args_is_help=True, help="Turn other semantic layers into lenses."
+)
 app.add_typer(import_app, name="import")
 
 T = TypeVar("T")
@@ -49,13 +51,32 @@ WarehouseOpt = Annotated[
         "--warehouse", help="SQLAlchemy URL; overrides DST_WAREHOUSE_URL, lens and dst.yaml."
     ),
 ]
+QuietOpt = Annotated[
+    bool,
+    typer.Option("--quiet", "-q", help="No progress on stderr (a bar on a terminal, else lines)."),
+]
 
 
-def _runtime(repo: Path | None, warehouse: str | None = None) -> Any:
+JobsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--jobs",
+        min=1,
+        max=64,
+        help="Answers verified at once (default: the lens's jobs:, else 1).",
+    ),
+]
+ProfileOpt = Annotated[
+    Path | None,
+    typer.Option("--profile", help="Write cProfile stats of the command to this file."),
+]
+
+
+def _runtime(repo: Path | None, warehouse: str | None = None, jobs: int | None = None) -> Any:
     from reconciler.gitstate import open_repo
     from reconciler.runtime import Runtime
 
-    return Runtime(open_repo(repo), warehouse_url=warehouse)
+    return Runtime(open_repo(repo), warehouse_url=warehouse, jobs=jobs)
 
 
 def _guarded(command: str, fmt: Format, body: Callable[[], int]) -> None:
@@ -115,14 +136,25 @@ def _emit(report: Any, fmt: Format, explain: bool = False) -> int:
 
 
 @app.command()
-def seed(repo: RepoOpt = None, fmt: FormatOpt = Format.text) -> None:
+def seed(
+    repo: RepoOpt = None,
+    fmt: FormatOpt = Format.text,
+    warehouse: Annotated[
+        str | None,
+        typer.Option(
+            "--warehouse",
+            help="Seed this SQLAlchemy URL instead of the embedded DuckDB file; "
+            "the tables the seeds name are replaced there.",
+        ),
+    ] = None,
+) -> None:
     """Build the embedded DuckDB warehouse (.dst/) from every lens's seeds/*.csv."""
 
     def body() -> int:
         from reconciler.deployments import seed as do_seed
 
         rt = _runtime(repo)
-        result = do_seed(rt)
+        result = do_seed(rt, url=warehouse)
         tables = {t.name: t.rows for t in result.tables}
         if fmt is Format.json:
             print(
@@ -130,7 +162,7 @@ def seed(repo: RepoOpt = None, fmt: FormatOpt = Format.text) -> None:
                     {
                         "schema_version": 1,
                         "command": "seed",
-                        "warehouse": str(result.path),
+                        "warehouse": result.target,
                         "tables": tables,
                     },
                     indent=2,
@@ -139,7 +171,7 @@ def seed(repo: RepoOpt = None, fmt: FormatOpt = Format.text) -> None:
         else:
             for table, rows in sorted(tables.items()):
                 print(f"seeded {table}: {rows} rows")
-            print(f"warehouse: {result.path}")
+            print(f"warehouse: {result.target}")
         return 0
 
     _guarded("seed", fmt, body)
@@ -156,6 +188,7 @@ def plan(
     to: Annotated[str, typer.Option("--to", help="Candidate revision.")] = "HEAD",
     lens: Annotated[str | None, typer.Option("--lens", help="Plan one lens.")] = None,
     explain: Annotated[bool, typer.Option("--explain", help="Why each answer is stale.")] = False,
+    profile: ProfileOpt = None,
     repo: RepoOpt = None,
     fmt: FormatOpt = Format.text,
 ) -> None:
@@ -163,9 +196,12 @@ def plan(
 
     def body() -> int:
         from reconciler.apply import reconcile
+        from reconciler.profiling import profiled
 
         rt = _runtime(repo)
-        return _emit(reconcile(rt, to=to, only=lens, run_suite=False), fmt, explain)
+        with profiled(profile):
+            report = reconcile(rt, to=to, only=lens, run_suite=False)
+        return _emit(report, fmt, explain)
 
     _guarded("plan", fmt, body)
 
@@ -179,6 +215,9 @@ def apply(
         bool, typer.Option("--allow-rewind", help="Promote even if it undoes what serves.")
     ] = False,
     warehouse: WarehouseOpt = None,
+    quiet: QuietOpt = False,
+    jobs: JobsOpt = None,
+    profile: ProfileOpt = None,
     repo: RepoOpt = None,
     fmt: FormatOpt = Format.text,
 ) -> None:
@@ -186,10 +225,13 @@ def apply(
 
     def body() -> int:
         from reconciler.apply import reconcile
+        from reconciler.profiling import profiled
+        from reconciler.progressbar import progress_for
 
-        rt = _runtime(repo, warehouse)
+        rt = _runtime(repo, warehouse, jobs)
         try:
-            report = reconcile(rt, to=to, only=lens, dry_run=dry_run, allow_rewind=allow_rewind)
+            with progress_for(rt, quiet=quiet), profiled(profile):
+                report = reconcile(rt, to=to, only=lens, dry_run=dry_run, allow_rewind=allow_rewind)
             return _emit(report, fmt)
         finally:
             rt.close()
@@ -202,6 +244,8 @@ def test_cmd(
     lens: Annotated[str | None, typer.Argument(help="Lens to verify.")] = None,
     all_lenses: Annotated[bool, typer.Option("--all", help="Every serving lens.")] = False,
     warehouse: WarehouseOpt = None,
+    quiet: QuietOpt = False,
+    jobs: JobsOpt = None,
     repo: RepoOpt = None,
     fmt: FormatOpt = Format.text,
 ) -> None:
@@ -210,15 +254,19 @@ def test_cmd(
     def body() -> int:
         from reconciler import refstore
         from reconciler.deployments import verify
+        from reconciler.progressbar import progress_for
 
-        rt = _runtime(repo, warehouse)
+        rt = _runtime(repo, warehouse, jobs)
         if (lens is None) == (not all_lenses):
             raise UsageError(
-                "name one lens or pass --all, not both", fix="dst test LENS | dst test --all"
+                "name one lens or pass --all" + (", not both" if all_lenses else ""),
+                fix="dst test LENS | dst test --all",
             )
         names = refstore.served_lenses(rt.repo) if all_lenses else [str(lens)]
         try:
-            return _emit(verify(rt, names), fmt)
+            with progress_for(rt, quiet=quiet):
+                report = verify(rt, names)
+            return _emit(report, fmt)
         finally:
             rt.close()
 
@@ -227,15 +275,17 @@ def test_cmd(
 
 @app.command()
 def status(repo: RepoOpt = None, fmt: FormatOpt = Format.text) -> None:
-    """Serving version and last attempt of every lens."""
+    """Serving version and last attempt of every lens, and any lock file left on refs/dst/."""
 
     def body() -> int:
         from reconciler.deployments import status as do_status
+        from reconciler.reflocks import ref_locks
         from reconciler.sync import UNKNOWN_STATE, state_known
 
         rt = _runtime(repo)
         known = state_known(rt.repo)
         rows = do_status(rt)
+        locks = ref_locks(rt.repo)
         if fmt is Format.json:
             print(
                 json.dumps(
@@ -244,12 +294,15 @@ def status(repo: RepoOpt = None, fmt: FormatOpt = Format.text) -> None:
                         "command": "status",
                         "state_known": known,
                         "lenses": [r.record() for r in rows],
+                        "locks": [{"path": k.path, "age_s": round(k.age_s, 1)} for k in locks],
                     },
                     indent=2,
                     default=str,
                 )
             )
             return 0
+        for lock in locks:
+            print(f"warning: {lock.describe()}")
         if not known and not rows:
             print(UNKNOWN_STATE)
         for r in rows:
@@ -263,6 +316,12 @@ def status(repo: RepoOpt = None, fmt: FormatOpt = Format.text) -> None:
                 if r.serving
                 else ("nothing serving" if known else UNKNOWN_STATE)
             )
+            if r.retired and not r.serving:
+                served = (
+                    f"retired by {r.retired[:12]} (source "
+                    f"{str(r.retired_meta.get('source', ''))[:12]} deleted the lens); "
+                    f"nothing serving"
+                )
             print(f"{r.lens}: {served}")
             newer = int(am.get("recorded_at", 0)) >= int(sm.get("recorded_at", 0))
             if r.attempt and (newer or not r.serving):
@@ -279,42 +338,6 @@ def _short(score: Any) -> str:
     if not score:
         return "n/a"
     return f"{score.get('correct', 0)}/{score.get('total', 0)}"
-
-
-@app.command()
-def log(
-    lens: Annotated[str, typer.Argument(help="Lens name.")],
-    repo: RepoOpt = None,
-    fmt: FormatOpt = Format.text,
-) -> None:
-    """Deployment history of a lens (first-parent history of its serving ref)."""
-
-    def body() -> int:
-        from reconciler.deployments import log as do_log
-
-        deps = do_log(_runtime(repo), lens)
-        if fmt is Format.json:
-            print(
-                json.dumps(
-                    {
-                        "schema_version": 1,
-                        "command": "log",
-                        "lens": lens,
-                        "deployments": [{"deployment": d.oid, **d.meta} for d in deps],
-                    },
-                    indent=2,
-                    default=str,
-                )
-            )
-            return 0
-        for d in deps:
-            print(
-                f"{d.oid[:12]}  {d.meta.get('action', ''):<9} source "
-                f"{str(d.meta.get('source', ''))[:12]}  score {_short(d.meta.get('score'))}"
-            )
-        return 0
-
-    _guarded("log", fmt, body)
 
 
 @app.command()
@@ -409,3 +432,27 @@ app.command("coverage")(coverage_command)
 from reconciler.cli_validate import validate_app  # noqa: E402
 
 app.add_typer(validate_app)
+from reconciler.cli_log import log as log_command  # noqa: E402
+
+app.command("log")(log_command)
+from reconciler.cli_certify import certify as certify_command  # noqa: E402
+
+app.command("certify")(certify_command)
+from reconciler.cli_ask import ask as ask_command  # noqa: E402
+
+app.command("ask")(ask_command)
+from reconciler.cli_report import report as report_command  # noqa: E402
+
+app.command("report")(report_command)
+from reconciler.cli_init import init as init_command  # noqa: E402
+
+app.command("init")(init_command)
+from reconciler.cli_mutate import mutate as mutate_command  # noqa: E402
+
+app.command("mutate")(mutate_command)
+from reconciler.cli_interop import export_app  # noqa: E402  (also adds `import dbt`)
+
+app.add_typer(export_app, name="export")
+from reconciler.cli_evals import evals_app  # noqa: E402
+
+app.add_typer(evals_app)

@@ -56,6 +56,7 @@ def ask(
                 rt.values_for(served, executor),
                 smart=smart,
                 max_repairs=max_repairs,
+                embedder=rt.embedder_for(served)[0],
             )
         finally:
             rt.close()

@@ -9,18 +9,21 @@ never rewritten.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from reconciler import gitstate, refstore
 from reconciler.assets import lens_assets
 from reconciler.bindings import select_stale
+from reconciler.cases import run_cases
+from reconciler.crashpoints import crash_point
 from reconciler.errors import UsageError
+from reconciler.fanout import run_answers
 from reconciler.lens import LENS_NAME_RE, Oid
 from reconciler.plan import LensPlan
 from reconciler.runs import LensRun, RunReport, meta_for, state_for
 from reconciler.runtime import Runtime
-from reconciler.suite import Outcome, run_answer
+from reconciler.suite import Outcome
 
 if TYPE_CHECKING:
     from reconciler.seeding import SeedReport
@@ -73,22 +76,50 @@ def verify(rt: Runtime, names: list[str]) -> RunReport:
             deps=deps,
             assets=assets,
         )
-        run = LensRun(plan, "verified", previous_score=dict(dep.meta.get("score") or {}))
+        run = LensRun(
+            plan,
+            "verified",
+            previous_score=dict(dep.meta.get("score") or {}),
+            messages=rt.leaner_notes(lens),
+        )
         executor = rt.warehouse_for(lens)
         values = rt.values_for(lens, executor)
-        for answer in lens.active_answers():
-            rt.progress(f"{name}: verifying {answer.id}")
-            run.results.append(run_answer(lens, answer, executor, values, progress=rt.progress))
+        smart, _why = rt.smart_for(lens)
+        embedder, no_embedder = rt.embedder_for(lens)
+        if no_embedder and not any(no_embedder in m for m in run.messages):
+            run.messages.append(f"leaner than production: {no_embedder}")
+        rt.expect(len(lens.active_answers()))
+        run.results = run_answers(
+            lens,
+            lens.active_answers(),
+            executor,
+            values,
+            jobs=rt.jobs_for(lens),
+            smart=smart,
+            progress=rt.progress,
+            announce=rt.answer,
+            embedder=embedder,
+        )
+        run.cases = run_cases(
+            lens, executor, values, smart=smart, progress=rt.progress, embedder=embedder
+        )
         failing = [r for r in run.results if r.outcome is not Outcome.CORRECT]
         if failing:
             run.messages.append(
                 f"{len(failing)} of {len(run.results)} answers failed; they keep their old "
                 f"stamp: fix the definition, or re-certify / retire the answer"
             )
+        failing_cases = [c for c in run.cases if not c.passed]
+        if failing_cases:
+            run.messages.append(
+                f"{len(failing_cases)} of {len(run.cases)} behavioural cases failed: the lens "
+                f"no longer clarifies, refuses or answers as evals/cases.yaml expects"
+            )
         if not run.results:
             run.messages.append("gate SKIPPED: the lens has no active certified answers")
         bindings, record = state_for(run, dep.source, lens, dep.bindings)
         s = run.score
+        crash_point("restamp-before")
         oid = refstore.advance(
             rt.repo,
             refstore.serving_ref(name),
@@ -102,11 +133,12 @@ def verify(rt: Runtime, names: list[str]) -> RunReport:
             message=f"verify {name} {dep.source[:12]} score {s['correct']}/{s['total']}",
             reason=f"dst test {name}",
         )
+        crash_point("restamp-after")
         run.recorded = oid
         run.serving_after = oid
-        run.action = "verified" if not failing else "failed"
+        run.action = "verified" if not (failing or failing_cases) else "failed"
         report.lenses.append(run)
-        if failing:
+        if failing or failing_cases:
             report.exit_code = 1
     return report
 
@@ -202,25 +234,28 @@ class LensStatus:
     serving_meta: dict[str, Any]
     attempt: Oid | None
     attempt_meta: dict[str, Any]
+    retired: Oid | None = None
+    retired_meta: dict[str, Any] = field(default_factory=dict)
 
     def record(self) -> dict[str, Any]:
-        """JSON-ready form."""
+        """JSON-ready form (``retired``: the retirement deployment, if the lens has one)."""
         return {
             "lens": self.lens,
             "serving": self.serving,
             "serving_meta": self.serving_meta,
             "last_attempt": self.attempt,
             "last_attempt_meta": self.attempt_meta,
+            "retired": self.retired,
+            "retired_meta": self.retired_meta,
         }
 
 
 def status(rt: Runtime) -> list[LensStatus]:
-    """Every lens with serving state, in the working tree, or with attempts."""
+    """Every lens with serving state, in the working tree, with attempts or retired."""
     repo = rt.repo
     names = set(refstore.served_lenses(repo))
-    names |= {
-        r[len(refstore.ATTEMPTS) :] for r in repo.references if r.startswith(refstore.ATTEMPTS)
-    }
+    for prefix in (refstore.ATTEMPTS, refstore.RETIRED):
+        names |= {r[len(prefix) :] for r in repo.references if r.startswith(prefix)}
     names |= set(gitstate.worktree_lens_names(rt.root))
     names = {n for n in names if LENS_NAME_RE.match(n)}
     out = []
@@ -229,22 +264,34 @@ def status(rt: Runtime) -> list[LensStatus]:
         a = refstore.ref_target(repo, refstore.attempts_ref(name))
         sm = dict(refstore.read_deployment(repo, s).meta) if s else {}
         am = dict(refstore.read_deployment(repo, a).meta) if a else {}
-        out.append(LensStatus(name, s, sm, a, am))
+        r = refstore.ref_target(repo, refstore.retired_ref(name))
+        rm = dict(refstore.read_deployment(repo, r).meta) if r else {}
+        out.append(LensStatus(name, s, sm, a, am, r, rm))
     return out
 
 
 def log(rt: Runtime, name: str, limit: int = 50) -> list[refstore.Deployment]:
-    """A lens's deployments, newest first (first-parent history of its serving ref)."""
+    """A lens's deployments, newest first (first-parent history of its serving ref,
+    or of its retirement deployment when the lens was retired and nothing serves it)."""
+    retired = refstore.ref_target(rt.repo, refstore.retired_ref(name))
+    if retired is not None and refstore.ref_target(rt.repo, refstore.serving_ref(name)) is None:
+        return refstore.history(rt.repo, retired, limit)
     dep = _serving_or_fail(rt, name)
     return refstore.history(rt.repo, dep.oid, limit)
 
 
-def seed(rt: Runtime) -> SeedReport:
+def seed(rt: Runtime, url: str | None = None) -> SeedReport:
     """Build the embedded DuckDB warehouse from every working-tree lens's ``seeds/*.csv``.
+
+    Args:
+        rt: the invocation's runtime.
+        url: seed this SQLAlchemy URL instead (``dst seed --warehouse``); the CSVs
+            load through the same DuckDB reader (:func:`reconciler.seeding.seed`).
 
     Raises:
         LensLoadError: a CSV does not load (file and line named).
         UsageError: two lenses seed one table with different bytes.
+        WarehouseError: ``url`` cannot be seeded (nothing is committed).
     """
     from reconciler.seeding import seed as build
 
@@ -256,4 +303,4 @@ def seed(rt: Runtime) -> SeedReport:
         for csv in sorted(base.glob("*.csv")):
             rel = csv.relative_to(rt.root).as_posix()
             seeds.append((csv.stem.lower(), rel, csv.read_bytes()))
-    return build(rt.root, seeds)
+    return build(rt.root, seeds, url=url)

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
+from reconciler.assembly import Embedder
 from reconciler.generators import DimensionValues, SmartCall
 from reconciler.lens import MAX_JOBS, Answer, Lens
 from reconciler.suite import AnswerResult, Executor, run_answer
@@ -44,11 +45,13 @@ def run_answers(
     progress: Callable[[str], None] = lambda _msg: None,
     announce: Callable[[str], None] = lambda _msg: None,
     verbs: Mapping[str, str] | None = None,
+    embedder: Embedder | None = None,
 ) -> list[AnswerResult]:
     """Verify ``answers`` of ``lens``, up to ``jobs`` at a time (:func:`suite.run_answer`).
 
     Args:
-        lens, executor, values, smart, progress: as for :func:`reconciler.suite.run_answer`;
+        lens, executor, values, smart, progress, embedder: as for
+            :func:`reconciler.suite.run_answer`;
             ``executor`` must be safe to call from several threads (the
             ``Warehouse`` is: one pooled connection per statement).
         answers: the answers, in the order their results are wanted.
@@ -62,7 +65,9 @@ def run_answers(
 
     def one(answer: Answer) -> AnswerResult:
         announce(f"{lens.name}: {(verbs or {}).get(answer.id, 'verifying')} {answer.id}")
-        return run_answer(lens, answer, executor, values, progress=progress, smart=smart)
+        return run_answer(
+            lens, answer, executor, values, progress=progress, smart=smart, embedder=embedder
+        )
 
     if jobs <= 1 or len(answers) <= 1:
         return [one(a) for a in answers]

@@ -33,6 +33,7 @@ date runs at the lens's pinned ``as_of`` (DESIGN §4 step 4).
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import logging
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
@@ -269,6 +270,29 @@ def parse_expression(sql: str, dialect: str) -> exp.Expr:
     return tree
 
 
+# Loading a lens checks every expression and query it holds, and a plan loads two
+# versions of a lens (serving and candidate) that share nearly all of that text:
+# the verdicts are pure in (sql, dialect), so they are memoized by text.
+@functools.lru_cache(maxsize=8192)
+def expression_problem(sql: str, dialect: str) -> tuple[str, str | None] | None:
+    """Why :func:`parse_expression` refuses ``sql``: ``(message, fix)``, else ``None``."""
+    try:
+        parse_expression(sql, dialect)
+    except UnsafeSqlError as exc:
+        return exc.message, exc.fix
+    return None
+
+
+@functools.lru_cache(maxsize=8192)
+def query_problem(sql: str, dialect: str) -> tuple[str, str | None] | None:
+    """Why :func:`check_read_only` refuses ``sql``: ``(message, fix)``, else ``None``."""
+    try:
+        check_read_only(sql, dialect)
+    except UnsafeSqlError as exc:
+        return exc.message, exc.fix
+    return None
+
+
 def _check_size(sql: str) -> None:
     if len(sql) > MAX_SQL_CHARS:
         raise UnsafeSqlError(
@@ -392,7 +416,9 @@ def reads_current_date(sql: str | exp.Expr, dialect: str) -> bool:
     )
 
 
-def pin_current_date(tree_or_sql: str | exp.Expr, as_of: str, dialect: str) -> str:
+def pin_current_date(
+    tree_or_sql: str | exp.Expr, as_of: str, dialect: str, *, parsed: exp.Expr | None = None
+) -> str:
     """Replace every clock read with a literal of the pinned day.
 
     The clock is taken to read the *start* of the ``as_of`` day, so results do
@@ -413,6 +439,8 @@ def pin_current_date(tree_or_sql: str | exp.Expr, as_of: str, dialect: str) -> s
         tree_or_sql: the query text or its parsed tree (not modified).
         as_of: the pinned day, ``YYYY-MM-DD``.
         dialect: the sqlglot dialect to parse (text) and generate.
+        parsed: the text's tree as :func:`parse_query` (or :func:`check_read_only`)
+            already returned it, so the text is not parsed a second time.
 
     Returns:
         SQL in ``dialect``. Text without a clock read is returned unchanged.
@@ -428,7 +456,7 @@ def pin_current_date(tree_or_sql: str | exp.Expr, as_of: str, dialect: str) -> s
             f"as_of {as_of!r} is not a calendar date", fix='write as_of: "YYYY-MM-DD"'
         ) from None
     if isinstance(tree_or_sql, str):
-        tree = parse_query(tree_or_sql, dialect)
+        tree = parsed if parsed is not None else parse_query(tree_or_sql, dialect)
         if not reads_current_date(tree, dialect):
             return tree_or_sql
     else:

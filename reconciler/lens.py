@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from sqlglot.dialects.dialect import Dialect
 
 from reconciler import guard
-from reconciler.errors import LensLoadError, UnsafeSqlError
+from reconciler.errors import LensLoadError
 from reconciler.loader import Document, load_yaml, validate
 
 LensName = NewType("LensName", str)
@@ -70,8 +70,13 @@ class SmartTier(Strict):
     """Settings of the optional LLM tier (an OpenAI-compatible endpoint)."""
 
     model: str | None = None
+    base_url: str | None = Field(default=None, pattern=r"^https?://[^@\s]+$")
     base_url_env: str = "DST_LLM_BASE_URL"
     api_key_env: str = "DST_LLM_API_KEY"
+    timeout_s: float = Field(default=60.0, gt=0, le=600)
+    max_retries: int = Field(default=2, ge=0, le=10)
+    prompt_cost_per_1k: float = Field(default=0.0, ge=0)
+    completion_cost_per_1k: float = Field(default=0.0, ge=0)
 
 
 class GeneratorConfig(Strict):
@@ -79,6 +84,9 @@ class GeneratorConfig(Strict):
 
     tiers: tuple[Literal["fast", "smart"], ...] = ("fast",)
     smart: SmartTier | None = None
+    # ``embedding`` folds exemplars by cosine over the ``embed`` extra's local model;
+    # without that extra the run falls back to ``lexical`` and says so.
+    retrieval: Literal["lexical", "embedding"] = "lexical"
 
 
 class ClarifyTerm(Strict):
@@ -86,6 +94,9 @@ class ClarifyTerm(Strict):
 
     term: str
     ask: str
+
+
+MAX_JOBS = 64  # answers one suite runs at once; bounds threads and connections
 
 
 class LensConfig(Strict):
@@ -103,6 +114,7 @@ class LensConfig(Strict):
     dialect: str = "duckdb"
     row_cap: int = Field(default=MAX_ROW_CAP, ge=1, le=MAX_ROW_CAP, strict=True)
     statement_timeout_s: float = Field(default=30.0, gt=0, le=3600, strict=True)
+    jobs: int | None = Field(default=None, ge=1, le=MAX_JOBS, strict=True)
     as_of: str | None = Field(default=None, pattern=_DATE_RE)
     generator: GeneratorConfig = GeneratorConfig()
     exclusions: tuple[str, ...] = ()
@@ -142,7 +154,12 @@ class LensConfig(Strict):
     def generation_part(self) -> dict[str, Any]:
         """The fields that feed generation, as plain JSON-ready data."""
         dumped = self.model_dump(mode="json")
-        return {k: dumped[k] for k in self.generation_fields}
+        part = {k: dumped[k] for k in self.generation_fields}
+        # A setting added after hashes were stamped stays out of the canonical form at
+        # its default, so upgrading dst makes nothing stale (DESIGN §2: no silent rehash).
+        if part["generator"].get("retrieval") == "lexical":
+            part["generator"] = {k: v for k, v in part["generator"].items() if k != "retrieval"}
+        return part
 
 
 class Column(Strict):
@@ -328,10 +345,14 @@ def load_lens(name: str, files: Mapping[str, bytes], *, root: str | None = None)
     """
     root = root or f"lenses/{name}"
     if not LENS_NAME_RE.match(name):
+        # A git tree may name a directory with control characters or bytes that
+        # are not UTF-8; the message shows them escaped, never raw.
         raise LensLoadError(
-            root,
-            f"lens name {name!r} is not a valid lens name",
-            fix="use lowercase letters, digits, '-' and '_'",
+            root if root.isprintable() else ascii(root)[1:-1],
+            f"lens name {name!a} is not a valid lens name (it names the ref "
+            f"refs/dst/serving/<name>)",
+            fix="rename the directory: 1-63 lowercase letters, digits, '-' and '_', "
+            "starting with a letter or digit",
         )
     if "lens.yaml" not in files:
         raise LensLoadError(f"{root}/lens.yaml", "missing", fix="add a lens.yaml with a name")
@@ -403,16 +424,31 @@ def load_lens(name: str, files: Mapping[str, bytes], *, root: str | None = None)
 
     skills: dict[str, Skill] = {}
     for rel in sorted(p for p in files if p.startswith("skills/") and p.endswith(".md")):
+        raw = files[rel]
         try:
-            text = files[rel].decode("utf-8-sig")
-        except UnicodeDecodeError:
-            raise LensLoadError(f"{root}/{rel}", "not UTF-8", fix="save it as UTF-8") from None
+            text = raw.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise LensLoadError(
+                f"{root}/{rel}",
+                f"not UTF-8 ({exc.reason} at byte {exc.start})",
+                line=raw[: exc.start].count(b"\n") + 1,
+                fix="save it as UTF-8 (binary files do not belong in a lens)",
+            ) from None
+        if "\x00" in text:
+            raise LensLoadError(
+                f"{root}/{rel}",
+                "a NUL byte: this is a binary file, not Markdown",
+                line=text[: text.index("\x00")].count("\n") + 1,
+                fix="remove it; skills are Markdown text",
+            )
         skills[rel] = Skill(rel, text)
         sources[rel] = rel
 
     cases: tuple[Case, ...] = ()
     if "evals/cases.yaml" in files:
-        cases = validate(CasesFile, doc("evals/cases.yaml")).cases
+        cases_doc = doc("evals/cases.yaml")
+        _refuse_legacy_cases(cases_doc, name)
+        cases = validate(CasesFile, cases_doc).cases
 
     seeds = {
         rel[len("seeds/") : -len(".csv")].lower(): rel
@@ -436,20 +472,32 @@ def load_lens(name: str, files: Mapping[str, bytes], *, root: str | None = None)
     return lens
 
 
+def _refuse_legacy_cases(d: Document, name: str) -> None:
+    """A value case (question + expected SQL) is the legacy format: point at the migration."""
+    entries = d.data.get("cases") if isinstance(d.data, dict) else None
+    for i, entry in enumerate(entries if isinstance(entries, list) else []):
+        if isinstance(entry, dict) and ("sql" in entry or "expected_sql" in entry):
+            raise LensLoadError(
+                d.path,
+                "a legacy value case (question + expected SQL): cases are behavioural now",
+                line=d.line_of(("cases", i)),
+                fix=f"turn value cases into certified answers: dst evals migrate --lens {name} "
+                f'--by "Your Name"',
+            )
+
+
 def _check_expression(d: Document, sql: str, dialect: str, at: tuple[str | int, ...]) -> None:
-    try:
-        guard.parse_expression(sql, dialect)
-    except UnsafeSqlError as exc:
-        raise LensLoadError(d.path, exc.message, line=d.line_of(at), fix=exc.fix) from None
+    problem = guard.expression_problem(sql, dialect)
+    if problem is not None:
+        message, fix = problem
+        raise LensLoadError(d.path, message, line=d.line_of(at), fix=fix)
 
 
 def _check_query(d: Document, sql: str, dialect: str) -> None:
-    try:
-        guard.check_read_only(sql, dialect)
-    except UnsafeSqlError as exc:
-        raise LensLoadError(
-            d.path, f"sql: {exc.message}", line=d.line_of(("sql",)), fix=exc.fix
-        ) from None
+    problem = guard.query_problem(sql, dialect)
+    if problem is not None:
+        message, fix = problem
+        raise LensLoadError(d.path, f"sql: {message}", line=d.line_of(("sql",)), fix=fix)
 
 
 def _check_relative_dates(d: Document, ans: Answer, dialect: str) -> None:

@@ -215,3 +215,36 @@ def plan_lens(
         assets=new_assets,
         changed_answers=tuple(changed_answers),
     )
+
+
+def unchanged_plan(
+    name: str,
+    *,
+    gate: str,
+    candidate_commit: Oid | None,
+    serving_deployment: Oid,
+    serving_tree: Oid,
+) -> LensPlan:
+    """The plan of a lens whose candidate tree is the one serving, built without opening it.
+
+    An unchanged lens subtree has the same tree id at serving and candidate, so
+    nothing in it can be stale and none of its files is read: the plan's cost
+    does not grow with the lenses a push leaves alone. The answer counts are
+    not read either (they stay 0); the gate never looks at them for an
+    unchanged lens.
+
+    Args:
+        name: lens name.
+        gate: the serving deployment's recorded gate mode (same tree, same ``lens.yaml``).
+        candidate_commit: the candidate commit (``None`` for the working tree).
+        serving_deployment, serving_tree: the serving deployment and its lens tree.
+    """
+    return LensPlan(
+        name,
+        gate,
+        serving_deployment,
+        serving_tree,
+        candidate_commit,
+        serving_tree,
+        True,
+    )

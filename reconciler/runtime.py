@@ -16,14 +16,20 @@ from pathlib import Path
 import pygit2
 
 from reconciler import gitstate
-from reconciler.generators import DimensionValues
+from reconciler.assembly import Embedder
+from reconciler.generators import DimensionValues, SmartCall
 from reconciler.lens import Lens, RepoConfig
 from reconciler.loader import load_yaml, validate
 from reconciler.suite import Executor, ValueCache
+from reconciler.value_profiles import ProfileStore, file_version, ttl_from_env
 
 
 def _stderr(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
+
+
+def _no_total(_answers: int) -> None:
+    return None
 
 
 @dataclass
@@ -33,16 +39,25 @@ class Runtime:
     Attributes:
         repo: the git repository.
         warehouse_url: ``--warehouse`` (highest precedence), or ``None``.
+        jobs: ``--jobs``: answers a suite runs at once (overrides the lens's
+            ``jobs:``); ``None`` defers to the lens (default 1).
         env: the environment (``DST_WAREHOUSE_URL`` …).
         progress: sink for progress lines (stderr by default).
+        on_expect: told ``n`` more answers are about to run (a progress bar's total).
+        on_answer: receives the line that starts each answer; ``None`` sends it
+            to ``progress`` like any other line.
     """
 
     repo: pygit2.Repository
     warehouse_url: str | None = None
+    jobs: int | None = None
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     progress: Callable[[str], None] = _stderr
+    on_expect: Callable[[int], None] = _no_total
+    on_answer: Callable[[str], None] | None = None
     _warehouses: dict[str, Executor] = field(default_factory=dict)
     _values: dict[str, ValueCache] = field(default_factory=dict)
+    _smart: dict[tuple[str, str, str], SmartCall] = field(default_factory=dict)
 
     @property
     def root(self) -> Path:
@@ -82,15 +97,124 @@ class Runtime:
 
         url, _ = self.resolve_url(lens)
         if url not in self._warehouses:
-            self._warehouses[url] = Warehouse.open(url)
+            self._warehouses[url] = Warehouse.open(url, pool_size=self.jobs_for(lens))
         return self._warehouses[url]
 
     def values_for(self, lens: Lens, executor: Executor) -> DimensionValues:
-        """Distinct dimension values for the generator, read once per lens version."""
+        """Distinct dimension values for the generator, read once per lens version.
+
+        Column profiles are cached under ``.dst/profiles/`` by content hash
+        (:mod:`reconciler.value_profiles`), so a run against an unchanged
+        warehouse file reads none of them from the warehouse.
+        """
         key = str(id(executor))
         if key not in self._values:
-            self._values[key] = ValueCache(executor, lens.config.statement_timeout_s)
+            url, _ = self.resolve_url(lens)
+            self._values[key] = ValueCache(
+                executor,
+                lens.config.statement_timeout_s,
+                profiles=self.profile_store(url),
+                dialect=str(getattr(executor, "dialect", lens.config.dialect)),
+            )
         return self._values[key].for_lens(lens)
+
+    def profile_store(self, url: str) -> ProfileStore | None:
+        """The profile cache for the warehouse at ``url``; ``None`` for an in-memory one.
+
+        A DuckDB or SQLite file is versioned by its size and ``mtime_ns``; any
+        other warehouse's entries expire after ``DST_PROFILE_TTL_S`` seconds. Only
+        the redacted URL is hashed and recorded.
+        """
+        from sqlalchemy.engine import make_url
+
+        from reconciler.warehouse import redact
+
+        directory = self.root / ".dst" / "profiles"
+        ttl = ttl_from_env(self.env)
+        try:
+            parsed = make_url(url)
+        except Exception:  # an unparseable URL never reaches here; be safe anyway
+            return None
+        backend = parsed.get_backend_name()
+        if backend in ("duckdb", "sqlite"):
+            database = parsed.database or ""
+            if database in ("", ":memory:") or database.startswith(("file:", "md:")):
+                return None
+            version = file_version(Path(database))
+            if version is None:
+                return None
+            return ProfileStore(directory, redact(url), f"file:{version}", ttl)
+        return ProfileStore(directory, redact(url), None, ttl)
+
+    def embedder_for(self, lens: Lens) -> tuple[Embedder | None, str]:
+        """The local sentence embedder when ``lens`` asks for embedding retrieval.
+
+        Returns:
+            ``(embedder, "")``; ``(None, "")`` when the lens retrieves lexically;
+            ``(None, why)`` when it asks for embeddings but the ``embed`` extra
+            is not installed (the run falls back to lexical and says so).
+        """
+        if lens.config.generator.retrieval != "embedding":
+            return None, ""
+        from reconciler.embedding import load_embedder
+        from reconciler.errors import DstError
+
+        try:
+            return load_embedder(self.root)
+        except DstError as exc:
+            return None, f"the packaged embedding model did not load ({exc.message})"
+        except (OSError, ValueError, RuntimeError) as exc:
+            return None, f"the packaged embedding model did not load ({type(exc).__name__})"
+
+    def leaner_notes(self, lens: Lens) -> list[str]:
+        """Why a run of ``lens`` here is leaner than production, one line each (or none).
+
+        Stated, never silent: the lens lists the ``smart`` tier but none is
+        configured, or it asks for embedding retrieval without the ``embed`` extra.
+        """
+        notes = []
+        if "smart" in lens.config.generator.tiers:
+            # Imported here: it pulls in the warehouse drivers, which a plan never needs.
+            from reconciler import smart
+
+            settings, why = smart.resolve(lens, self.env)
+            if settings is None:
+                notes.append(f"leaner than production: {why}")
+        if lens.config.generator.retrieval == "embedding":
+            from reconciler.embedding import extra_missing
+
+            if missing := extra_missing():
+                notes.append(f"leaner than production: {missing}")
+        return notes
+
+    def smart_for(self, lens: Lens) -> tuple[SmartCall | None, str]:
+        """The smart tier for ``lens`` (one client per endpoint and model), or ``(None, why)``.
+
+        Settings by :func:`reconciler.smart.resolve` (environment, then ``lens.yaml``).
+        """
+        from reconciler import smart
+
+        settings, why = smart.resolve(lens, self.env)
+        if settings is None:
+            return None, why
+        key = (settings.base_url, settings.model, settings.api_key)
+        if key not in self._smart:
+            self._smart[key] = smart.SmartGenerator(settings)
+        return self._smart[key], ""
+
+    def expect(self, answers: int) -> None:
+        """Announce that ``answers`` more answers are about to run."""
+        self.on_expect(answers)
+
+    def answer(self, message: str) -> None:
+        """Report that one answer starts running (``message`` names it)."""
+        (self.on_answer or self.progress)(message)
+
+    def jobs_for(self, lens: Lens) -> int:
+        """Answers of ``lens`` a suite runs at once (:func:`reconciler.fanout.resolve_jobs`)."""
+        from reconciler.fanout import resolve_jobs
+
+        return resolve_jobs(self.jobs, lens)
 
     def close(self) -> None:
         """Close every warehouse opened."""

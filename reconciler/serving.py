@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from reconciler.assembly import assemble, normalize
+from reconciler.assembly import Embedder, assemble, normalize
 from reconciler.errors import DstError
 from reconciler.evaluations import (
     Evaluation,
@@ -136,6 +136,7 @@ def ask(
     *,
     smart: SmartCall | None = None,
     max_repairs: int = MAX_REPAIRS,
+    embedder: Embedder | None = None,
 ) -> AskResponse:
     """Answer ``question`` on ``lens`` (steps in the module docstring).
 
@@ -146,6 +147,8 @@ def ask(
         values: dimension values for the fast tier's value filters.
         smart: the smart tier, or ``None`` (then stated in ``notes``).
         max_repairs: repair attempts after the first generation (0 disables).
+        embedder: the local sentence embedder, or ``None``: with a lens that asks
+            for embedding retrieval, retrieval is then lexical (stated in ``notes``).
 
     Returns:
         The response; warehouse and generator failures become evaluations, never
@@ -154,6 +157,10 @@ def ask(
     resp = AskResponse(lens.name, question, "generated")
     if smart is None and "smart" in lens.config.generator.tiers:
         resp.notes.append("leaner than production: the smart tier is not configured")
+    if embedder is None and lens.config.generator.retrieval == "embedding":
+        resp.notes.append(
+            "leaner than production: no local embedder (the embed extra), so retrieval is lexical"
+        )
     certified = certified_match(lens, question)
     if certified is not None:
         resp.route, resp.answer = "certified_answer", certified.id
@@ -166,7 +173,7 @@ def ask(
         return resp
     route: Route = "generated"
     hint: str | None = None
-    request = assemble(lens, question, certified_matching=True)
+    request = assemble(lens, question, certified_matching=True, embedder=embedder)
     for attempt in range(max_repairs + 1):
         if route == "research":
             request = replace(request, models=tuple(sorted(lens.models)), tiers=("smart",))

@@ -172,7 +172,7 @@ def prompt(lens: Lens, request: GenerationRequest, hint: str | None) -> list[dic
         "context cannot answer it. Never write data."
     )
     parts: list[str] = []
-    models = request.models or tuple(sorted(lens.models))
+    models = request.models or request.related_models or tuple(sorted(lens.models))
     for name in models:
         m = lens.models[name]
         cols = [
@@ -184,7 +184,7 @@ def prompt(lens: Lens, request: GenerationRequest, hint: str | None) -> list[dic
         ]
         joins = [f"  join {j.to} on {j.on} ({j.relationship})" for j in m.joins]
         parts.append(f"table {m.table} (model {name}): {m.description}\n" + "\n".join(cols + joins))
-    for name in request.metrics:
+    for name in (*request.metrics, *request.related_metrics):
         mt = lens.metrics[name]
         where = f" where {' and '.join(mt.filters)}" if mt.filters else ""
         parts.append(f"metric {name} on {mt.model}: {mt.expression}{where}. {mt.description}")

@@ -18,13 +18,15 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Protocol
 
-from reconciler.assembly import assemble
+from reconciler.assembly import Embedder, assemble
+from reconciler.assets import asset_hashes
 from reconciler.compare import Verdict, compare
 from reconciler.errors import DstError
 from reconciler.generators import DimensionValues, SmartCall, generate
 from reconciler.lens import Answer, AnswerId, Lens
 from reconciler.ordering import order_keys
 from reconciler.resultset import ResultSet
+from reconciler.value_profiles import ProfileStore
 
 MAX_ATTEMPTS = 2
 VALUES_PER_DIMENSION = 200
@@ -94,10 +96,18 @@ class AnswerResult:
 
 @dataclass
 class ValueCache:
-    """Distinct values of a lens's string dimensions, read once per run (generator input)."""
+    """Distinct values of a lens's string dimensions, read once per run (generator input).
+
+    With ``profiles`` (a :class:`reconciler.value_profiles.ProfileStore`) each
+    column's profile comes from the on-disk cache when its content hash matches,
+    and is read from the warehouse and cached otherwise; without it every run
+    reads the warehouse. ``dialect`` is the warehouse's (for the count query).
+    """
 
     executor: Executor
     timeout_s: float
+    profiles: ProfileStore | None = None
+    dialect: str = "duckdb"
     _cache: dict[str, DimensionValues] = field(default_factory=dict)
 
     def for_lens(self, lens: Lens) -> DimensionValues:
@@ -110,16 +120,25 @@ class ValueCache:
                     if col.data_type.lower() not in ("string", "text", "varchar"):
                         continue
                     try:
-                        values[(model.name, col.name)] = self.executor.distinct_values(
-                            model.table,
-                            col.sql,
-                            limit=VALUES_PER_DIMENSION,
-                            timeout_s=self.timeout_s,
-                        )
+                        values[(model.name, col.name)] = self._values(model.table, col.sql)
                     except DstError:
                         values[(model.name, col.name)] = ()
             self._cache[key] = values
         return self._cache[key]
+
+    def _values(self, table: str, column_sql: str) -> tuple[str, ...]:
+        if self.profiles is None:
+            return self.executor.distinct_values(
+                table, column_sql, limit=VALUES_PER_DIMENSION, timeout_s=self.timeout_s
+            )
+        return self.profiles.profile(
+            self.executor,
+            table,
+            column_sql,
+            limit=VALUES_PER_DIMENSION,
+            timeout_s=self.timeout_s,
+            dialect=self.dialect,
+        ).values
 
 
 def run_answer(
@@ -130,6 +149,7 @@ def run_answer(
     *,
     progress: Callable[[str], None] = lambda _msg: None,
     smart: SmartCall | None = None,
+    embedder: Embedder | None = None,
 ) -> AnswerResult:
     """Verify one certified answer against the warehouse.
 
@@ -141,6 +161,8 @@ def run_answer(
         values: dimension values for the generator.
         progress: receives one line per step (stderr in the CLI).
         smart: the smart generator tier, when the lens lists it and it is configured.
+        embedder: the local sentence embedder, when the lens asks for embedding
+            retrieval and the ``embed`` extra is installed.
 
     Returns:
         The result; never raises for warehouse or generation failures (they
@@ -174,11 +196,13 @@ def run_answer(
     attempts: list[dict[str, Any]] = []
     generated: ResultSet | None = None
     for attempt in range(1, MAX_ATTEMPTS + 1):
-        request = assemble(lens, answer.question, exclude_answer=aid, certified_matching=False)
+        request = assemble(
+            lens, answer.question, exclude_answer=aid, certified_matching=False, embedder=embedder
+        )
         generation = generate(lens, request, values, smart=smart)
         trace: dict[str, Any] = {
             "attempt": attempt,
-            "request": request.record(),
+            "request": request.record(asset_hashes(lens)),
             "generation": generation.record(),
         }
         attempts.append(trace)

@@ -310,9 +310,9 @@ class Warehouse:
             WarehouseError: execution failed (the driver's first line) or took
                 longer than ``timeout_s`` ("timed out after N s").
         """
-        guard.check_read_only(sql, self.dialect)
+        tree = guard.check_read_only(sql, self.dialect)
         if as_of is not None:
-            sql = guard.pin_current_date(sql, as_of, self.dialect)
+            sql = guard.pin_current_date(sql, as_of, self.dialect, parsed=tree)
         return self._execute_raw(sql, row_cap=row_cap, timeout_s=timeout_s)
 
     def distinct_values(

@@ -276,11 +276,15 @@ class _Renderer:
             outputs.append(exp.alias_(self._share(measure), self._share_name()))
         else:
             outputs.extend(exp.alias_(e, a) for e, a in columns)
-        query = exp.select(*outputs).from_(self.table(plan.base))
+        # Every part is built fresh here and attached once, so the builders need not
+        # copy the query at each step (copy=False): same tree, no deep copies.
+        query = exp.select(*outputs).from_(self.table(plan.base), copy=False)
         for here, join in self.edges:
             left, right = self.aliases[here], self.aliases[join.to]
             keys_eq = (exp.column(a, left).eq(exp.column(b, right)) for a, b in join.on.items())
-            query = query.join(self.table(join.to), on=exp.and_(*keys_eq), join_type="inner")
+            query = query.join(
+                self.table(join.to), on=exp.and_(*keys_eq), join_type="inner", copy=False
+            )
         conditions = [self.expr(f, base) for f in common]
         if plan.period and plan.time:
             conditions.extend(self._within(plan.period))
@@ -292,9 +296,9 @@ class _Renderer:
         for model, dim in plan.flags:
             conditions.append(self.column(model, dim).eq(exp.true()))
         if conditions:
-            query = query.where(exp.and_(*conditions))
+            query = query.where(exp.and_(*conditions), copy=False)
         if keys:
-            query = query.group_by(*(e.copy() for e, _ in keys))
+            query = query.group_by(*(e.copy() for e, _ in keys), copy=False)
         return query, keys, measure
 
     def render(self) -> str:
@@ -311,9 +315,9 @@ class _Renderer:
             order.append(exp.Ordered(this=measure.copy(), desc=True))
         order.extend(exp.Ordered(this=e.copy(), desc=False) for e, _ in keys)
         if order:
-            query = query.order_by(*order)
+            query = query.order_by(*order, copy=False)
         if plan.rank:
-            query = query.limit(plan.rank[1])
+            query = query.limit(plan.rank[1], copy=False)
         return query.sql(dialect=self.dialect, pretty=True)
 
     def _within(self, span: tuple[date, date]) -> list[exp.Expr]:
