@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
@@ -474,9 +475,8 @@ def _shallow_clone(origin: Path, where: Path, *fetch: str) -> Path:
             str(where),
         )
     git(where, "fetch", "-q", "--no-tags", "origin", "refs/dst/*:refs/dst/*")
-    (where / ".dst").mkdir()
-    for db in (origin / ".dst").iterdir():
-        (where / ".dst" / db.name).write_bytes(db.read_bytes())
+    # the seeded warehouse (and the profile cache beside it) travel as a CI cache would
+    shutil.copytree(origin / ".dst", where / ".dst")
     assert git(where, "rev-parse", "--is-shallow-repository") == "true"
     return where
 
