@@ -52,6 +52,7 @@ from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 from reconciler import guard, readonly
 from reconciler.errors import UnsafeSqlError, UsageError, WarehouseError
 from reconciler.resultset import ResultSet
+from reconciler.watchdog import WATCHDOG, Alarm
 
 ENV_VAR = "DST_WAREHOUSE_URL"
 EMBEDDED_DIR = ".dst"
@@ -246,6 +247,11 @@ class Warehouse:
             parsed, options["connect_args"] = readonly.postgres_options(parsed)
         if backend not in ("duckdb", "sqlite"):
             options["pool_pre_ping"] = True
+        else:
+            # Every statement's transaction is ended by _read_only (rollback, or the
+            # connection is invalidated), so the pool's rollback on check-in would be a
+            # second one per statement: on a local database, a measurable share of a query.
+            options["pool_reset_on_return"] = None
         if pool_size is not None and pool_size > 5:
             options["pool_size"] = pool_size  # one pooled connection per suite worker
         try:
@@ -428,7 +434,7 @@ class _Interrupt:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._timer: threading.Timer | None = None
+        self._alarm: Alarm | None = None
         self._done = False
         self.fired = False
 
@@ -446,15 +452,14 @@ class _Interrupt:
                 with suppress(Exception):
                     target()
 
-        self._timer = threading.Timer(timeout_s, fire)
-        self._timer.daemon = True
-        self._timer.start()
+        # One shared timer thread, not a thread per statement (reconciler.watchdog).
+        self._alarm = WATCHDOG.schedule(timeout_s, fire)
 
     def disarm(self) -> None:
         with self._lock:
             self._done = True
-        if self._timer is not None:
-            self._timer.cancel()
+        if self._alarm is not None:
+            self._alarm.cancel()
 
 
 def _sqlstate(orig: BaseException | None) -> str | None:

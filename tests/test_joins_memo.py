@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pygit2
+
 from reconciler import lensmemo
+from reconciler.apply import reconcile
 from reconciler.assembly import retrieve, time_models
 from reconciler.joins import join_index, join_paths
 from reconciler.lens import Column, Join, Lens, LensConfig, LensName, Model
+from reconciler.runtime import Runtime
 
 
 def _model(name: str, *joins: str, dated: bool = False) -> Model:
@@ -88,3 +94,22 @@ def test_retrieval_keys_warehouse_values_by_content() -> None:
     assert [(t.kind, t.value) for m in found.mentions for t in m.targets] == [("value", "East")]
     assert retrieve(lens, "East", dict(east)) == found
     assert retrieve(lens, "East", {("a", "region"): ("West",)}).mentions == ()
+
+
+def _plan_messages(path: Path) -> list[str]:
+    rt = Runtime(pygit2.Repository(str(path)), env={}, progress=lambda _m: None)
+    try:
+        return list(reconcile(rt, run_suite=False).messages)
+    finally:
+        rt.close()
+
+
+def test_plan_notes_uncommitted_lens_edits_in_any_lens(lens_repo: Path) -> None:
+    assert not [m for m in _plan_messages(lens_repo) if "uncommitted" in m]
+    skill = next((lens_repo / "lenses" / "finance").rglob("*.md"))
+    skill.write_text(skill.read_text() + "\nOne more line.\n")
+    (lens_repo / "lenses" / "sales" / "answers" / "draft.yaml").write_text("id: draft\n")
+    notes = [m for m in _plan_messages(lens_repo) if "uncommitted" in m]
+    assert len(notes) == 1
+    assert "2 uncommitted change(s)" in notes[0]
+    assert skill.relative_to(lens_repo).as_posix() in notes[0]

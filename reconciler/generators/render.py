@@ -38,6 +38,7 @@ from datetime import date
 import sqlglot
 from sqlglot import exp
 
+from reconciler import lensmemo
 from reconciler.assembly import join_paths, metric_models, model_named
 from reconciler.lens import Join, Lens, Model
 
@@ -239,7 +240,12 @@ class _Renderer:
             new.set("table", exp.to_identifier(self.aliases[target]))
             return new
 
-        return sqlglot.parse_one(sql, read=self.dialect).transform(fix)
+        # The lens's expressions are parsed once per lens version; transform() works
+        # on a copy, so the shared tree is never edited.
+        parsed = lensmemo.memoized(
+            self.lens, ("render.expr", sql), lambda: sqlglot.parse_one(sql, read=self.dialect)
+        )
+        return parsed.transform(fix)
 
     def column(self, model_name: str, column: str) -> exp.Expr:
         model = self.lens.models[model_name]
@@ -318,7 +324,8 @@ class _Renderer:
             query = query.order_by(*order, copy=False)
         if plan.rank:
             query = query.limit(plan.rank[1], copy=False)
-        return query.sql(dialect=self.dialect, pretty=True)
+        # The query is not used after this, so the generator need not copy it first.
+        return query.sql(dialect=self.dialect, pretty=True, copy=False)
 
     def _within(self, span: tuple[date, date]) -> list[exp.Expr]:
         assert self.plan.time is not None
