@@ -240,12 +240,14 @@ def check_read_only(sql: str, dialect: str, *, allow_functions: Collection[str] 
     return tree
 
 
-def parse_expression(sql: str, dialect: str) -> exp.Expr:
+def parse_expression(sql: str, dialect: str, *, allow_functions: Collection[str] = ()) -> exp.Expr:
     """Parse a SQL expression (a metric, a filter, a column ``expr``).
 
     Args:
         sql: the expression text, e.g. ``sum(amount) filter (where not refunded)``.
         dialect: a sqlglot dialect name.
+        allow_functions: lowercase names of otherwise denied functions to accept
+            (a lens's ``allow_functions``).
 
     Returns:
         The parsed expression.
@@ -266,7 +268,8 @@ def parse_expression(sql: str, dialect: str) -> exp.Expr:
             raise UnsafeSqlError(
                 f"expression {sql!r} may not contain a {node.key.upper()}", fix=fix
             )
-    _check_nodes(tree, what=f"expression {sql!r}")
+    allowed = frozenset(f.lower() for f in allow_functions)
+    _check_nodes(tree, what=f"expression {sql!r}", allowed=allowed)
     return tree
 
 
@@ -274,20 +277,24 @@ def parse_expression(sql: str, dialect: str) -> exp.Expr:
 # versions of a lens (serving and candidate) that share nearly all of that text:
 # the verdicts are pure in (sql, dialect), so they are memoized by text.
 @functools.lru_cache(maxsize=8192)
-def expression_problem(sql: str, dialect: str) -> tuple[str, str | None] | None:
+def expression_problem(
+    sql: str, dialect: str, allow_functions: tuple[str, ...] = ()
+) -> tuple[str, str | None] | None:
     """Why :func:`parse_expression` refuses ``sql``: ``(message, fix)``, else ``None``."""
     try:
-        parse_expression(sql, dialect)
+        parse_expression(sql, dialect, allow_functions=allow_functions)
     except UnsafeSqlError as exc:
         return exc.message, exc.fix
     return None
 
 
 @functools.lru_cache(maxsize=8192)
-def query_problem(sql: str, dialect: str) -> tuple[str, str | None] | None:
+def query_problem(
+    sql: str, dialect: str, allow_functions: tuple[str, ...] = ()
+) -> tuple[str, str | None] | None:
     """Why :func:`check_read_only` refuses ``sql``: ``(message, fix)``, else ``None``."""
     try:
-        check_read_only(sql, dialect)
+        check_read_only(sql, dialect, allow_functions=allow_functions)
     except UnsafeSqlError as exc:
         return exc.message, exc.fix
     return None

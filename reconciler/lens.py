@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Any, ClassVar, Literal, NewType
+from typing import Annotated, Any, ClassVar, Literal, NewType
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from sqlglot.dialects.dialect import Dialect
@@ -119,6 +119,7 @@ class LensConfig(Strict):
     generator: GeneratorConfig = GeneratorConfig()
     exclusions: tuple[str, ...] = ()
     clarify: tuple[ClarifyTerm, ...] = ()
+    allow_functions: tuple[Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_]*$")], ...] = ()
 
     generation_fields: ClassVar[tuple[str, ...]] = (
         "dialect",
@@ -127,6 +128,7 @@ class LensConfig(Strict):
         "generator",
         "exclusions",
         "clarify",
+        "allow_functions",
     )
 
     @field_validator("dialect")
@@ -159,6 +161,8 @@ class LensConfig(Strict):
         # its default, so upgrading dst makes nothing stale (DESIGN §2: no silent rehash).
         if part["generator"].get("retrieval") == "lexical":
             part["generator"] = {k: v for k, v in part["generator"].items() if k != "retrieval"}
+        if not part["allow_functions"]:
+            del part["allow_functions"]
         return part
 
 
@@ -362,6 +366,7 @@ def load_lens(name: str, files: Mapping[str, bytes], *, root: str | None = None)
 
     config_doc = doc("lens.yaml")
     config = validate(LensConfig, config_doc)
+    allow = config.allow_functions
     if config.name != name:
         raise LensLoadError(
             config_doc.path,
@@ -391,7 +396,7 @@ def load_lens(name: str, files: Mapping[str, bytes], *, root: str | None = None)
         declare("models", m.name, rel, d, ("name",))
         for group in ("dimensions", "time_dimensions", "facts"):
             for i, col in enumerate(getattr(m, group)):
-                _check_expression(d, col.sql, dialect, (group, i))
+                _check_expression(d, col.sql, dialect, (group, i), allow)
         models[m.name] = m
 
     metrics: dict[str, Metric] = {}
@@ -399,9 +404,9 @@ def load_lens(name: str, files: Mapping[str, bytes], *, root: str | None = None)
         d = doc(rel)
         mt = validate(Metric, d)
         declare("metrics", mt.name, rel, d, ("name",))
-        _check_expression(d, mt.expression, dialect, ("expression",))
+        _check_expression(d, mt.expression, dialect, ("expression",), allow)
         for i, flt in enumerate(mt.filters):
-            _check_expression(d, flt, dialect, ("filters", i))
+            _check_expression(d, flt, dialect, ("filters", i), allow)
         metrics[mt.name] = mt
 
     exemplars: dict[str, Exemplar] = {}
@@ -409,7 +414,7 @@ def load_lens(name: str, files: Mapping[str, bytes], *, root: str | None = None)
         d = doc(rel)
         ex = validate(Exemplar, d)
         declare("exemplars", ex.name, rel, d, ("name",))
-        _check_query(d, ex.sql, dialect)
+        _check_query(d, ex.sql, dialect, allow)
         exemplars[ex.name] = ex
 
     answers: dict[AnswerId, Answer] = {}
@@ -417,7 +422,7 @@ def load_lens(name: str, files: Mapping[str, bytes], *, root: str | None = None)
         d = doc(rel)
         ans = validate(Answer, d)
         declare("answers", ans.id, rel, d, ("id",))
-        _check_query(d, ans.sql, dialect)
+        _check_query(d, ans.sql, dialect, allow)
         if config.as_of is None and ans.status == "active":
             _check_relative_dates(d, ans, dialect)
         answers[AnswerId(ans.id)] = ans
@@ -486,15 +491,17 @@ def _refuse_legacy_cases(d: Document, name: str) -> None:
             )
 
 
-def _check_expression(d: Document, sql: str, dialect: str, at: tuple[str | int, ...]) -> None:
-    problem = guard.expression_problem(sql, dialect)
+def _check_expression(
+    d: Document, sql: str, dialect: str, at: tuple[str | int, ...], allow: tuple[str, ...]
+) -> None:
+    problem = guard.expression_problem(sql, dialect, allow)
     if problem is not None:
         message, fix = problem
         raise LensLoadError(d.path, message, line=d.line_of(at), fix=fix)
 
 
-def _check_query(d: Document, sql: str, dialect: str) -> None:
-    problem = guard.query_problem(sql, dialect)
+def _check_query(d: Document, sql: str, dialect: str, allow: tuple[str, ...]) -> None:
+    problem = guard.query_problem(sql, dialect, allow)
     if problem is not None:
         message, fix = problem
         raise LensLoadError(d.path, f"sql: {message}", line=d.line_of(("sql",)), fix=fix)

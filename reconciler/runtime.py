@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pygit2
 
@@ -20,6 +21,7 @@ from reconciler.assembly import Embedder
 from reconciler.generators import DimensionValues, SmartCall
 from reconciler.lens import Lens, RepoConfig
 from reconciler.loader import load_yaml, validate
+from reconciler.resultset import ResultSet
 from reconciler.suite import Executor, ValueCache
 from reconciler.value_profiles import ProfileStore, file_version, ttl_from_env
 
@@ -30,6 +32,36 @@ def _stderr(message: str) -> None:
 
 def _no_total(_answers: int) -> None:
     return None
+
+
+class AllowingExecutor:
+    """A warehouse seen through one lens's ``allow_functions``.
+
+    Every statement still passes the guard and the read-only connection; only the
+    functions the lens allow-lists (e.g. DuckDB's ``query_table``) stop being refused
+    by the guard. Everything else is the shared warehouse's.
+    """
+
+    def __init__(self, warehouse: Executor, allow_functions: tuple[str, ...]) -> None:
+        self._warehouse = warehouse
+        self.allow_functions = allow_functions
+
+    def execute(
+        self, sql: str, *, row_cap: int, timeout_s: float, as_of: str | None = None
+    ) -> ResultSet:
+        """:meth:`reconciler.warehouse.Warehouse.execute` with the lens's allow list."""
+        run: Any = self._warehouse.execute
+        result: ResultSet = run(
+            sql,
+            row_cap=row_cap,
+            timeout_s=timeout_s,
+            as_of=as_of,
+            allow_functions=self.allow_functions,
+        )
+        return result
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._warehouse, name)
 
 
 @dataclass
@@ -57,6 +89,7 @@ class Runtime:
     on_answer: Callable[[str], None] | None = None
     _warehouses: dict[str, Executor] = field(default_factory=dict)
     _values: dict[str, ValueCache] = field(default_factory=dict)
+    _allowing: dict[str, Executor] = field(default_factory=dict)
     _smart: dict[tuple[str, str, str], SmartCall] = field(default_factory=dict)
 
     @property
@@ -98,7 +131,13 @@ class Runtime:
         url, _ = self.resolve_url(lens)
         if url not in self._warehouses:
             self._warehouses[url] = Warehouse.open(url, pool_size=self.jobs_for(lens))
-        return self._warehouses[url]
+        allow = lens.config.allow_functions
+        if not allow:
+            return self._warehouses[url]
+        key = f"{url}\x00{','.join(allow)}"
+        if key not in self._allowing:
+            self._allowing[key] = AllowingExecutor(self._warehouses[url], allow)
+        return self._allowing[key]
 
     def values_for(self, lens: Lens, executor: Executor) -> DimensionValues:
         """Distinct dimension values for the generator, read once per lens version.

@@ -144,7 +144,9 @@ class SmartGenerator:
         if sql is None:
             return Generation("smart", None, declined, usage)
         try:
-            guard.check_read_only(sql, lens.config.dialect)
+            guard.check_read_only(
+                sql, lens.config.dialect, allow_functions=lens.config.allow_functions
+            )
         except UnsafeSqlError as exc:
             return Generation("smart", None, f"smart tier returned unsafe SQL: {exc}", usage)
         return Generation("smart", sql, None, usage)

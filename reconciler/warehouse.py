@@ -36,7 +36,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -293,7 +293,13 @@ class Warehouse:
         self._engine.dispose()
 
     def execute(
-        self, sql: str, *, row_cap: int, timeout_s: float, as_of: str | None = None
+        self,
+        sql: str,
+        *,
+        row_cap: int,
+        timeout_s: float,
+        as_of: str | None = None,
+        allow_functions: Collection[str] = (),
     ) -> ResultSet:
         """Run one guarded read-only query.
 
@@ -305,6 +311,9 @@ class Warehouse:
             timeout_s: wall-clock limit in seconds (the lens's ``statement_timeout_s``).
             as_of: ``YYYY-MM-DD``; when given, every clock read (CURRENT_DATE,
                 NOW() …) is replaced by that day (:func:`guard.pin_current_date`).
+            allow_functions: otherwise denied functions the lens allow-lists
+                (``allow_functions`` in ``lens.yaml``); the connection-level
+                defence still applies to them.
 
         Returns:
             At most ``row_cap`` rows of plain driver values, column names as the
@@ -316,7 +325,7 @@ class Warehouse:
             WarehouseError: execution failed (the driver's first line) or took
                 longer than ``timeout_s`` ("timed out after N s").
         """
-        tree = guard.check_read_only(sql, self.dialect)
+        tree = guard.check_read_only(sql, self.dialect, allow_functions=allow_functions)
         if as_of is not None:
             sql = guard.pin_current_date(sql, as_of, self.dialect, parsed=tree)
         return self._execute_raw(sql, row_cap=row_cap, timeout_s=timeout_s)
