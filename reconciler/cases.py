@@ -26,8 +26,8 @@ from typing import Any, Literal
 from reconciler.assembly import Embedder, normalize
 from reconciler.generators import DimensionValues, SmartCall
 from reconciler.lens import Case, Lens
+from reconciler.resultset import Executor
 from reconciler.serving import AskResponse, ask
-from reconciler.suite import Executor
 
 Shape = Literal["clarify", "refuse", "answer", "declined"]
 

@@ -20,7 +20,8 @@ from concurrent.futures import ThreadPoolExecutor
 from reconciler.assembly import Embedder
 from reconciler.generators import DimensionValues, SmartCall
 from reconciler.lens import MAX_JOBS, Answer, Lens
-from reconciler.suite import AnswerResult, Executor, run_answer
+from reconciler.resultset import Executor
+from reconciler.suite import AnswerResult, run_answer
 
 
 def resolve_jobs(cli_jobs: int | None, lens: Lens) -> int:

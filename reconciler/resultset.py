@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True)
@@ -40,3 +40,15 @@ def _cell(value: Any) -> Any:
     if isinstance(value, float):
         return value
     return str(value)
+
+
+class Executor(Protocol):
+    """What the suite, the serving path and profiling need from a warehouse."""
+
+    def execute(
+        self, sql: str, *, row_cap: int, timeout_s: float, as_of: str | None = None
+    ) -> ResultSet: ...
+
+    def distinct_values(
+        self, table: str, column_sql: str, *, limit: int = ..., timeout_s: float
+    ) -> tuple[str, ...]: ...

@@ -21,8 +21,8 @@ from reconciler.assembly import Embedder
 from reconciler.generators import DimensionValues, SmartCall
 from reconciler.lens import Lens, RepoConfig
 from reconciler.loader import load_yaml, validate
-from reconciler.resultset import ResultSet
-from reconciler.suite import Executor, ValueCache
+from reconciler.resultset import Executor, ResultSet
+from reconciler.suite import ValueCache
 from reconciler.value_profiles import ProfileStore, file_version, ttl_from_env
 
 

@@ -38,8 +38,7 @@ from reconciler.evaluations import (
 )
 from reconciler.generators import DimensionValues, SmartCall, generate
 from reconciler.lens import Answer, Lens
-from reconciler.resultset import ResultSet
-from reconciler.suite import Executor
+from reconciler.resultset import Executor, ResultSet
 
 MAX_REPAIRS = 2
 ROWS_SHOWN = 50

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Protocol
+from typing import Any
 
 from reconciler.assembly import Embedder, assemble
 from reconciler.assets import asset_hashes
@@ -25,7 +25,7 @@ from reconciler.errors import DstError
 from reconciler.generators import DimensionValues, SmartCall, generate
 from reconciler.lens import Answer, AnswerId, Lens
 from reconciler.ordering import order_keys
-from reconciler.resultset import ResultSet
+from reconciler.resultset import Executor, ResultSet
 from reconciler.value_profiles import ProfileStore
 
 MAX_ATTEMPTS = 2
@@ -40,18 +40,6 @@ class Outcome(str, Enum):
     DECLINED = "declined"
     ERROR = "error"
     INCONCLUSIVE = "inconclusive"
-
-
-class Executor(Protocol):
-    """What the suite needs from a warehouse."""
-
-    def execute(
-        self, sql: str, *, row_cap: int, timeout_s: float, as_of: str | None = None
-    ) -> ResultSet: ...
-
-    def distinct_values(
-        self, table: str, column_sql: str, *, limit: int = ..., timeout_s: float
-    ) -> tuple[str, ...]: ...
 
 
 @dataclass(frozen=True)

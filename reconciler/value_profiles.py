@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from sqlglot import exp
 from sqlglot.errors import ParseError
@@ -41,23 +41,14 @@ from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 
 from reconciler import guard
 from reconciler.errors import UnsafeSqlError
-from reconciler.resultset import ResultSet
+from reconciler.resultset import Executor
 
 SCHEMA_VERSION = 1
 DEFAULT_TTL_S = 3600.0
 TTL_ENV = "DST_PROFILE_TTL_S"
 
 
-class ProfileExecutor(Protocol):
-    """What profiling needs from a warehouse (the suite's ``Executor`` has it)."""
-
-    def execute(
-        self, sql: str, *, row_cap: int, timeout_s: float, as_of: str | None = None
-    ) -> ResultSet: ...
-
-    def distinct_values(
-        self, table: str, column_sql: str, *, limit: int = ..., timeout_s: float
-    ) -> tuple[str, ...]: ...
+ProfileExecutor = Executor  # what profiling needs from a warehouse
 
 
 @dataclass(frozen=True)
