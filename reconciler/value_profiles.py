@@ -27,8 +27,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
-import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -41,6 +39,7 @@ from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 
 from reconciler import guard
 from reconciler.errors import UnsafeSqlError
+from reconciler.files import replace_file
 from reconciler.resultset import Executor
 
 SCHEMA_VERSION = 1
@@ -218,15 +217,7 @@ class ProfileStore:
             "fetched_at": self.now(),
             "profile": profile.record(),
         }
-        self.directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{key[:16]}-", suffix=".tmp", dir=self.directory)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                json.dump(entry, out, sort_keys=True, indent=1)
-            os.replace(tmp, self.path(key))
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        replace_file(self.path(key), json.dumps(entry, sort_keys=True, indent=1).encode())
         self._memo[key] = profile
         return self.path(key)
 

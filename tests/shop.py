@@ -22,3 +22,15 @@ table: customers
 dimensions:
   - name: segment
 """
+REVENUE = b"""\
+name: revenue
+synonyms: [sales]
+model: orders
+expression: SUM(amount)
+"""
+ORDER_COUNT = b"""\
+name: order_count
+synonyms: [orders]
+model: orders
+expression: COUNT(*)
+"""

@@ -292,7 +292,8 @@ _ANSWERS_PATH = re.compile(r"(^|/)answers(/|$)")
 # Who may call the generic writers and what they write.
 _GENERIC_CALLERS = {
     "write_new_file": {"certify.py", "cli_init.py"},  # answers/<id>.yaml; init's scaffold
-    "replace_file": {"cli_init.py", "cli_evals.py"},  # .gitignore; evals/cases.yaml
+    # .gitignore; evals/cases.yaml; the .dst/profiles cache
+    "replace_file": {"cli_init.py", "cli_evals.py", "value_profiles.py"},
 }
 # Modules that write files *and* build answers/ paths: certify alone.
 _ANSWER_WRITERS = {"certify.py"}

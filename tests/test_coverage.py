@@ -13,7 +13,7 @@ from reconciler.assets import dependency_set, lens_assets
 from reconciler.coverage import coverage, percent
 from reconciler.lens import AssetId, Lens, load_lens
 from tests.conftest import PROJECT, commit, dst
-from tests.shop import CUSTOMERS, LENS, ORDERS
+from tests.shop import CUSTOMERS, LENS, ORDER_COUNT, ORDERS, REVENUE
 
 STOCK = b"""\
 name: stock
@@ -21,18 +21,6 @@ table: stock
 facts:
   - name: qty
     data_type: number
-"""
-REVENUE = b"""\
-name: revenue
-synonyms: [sales]
-model: orders
-expression: SUM(amount)
-"""
-ORDER_COUNT = b"""\
-name: order_count
-synonyms: [orders]
-model: orders
-expression: COUNT(*)
 """
 STOCK_UNITS = b"""\
 name: stock_units

@@ -22,20 +22,8 @@ from reconciler.seeding import seed
 from tests import pg
 from tests.conftest import commit, dst, git
 from tests.figures import record
-from tests.shop import CUSTOMERS, LENS, ORDERS
+from tests.shop import CUSTOMERS, LENS, ORDER_COUNT, ORDERS, REVENUE
 
-REVENUE = b"""\
-name: revenue
-synonyms: [sales]
-model: orders
-expression: SUM(amount)
-"""
-ORDER_COUNT = b"""\
-name: order_count
-synonyms: [orders]
-model: orders
-expression: COUNT(*)
-"""
 ANSWERS = {
     "total_revenue": ("What is the total revenue?", "SELECT SUM(amount) AS revenue FROM orders"),
     "order_count": ("How many orders are there?", "SELECT COUNT(*) AS order_count FROM orders"),
