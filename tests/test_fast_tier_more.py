@@ -16,7 +16,7 @@ import duckdb
 import pytest
 
 from reconciler.assembly import assemble
-from reconciler.generators import DimensionValues, Generation, generate
+from reconciler.generators import DimensionValues
 from reconciler.lens import Lens, load_lens
 from tests.test_fast_tier import (
     CRM,
@@ -25,6 +25,7 @@ from tests.test_fast_tier import (
     ORDERS,
     SCHEMA,
     SHOP,
+    _ask,
     _same_rows,
     _values,
 )
@@ -69,10 +70,6 @@ def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[duckdb.DuckD
 @pytest.fixture(scope="module")
 def values(warehouse: duckdb.DuckDBPyConnection, lens: Lens) -> DimensionValues:
     return _values(warehouse, lens)
-
-
-def _ask(lens: Lens, question: str, values: DimensionValues) -> Generation:
-    return generate(lens, assemble(lens, question), values)
 
 
 def _rows(
