@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reconciler.entry import main
+from reconciler.cli.entry import main
 
 if __name__ == "__main__":
     main()

@@ -2,7 +2,7 @@
 
 A case (``evals/cases.yaml``: ``question``, ``expect: clarify|refuse|answer``,
 optional ``term``) runs through the real serving pipeline
-(:func:`reconciler.serving.ask`, pre-checks included, certified matching on) and
+(:func:`reconciler.ask.ask`, pre-checks included, certified matching on) and
 passes iff the response has the expected *shape*:
 
 * ``clarify`` — the route is ``clarify``;
@@ -23,11 +23,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from reconciler.assembly import Embedder, normalize
+from reconciler.ask import AskResponse, ask
+from reconciler.assembly.retrieval import Embedder, normalize
 from reconciler.generators import DimensionValues, SmartCall
 from reconciler.lens import Case, Lens
 from reconciler.resultset import Executor
-from reconciler.serving import AskResponse, ask
 
 Shape = Literal["clarify", "refuse", "answer", "declined"]
 
@@ -75,7 +75,7 @@ def run_case(
     smart: SmartCall | None = None,
     embedder: Embedder | None = None,
 ) -> CaseResult:
-    """Run ``case`` through :func:`reconciler.serving.ask` on ``lens`` and judge its shape."""
+    """Run ``case`` through :func:`reconciler.ask.ask` on ``lens`` and judge its shape."""
     resp = ask(lens, case.question, executor, values, smart=smart, embedder=embedder)
     got = shape_of(resp)
     passed = got == case.expect

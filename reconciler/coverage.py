@@ -11,7 +11,7 @@ Two measures, each a share of a lens's assets:
   on them, so they are bound whenever any answer is.
 * **case coverage**: the metrics that at least one behavioural case
   (``evals/cases.yaml``) names, over all metrics. "Names" is the assembly's own
-  lexical retrieval (:func:`reconciler.assembly.retrieve`), so a case mentions
+  lexical retrieval (:func:`reconciler.assembly.retrieval.retrieve`), so a case mentions
   a metric exactly when generation would select it for that question.
 
 An empty denominator counts as full coverage (nothing is left uncovered), the
@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from reconciler.assembly import retrieve
+from reconciler.assembly.retrieval import retrieve
 from reconciler.assets import dependency_set, lens_assets
 from reconciler.lens import AnswerId, AssetId, Lens, LensName
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from reconciler.certify import answer_id_for, answer_path
 from reconciler.errors import LensLoadError, UsageError
-from reconciler.importers import dump_yaml
+from reconciler.interop.importers import dump_yaml
 from reconciler.lens import Answer, Lens, Provenance, load_lens
 from reconciler.loader import load_yaml
 from reconciler.schemas import with_schema_comment

@@ -18,15 +18,15 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from reconciler.assembly import Embedder, assemble
+from reconciler.assembly.profiles import ProfileStore
+from reconciler.assembly.retrieval import Embedder, assemble
 from reconciler.assets import asset_hashes
-from reconciler.compare import Verdict, compare
+from reconciler.compare.diff import Verdict, compare
+from reconciler.compare.ordering import order_keys
 from reconciler.errors import DstError
 from reconciler.generators import DimensionValues, SmartCall, generate
 from reconciler.lens import Answer, AnswerId, Lens
-from reconciler.ordering import order_keys
 from reconciler.resultset import Executor, ResultSet
-from reconciler.value_profiles import ProfileStore
 
 MAX_ATTEMPTS = 2
 VALUES_PER_DIMENSION = 200
@@ -86,7 +86,7 @@ class AnswerResult:
 class ValueCache:
     """Distinct values of a lens's string dimensions, read once per run (generator input).
 
-    With ``profiles`` (a :class:`reconciler.value_profiles.ProfileStore`) each
+    With ``profiles`` (a :class:`reconciler.assembly.profiles.ProfileStore`) each
     column's profile comes from the on-disk cache when its content hash matches,
     and is read from the warehouse and cached otherwise; without it every run
     reads the warehouse. ``dialect`` is the warehouse's (for the count query).

@@ -45,13 +45,14 @@ import pygit2
 import watchfiles
 from watchfiles import Change, DefaultFilter
 
-from reconciler import gitstate, refstore
-from reconciler.apply import check_worktree, reconcile
-from reconciler.deployments import verify
+from reconciler.context import Runtime
 from reconciler.errors import DstError, RefConflict, UsageError
+from reconciler.git import refs as refstore
+from reconciler.git import trees as gitstate
+from reconciler.history import verify
 from reconciler.lens import Oid
-from reconciler.runs import RunReport
-from reconciler.runtime import Runtime
+from reconciler.reconcile import check_worktree, reconcile
+from reconciler.results import RunReport
 
 DEFAULT_DEBOUNCE_MS = 300
 # Filesystems whose changes inotify does not see (made on another host, or

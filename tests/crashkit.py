@@ -20,8 +20,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from reconciler.crashpoints import CRASH_ENV
-from reconciler.reflocks import LOCK_WAIT_ENV
+from reconciler.git.crash import CRASH_ENV
+from reconciler.git.locks import LOCK_WAIT_ENV
 from tests.conftest import GIT_ENV, commit, git
 from tests.shop import CUSTOMERS, LENS, ORDERS
 

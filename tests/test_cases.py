@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler import gitstate
+from reconciler.git import trees as gitstate
 from reconciler.lens import load_lens
 from tests.conftest import EXAMPLE_LENSES, PROJECT, commit, dst, git
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reconciler.gitstate import worktree_files
+from reconciler.git.trees import worktree_files
 from reconciler.lens import load_lens
 from tests.conftest import GIT_ENV, PROJECT, commit, dst, git
 

@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reconciler.compare import MAX_REPORTED_ROWS, DivergenceKind, Verdict, compare
+from reconciler.compare.diff import MAX_REPORTED_ROWS, DivergenceKind, Verdict, compare
+from reconciler.compare.ordering import OrderKey, order_keys
 from reconciler.errors import UnsafeSqlError
 from reconciler.loader import load_yaml
-from reconciler.ordering import OrderKey, order_keys
 from reconciler.resultset import ResultSet
 
 CASES_FILE = Path(__file__).parent / "fixtures" / "compare_cases.yaml"

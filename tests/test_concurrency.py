@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pygit2
 
-from reconciler import refstore
+from reconciler.git import refs as refstore
 from reconciler.lens import Oid
 from tests.crashkit import Launcher, commit_variant, new_repo
 from tests.figures import record

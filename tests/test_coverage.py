@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from reconciler import gitstate
-from reconciler.assembly import retrieve
+from reconciler.assembly.retrieval import retrieve
 from reconciler.assets import dependency_set, lens_assets
 from reconciler.coverage import coverage, percent
+from reconciler.git import trees as gitstate
 from reconciler.lens import AssetId, Lens, load_lens
 from tests.conftest import PROJECT, commit, dst
 from tests.shop import CUSTOMERS, LENS, ORDER_COUNT, ORDERS, REVENUE
@@ -165,7 +165,7 @@ def _coverage_wired() -> bool:
 
 
 needs_cli = pytest.mark.skipif(
-    not _coverage_wired(), reason="`dst coverage` is not registered in reconciler/cli.py yet"
+    not _coverage_wired(), reason="`dst coverage` is not registered in reconciler/cli/app.py yet"
 )
 
 

@@ -1,6 +1,6 @@
 """Crash consistency: SIGKILL dst apply, rollback and test, then check what they left.
 
-Every named step boundary (``reconciler/crashpoints.py``, driven by
+Every named step boundary (``reconciler/git/crash.py``, driven by
 ``DST_CRASH_AT``) is killed once, and then commands are killed after a random
 delay drawn from their measured run time (half over the whole run, half over its
 last quarter, where the writes happen), until ``DST_CRASH_KILLS`` (default 200)
@@ -41,10 +41,11 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from reconciler import gitstate, refstore
 from reconciler.errors import StaleLock
+from reconciler.git import refs as refstore
+from reconciler.git import trees as gitstate
+from reconciler.git.locks import LOCK_WAIT_ENV, ref_locks
 from reconciler.lens import Oid
-from reconciler.reflocks import LOCK_WAIT_ENV, ref_locks
 from tests.conftest import git
 from tests.crashkit import LENSES, Finished, Launcher, commit_variant, new_repo
 from tests.figures import record

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import yaml
 
-from reconciler import gitstate
+from reconciler.git import trees as gitstate
 from reconciler.lens import load_lens
 from tests.conftest import commit, dst, git
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler import gitstate
-from reconciler.evaluations import (
+from reconciler.git import trees as gitstate
+from reconciler.lens import Lens, load_lens
+from reconciler.trust import (
     GATE_CARDINALITY,
     GATE_EXECUTION_ERROR,
     GATE_GROUNDING,
@@ -19,7 +20,6 @@ from reconciler.evaluations import (
     semantic_cardinality,
     trust_state_from_evaluations,
 )
-from reconciler.lens import Lens, load_lens
 from tests.conftest import EXAMPLE_LENSES, PROJECT
 
 MANY = tuple((region, 1.0) for region in ("East", "West", "North"))

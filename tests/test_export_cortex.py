@@ -19,9 +19,9 @@ import yaml
 from sqlglot import exp
 
 from reconciler.assets import lens_assets, oracle_hash
-from reconciler.compare import Verdict, compare
-from reconciler.exporters.cortex import export_cortex
-from reconciler.importers.cortex import import_cortex
+from reconciler.compare.diff import Verdict, compare
+from reconciler.interop.exporters.cortex import export_cortex
+from reconciler.interop.importers.cortex import import_cortex
 from reconciler.lens import Lens, load_lens
 from reconciler.resultset import ResultSet
 from tests.conftest import CORPORA, EXAMPLE_LENSES, dst

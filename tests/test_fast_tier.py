@@ -17,7 +17,7 @@ from typing import Any
 import duckdb
 import pytest
 
-from reconciler.assembly import assemble, normalize, retrieve, tokenize
+from reconciler.assembly.retrieval import assemble, normalize, retrieve, tokenize
 from reconciler.errors import LensLoadError
 from reconciler.generators import DimensionValues, Generation, generate
 from reconciler.generators.fast import parse

@@ -17,12 +17,13 @@ from typing import Any
 
 import pytest
 
-from reconciler import ghactions, prbase
 from reconciler.bindings import Reason, StaleAnswer, StaleReason
 from reconciler.errors import UsageError
+from reconciler.git import base as prbase
 from reconciler.lens import AnswerId, AssetId, Oid
 from reconciler.plan import AssetChange, LensPlan
-from reconciler.runs import LensRun, RunReport
+from reconciler.render import github as ghactions
+from reconciler.results import LensRun, RunReport
 from reconciler.suite import AnswerResult, Outcome
 from tests.conftest import commit, dst, git
 

@@ -26,7 +26,7 @@ import yaml
 
 from reconciler import guard
 from reconciler.errors import UnsafeSqlError, WarehouseError
-from reconciler.warehouse import Warehouse
+from reconciler.warehouse.connection import Warehouse
 from tests import pg
 from tests.figures import record
 

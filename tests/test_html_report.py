@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from reconciler.htmlreport import DIFF_ROW_COLOUR, divergence_marks, render
+from reconciler.render.html import DIFF_ROW_COLOUR, divergence_marks, render
 from tests.conftest import dst
 from tests.test_apply import _answers_bound_to, _double_metric, promote_all
 

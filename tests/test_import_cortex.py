@@ -17,9 +17,9 @@ import yaml
 
 from reconciler import guard
 from reconciler.errors import InputError, UsageError
-from reconciler.importers import OracleRun, OracleRunner, write_lens
-from reconciler.importers.cortex import import_cortex
-from reconciler.importers.logical import LogicalSqlError, LogicalTable, compile_logical
+from reconciler.interop.importers import OracleRun, OracleRunner, write_lens
+from reconciler.interop.importers.cortex import import_cortex
+from reconciler.interop.importers.logical import LogicalSqlError, LogicalTable, compile_logical
 from reconciler.lens import MAX_ROW_CAP, RELATIVE_DATE_RE, Lens, load_lens
 
 REPO = Path(__file__).resolve().parents[1]

@@ -18,9 +18,9 @@ import pytest
 import yaml
 
 from reconciler.errors import LensLoadError
-from reconciler.generators.render import Measure, Plan, render
-from reconciler.importers.dbt import import_dbt
-from reconciler.importers.dbt_source import collect
+from reconciler.generators.compiler import Measure, Plan, render
+from reconciler.interop.importers.dbt import import_dbt
+from reconciler.interop.importers.dbt_source import collect
 from reconciler.lens import load_lens
 from reconciler.schemas import kind_of, schema_comment
 from tests.conftest import CORPORA, dst

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import yaml
 
-from reconciler.gitstate import worktree_files
+from reconciler.git.trees import worktree_files
 from reconciler.lens import RepoConfig, load_lens
 from reconciler.loader import load_yaml, validate
 from reconciler.schemas import kind_of, schema_comment

@@ -7,12 +7,12 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from reconciler import gitstate
-from reconciler.apply import reconcile
+from reconciler.context import Runtime
 from reconciler.errors import LensLoadError
 from reconciler.fanout import resolve_jobs
+from reconciler.git import trees as gitstate
 from reconciler.lens import load_lens
-from reconciler.runtime import Runtime
+from reconciler.reconcile import reconcile
 from tests.benchmarks import synth
 from tests.conftest import dst
 from tests.shop import CUSTOMERS, ORDERS

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pygit2
 
-from reconciler import lensmemo
-from reconciler.apply import reconcile
-from reconciler.assembly import retrieve, time_models
-from reconciler.joins import join_index, join_paths
+from reconciler.assembly import memo as lensmemo
+from reconciler.assembly.joins import join_index, join_paths
+from reconciler.assembly.retrieval import retrieve, time_models
+from reconciler.context import Runtime
 from reconciler.lens import Column, Join, Lens, LensConfig, LensName, Model
-from reconciler.runtime import Runtime
+from reconciler.reconcile import reconcile
 
 
 def _model(name: str, *joins: str, dated: bool = False) -> Model:

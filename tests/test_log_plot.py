@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.trend import BLOCKS, sparkline
+from reconciler.render.trend import BLOCKS, sparkline
 from tests.conftest import dst
 from tests.test_apply import _answers_bound_to, _double_metric, promote_all
 

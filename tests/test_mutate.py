@@ -14,8 +14,13 @@ from sqlglot import exp
 
 from reconciler.assets import lens_assets, normalize_sql, oracle_hash
 from reconciler.lens import Lens, load_lens
-from reconciler.mutations import OPERATORS, Edit, semantic_mutants
-from reconciler.reformat import FORMATTING_KINDS, formatting_edits, recase_sql, rewrap_sql
+from reconciler.mutation.formatting import (
+    FORMATTING_KINDS,
+    formatting_edits,
+    recase_sql,
+    rewrap_sql,
+)
+from reconciler.mutation.operators import OPERATORS, Edit, semantic_mutants
 from tests.conftest import EXAMPLE_LENSES, commit, dst, git
 from tests.shop import CUSTOMERS, LENS, ORDERS
 

@@ -18,7 +18,7 @@ import pytest
 import sqlalchemy as sa
 
 from reconciler.errors import WarehouseError
-from reconciler.seeding import seed
+from reconciler.warehouse.seed import seed
 from tests import pg
 from tests.conftest import commit, dst, git
 from tests.figures import record

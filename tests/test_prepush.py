@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reconciler import hooks
+from reconciler.git import hooks
 from tests.conftest import GIT_ENV, PROJECT, commit, dst, git
 
 ZERO = "0" * 40
@@ -487,7 +487,7 @@ def test_a_no_op_run_imports_only_the_standard_library_and_pygit2(pair: PushPair
     head = pair.rev("HEAD")
     program = f"""
 import sys
-from reconciler.entry import main
+from reconciler.cli.entry import main
 try:
     main(["hook-impl", "pre-push", "origin", "url"])
 except SystemExit as exc:
@@ -497,7 +497,7 @@ loaded = {{m.split(".")[0] for m in sys.modules}}
 banned = sorted(loaded & {set(STDLIB_ONLY_BANNED)!r})
 assert not banned, banned
 ours = sorted(m for m in sys.modules if m.startswith("reconciler."))
-assert ours == ["reconciler.entry", "reconciler.errors", "reconciler.hookimpl"], ours
+assert ours == ["reconciler.cli.entry", "reconciler.errors", "reconciler.cli.hook"], ours
 """
     done = _run(
         pair.clone,
@@ -704,7 +704,7 @@ def test_the_project_hook_script_is_the_installed_one() -> None:
 def test_hooks_sub_app_installs_and_uninstalls(repo: Path) -> None:
     from typer.testing import CliRunner
 
-    from reconciler.cli_hooks import hooks_app
+    from reconciler.cli.hooks import hooks_app
 
     runner = CliRunner()
     done = runner.invoke(hooks_app, ["install", "--repo", str(repo), "--format", "json"])
@@ -732,7 +732,7 @@ def test_dst_hooks_install_through_the_command_line(repo: Path) -> None:
 def test_hook_without_dst_installed_fails_closed_with_a_fix(tmp_path: Path) -> None:
     bare_path = "/usr/bin:/bin"
     probe = subprocess.run(
-        ["sh", "-c", 'python3 -c "import reconciler.hookimpl"'],
+        ["sh", "-c", 'python3 -c "import reconciler.cli.hook"'],
         env={"PATH": bare_path},
         capture_output=True,
         check=False,

@@ -3,7 +3,7 @@
 The loader half feeds random bytes, and random lens trees that are structured but
 wrong, to :func:`reconciler.lens.load_lens`: every outcome is a loaded lens or a
 ``LensLoadError`` (exit 2, naming a file under the lens), never another exception.
-The comparator half checks that :func:`reconciler.compare.compare` gives the same
+The comparator half checks that :func:`reconciler.compare.diff.compare` gives the same
 verdict whichever side is the oracle (missing and extra rows trade places), and
 that it ignores row order and, for named columns, column order.
 """
@@ -19,7 +19,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reconciler.compare import Comparison, compare
+from reconciler.compare.diff import Comparison, compare
 from reconciler.errors import LensLoadError
 from reconciler.lens import load_lens
 from reconciler.loader import load_yaml

@@ -11,10 +11,10 @@ from typing import Any
 import pygit2
 import pytest
 
-from reconciler import apply as apply_mod
-from reconciler import refstore
+from reconciler import reconcile as apply_mod
+from reconciler.context import Runtime
 from reconciler.errors import RefConflict
-from reconciler.runtime import Runtime
+from reconciler.git import refs as refstore
 from tests.conftest import GIT_ENV, commit, dst, git
 
 

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 
 from reconciler import guard
 from reconciler.errors import UnsafeSqlError, WarehouseError
-from reconciler.warehouse import Warehouse
+from reconciler.warehouse.connection import Warehouse
 from tests import pg
 from tests.figures import record
 

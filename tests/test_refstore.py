@@ -7,9 +7,9 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from reconciler import refstore
 from reconciler.bindings import Bindings
 from reconciler.errors import RefConflict
+from reconciler.git import refs as refstore
 from reconciler.lens import Oid
 from tests.conftest import commit
 

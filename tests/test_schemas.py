@@ -213,7 +213,7 @@ def test_lens_with_modelines_still_loads() -> None:
 
 
 def test_cortex_import_writes_modelines_and_schema_valid_files() -> None:
-    from reconciler.importers.cortex import import_cortex
+    from reconciler.interop.importers.cortex import import_cortex
     from tests.test_import_cortex import SMALL_MODEL
 
     files, _ = import_cortex(
@@ -238,7 +238,7 @@ def test_cortex_import_writes_modelines_and_schema_valid_files() -> None:
 def _validate_wired(tmp_path_factory: pytest.TempPathFactory) -> None:
     done = dst(tmp_path_factory.mktemp("help"), "validate", "--help")
     if done.code != 0:
-        pytest.skip("dst validate is not wired into reconciler/cli.py yet")
+        pytest.skip("dst validate is not wired into reconciler/cli/app.py yet")
 
 
 @pytest.fixture

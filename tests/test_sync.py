@@ -15,12 +15,13 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from reconciler import refstore, sync
-from reconciler.deployments import status
+from reconciler.context import Runtime
 from reconciler.errors import UsageError
+from reconciler.git import refs as refstore
+from reconciler.git import sync
+from reconciler.git.sync import SyncAction
+from reconciler.history import status
 from reconciler.lens import Oid
-from reconciler.runtime import Runtime
-from reconciler.sync import SyncAction
 from tests.conftest import GIT_ENV, PROJECT, commit, dst, git
 
 SALES = "refs/dst/serving/sales"
@@ -34,7 +35,7 @@ def _sync_wired() -> bool:
 
 
 needs_cli = pytest.mark.skipif(
-    not _sync_wired(), reason="`dst sync` is not registered in reconciler/cli.py yet"
+    not _sync_wired(), reason="`dst sync` is not registered in reconciler/cli/app.py yet"
 )
 
 
@@ -330,7 +331,7 @@ def test_push_porcelain_is_read_per_ref() -> None:
     ]
 
 
-# The command line: written against the wiring in reconciler/cli.py; skipped until it is there.
+# The command line: written against the wiring in reconciler/cli/app.py; skipped until it is there.
 
 
 @needs_cli

@@ -14,8 +14,8 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from reconciler import sync
-from reconciler.sync import SyncAction
+from reconciler.git import sync
+from reconciler.git.sync import SyncAction
 from tests.conftest import commit, dst, git
 from tests.test_retire import FINANCE as FINANCE_FILES
 from tests.test_retire import SALES as SALES_FILES

@@ -14,10 +14,10 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
-from reconciler import warehouse
 from reconciler.errors import LensLoadError, UnsafeSqlError, UsageError, WarehouseError
-from reconciler.seeding import seed
-from reconciler.warehouse import Warehouse, embedded_path, redact, resolve_url
+from reconciler.warehouse import connection as warehouse
+from reconciler.warehouse.connection import Warehouse, embedded_path, redact, resolve_url
+from reconciler.warehouse.seed import seed
 
 ORDERS = (
     b"ID,Region,Amount,Ordered_On\n"

@@ -27,13 +27,13 @@ import typer
 from typer.testing import CliRunner
 from watchfiles import Change, DefaultFilter
 
-import reconciler.cli  # before cli_watch: cli.py imports cli_watch at its end
-from reconciler import refstore
-from reconciler.apply import check_worktree, reconcile
-from reconciler.cli_watch import interval_hours, verdict_json, verdict_lines
-from reconciler.cli_watch import watch as watch_command
+import reconciler.cli.app  # before cli_watch: cli.py imports cli_watch at its end
+from reconciler.cli.watch import interval_hours, verdict_json, verdict_lines
+from reconciler.cli.watch import watch as watch_command
+from reconciler.context import Runtime
 from reconciler.errors import UsageError
-from reconciler.runtime import Runtime
+from reconciler.git import refs as refstore
+from reconciler.reconcile import check_worktree, reconcile
 from reconciler.watch import (
     DEFAULT_DEBOUNCE_MS,
     Schedule,
@@ -488,7 +488,7 @@ def test_reconcile_mode_refuses_a_missing_branch(promoted: Path) -> None:
 
 def _app() -> typer.Typer:
     """``dst`` with ``watch`` registered, whether or not cli.py registers it yet."""
-    app = reconciler.cli.app
+    app = reconciler.cli.app.app
     if any(c.name == "watch" or c.callback is watch_command for c in app.registered_commands):
         return app
     local = typer.Typer()
@@ -533,9 +533,9 @@ import signal, sys
 # A shell that starts a background job makes it ignore SIGINT; restore Ctrl-C.
 signal.signal(signal.SIGINT, signal.default_int_handler)
 import typer
-import reconciler.cli
-from reconciler.cli_watch import watch
-app = reconciler.cli.app
+import reconciler.cli.app
+from reconciler.cli.watch import watch
+app = reconciler.cli.app.app
 if not any(c.callback is watch for c in app.registered_commands):
     app = typer.Typer()
     app.command("watch")(watch)

@@ -4,7 +4,7 @@ Starting Python and importing dst's dependencies takes most of a small command's
 run time, so the crash harness and the race would spend their budget on imports.
 This script imports them once, then, for each request read from stdin (one JSON
 object a line: ``{"argv", "cwd", "env", "out", "err"}``), forks a child that runs
-the real command line (:func:`reconciler.entry.main`) in ``cwd`` with exactly
+the real command line (:func:`reconciler.cli.entry.main`) in ``cwd`` with exactly
 ``env``, stdout and stderr going to the files ``out`` and ``err`` (the command
 tree typer builds is built once, too). Each child is
 an ordinary process: it exits with the command's code, or dies of the signal it
@@ -32,18 +32,18 @@ import sqlglot.dialects.duckdb  # noqa: F401
 import typer.main
 from sqlalchemy.dialects import registry
 
-import reconciler.apply
-import reconciler.cli
-import reconciler.deployments
-import reconciler.report
-from reconciler import entry
+import reconciler.cli.app
+import reconciler.history
+import reconciler.reconcile
+import reconciler.render.text
+from reconciler.cli import entry
 
 registry.load("duckdb")
 # typer rebuilds the click command tree, evaluating every command's type hints,
 # on each call: more than a small command's own work. Build it once, before forking.
 typer.main.get_command = functools.cache(typer.main.get_command)
-typer.main.get_command(reconciler.cli.app)
-_ = (reconciler.apply, reconciler.cli, reconciler.deployments, reconciler.report)
+typer.main.get_command(reconciler.cli.app.app)
+_ = (reconciler.reconcile, reconciler.cli.app, reconciler.history, reconciler.render.text)
 
 
 def _child(req: dict[str, Any]) -> None:

@@ -2,7 +2,7 @@
 
 :func:`generate` tries the request's tiers in order and returns the first
 generation that produced SQL. The ``fast`` tier lives in
-:mod:`reconciler.generators.fast`; the ``smart`` tier (:mod:`reconciler.smart`) is
+:mod:`reconciler.generators.fast`; the ``smart`` tier (:mod:`reconciler.generators.smart`) is
 reached through a :data:`SmartCall` that the caller passes in (the pure core never
 opens a network connection); without one, ``smart`` is skipped when another tier is
 configured and declines when it is the only one.
@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from reconciler.assembly import GenerationRequest
+from reconciler.assembly.retrieval import GenerationRequest
 from reconciler.lens import Lens
 
 # {(model name, dimension name): distinct values seen in the warehouse}, read by the
@@ -68,7 +68,7 @@ def generate(
         lens: the lens version the request was assembled against.
         request: the assembled request; ``request.tiers`` gives the order.
         values: ``{(model, dimension): distinct warehouse values}`` for value filters.
-        smart: the configured smart tier (:mod:`reconciler.smart`), or ``None``:
+        smart: the configured smart tier (:mod:`reconciler.generators.smart`), or ``None``:
             then ``smart`` is skipped when another tier is listed and declines
             when it is the only one.
         hint: an executable gate's repair hint for this retry; only the smart

@@ -37,7 +37,7 @@ answer is worse than no answer. A question is read as
 * an optional ranking: ``top 5 …``, ``which 3 … lowest …``, ``bottom 2 …``, and
   ``Who has the highest …?``: an opening "who" ranks the one *person* dimension
   (a name or synonym ending in ``rep``, ``owner``, ``employee`` …; see
-  :func:`~reconciler.assembly.person_dimensions`); ``in the team`` / ``on our
+  :func:`~reconciler.assembly.retrieval.person_dimensions`); ``in the team`` / ``on our
   team`` then means all of those people; ``with ties`` / ``including ties`` keeps
   every row tied within the first n.
 
@@ -46,7 +46,7 @@ name of a model the query uses. Anything left over — ``since``, ``not``, ``wea
 — declines, and so does a question holding one of the lens's ``exclusions`` or
 ``clarify`` terms, an ambiguous phrase, a fact without an aggregation word, or a
 dimension no safe join path reaches. The SQL is built by
-:mod:`reconciler.generators.render`.
+:mod:`reconciler.generators.compiler`.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ from datetime import date
 
 from sqlglot.errors import SqlglotError
 
-from reconciler.assembly import (
+from reconciler.assembly.retrieval import (
     GenerationRequest,
     Mention,
     Retrieval,
@@ -71,10 +71,10 @@ from reconciler.assembly import (
     time_models,
 )
 from reconciler.generators import DimensionValues, Generation
+from reconciler.generators.compiler import Declined, Measure, Plan, one_path, render
 from reconciler.generators.grammar import Reading, phrase_of, plural, read_grammar
 from reconciler.generators.measures import check_extras, select_measures
 from reconciler.generators.periods import shift
-from reconciler.generators.render import Declined, Measure, Plan, one_path, render
 from reconciler.lens import Lens
 
 __all__ = ["TIER", "Declined", "Measure", "Plan", "compile_request", "parse", "render"]

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from reconciler.assembly import (
+from reconciler.assembly.retrieval import (
     GRAIN_WORDS,
     STOPWORDS,
     Mention,
@@ -23,8 +23,8 @@ from reconciler.assembly import (
     asks_who,
     model_nouns,
 )
+from reconciler.generators.compiler import PERCENT_WORDS, SHARE_WORDS, Declined
 from reconciler.generators.periods import Period, all_time_at, period_at
-from reconciler.generators.render import PERCENT_WORDS, SHARE_WORDS, Declined
 from reconciler.lens import Lens
 
 DESCENDING = frozenset({"top", "highest", "largest", "biggest", "most", "greatest"})

@@ -11,9 +11,16 @@ from collections.abc import Mapping
 import sqlglot
 from sqlglot import exp
 
-from reconciler.assembly import GRAIN_WORDS, Mention, Retrieval, Target, counted_model, tokenize
+from reconciler.assembly.retrieval import (
+    GRAIN_WORDS,
+    Mention,
+    Retrieval,
+    Target,
+    counted_model,
+    tokenize,
+)
+from reconciler.generators.compiler import Declined, Measure
 from reconciler.generators.grammar import AGGREGATE_WORDS, Reading, phrase_of
-from reconciler.generators.render import Declined, Measure
 from reconciler.lens import Lens, Model
 
 # The same words applied to a model fact → the aggregate function (render.FACT_FUNCTIONS).

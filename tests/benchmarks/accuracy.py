@@ -15,11 +15,11 @@ For each defog database (``defog/data/<db>/<db>.sql`` PostgreSQL DDL and inserts
    glossary's column descriptions, and one count metric per table
    (``<table>_count``, "number of <table>");
 3. every question of ``sql-eval/questions_gen_postgres.csv`` for that database
-   goes through the serving path (:func:`reconciler.serving.ask`, fast tier,
+   goes through the serving path (:func:`reconciler.ask.ask`, fast tier,
    read-only warehouse) and is scored three ways: **correct** when the served
    result matches one of the gold queries' (``;``-separated alternatives, ``{a, b}``
    column sets expanded to each non-empty subset, compared by
-   :func:`reconciler.compare.compare`), **wrong** when data was served that matches
+   :func:`reconciler.compare.diff.compare`), **wrong** when data was served that matches
    none, **declined** when nothing was served; a gold query that does not run on
    DuckDB makes the question **error** (counted apart, not scored);
 4. every ``sql-eval/idk.csv`` question (no data can answer it) must be declined:
@@ -51,13 +51,13 @@ import yaml
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from reconciler.compare import Verdict, compare
+from reconciler.ask import ask
+from reconciler.compare.diff import Verdict, compare
 from reconciler.errors import DstError
 from reconciler.lens import Lens, load_lens
 from reconciler.resultset import ResultSet
-from reconciler.serving import ask
 from reconciler.suite import ValueCache
-from reconciler.warehouse import Warehouse
+from reconciler.warehouse.connection import Warehouse
 
 DEFAULT_CORPORA = Path(__file__).resolve().parents[3] / "shared" / "corpora"
 OUTCOMES = ("correct", "wrong", "declined", "error")

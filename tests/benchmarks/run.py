@@ -175,8 +175,8 @@ def bench_suite(work: Path, answers: int, runs: int) -> Row:
     import duckdb
     import pygit2
 
-    from reconciler.apply import gate_lens, plan_all
-    from reconciler.runtime import Runtime
+    from reconciler.context import Runtime
+    from reconciler.reconcile import gate_lens, plan_all
 
     repo = _example_repo(work, f"suite{answers}", answers)
     rt = Runtime(pygit2.Repository(str(repo)), env={}, progress=lambda _m: None, jobs=1)
@@ -253,7 +253,7 @@ def bench_parallel(answers: int, latency_s: float, jobs: int, runs: int) -> Row:
         return Row(name, None, None, 1 / 5, f"skipped: PostgreSQL not usable ({exc})"[:160])
     from reconciler.fanout import run_answers
     from reconciler.lens import load_lens
-    from reconciler.warehouse import Warehouse
+    from reconciler.warehouse.connection import Warehouse
 
     size = synth.Size(1, 4, answers)
     files = synth.lens_files(0, size)
@@ -284,10 +284,10 @@ def bench_parallel(answers: int, latency_s: float, jobs: int, runs: int) -> Row:
 
 
 def bench_compare(rows: int, cols: int, runs: int) -> Row:
-    """Comparing two ``rows`` x ``cols`` results (reconciler.compare) against 10 ms."""
+    """Comparing two ``rows`` x ``cols`` results (reconciler.compare.diff) against 10 ms."""
     from datetime import date, timedelta
 
-    from reconciler.compare import compare
+    from reconciler.compare.diff import compare
     from reconciler.resultset import ResultSet
 
     def cell(r: int, c: int) -> Any:
@@ -323,8 +323,8 @@ def bench_watch(work: Path, idle_s: float, runs: int) -> list[Row]:
     """Save → verdict for a one-answer scope, and ``dst watch``'s CPU while idle."""
     import pygit2
 
-    from reconciler.apply import reconcile
-    from reconciler.runtime import Runtime
+    from reconciler.context import Runtime
+    from reconciler.reconcile import reconcile
     from reconciler.watch import Verdict, watch
 
     repo = _example_repo(work, "watch", 0)

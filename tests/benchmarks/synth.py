@@ -268,8 +268,9 @@ def _serve_everything(path: Path, commit: str) -> None:
     """Point ``refs/dst/serving/<lens>`` at a deployment of ``commit`` for every lens."""
     import pygit2
 
-    from reconciler import gitstate, refstore
     from reconciler.bindings import Bindings
+    from reconciler.git import refs as refstore
+    from reconciler.git import trees as gitstate
 
     repo = pygit2.Repository(str(path))
     updates = []

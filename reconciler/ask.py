@@ -1,0 +1,230 @@
+"""The serving path (``dst ask``): certified match, pre-checks, generation, gates, trust.
+
+One question against one lens version (the serving version, in the CLI), in order:
+
+1. **certified match** — the question, normalized (:func:`reconciler.assembly.retrieval.normalize`),
+   equals an active certified answer's: its certified SQL runs; route
+   ``certified_answer``;
+2. **pre-checks** — a lens ``exclusions`` term → route ``refuse`` (no SQL runs, no
+   rows are served); a ``clarify`` term → route ``clarify`` with the lens's question
+   back to the asker;
+3. **generation** through the tiers (:func:`reconciler.generators.generate`) with
+   certified matching recorded, execution on the read-only warehouse, and the
+   executable gates (:mod:`reconciler.trust`);
+4. a **bounded repair loop** (:data:`MAX_REPAIRS`): a failed gate's repair action is
+   followed — ``retry`` regenerates on the smart tier with the gate's hint (the fast
+   tier is deterministic: without a smart tier the loop stops), ``escalate`` to ``research``
+   regenerates on the smart tier with every model of the lens in context;
+5. the **trust state** from the final evaluations.
+
+Nothing here writes anything: only a human certifies (``dst certify``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from reconciler.assembly.retrieval import Embedder, assemble, normalize
+from reconciler.errors import DstError
+from reconciler.generators import DimensionValues, SmartCall, generate
+from reconciler.lens import Answer, Lens
+from reconciler.resultset import Executor, ResultSet
+from reconciler.trust import (
+    Evaluation,
+    Execution,
+    Route,
+    TrustState,
+    evaluate,
+    first_repair,
+    trust_state_from_evaluations,
+)
+
+MAX_REPAIRS = 2
+ROWS_SHOWN = 50
+
+
+@dataclass
+class AskResponse:
+    """What ``dst ask`` serves, and why.
+
+    Attributes:
+        route: ``certified_answer``, ``generated``, ``research``, ``clarify`` or ``refuse``.
+        sql: the SQL that produced ``rows`` (``None`` when nothing ran).
+        result: the executed result (``None`` when nothing ran or it failed).
+        message: the clarification asked, the refusal's reason, or why no answer.
+        answer: id of the certified answer served (certified route only).
+        evaluations: the final attempt's executable gate verdicts.
+        trust_state: from :func:`reconciler.trust.trust_state_from_evaluations`.
+        attempts: one record per generation (tier, SQL or decline, usage, hint).
+        notes: what made this run leaner than production (e.g. no smart tier).
+        term: the lens's exclusion or clarify term that a pre-check matched.
+    """
+
+    lens: str
+    question: str
+    route: Route
+    sql: str | None = None
+    result: ResultSet | None = None
+    message: str = ""
+    answer: str | None = None
+    evaluations: tuple[Evaluation, ...] = ()
+    trust_state: TrustState = "review_required"
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    term: str | None = None
+
+    @property
+    def served_rows(self) -> bool:
+        """Whether data was served (a refusal or clarification never serves rows)."""
+        return self.result is not None and self.trust_state != "blocked"
+
+    def to_json(self, rows_shown: int = ROWS_SHOWN) -> dict[str, Any]:
+        """The response as JSON; rows capped at ``rows_shown``."""
+        rows = self.result.preview(rows_shown) if self.served_rows and self.result else None
+        return {
+            "lens": self.lens,
+            "question": self.question,
+            "route": self.route,
+            "answer": self.answer,
+            "sql": self.sql,
+            "columns": rows["columns"] if rows else [],
+            "rows": rows["rows"] if rows else [],
+            "row_count": rows["row_count"] if rows else 0,
+            "truncated": rows["truncated"] if rows else False,
+            "message": self.message,
+            "evaluations": [e.to_json() for e in self.evaluations],
+            "trust_state": self.trust_state,
+            "attempts": self.attempts,
+            "notes": self.notes,
+            "term": self.term,
+        }
+
+
+def precheck(lens: Lens, question: str) -> tuple[Route, str, str] | None:
+    """``("refuse", reason, term)`` for an excluded term, ``("clarify", ask, term)`` for
+    an ambiguous one, else ``None``.
+
+    Terms match on whole normalized words, exclusions first (DESIGN §2 lens settings).
+    """
+    text = f" {normalize(question)} "
+    for term in lens.config.exclusions:
+        if f" {normalize(term)} " in text:
+            return "refuse", f"this lens does not answer questions about {term!r}", term
+    for item in lens.config.clarify:
+        if f" {normalize(item.term)} " in text:
+            return "clarify", item.ask, item.term
+    return None
+
+
+def certified_match(lens: Lens, question: str) -> Answer | None:
+    """The active certified answer whose normalized question equals ``question``'s."""
+    asked = normalize(question)
+    for aid in sorted(lens.answers):
+        answer = lens.answers[aid]
+        if answer.status == "active" and normalize(answer.question) == asked:
+            return answer
+    return None
+
+
+def ask(
+    lens: Lens,
+    question: str,
+    executor: Executor,
+    values: DimensionValues,
+    *,
+    smart: SmartCall | None = None,
+    max_repairs: int = MAX_REPAIRS,
+    embedder: Embedder | None = None,
+) -> AskResponse:
+    """Answer ``question`` on ``lens`` (steps in the module docstring).
+
+    Args:
+        lens: the lens version to serve from.
+        question: the question as asked.
+        executor: the read-only warehouse.
+        values: dimension values for the fast tier's value filters.
+        smart: the smart tier, or ``None`` (then stated in ``notes``).
+        max_repairs: repair attempts after the first generation (0 disables).
+        embedder: the local sentence embedder, or ``None``: with a lens that asks
+            for embedding retrieval, retrieval is then lexical (stated in ``notes``).
+
+    Returns:
+        The response; warehouse and generator failures become evaluations, never
+        exceptions.
+    """
+    resp = AskResponse(lens.name, question, "generated")
+    if smart is None and "smart" in lens.config.generator.tiers:
+        resp.notes.append("leaner than production: the smart tier is not configured")
+    if embedder is None and lens.config.generator.retrieval == "embedding":
+        resp.notes.append(
+            "leaner than production: no local embedder (the embed extra), so retrieval is lexical"
+        )
+    certified = certified_match(lens, question)
+    if certified is not None:
+        resp.route, resp.answer = "certified_answer", certified.id
+        ex = _run(lens, question, "certified_answer", certified.sql, executor, resp)
+        return _finish(resp, lens, ex)
+    pre = precheck(lens, question)
+    if pre is not None:
+        resp.route, resp.message, resp.term = pre
+        resp.trust_state = trust_state_from_evaluations(resp.route, ())
+        return resp
+    route: Route = "generated"
+    hint: str | None = None
+    request = assemble(lens, question, certified_matching=True, embedder=embedder)
+    for attempt in range(max_repairs + 1):
+        if route == "research":
+            request = replace(request, models=tuple(sorted(lens.models)), tiers=("smart",))
+        elif attempt:
+            request = replace(request, tiers=("smart",))
+        gen = generate(lens, request, values, smart=smart, hint=hint)
+        resp.attempts.append({"attempt": attempt + 1, "route": route, **gen.record()})
+        resp.route = route
+        if gen.sql is None:
+            resp.message = gen.declined or "no answer"
+        ex = _run(lens, question, route, gen.sql, executor, resp)
+        _finish(resp, lens, ex)
+        action = first_repair(resp.evaluations)
+        if action is None or attempt == max_repairs or smart is None:
+            break
+        route, hint = action.route, action.hint
+    return resp
+
+
+def _run(
+    lens: Lens,
+    question: str,
+    route: Route,
+    sql: str | None,
+    executor: Executor,
+    resp: AskResponse,
+) -> Execution:
+    cfg = lens.config
+    resp.sql, resp.result = sql, None
+    if sql is None:
+        return Execution(question, route, dialect=cfg.dialect)
+    try:
+        result = executor.execute(
+            sql, row_cap=cfg.row_cap, timeout_s=cfg.statement_timeout_s, as_of=cfg.as_of
+        )
+    except DstError as exc:
+        return Execution(
+            question, route, sql=sql, error=exc.message, executed=True, dialect=cfg.dialect
+        )
+    resp.result = result
+    return Execution(
+        question,
+        route,
+        sql=sql,
+        columns=result.columns,
+        rows=result.rows,
+        executed=True,
+        dialect=cfg.dialect,
+    )
+
+
+def _finish(resp: AskResponse, lens: Lens, ex: Execution) -> AskResponse:
+    resp.evaluations = evaluate(ex, lens)
+    resp.trust_state = trust_state_from_evaluations(resp.route, resp.evaluations)
+    return resp

@@ -1,0 +1,277 @@
+"""``dst ci``: the GitHub Actions entry points, a typer sub-app of ``dst``.
+
+* ``dst ci check`` — for pull requests. Resolves the base (surviving shallow
+  checkouts, see :func:`reconciler.git.base.resolve_base`), dry-runs the lenses
+  that changed between the merge base and head, prints the report (``--format
+  github``: annotations and groups), appends the Markdown job summary to
+  ``$GITHUB_STEP_SUMMARY`` and writes JUnit on request. On a ``pull_request``
+  event HEAD is GitHub's merge commit ``M``: the check covers ``M^1..M`` and
+  names the pull request's head. Nothing is promoted.
+* ``dst ci apply`` — for pushes to the default branch: the real apply; the
+  workflow then pushes ``refs/dst/*`` (a fast-forward). It refuses on a
+  pull-request event, where HEAD is a merge commit that never landed.
+
+The exit code is the report's alone (0 passed, 1 blocked or stood down, 2 bad
+input or insufficient history); rendering never decides it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from reconciler.cli.app import Format, RepoOpt, WarehouseOpt, _guarded, _runtime
+from reconciler.errors import DstError, UsageError
+
+if TYPE_CHECKING:
+    from reconciler.git.base import Event
+    from reconciler.render.github import Where
+    from reconciler.results import RunReport
+
+ci_app = typer.Typer(
+    no_args_is_help=True,
+    help="GitHub Actions: check pull requests, apply on the default branch.",
+)
+
+
+class CiFormat(str, Enum):
+    """Output format of the ``ci`` commands."""
+
+    text = "text"
+    json = "json"
+    github = "github"
+
+
+CiFormatOpt = Annotated[
+    CiFormat,
+    typer.Option("--format", help="text, json, or github (workflow commands: annotations)."),
+]
+JunitOpt = Annotated[Path | None, typer.Option("--junit", help="Also write JUnit XML to FILE.")]
+
+
+def _run(command: str, fmt: CiFormat, body: Callable[[], int]) -> None:
+    def annotated() -> int:
+        try:
+            return body()
+        except DstError as exc:
+            if fmt is CiFormat.github:
+                from reconciler.render.github import command as workflow_command
+
+                print(workflow_command("error", exc.render(), title=f"dst {command}"), flush=True)
+            raise
+
+    _guarded(command, Format.json if fmt is CiFormat.json else Format.text, annotated)
+
+
+def _event(env: Mapping[str, str]) -> Event:
+    from reconciler.git.base import read_event
+
+    path = env.get("GITHUB_EVENT_PATH")
+    payload: Any = None
+    if path and Path(path).is_file():
+        try:
+            payload = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise UsageError(
+                f"{path}: the GitHub event payload does not read as JSON ({exc})",
+                fix="unset GITHUB_EVENT_PATH outside GitHub Actions",
+            ) from None
+    return read_event(env, payload if isinstance(payload, dict) else None)
+
+
+def _locations(rt: Any, report: RunReport) -> dict[tuple[str, str], Where]:
+    """Answer files and ``sql:`` lines at the candidate, for annotations and JUnit."""
+    import pygit2
+
+    from reconciler.git import trees as gitstate
+    from reconciler.lens import Oid
+    from reconciler.render.github import locate
+
+    repo = rt.repo
+    lens_files: dict[str, dict[str, str]] = {}
+    commit: str | None = None
+    for run in report.lenses:
+        if not (run.results or run.self_test) or run.plan.candidate is None:
+            continue
+        commit = run.plan.candidate
+        tree = gitstate.lens_trees(repo, Oid(commit)).get(run.plan.lens)
+        if tree is not None:
+            lens = gitstate.load_lens_at(repo, tree)
+            lens_files[run.plan.lens] = {k: f"{lens.root}/{v}" for k, v in lens.sources.items()}
+
+    def read(path: str) -> bytes | None:
+        try:
+            obj = repo.revparse_single(f"{commit}:{path}")
+        except (KeyError, ValueError, pygit2.GitError):
+            return None
+        return bytes(obj.data) if isinstance(obj, pygit2.Blob) else None
+
+    return locate(report, lens_files, read)
+
+
+def _publish(rt: Any, report: RunReport, fmt: CiFormat, junit: Path | None, title: str) -> int:
+    from reconciler.render import github as ghactions
+    from reconciler.render import text as render
+
+    locations = _locations(rt, report)
+    if fmt is CiFormat.github:
+        text, summary = ghactions.to_github(report, locations=locations, title=title)
+        print(text, end="", flush=True)
+    else:
+        summary = ghactions.job_summary(report, locations, title=title)
+        print(render.to_json(report) if fmt is CiFormat.json else render.to_text(report))
+    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if step_summary:
+        with open(step_summary, "a", encoding="utf-8") as out:
+            out.write(summary + "\n")
+    if junit is not None:
+        junit.write_text(ghactions.to_junit(report, locations), encoding="utf-8")
+    return int(report.exit_code)
+
+
+def _origin_head(git: Callable[[list[str]], str | None], remote: str) -> str | None:
+    ref = git(["symbolic-ref", "--quiet", "--short", f"refs/remotes/{remote}/HEAD"])
+    return ref.split("/", 1)[1] if ref and "/" in ref else None
+
+
+def _changed_lenses(repo: Any, base: str, head: str) -> tuple[list[str], list[str]]:
+    """Lenses whose tree differs between ``base`` and ``head``: ``(to check, notes)``."""
+    from reconciler.git import refs as refstore
+    from reconciler.git import trees as gitstate
+    from reconciler.lens import Oid
+
+    before = {n: t.tree for n, t in gitstate.lens_trees(repo, Oid(base)).items()}
+    after = {n: t.tree for n, t in gitstate.lens_trees(repo, Oid(head)).items()}
+    served = set(refstore.served_lenses(repo))
+    changed = sorted(n for n in set(before) | set(after) if before.get(n) != after.get(n))
+    check = [n for n in changed if n in after or n in served]
+    notes = [
+        f"lens {n} is removed and never served: nothing to check" for n in changed if n not in check
+    ]
+    if not changed:
+        notes.append(f"no lens changed between {base[:12]} and {head[:12]}: nothing to check")
+    return check, notes
+
+
+@ci_app.command("check")
+def check(
+    base: Annotated[
+        str | None,
+        typer.Option(
+            "--base",
+            help="Base branch, tag or oid (default: the pull request's base, or a push's "
+            "'before', from the GitHub event).",
+        ),
+    ] = None,
+    head: Annotated[str, typer.Option("--head", help="Revision to check.")] = "HEAD",
+    junit: JunitOpt = None,
+    max_deepen: Annotated[
+        int, typer.Option("--max-deepen", min=0, help="Deepening fetches a shallow clone may take.")
+    ] = 10,
+    deepen_by: Annotated[
+        int, typer.Option("--deepen-by", min=1, help="Commits of the first deepening step.")
+    ] = 32,
+    remote: Annotated[str, typer.Option("--remote", help="Remote to fetch history from.")] = (
+        "origin"
+    ),
+    warehouse: WarehouseOpt = None,
+    repo: RepoOpt = None,
+    fmt: CiFormatOpt = CiFormat.text,
+) -> None:
+    """Dry-run the lenses a pull request changes; annotations, job summary, JUnit."""
+
+    def body() -> int:
+        from reconciler.git import base as prbase
+        from reconciler.git.sync import require_known
+        from reconciler.reconcile import reconcile
+
+        event = _event(os.environ)
+        rt = _runtime(repo, warehouse)
+        try:
+            git = prbase.subprocess_git(rt.root)
+            head_oid = git(["rev-parse", "--verify", "--quiet", f"{head}^{{commit}}"])
+            if head_oid is None:
+                raise UsageError(f"head {head!r} does not resolve to a commit", fix="pass --head")
+            notes: list[str] = []
+            parents = prbase.raw_parents(git, head_oid)
+            merge_commit = event.is_pull_request and len(parents) == 2
+            base_rev = base
+            if base_rev is None:
+                base_rev = parents[0] if merge_commit else event.base
+            if base_rev is None:
+                raise UsageError(
+                    "no base to compare with (no --base and no GitHub event naming one)",
+                    fix="pass --base REF, e.g. --base main",
+                )
+            resolved = prbase.resolve_base(
+                rt.root,
+                base_rev,
+                head_oid,
+                max_deepen=max_deepen,
+                deepen_by=deepen_by,
+                default_branch=event.default_branch or _origin_head(git, remote),
+                remote=remote,
+            )
+            for note in resolved.notes:
+                rt.progress(note)
+            if merge_commit:
+                pr_head = event.pr_head or parents[1]
+                notes.append(
+                    f"pull request head {pr_head[:12]}: checked as GitHub's merge commit "
+                    f"{head_oid[:12]} against {resolved.merge_base[:12]}; a merge commit is "
+                    f"never promoted"
+                )
+            else:
+                notes.append(
+                    f"checked {head_oid[:12]} against the merge base "
+                    f"{resolved.merge_base[:12]} with {base_rev}"
+                )
+            names, more = _changed_lenses(rt.repo, resolved.merge_base, head_oid)
+            require_known(rt.repo)
+            report = reconcile(rt, to=head_oid, only=names, dry_run=True)
+            report.command = "ci check"
+            report.messages[:0] = [*notes, *more]
+            return _publish(rt, report, fmt, junit, "dst lens check")
+        finally:
+            rt.close()
+
+    _run("ci check", fmt, body)
+
+
+@ci_app.command("apply")
+def apply(
+    junit: JunitOpt = None,
+    warehouse: WarehouseOpt = None,
+    repo: RepoOpt = None,
+    fmt: CiFormatOpt = CiFormat.text,
+) -> None:
+    """Apply HEAD for real (default branch); the workflow then pushes refs/dst/*."""
+
+    def body() -> int:
+        from reconciler.git.sync import require_known
+        from reconciler.reconcile import reconcile
+
+        event = _event(os.environ)
+        if event.is_pull_request:
+            raise UsageError(
+                f"refusing to apply on a {event.name} event: HEAD is GitHub's merge commit "
+                f"of the pull request, which never landed, and is never promoted",
+                fix="run `dst ci check` on pull requests and `dst ci apply` on pushes to the "
+                "default branch",
+            )
+        rt = _runtime(repo, warehouse)
+        try:
+            require_known(rt.repo)
+            report = reconcile(rt, to="HEAD")
+            report.command = "ci apply"
+            return _publish(rt, report, fmt, junit, "dst lens apply")
+        finally:
+            rt.close()
+
+    _run("ci apply", fmt, body)

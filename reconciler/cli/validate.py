@@ -1,0 +1,188 @@
+"""``dst validate``: check lens directories in the working tree, offline and fast.
+
+For editors and pre-commit: no warehouse, no git history, no serving state. Each
+lens is loaded from the working tree with :func:`reconciler.lens.load_lens`, the
+same loader plan and apply use, so a lens that validates here loads there (the
+warehouse-side checks, oracles and evals, are left to ``dst plan``).
+
+``PATH`` may be a lens directory (``lenses/sales``), any file or folder inside one
+(``lenses/sales/models/orders.yaml``, as pre-commit passes them), a ``lenses/``
+folder or a directory holding one (every lens in it); with no ``PATH``, every lens
+under the nearest ``lenses/`` folder at or above ``--repo`` (default: cwd). Each
+lens is checked once however many of its files are named.
+
+``validate_app`` is a typer app holding the one command; ``cli.py`` merges it into
+the main app with ``app.add_typer(validate_app)``.
+
+Exit codes: 0 every lens is valid; 2 a lens is invalid (``file:line: message`` and
+its fix on stderr) or a ``PATH`` is not in a lens.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+# Created before importing reconciler.cli.app, which merges it into the main app when it
+# loads: whichever of the two modules is imported first, the other then finds it.
+validate_app = typer.Typer()
+
+from reconciler.cli.app import Format, FormatOpt, RepoOpt, _guarded  # noqa: E402
+from reconciler.errors import LensLoadError, UsageError  # noqa: E402
+
+LENSES_DIR = "lenses"
+
+
+@dataclass(frozen=True)
+class LensCheck:
+    """The outcome of validating one lens directory.
+
+    Attributes:
+        lens: the lens name (its directory name).
+        root: the lens directory relative to the current directory, for messages.
+        error: the first problem found, or ``None`` when the lens is valid.
+    """
+
+    lens: str
+    root: str
+    error: LensLoadError | None = None
+
+    @property
+    def valid(self) -> bool:
+        """Whether the lens loaded without error."""
+        return self.error is None
+
+    def record(self) -> dict[str, Any]:
+        """The JSON object of this lens (``lens``, ``valid``, ``error``)."""
+        error = None
+        if self.error is not None:
+            error = {
+                "type": type(self.error).__name__,
+                "path": self.error.path,
+                "line": self.error.line,
+                "message": self.error.message,
+                "fix": self.error.fix,
+            }
+        return {"lens": self.lens, "valid": self.valid, "error": error}
+
+
+def _display(path: Path) -> str:
+    try:
+        return Path(os.path.relpath(path)).as_posix()
+    except ValueError:  # another drive on Windows
+        return path.as_posix()
+
+
+def _lens_dir_of(path: Path) -> Path | None:
+    """The ``lenses/<name>`` directory holding ``path`` (itself included), if any."""
+    for candidate in (path, *path.parents):
+        if candidate.parent.name == LENSES_DIR and candidate.is_dir():
+            return candidate
+    return None
+
+
+def _lenses_in(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def find_lens_dirs(paths: list[Path], start: Path) -> list[Path]:
+    """The lens directories ``paths`` designate (see the module docstring), deduplicated.
+
+    Args:
+        paths: as given on the command line; empty means every lens.
+        start: where to look for ``lenses/`` when ``paths`` is empty.
+
+    Returns:
+        Absolute lens directories, sorted.
+
+    Raises:
+        UsageError: a path does not exist or is not inside a lens directory, or no
+            ``lenses/`` folder is found at or above ``start``.
+    """
+    found: set[Path] = set()
+    if not paths:
+        base = start.resolve()
+        for folder in (base, *base.parents):
+            if (folder / LENSES_DIR).is_dir():
+                return _lenses_in(folder / LENSES_DIR)
+        raise UsageError(
+            f"no {LENSES_DIR}/ folder in {_display(base)} or above",
+            fix="run dst validate inside a repository with lenses, or pass lens directories",
+        )
+    for given in paths:
+        path = given.resolve()
+        if not path.exists():
+            raise UsageError(f"{given}: no such file or directory", fix="check the path")
+        if path.is_dir() and path.name == LENSES_DIR:
+            found.update(_lenses_in(path))
+        elif path.is_dir() and (path / LENSES_DIR).is_dir() and _lens_dir_of(path) is None:
+            found.update(_lenses_in(path / LENSES_DIR))
+        else:
+            lens_dir = _lens_dir_of(path)
+            if lens_dir is None:
+                raise UsageError(
+                    f"{given}: not inside a lens directory ({LENSES_DIR}/<name>/)",
+                    fix="pass a lens directory or a file inside one",
+                )
+            found.add(lens_dir)
+    return sorted(found)
+
+
+def check_lens(lens_dir: Path) -> LensCheck:
+    """Load one lens directory from disk and report its first problem, if any."""
+    from reconciler.git.trees import worktree_files
+    from reconciler.lens import load_lens
+
+    root = _display(lens_dir)
+    try:
+        files = worktree_files(lens_dir.parent.parent, lens_dir.name)
+        load_lens(lens_dir.name, files, root=root)
+    except LensLoadError as exc:
+        return LensCheck(lens_dir.name, root, exc)
+    return LensCheck(lens_dir.name, root)
+
+
+def validate_paths(paths: list[Path], start: Path) -> list[LensCheck]:
+    """Validate every lens ``paths`` designate (all under ``start`` when empty)."""
+    return [check_lens(d) for d in find_lens_dirs(paths, start)]
+
+
+@validate_app.command("validate")
+def validate(
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="Lens directories or files inside them (default: every lens).",
+            metavar="PATH",
+            show_default=False,
+        ),
+    ] = None,
+    repo: RepoOpt = None,
+    fmt: FormatOpt = Format.text,
+) -> None:
+    """Check lens files in the working tree (no warehouse, no git): for editors, pre-commit."""
+
+    def body() -> int:
+        checks = validate_paths(list(paths or ()), repo or Path.cwd())
+        for check in checks:
+            if check.error is not None:
+                print(f"dst validate: error: {check.error.render()}", file=sys.stderr)
+        if fmt is Format.json:
+            obj = {
+                "schema_version": 1,
+                "command": "validate",
+                "lenses": [c.record() for c in checks],
+            }
+            print(json.dumps(obj, indent=2))
+        else:
+            for check in checks:
+                print(f"{check.root}: {'ok' if check.valid else 'invalid'}")
+        return 0 if all(c.valid for c in checks) else 2
+
+    _guarded("validate", fmt, body)

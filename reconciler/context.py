@@ -1,0 +1,264 @@
+"""What one command invocation works with: the repository, warehouses, progress.
+
+Warehouses are opened lazily, once per resolved URL, and only when a suite
+actually has to run — ``dst plan`` and an apply with nothing stale never
+connect.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pygit2
+
+from reconciler.assembly.profiles import ProfileStore, file_version, ttl_from_env
+from reconciler.assembly.retrieval import Embedder
+from reconciler.generators import DimensionValues, SmartCall
+from reconciler.git import trees as gitstate
+from reconciler.lens import Lens, RepoConfig
+from reconciler.loader import load_yaml, validate
+from reconciler.resultset import Executor, ResultSet
+from reconciler.suite import ValueCache
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _no_total(_answers: int) -> None:
+    return None
+
+
+class AllowingExecutor:
+    """A warehouse seen through one lens's ``allow_functions``.
+
+    Every statement still passes the guard and the read-only connection; only the
+    functions the lens allow-lists (e.g. DuckDB's ``query_table``) stop being refused
+    by the guard. Everything else is the shared warehouse's.
+    """
+
+    def __init__(self, warehouse: Executor, allow_functions: tuple[str, ...]) -> None:
+        self._warehouse = warehouse
+        self.allow_functions = allow_functions
+
+    def execute(
+        self, sql: str, *, row_cap: int, timeout_s: float, as_of: str | None = None
+    ) -> ResultSet:
+        """:meth:`reconciler.warehouse.connection.Warehouse.execute` with the lens's allow list."""
+        run: Any = self._warehouse.execute
+        result: ResultSet = run(
+            sql,
+            row_cap=row_cap,
+            timeout_s=timeout_s,
+            as_of=as_of,
+            allow_functions=self.allow_functions,
+        )
+        return result
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._warehouse, name)
+
+
+@dataclass
+class Runtime:
+    """Per-invocation context.
+
+    Attributes:
+        repo: the git repository.
+        warehouse_url: ``--warehouse`` (highest precedence), or ``None``.
+        jobs: ``--jobs``: answers a suite runs at once (overrides the lens's
+            ``jobs:``); ``None`` defers to the lens (default 1).
+        env: the environment (``DST_WAREHOUSE_URL`` …).
+        progress: sink for progress lines (stderr by default).
+        on_expect: told ``n`` more answers are about to run (a progress bar's total).
+        on_answer: receives the line that starts each answer; ``None`` sends it
+            to ``progress`` like any other line.
+    """
+
+    repo: pygit2.Repository
+    warehouse_url: str | None = None
+    jobs: int | None = None
+    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    progress: Callable[[str], None] = _stderr
+    on_expect: Callable[[int], None] = _no_total
+    on_answer: Callable[[str], None] | None = None
+    _warehouses: dict[str, Executor] = field(default_factory=dict)
+    _values: dict[str, ValueCache] = field(default_factory=dict)
+    _allowing: dict[str, Executor] = field(default_factory=dict)
+    _smart: dict[tuple[str, str, str], SmartCall] = field(default_factory=dict)
+
+    @property
+    def root(self) -> Path:
+        """The working tree root."""
+        return gitstate.repo_root(self.repo)
+
+    def repo_config_url(self) -> str | None:
+        """``warehouse:`` from ``dst.yaml`` at the repository root, if any.
+
+        Raises:
+            LensLoadError: ``dst.yaml`` does not validate (unknown key, not a URL …).
+        """
+        path = self.root / "dst.yaml"
+        if not path.is_file():
+            return None
+        return validate(RepoConfig, load_yaml("dst.yaml", path.read_bytes())).warehouse
+
+    def resolve_url(self, lens: Lens | None) -> tuple[str, str]:
+        """``(url, where it came from)`` by DESIGN §7 precedence."""
+        from reconciler.warehouse.connection import resolve_url
+
+        return resolve_url(
+            self.warehouse_url,
+            self.env,
+            lens.config.warehouse if lens else None,
+            self.repo_config_url(),
+            self.root,
+        )
+
+    def warehouse_for(self, lens: Lens) -> Executor:
+        """The read-only warehouse for ``lens``, opened once per URL.
+
+        Raises:
+            WarehouseError: it cannot be reached (the gate stands down with this).
+        """
+        from reconciler.warehouse.connection import Warehouse
+
+        url, _ = self.resolve_url(lens)
+        if url not in self._warehouses:
+            self._warehouses[url] = Warehouse.open(url, pool_size=self.jobs_for(lens))
+        allow = lens.config.allow_functions
+        if not allow:
+            return self._warehouses[url]
+        key = f"{url}\x00{','.join(allow)}"
+        if key not in self._allowing:
+            self._allowing[key] = AllowingExecutor(self._warehouses[url], allow)
+        return self._allowing[key]
+
+    def values_for(self, lens: Lens, executor: Executor) -> DimensionValues:
+        """Distinct dimension values for the generator, read once per lens version.
+
+        Column profiles are cached under ``.dst/profiles/`` by content hash
+        (:mod:`reconciler.assembly.profiles`), so a run against an unchanged
+        warehouse file reads none of them from the warehouse.
+        """
+        key = str(id(executor))
+        if key not in self._values:
+            url, _ = self.resolve_url(lens)
+            self._values[key] = ValueCache(
+                executor,
+                lens.config.statement_timeout_s,
+                profiles=self.profile_store(url),
+                dialect=str(getattr(executor, "dialect", lens.config.dialect)),
+            )
+        return self._values[key].for_lens(lens)
+
+    def profile_store(self, url: str) -> ProfileStore | None:
+        """The profile cache for the warehouse at ``url``; ``None`` for an in-memory one.
+
+        A DuckDB or SQLite file is versioned by its size and ``mtime_ns``; any
+        other warehouse's entries expire after ``DST_PROFILE_TTL_S`` seconds. Only
+        the redacted URL is hashed and recorded.
+        """
+        from sqlalchemy.engine import make_url
+
+        from reconciler.warehouse.connection import redact
+
+        directory = self.root / ".dst" / "profiles"
+        ttl = ttl_from_env(self.env)
+        try:
+            parsed = make_url(url)
+        except Exception:  # an unparseable URL never reaches here; be safe anyway
+            return None
+        backend = parsed.get_backend_name()
+        if backend in ("duckdb", "sqlite"):
+            database = parsed.database or ""
+            if database in ("", ":memory:") or database.startswith(("file:", "md:")):
+                return None
+            version = file_version(Path(database))
+            if version is None:
+                return None
+            return ProfileStore(directory, redact(url), f"file:{version}", ttl)
+        return ProfileStore(directory, redact(url), None, ttl)
+
+    def embedder_for(self, lens: Lens) -> tuple[Embedder | None, str]:
+        """The local sentence embedder when ``lens`` asks for embedding retrieval.
+
+        Returns:
+            ``(embedder, "")``; ``(None, "")`` when the lens retrieves lexically;
+            ``(None, why)`` when it asks for embeddings but the ``embed`` extra
+            is not installed (the run falls back to lexical and says so).
+        """
+        if lens.config.generator.retrieval != "embedding":
+            return None, ""
+        from reconciler.assembly.embedding import load_embedder
+        from reconciler.errors import DstError
+
+        try:
+            return load_embedder(self.root)
+        except DstError as exc:
+            return None, f"the packaged embedding model did not load ({exc.message})"
+        except (OSError, ValueError, RuntimeError) as exc:
+            return None, f"the packaged embedding model did not load ({type(exc).__name__})"
+
+    def leaner_notes(self, lens: Lens) -> list[str]:
+        """Why a run of ``lens`` here is leaner than production, one line each (or none).
+
+        Stated, never silent: the lens lists the ``smart`` tier but none is
+        configured, or it asks for embedding retrieval without the ``embed`` extra.
+        """
+        notes = []
+        if "smart" in lens.config.generator.tiers:
+            # Imported here: it pulls in the warehouse drivers, which a plan never needs.
+            from reconciler.generators import smart
+
+            settings, why = smart.resolve(lens, self.env)
+            if settings is None:
+                notes.append(f"leaner than production: {why}")
+        if lens.config.generator.retrieval == "embedding":
+            from reconciler.assembly.embedding import extra_missing
+
+            if missing := extra_missing():
+                notes.append(f"leaner than production: {missing}")
+        return notes
+
+    def smart_for(self, lens: Lens) -> tuple[SmartCall | None, str]:
+        """The smart tier for ``lens`` (one client per endpoint and model), or ``(None, why)``.
+
+        Settings by :func:`reconciler.generators.smart.resolve` (environment, then ``lens.yaml``).
+        """
+        from reconciler.generators import smart
+
+        settings, why = smart.resolve(lens, self.env)
+        if settings is None:
+            return None, why
+        key = (settings.base_url, settings.model, settings.api_key)
+        if key not in self._smart:
+            self._smart[key] = smart.SmartGenerator(settings)
+        return self._smart[key], ""
+
+    def expect(self, answers: int) -> None:
+        """Announce that ``answers`` more answers are about to run."""
+        self.on_expect(answers)
+
+    def answer(self, message: str) -> None:
+        """Report that one answer starts running (``message`` names it)."""
+        (self.on_answer or self.progress)(message)
+
+    def jobs_for(self, lens: Lens) -> int:
+        """Answers of ``lens`` a suite runs at once (:func:`reconciler.fanout.resolve_jobs`)."""
+        from reconciler.fanout import resolve_jobs
+
+        return resolve_jobs(self.jobs, lens)
+
+    def close(self) -> None:
+        """Close every warehouse opened."""
+        for wh in self._warehouses.values():
+            close = getattr(wh, "close", None)
+            if close is not None:
+                close()
+        self._warehouses.clear()

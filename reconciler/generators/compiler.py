@@ -1,0 +1,509 @@
+"""SQL rendering for the ``fast`` tier: a compiled :class:`Plan` → one SELECT (pure).
+
+:mod:`reconciler.generators.fast` reads a question into a :class:`Plan`; this module
+turns the plan into SQL with sqlglot, in the lens's dialect, following the
+conventions of the question grammar:
+
+* select list: time bucket (aliased by its grain, ``CAST(DATE_TRUNC(…) AS DATE)``),
+  then dimensions in question order (aliased by their names), then the measure
+  (aliased by the metric's name, or ``<avg|sum|min|max>_<fact>`` for a fact);
+* FROM the measure's model, INNER JOIN along the declared joins outward;
+* WHERE: the metric's filters, the period as a half-open range on the time
+  dimension, dimension-value equalities, boolean flags ``= TRUE``;
+* several measures side by side: the filters they share go to WHERE, each one's
+  own filters into its aggregates (``SUM(CASE WHEN <filter> THEN amount END)``), so
+  every column is what the metric alone would give for that group;
+* compared periods ("2024 vs 2023"): one bucket per period, WHERE the time
+  dimension falls in any of them;
+* a share of total: the keys and ``CAST(m AS DOUBLE) / NULLIF(SUM(m) OVER (), 0)``
+  (times 100 for ``percentage`` / ``percent``), aliased ``<measure>_share`` or
+  ``<measure>_percentage`` — the total is over the rows the WHERE keeps;
+* a change between periods ("month over month change"): the bucketed series, then
+  ``<measure>_change`` = the measure minus the previous bucket's (``_pct_change``:
+  100 × that over the previous value), NULL when the previous bucket has no rows;
+  the filter reaches one bucket before the period so its first bucket has a change;
+* ORDER BY: time series by bucket; rankings by the measure then LIMIT n (``with
+  ties``: every row whose RANK() is within n, so the result may hold more than n
+  rows); plain breakdowns by the measure descending; the keys always break ties.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import date
+
+import sqlglot
+from sqlglot import exp
+
+from reconciler.assembly import memo as lensmemo
+from reconciler.assembly.retrieval import join_paths, metric_models, model_named
+from reconciler.lens import Join, Lens, Model
+
+_NUMBER_RE = re.compile(r"^-?\d+(\.\d+)?$")
+_NUMERIC_TYPES = re.compile(
+    r"^(int|bigint|smallint|number|numeric|decimal|float|double|real)", re.IGNORECASE
+)
+
+
+SHARE_WORDS = frozenset({"share", "percentage", "percent", "proportion", "fraction", "pct"})
+PERCENT_WORDS = frozenset({"percentage", "percent", "pct"})
+_CONDITIONAL = (exp.Sum, exp.Avg, exp.Min, exp.Max, exp.Count)
+
+
+FACT_FUNCTIONS: Mapping[str, type[exp.Func]] = {
+    "avg": exp.Avg,
+    "sum": exp.Sum,
+    "min": exp.Min,
+    "max": exp.Max,
+}
+
+
+class Declined(Exception):
+    """The question is outside the grammar; ``reason`` says where.
+
+    Control flow inside the fast tier, not a :class:`~reconciler.errors.DstError`:
+    :func:`reconciler.generators.fast.compile_request` turns it into a declined
+    :class:`~reconciler.generators.Generation`.
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Measure:
+    """What a query aggregates: a lens metric, or an aggregate of one model fact.
+
+    Attributes:
+        name: the output column alias (the metric's name, or ``avg_amount``).
+        model: the model the aggregate reads (the FROM table).
+        expression: aggregate SQL whose bare columns are ``model``'s columns.
+        filters: SQL conditions the measure always carries (a metric's ``filters``).
+        models: every model the expression and filters read (for joins).
+        metric: the metric's name, or ``None`` for a fact aggregate.
+        function: for a fact aggregate, its :data:`FACT_FUNCTIONS` key;
+            ``count_distinct`` for a count of entities (``COUNT(DISTINCT key)``).
+    """
+
+    name: str
+    model: str
+    expression: str
+    filters: tuple[str, ...] = ()
+    models: tuple[str, ...] = ()
+    metric: str | None = None
+    function: str | None = None
+
+    @classmethod
+    def of_metric(cls, lens: Lens, name: str) -> Measure:
+        """The lens metric ``name``: its expression, filters and the models they read."""
+        m = lens.metrics[name]
+        return cls(name, m.model, m.expression, m.filters, metric_models(lens, name), name)
+
+    @classmethod
+    def of_fact(cls, lens: Lens, model: str, fact: str, function: str) -> Measure:
+        """``function`` (``avg``, ``sum``, ``min``, ``max``) of ``model``'s fact ``fact``,
+        aliased ``<function>_<fact>``; the fact's own ``expr`` is expanded at render."""
+        sql = FACT_FUNCTIONS[function](this=exp.column(fact)).sql(dialect=lens.config.dialect)
+        return cls(f"{function}_{fact}", model, sql, (), (model,), None, function)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A question compiled to its semantic parts, before rendering.
+
+    Attributes:
+        measure: what is aggregated; its model is the FROM table (``base``).
+        breakdowns: ``(model, dimension)`` pairs in question order.
+        filters: ``(model, dimension, exact stored value)`` equality filters.
+        flags: ``(model, boolean dimension)`` pairs that must be TRUE.
+        time: ``(model, time dimension)`` used by the grain and the period, if any.
+        grain: DATE_TRUNC unit of the time bucket, if any.
+        period: half-open ``[start, end)`` date range, if any.
+        rank: ``(descending, n)`` for top/bottom N, if any.
+        extra: further measures on the same model, as more columns.
+        compared: half-open ranges of compared periods (one bucket each), if any.
+        share: the share word (``share``, ``percentage`` …) when the question asks
+            for the measure's share of the total, else ``None``.
+        ties: a ranking keeps every row tied within the first ``n``.
+        change: ``(grain, "change" | "percent", first bucket shown or None)`` for a
+            change between consecutive buckets; ``period`` then starts one bucket
+            earlier than the question's period, so its first bucket has a change.
+        joined: plans of measures on other models, with the same keys, filters and
+            period; each is aggregated apart and the results joined on the keys.
+    """
+
+    measure: Measure
+    breakdowns: tuple[tuple[str, str], ...] = ()
+    filters: tuple[tuple[str, str, str], ...] = ()
+    flags: tuple[tuple[str, str], ...] = ()
+    time: tuple[str, str] | None = None
+    grain: str | None = None
+    period: tuple[date, date] | None = None
+    rank: tuple[bool, int] | None = None
+    extra: tuple[Measure, ...] = ()
+    compared: tuple[tuple[date, date], ...] = ()
+    share: str | None = None
+    ties: bool = False
+    change: tuple[str, str, date | None] | None = None
+    joined: tuple[Plan, ...] = ()
+
+    @property
+    def base(self) -> str:
+        """The measure's model: the FROM table every join starts from."""
+        return self.measure.model
+
+    def models(self) -> tuple[str, ...]:
+        """Models the plan reads directly (before adding the join paths between them)."""
+        named = [
+            self.base,
+            *(m for m, _ in self.breakdowns),
+            *(m for m, _, _ in self.filters),
+            *(m for m, _ in self.flags),
+            *((self.time[0],) if self.time else ()),
+            *self.measure.models,
+            *(m for extra in self.extra for m in extra.models),
+        ]
+        return tuple(dict.fromkeys(named))
+
+
+def one_path(lens: Lens, base: str, target: str) -> tuple[tuple[str, Join], ...]:
+    """The single safe join path from ``base`` to ``target``.
+
+    Raises:
+        Declined: no declared path, several shortest paths, or a one-to-many hop
+            that would fan the measure out.
+    """
+    paths = join_paths(lens, base, target)
+    if not paths:
+        raise Declined(f"no declared join leads from model {base!r} to model {target!r}")
+    if len(paths) > 1:
+        routes = " / ".join("→".join([base, *(j.to for _, j in p)]) for p in paths)
+        raise Declined(f"model {target!r} is reachable from {base!r} in several ways ({routes})")
+    for here, join in paths[0]:
+        if join.relationship == "one_to_many":
+            raise Declined(f"join {here} → {join.to} is one_to_many and would fan out the metric")
+    return paths[0]
+
+
+class _Renderer:
+    """Builds the SQL of a plan with sqlglot, in the lens's dialect."""
+
+    def __init__(self, lens: Lens, plan: Plan) -> None:
+        self.lens = lens
+        self.plan = plan
+        self.dialect = lens.config.dialect
+        self.aliases: dict[str, str] = {}
+        self.edges: list[tuple[str, Join]] = []
+        self._alias(plan.base)
+        for target in plan.models():
+            for here, join in one_path(lens, plan.base, target):
+                if join.to not in self.aliases:
+                    self._alias(join.to)
+                    self.edges.append((here, join))
+
+    def _alias(self, model: str) -> None:
+        initials = "".join(part[0] for part in model.lower().split("_") if part) or "t"
+        alias, n = initials, 1
+        while alias in self.aliases.values():
+            n += 1
+            alias = f"{initials}{n}"
+        self.aliases[model] = alias
+
+    def expr(self, sql: str, model: Model, *, expand: bool = True) -> exp.Expr:
+        """``sql`` with bare columns qualified by ``model``'s alias.
+
+        A bare column naming one of the model's columns that has its own ``expr``
+        is replaced by that expression (once, not recursively); a column qualified
+        by a model or table name is re-qualified with that model's alias.
+        """
+        own = {c.name: c for c in model.columns()}
+        alias = self.aliases[model.name]
+
+        def fix(node: exp.Expr) -> exp.Expr:
+            if not isinstance(node, exp.Column) or isinstance(node.this, exp.Star):
+                return node
+            if not node.table:
+                col = own.get(node.name)
+                if expand and col is not None and col.expr and col.expr != col.name:
+                    return exp.Paren(this=self.expr(col.expr, model, expand=False))
+                new = node.copy()
+                new.set("table", exp.to_identifier(alias))
+                return new
+            target = model_named(self.lens, node.table)
+            if target is None or target not in self.aliases:
+                raise Declined(f"{node.sql()} names a table the query does not join")
+            new = node.copy()
+            new.set("table", exp.to_identifier(self.aliases[target]))
+            return new
+
+        # The lens's expressions are parsed once per lens version; transform() works
+        # on a copy, so the shared tree is never edited.
+        parsed = lensmemo.memoized(
+            self.lens, ("render.expr", sql), lambda: sqlglot.parse_one(sql, read=self.dialect)
+        )
+        return parsed.transform(fix)
+
+    def column(self, model_name: str, column: str) -> exp.Expr:
+        model = self.lens.models[model_name]
+        col = next(c for c in model.columns() if c.name == column)
+        return self.expr(col.sql, model, expand=False)
+
+    def table(self, model_name: str) -> exp.Expr:
+        model = self.lens.models[model_name]
+        table = exp.to_table(model.table, dialect=self.dialect)
+        return exp.alias_(table, self.aliases[model_name], table=True)
+
+    def grouped(self) -> tuple[exp.Select, list[tuple[exp.Expr, str]], exp.Expr]:
+        """The grouped SELECT (no ORDER BY), its keys ``(expression, alias)`` and the
+        first measure's aggregate."""
+        plan, lens = self.plan, self.lens
+        base = lens.models[plan.base]
+        keys: list[tuple[exp.Expr, str]] = []
+        if plan.grain and plan.time:
+            trunc = sqlglot.parse_one(
+                f"CAST(DATE_TRUNC('{plan.grain}', __t) AS DATE)", read="duckdb"
+            )
+            time_col = self.column(*plan.time)
+            bucket = trunc.transform(lambda n: time_col.copy() if isinstance(n, exp.Column) else n)
+            keys.append((bucket, plan.grain))
+        keys.extend((self.column(m, d), d) for m, d in plan.breakdowns)
+        measures = (plan.measure, *plan.extra)
+        common = [f for f in plan.measure.filters if all(f in m.filters for m in measures)]
+        columns = [
+            (self._measure(m, [f for f in m.filters if f not in common]), m.name) for m in measures
+        ]
+        measure = columns[0][0]
+        outputs = [*(exp.alias_(e, a) for e, a in keys)]
+        if plan.share:
+            outputs.append(exp.alias_(self._share(measure), self._share_name()))
+        else:
+            outputs.extend(exp.alias_(e, a) for e, a in columns)
+        # Every part is built fresh here and attached once, so the builders need not
+        # copy the query at each step (copy=False): same tree, no deep copies.
+        query = exp.select(*outputs).from_(self.table(plan.base), copy=False)
+        for here, join in self.edges:
+            left, right = self.aliases[here], self.aliases[join.to]
+            keys_eq = (exp.column(a, left).eq(exp.column(b, right)) for a, b in join.on.items())
+            query = query.join(
+                self.table(join.to), on=exp.and_(*keys_eq), join_type="inner", copy=False
+            )
+        conditions = [self.expr(f, base) for f in common]
+        if plan.period and plan.time:
+            conditions.extend(self._within(plan.period))
+        if plan.compared and plan.time:
+            ranges = [exp.and_(*self._within(span)) for span in plan.compared]
+            conditions.append(exp.Paren(this=exp.or_(*ranges)))
+        for model, dim, value in plan.filters:
+            conditions.append(self.column(model, dim).eq(self._literal(model, dim, value)))
+        for model, dim in plan.flags:
+            conditions.append(self.column(model, dim).eq(exp.true()))
+        if conditions:
+            query = query.where(exp.and_(*conditions), copy=False)
+        if keys:
+            query = query.group_by(*(e.copy() for e, _ in keys), copy=False)
+        return query, keys, measure
+
+    def render(self) -> str:
+        plan = self.plan
+        query, keys, measure = self.grouped()
+        if plan.rank and plan.ties:
+            return self._with_ties(query, measure, [a for _, a in keys])
+        if plan.change:
+            return self._with_change(query, [a for _, a in keys])
+        order: list[exp.Ordered] = []
+        if plan.rank:
+            order.append(exp.Ordered(this=measure.copy(), desc=plan.rank[0]))
+        elif plan.grain is None and keys:
+            order.append(exp.Ordered(this=measure.copy(), desc=True))
+        order.extend(exp.Ordered(this=e.copy(), desc=False) for e, _ in keys)
+        if order:
+            query = query.order_by(*order, copy=False)
+        if plan.rank:
+            query = query.limit(plan.rank[1], copy=False)
+        # The query is not used after this, so the generator need not copy it first.
+        return query.sql(dialect=self.dialect, pretty=True, copy=False)
+
+    def _within(self, span: tuple[date, date]) -> list[exp.Expr]:
+        assert self.plan.time is not None
+        start, stop = (exp.cast(exp.Literal.string(d.isoformat()), "date") for d in span)
+        return [self.column(*self.plan.time) >= start, self.column(*self.plan.time) < stop]
+
+    def _measure(self, measure: Measure, own_filters: list[str]) -> exp.Expr:
+        """The measure's aggregate, its ``own_filters`` moved inside each aggregate."""
+        base = self.lens.models[measure.model]
+        tree = self.expr(measure.expression, base)
+        if not own_filters:
+            return tree
+        cond = exp.and_(*(self.expr(f, base) for f in own_filters))
+
+        def only_when(node: exp.Expr) -> exp.Expr:
+            if not isinstance(node, exp.AggFunc):
+                return node
+            if not isinstance(node, _CONDITIONAL) or node.find(exp.Window, exp.Filter):
+                raise Declined(
+                    f"{measure.name}: cannot move its filters into {node.sql()} to show it "
+                    f"beside other metrics"
+                )
+            arg = node.this
+            distinct = isinstance(arg, exp.Distinct)
+            if distinct:
+                if len(arg.expressions) != 1:
+                    raise Declined(f"{measure.name}: {node.sql()} counts several columns")
+                arg = arg.expressions[0]
+            if isinstance(arg, exp.Star) or arg is None:
+                arg = exp.Literal.number(1)
+            case = exp.Case().when(cond.copy(), arg.copy())
+            new = node.copy()
+            new.set("this", exp.Distinct(expressions=[case]) if distinct else case)
+            return new
+
+        return tree.transform(only_when)
+
+    def _share_name(self) -> str:
+        kind = "percentage" if self.plan.share in PERCENT_WORDS else "share"
+        return f"{self.plan.measure.name}_{kind}"
+
+    def _share(self, measure: exp.Expr) -> exp.Expr:
+        total = exp.Window(this=exp.Sum(this=measure.copy()))
+        ratio = exp.Div(
+            this=exp.cast(measure.copy(), "double"),
+            expression=exp.Nullif(this=total, expression=exp.Literal.number(0)),
+        )
+        if self.plan.share in PERCENT_WORDS:
+            return exp.Mul(this=exp.Literal.number(100), expression=ratio)
+        return ratio
+
+    def _with_change(self, query: exp.Select, key_names: list[str]) -> str:
+        """``query`` (the bucketed series) with the change from the previous bucket."""
+        assert self.plan.change is not None
+        grain, kind, shown = self.plan.change
+        value = self.plan.measure.name
+        others = [exp.column(k) for k in key_names if k != grain]
+
+        def lag(name: str) -> exp.Expr:
+            return exp.Window(
+                this=exp.Lag(this=exp.column(name)),
+                partition_by=[c.copy() for c in others] or None,
+                order=exp.Order(expressions=[exp.Ordered(this=exp.column(grain))]),
+            )
+
+        months = {"month": 1, "quarter": 3, "year": 12}[grain]
+        step = exp.Interval(this=exp.Literal.string(str(months)), unit=exp.Var(this="MONTH"))
+        adjacent = lag(grain).eq(exp.Sub(this=exp.column(grain), expression=step))
+        diff: exp.Expr = exp.Sub(this=exp.column(value), expression=lag(value))
+        name = f"{value}_change"
+        if kind == "percent":
+            ratio = exp.Div(
+                this=exp.cast(exp.Paren(this=diff), "double"),
+                expression=exp.Nullif(this=lag(value), expression=exp.Literal.number(0)),
+            )
+            diff, name = (
+                exp.Mul(this=exp.Literal.number(100), expression=ratio),
+                f"{value}_pct_change",
+            )
+        names = [s.alias_or_name for s in query.selects]
+        middle = exp.select(
+            *(exp.column(n) for n in names), exp.alias_(exp.Case().when(adjacent, diff), name)
+        ).from_(query.subquery("series"))
+        outer = exp.select(*(exp.column(n) for n in [*names, name])).from_(
+            middle.subquery("changes")
+        )
+        if shown is not None:
+            first = exp.cast(exp.Literal.string(shown.isoformat()), "date")
+            outer = outer.where(exp.column(grain) >= first)
+        outer = outer.order_by(exp.column(grain), *(c.copy() for c in others))
+        return outer.sql(dialect=self.dialect, pretty=True)
+
+    def _with_ties(self, query: exp.Select, measure: exp.Expr, key_names: list[str]) -> str:
+        """``query`` cut to the rows whose RANK() by the measure is within the first n."""
+        assert self.plan.rank is not None
+        descending, n = self.plan.rank
+        window = exp.Window(
+            this=exp.Anonymous(this="RANK"),
+            order=exp.Order(expressions=[exp.Ordered(this=measure.copy(), desc=descending)]),
+        )
+        names = [s.alias_or_name for s in query.selects]
+        inner = query.select(exp.alias_(window, "ranking")).subquery("ranked")
+        value = names[len(key_names)]
+        outer = (
+            exp.select(*(exp.column(name) for name in names))
+            .from_(inner)
+            .where(exp.column("ranking") <= exp.Literal.number(n))
+            .order_by(
+                exp.Ordered(this=exp.column(value), desc=descending),
+                *(exp.Ordered(this=exp.column(k), desc=False) for k in key_names),
+            )
+        )
+        return outer.sql(dialect=self.dialect, pretty=True)
+
+    def _literal(self, model_name: str, dim: str, value: str) -> exp.Expr:
+        col = next(c for c in self.lens.models[model_name].dimensions if c.name == dim)
+        numeric = _NUMERIC_TYPES.match(col.data_type) and _NUMBER_RE.match(value)
+        return exp.Literal.number(value) if numeric else exp.Literal.string(value)
+
+
+def render(lens: Lens, plan: Plan) -> str:
+    """The SQL of ``plan`` in ``lens.config.dialect``.
+
+    Raises:
+        Declined: a measure expression names a table the query does not join, or a
+            model the plan reads has no single safe join path from the base.
+    """
+    if plan.joined:
+        return _render_joined(lens, plan)
+    return _Renderer(lens, plan).render()
+
+
+def _render_joined(lens: Lens, plan: Plan) -> str:
+    """Measures on several models: each part grouped on its own, then the parts
+    FULL OUTER JOINed on the keys (NULL-safe), so a model's rows are never repeated
+    by another's join and a key only one part has still shows."""
+    parts = [plan, *plan.joined]
+    queries = [_Renderer(lens, dataclasses.replace(p, joined=())).grouped() for p in parts]
+    key_names = [a for _, a in queries[0][1]]
+    names = [f"p{i}" for i in range(len(parts))]
+    merged = [
+        exp.Coalesce(
+            this=exp.column(k, names[0]), expressions=[exp.column(k, n) for n in names[1:]]
+        )
+        for k in key_names
+    ]
+    query = exp.select(
+        *(exp.alias_(e, k) for e, k in zip(merged, key_names, strict=True)),
+        *(
+            exp.column(s.alias_or_name, name)
+            for (q, keys, _), name in zip(queries, names, strict=True)
+            for s in q.selects[len(keys) :]
+        ),
+    ).from_(queries[0][0].subquery(names[0]))
+    for (q, _, _), name in zip(queries[1:], names[1:], strict=True):
+        if key_names:
+            on = exp.and_(
+                *(
+                    exp.NullSafeEQ(
+                        this=exp.Coalesce(
+                            this=exp.column(k, names[0]),
+                            expressions=[exp.column(k, n) for n in names[1 : names.index(name)]],
+                        )
+                        if names.index(name) > 1
+                        else exp.column(k, names[0]),
+                        expression=exp.column(k, name),
+                    )
+                    for k in key_names
+                )
+            )
+            query = query.join(q.subquery(name), on=on, join_type="full outer")
+        else:
+            query = query.join(q.subquery(name), join_type="cross")
+    first_measure = exp.column(queries[0][0].selects[len(queries[0][1])].alias_or_name, names[0])
+    order: list[exp.Ordered] = []
+    if plan.grain is None and key_names:
+        order.append(exp.Ordered(this=first_measure, desc=True, nulls_first=False))
+    order.extend(exp.Ordered(this=e.copy(), desc=False) for e in merged)
+    if order:
+        query = query.order_by(*order)
+    return query.sql(dialect=lens.config.dialect, pretty=True)

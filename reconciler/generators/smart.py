@@ -1,0 +1,208 @@
+"""The smart generator tier: an LLM behind any OpenAI-compatible chat-completions endpoint.
+
+Settings come from the environment first, then ``generator.smart`` in ``lens.yaml``:
+
+=================  ==========================  ==================================
+setting            environment                 ``lens.yaml`` (``generator.smart``)
+=================  ==========================  ==================================
+base URL           ``DST_LLM_BASE_URL``        ``base_url``
+model              ``DST_LLM_MODEL``           ``model``
+API key            ``DST_LLM_API_KEY``         never (only the variable's name,
+                                               ``api_key_env``)
+=================  ==========================  ==================================
+
+The prompt carries the assembled context — the selected models with their columns,
+the selected metrics, the folded exemplars, every skill and the lens's pinned
+``as_of`` date — and, on a repair, the executable gate's hint. The reply is one SQL
+query (a fenced ``sql`` block or bare text) or ``DECLINE: reason``; the query goes
+through the same read-only guard as every other SQL before it is returned.
+
+Every call is recorded: tier, model, latency (seconds), prompt and completion tokens
+and the cost in USD at the lens's per-1k-token prices. The API key never appears in
+a record, a message or an error (the client's own errors are reduced to their class
+and status).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from reconciler import guard
+from reconciler.assembly.retrieval import GenerationRequest
+from reconciler.errors import UnsafeSqlError
+from reconciler.generators import Generation
+from reconciler.lens import Lens, SmartTier
+from reconciler.warehouse.connection import redact
+
+ENV_BASE_URL = "DST_LLM_BASE_URL"
+ENV_MODEL = "DST_LLM_MODEL"
+
+_FENCE = re.compile(r"```(?:sql)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
+_DECLINE = re.compile(r"^\s*DECLINE\s*:?\s*(.*)$", re.IGNORECASE | re.DOTALL)
+
+
+@dataclass(frozen=True)
+class SmartSettings:
+    """A resolved smart tier: where to call, with what, at what price."""
+
+    base_url: str
+    model: str
+    api_key: str
+    timeout_s: float
+    max_retries: int
+    prompt_cost_per_1k: float
+    completion_cost_per_1k: float
+
+
+def resolve(lens: Lens, env: Mapping[str, str]) -> tuple[SmartSettings | None, str]:
+    """The smart tier's settings for ``lens``, or ``(None, why not)``.
+
+    Environment beats ``lens.yaml`` (module docstring). A missing base URL or
+    model means "not configured"; the key may be absent (local servers need none).
+    """
+    cfg = lens.config.generator.smart or SmartTier()
+    base_url = env.get(ENV_BASE_URL) or cfg.base_url
+    model = env.get(ENV_MODEL) or cfg.model
+    if not base_url or not model:
+        missing = " and ".join(
+            name for name, value in ((ENV_BASE_URL, base_url), (ENV_MODEL, model)) if not value
+        )
+        return None, (
+            f"the smart tier is not configured: set {missing} "
+            f"(or generator.smart.base_url / model in lens.yaml)"
+        )
+    return (
+        SmartSettings(
+            base_url=base_url,
+            model=model,
+            api_key=env.get(cfg.api_key_env, ""),
+            timeout_s=cfg.timeout_s,
+            max_retries=cfg.max_retries,
+            prompt_cost_per_1k=cfg.prompt_cost_per_1k,
+            completion_cost_per_1k=cfg.completion_cost_per_1k,
+        ),
+        "",
+    )
+
+
+class SmartGenerator:
+    """Calls the endpoint once per generation; one client per lens setting.
+
+    Raises nothing to its caller: an unreachable endpoint, a timeout after the
+    client's retries, or an unusable reply becomes a declined :class:`Generation`
+    whose reason says which.
+    """
+
+    def __init__(self, settings: SmartSettings) -> None:
+        try:
+            from openai import OpenAI
+        except ImportError:  # pragma: no cover - depends on the installed extras
+            raise ImportError("pip install 'dst-reconciler[llm]'") from None
+        self.settings = settings
+        self._client = OpenAI(
+            base_url=settings.base_url,
+            api_key=settings.api_key or "not-needed",
+            timeout=settings.timeout_s,
+            max_retries=settings.max_retries,
+        )
+
+    def __call__(
+        self, lens: Lens, request: GenerationRequest, hint: str | None = None
+    ) -> Generation:
+        """One chat completion for ``request``; returns SQL or a decline, with usage."""
+        s = self.settings
+        messages = prompt(lens, request, hint)
+        started = time.perf_counter()
+        usage: dict[str, Any] = {"model": s.model, "hint": hint}
+        try:
+            reply = self._client.chat.completions.create(
+                model=s.model,
+                messages=messages,  # type: ignore[arg-type]
+                temperature=0,
+            )
+        except Exception as exc:  # the client's errors carry request details; keep the class
+            usage["latency_s"] = round(time.perf_counter() - started, 3)
+            status = getattr(exc, "status_code", None)
+            reason = f"{type(exc).__name__}" + (f" (HTTP {status})" if status else "")
+            return Generation("smart", None, f"smart tier call failed: {reason}", usage)
+        usage["latency_s"] = round(time.perf_counter() - started, 3)
+        if reply.usage is not None:
+            p, c = reply.usage.prompt_tokens, reply.usage.completion_tokens
+            usage.update(
+                prompt_tokens=p,
+                completion_tokens=c,
+                cost_usd=round(
+                    p / 1000 * s.prompt_cost_per_1k + c / 1000 * s.completion_cost_per_1k, 6
+                ),
+            )
+        text = (reply.choices[0].message.content or "") if reply.choices else ""
+        sql, declined = parse_reply(text)
+        if sql is None:
+            return Generation("smart", None, declined, usage)
+        try:
+            guard.check_read_only(
+                sql, lens.config.dialect, allow_functions=lens.config.allow_functions
+            )
+        except UnsafeSqlError as exc:
+            return Generation("smart", None, f"smart tier returned unsafe SQL: {exc}", usage)
+        return Generation("smart", sql, None, usage)
+
+
+def parse_reply(text: str) -> tuple[str | None, str]:
+    """``(sql, "")`` from a reply, or ``(None, reason)`` for a decline or empty reply."""
+    declined = _DECLINE.match(text)
+    if declined:
+        return None, f"smart tier declined: {declined.group(1).strip() or 'no reason given'}"
+    fenced = _FENCE.search(text)
+    sql = (fenced.group(1) if fenced else text).strip().rstrip(";").strip()
+    if not sql:
+        return None, "smart tier returned no SQL"
+    return sql, ""
+
+
+def prompt(lens: Lens, request: GenerationRequest, hint: str | None) -> list[dict[str, str]]:
+    """The chat messages for ``request``: a system rule set and the assembled context."""
+    cfg = lens.config
+    system = (
+        f"You write exactly one read-only SQL query in the {cfg.dialect} dialect that answers "
+        "the user's question from the lens context below. Use only the tables and columns "
+        "given. Reply with the query in a ```sql block, or with 'DECLINE: <reason>' when the "
+        "context cannot answer it. Never write data."
+    )
+    parts: list[str] = []
+    models = request.models or request.related_models or tuple(sorted(lens.models))
+    for name in models:
+        m = lens.models[name]
+        cols = [
+            f"  - {c.name}"
+            + (f" = {c.expr}" if c.expr else "")
+            + f" ({c.data_type})"
+            + (f": {c.description}" if c.description else "")
+            for c in (*m.dimensions, *m.time_dimensions, *m.facts)
+        ]
+        joins = [f"  join {j.to} on {j.on} ({j.relationship})" for j in m.joins]
+        parts.append(f"table {m.table} (model {name}): {m.description}\n" + "\n".join(cols + joins))
+    for name in (*request.metrics, *request.related_metrics):
+        mt = lens.metrics[name]
+        where = f" where {' and '.join(mt.filters)}" if mt.filters else ""
+        parts.append(f"metric {name} on {mt.model}: {mt.expression}{where}. {mt.description}")
+    for name in request.exemplars:
+        ex = lens.exemplars[name]
+        parts.append(f"example question: {ex.question}\nexample SQL: {ex.sql}")
+    for path in request.skills:
+        parts.append(f"skill {path}:\n{lens.skills[path].text}")
+    if cfg.as_of:
+        parts.append(f"today is {cfg.as_of}; resolve relative periods against it")
+    user = "\n\n".join(parts) + f"\n\nquestion: {request.question}"
+    if hint:
+        user += f"\n\nthe previous answer was rejected: {hint}"
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def describe(settings: SmartSettings) -> str:
+    """``model at URL`` with credentials redacted from the URL."""
+    return f"{settings.model} at {redact(settings.base_url)}"

@@ -1,0 +1,424 @@
+"""Serving state in git: deployment commits under ``refs/dst/`` (DESIGN §3).
+
+A deployment commit is never on a branch. Its tree holds ``lens/`` (the
+promoted lens tree itself, same tree id, no copy) and ``state/bindings.json``,
+``state/run.json``, ``state/meta.json``; its first parent is the previous
+deployment and its second the source commit. Every ref update is a
+compare-and-swap inside one libgit2 reference transaction: lock every ref,
+re-read it, compare with what the plan saw, set. A multi-lens update is preceded
+by an intent record ``refs/dst/applying`` and followed by its removal, so a crash
+between the two leaves something :func:`recover` rolls forward.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pygit2
+
+from reconciler import __version__
+from reconciler.bindings import Bindings
+from reconciler.errors import RefConflict, StateError
+from reconciler.git import locks as reflocks
+from reconciler.git.crash import crash_point
+from reconciler.lens import Oid
+
+SERVING = "refs/dst/serving/"
+ATTEMPTS = "refs/dst/attempts/"
+RETIRED = "refs/dst/retired/"
+APPLYING = "refs/dst/applying"
+META_SCHEMA = 1
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """A deployment (or attempt) commit, read back.
+
+    Attributes:
+        oid: the deployment commit.
+        lens_tree: tree id of its ``lens/``.
+        meta: ``state/meta.json`` (action, lens, source, previous, score,
+            previous_score, gate …).
+        bindings: ``state/bindings.json``.
+        previous: the previous deployment (its first parent), ``None`` for the first.
+    """
+
+    oid: Oid
+    lens_tree: Oid
+    meta: Mapping[str, Any]
+    bindings: Bindings
+    previous: Oid | None
+
+    @property
+    def source(self) -> Oid:
+        """The source commit this deployment promoted."""
+        return Oid(str(self.meta["source"]))
+
+
+@dataclass(frozen=True)
+class RefUpdate:
+    """One compare-and-swap: set ``ref`` to ``new`` if it still holds ``old``."""
+
+    ref: str
+    old: Oid | None
+    new: Oid | None
+
+
+def serving_ref(lens: str) -> str:
+    """``refs/dst/serving/<lens>``."""
+    return SERVING + lens
+
+
+def attempts_ref(lens: str) -> str:
+    """``refs/dst/attempts/<lens>``."""
+    return ATTEMPTS + lens
+
+
+def retired_ref(lens: str) -> str:
+    """``refs/dst/retired/<lens>``: the retirement deployment of a lens deleted from
+    the source, whose first-parent history is the lens's serving history."""
+    return RETIRED + lens
+
+
+def ref_target(repo: pygit2.Repository, ref: str) -> Oid | None:
+    """The oid a direct ref points at, or ``None`` when it does not exist."""
+    found = repo.references.get(ref)
+    return None if found is None else Oid(str(found.target))
+
+
+def served_lenses(repo: pygit2.Repository) -> list[str]:
+    """Names of lenses with a serving ref, sorted."""
+    return sorted(r[len(SERVING) :] for r in repo.references if r.startswith(SERVING))
+
+
+def _blob(repo: pygit2.Repository, oid: pygit2.Oid) -> bytes:
+    obj = repo[oid]
+    if not isinstance(obj, pygit2.Blob):
+        raise StateError(f"{oid}: expected a blob")
+    return bytes(obj.data)
+
+
+def _blob_json(repo: pygit2.Repository, tree: pygit2.Tree, path: str, where: str) -> Any:
+    try:
+        entry = tree[path]
+    except KeyError:
+        raise StateError(
+            f"{where}: deployment commit has no {path}",
+            fix="the ref does not point at a dst deployment; inspect it",
+        ) from None
+    try:
+        return json.loads(_blob(repo, entry.id))
+    except ValueError as exc:
+        raise StateError(f"{where}: {path} is not JSON ({exc})") from None
+
+
+def read_deployment(repo: pygit2.Repository, oid: Oid) -> Deployment:
+    """Read a deployment commit.
+
+    Raises:
+        StateError: the commit lacks ``lens/`` or ``state/*.json``, or its meta
+            has an unknown ``schema_version``.
+    """
+    where = f"deployment {oid[:12]}"
+    commit = repo.get(oid)
+    if not isinstance(commit, pygit2.Commit):
+        raise StateError(f"{where}: not a commit")
+    tree = commit.tree
+    meta = _blob_json(repo, tree, "state/meta.json", where)
+    if meta.get("schema_version") != META_SCHEMA:
+        raise StateError(
+            f"{where}: unknown meta schema_version {meta.get('schema_version')!r}",
+            fix="upgrade dst to a version that knows this state",
+        )
+    bindings_raw = _blob(repo, tree["state/bindings.json"].id)
+    bindings = Bindings.loads(bindings_raw, where=f"{where} state/bindings.json")
+    try:
+        lens_tree = Oid(str(tree["lens"].id))
+    except KeyError:
+        raise StateError(f"{where}: deployment commit has no lens/ tree") from None
+    previous = meta.get("previous")
+    return Deployment(Oid(str(oid)), lens_tree, meta, bindings, Oid(previous) if previous else None)
+
+
+def read_run(repo: pygit2.Repository, oid: Oid) -> dict[str, Any]:
+    """A deployment or attempt commit's ``state/run.json`` (plan, results, messages).
+
+    Raises:
+        StateError: the commit has no ``state/run.json`` or it is not JSON.
+    """
+    commit = repo.get(oid)
+    if not isinstance(commit, pygit2.Commit):
+        raise StateError(f"deployment {oid[:12]}: not a commit")
+    return dict(_blob_json(repo, commit.tree, "state/run.json", f"deployment {oid[:12]}"))
+
+
+def _signature(repo: pygit2.Repository) -> pygit2.Signature:
+    try:
+        sig = repo.default_signature
+        return pygit2.Signature(sig.name, sig.email, int(time.time()), 0)
+    except (KeyError, pygit2.GitError):
+        return pygit2.Signature("dst", "dst@localhost", int(time.time()), 0)
+
+
+def write_deployment(
+    repo: pygit2.Repository,
+    *,
+    lens_tree: Oid,
+    bindings: Bindings,
+    run: Mapping[str, Any],
+    meta: Mapping[str, Any],
+    parents: Sequence[Oid],
+    message: str,
+) -> Oid:
+    """Write a deployment commit (no ref moves).
+
+    Args:
+        lens_tree: the promoted lens tree (reused as is).
+        bindings, run, meta: the ``state/`` files; ``meta`` gets ``schema_version``
+            and ``tool_version`` added.
+        parents: previous deployment (if any) first, then the source commit.
+        message: the one-line commit message.
+
+    Returns:
+        The new commit's oid.
+    """
+    full_meta = {
+        "schema_version": META_SCHEMA,
+        "tool_version": __version__,
+        "recorded_at": int(time.time()),
+        **meta,
+    }
+    state = repo.TreeBuilder()
+    for name, raw in (
+        ("bindings.json", bindings.dumps()),
+        ("run.json", _dumps(run)),
+        ("meta.json", _dumps(full_meta)),
+    ):
+        state.insert(name, repo.create_blob(raw), pygit2.GIT_FILEMODE_BLOB)
+    root = repo.TreeBuilder()
+    root.insert("lens", pygit2.Oid(hex=lens_tree), pygit2.GIT_FILEMODE_TREE)
+    root.insert("state", state.write(), pygit2.GIT_FILEMODE_TREE)
+    sig = _signature(repo)
+    oid = repo.create_commit(
+        None, sig, sig, message, root.write(), [pygit2.Oid(hex=p) for p in dict.fromkeys(parents)]
+    )
+    crash_point("deployment-written")
+    return Oid(str(oid))
+
+
+def history_root(repo: pygit2.Repository, lens: str) -> Oid:
+    """The parentless, empty first commit of a lens's serving (or attempt) history.
+
+    The first deployment takes it as first parent, so ``git log --first-parent``
+    of a serving ref ends there instead of running on into the source branch.
+    Its content is fixed, so every first deployment of a lens shares one root.
+    """
+    empty = repo.TreeBuilder().write()
+    sig = pygit2.Signature("dst", "dst@localhost", 0, 0)
+    oid = repo.create_commit(None, sig, sig, f"dst: history of lens {lens} begins", empty, [])
+    return Oid(str(oid))
+
+
+def advance(
+    repo: pygit2.Repository,
+    ref: str,
+    old: Oid | None,
+    *,
+    lens: str,
+    source: Oid,
+    lens_tree: Oid,
+    bindings: Bindings,
+    run: Mapping[str, Any],
+    meta: Mapping[str, Any],
+    message: str,
+    reason: str,
+) -> Oid:
+    """Append one deployment (or attempt) to ``ref``'s history, by compare-and-swap.
+
+    The new commit's parents are ``old`` (or the lens's history root when the
+    ref does not exist yet) and ``source``.
+
+    Returns:
+        The new commit.
+
+    Raises:
+        RefConflict: ``ref`` no longer holds ``old``; nothing moved.
+    """
+    oid = write_deployment(
+        repo,
+        lens_tree=lens_tree,
+        bindings=bindings,
+        run=run,
+        meta=meta,
+        parents=[old or history_root(repo, lens), source],
+        message=message,
+    )
+    update_refs(repo, [RefUpdate(ref, old, oid)], reason=reason)
+    return oid
+
+
+def _dumps(data: Mapping[str, Any]) -> bytes:
+    return (json.dumps(data, indent=2, sort_keys=True, default=str) + "\n").encode()
+
+
+def update_refs(repo: pygit2.Repository, updates: Sequence[RefUpdate], *, reason: str) -> None:
+    """Apply compare-and-swap updates atomically: all move, or none does.
+
+    More than one update is preceded by the ``refs/dst/applying`` intent record
+    and followed by its removal.
+
+    Raises:
+        RefConflict: a ref no longer holds the value the plan saw, another
+            apply's intent record is in flight, or another process kept a lock
+            through the bounded wait while moving it; nothing moved. The fix is
+            to re-plan.
+        StaleLock: a lock file stayed unchanged through the bounded wait.
+    """
+    if not updates:
+        return
+    intent: Oid | None = None
+    if len(updates) > 1:
+        intent = _write_intent(repo, updates, reason)
+        # Expect no intent: one that exists belongs to an apply in flight (or to a
+        # crashed one that the next recover() finishes); overwriting it would lose it.
+        _transaction(repo, [RefUpdate(APPLYING, None, intent)], reason)
+        crash_point("intent-written")
+    try:
+        _transaction(repo, updates, reason)
+    except RefConflict:
+        if intent is not None:
+            _transaction(repo, [RefUpdate(APPLYING, intent, None)], reason)
+        raise
+    crash_point("refs-set")
+    if intent is not None:
+        _transaction(repo, [RefUpdate(APPLYING, intent, None)], reason)
+        crash_point("intent-cleared")
+
+
+def _transaction(repo: pygit2.Repository, updates: Sequence[RefUpdate], reason: str) -> None:
+    """One compare-and-swap reference transaction, retried while a peer holds a lock.
+
+    A lock held by another process is waited out with a bounded backoff
+    (:func:`reflocks.wait_out`); the retry then compares afresh, so a peer
+    that moved the ref meanwhile turns this into a :class:`RefConflict`.
+    """
+    deadline = time.monotonic() + reflocks.lock_wait_s()
+    while True:
+        try:
+            _transaction_once(repo, updates, reason)
+            return
+        except _Locked as locked:
+            if time.monotonic() >= deadline:
+                raise RefConflict(locked.ref, locked.old, "locked by another process") from None
+            # Raises StaleLock when the same lock file outlives the whole wait.
+            reflocks.wait_out(repo, [u.ref for u in updates])
+
+
+class _Locked(Exception):
+    def __init__(self, ref: str, old: Oid | None) -> None:
+        super().__init__(ref)
+        self.ref = ref
+        self.old = old
+
+
+def _transaction_once(repo: pygit2.Repository, updates: Sequence[RefUpdate], reason: str) -> None:
+    try:
+        with repo.transaction() as txn:
+            for u in updates:
+                try:
+                    txn.lock_ref(u.ref)
+                except pygit2.GitError:
+                    raise _Locked(u.ref, u.old) from None
+                crash_point("ref-locked")
+                actual = ref_target(repo, u.ref)
+                if actual != u.old:
+                    raise RefConflict(u.ref, u.old, actual)
+                if u.new is None:
+                    txn.remove(u.ref)
+                else:
+                    txn.set_target(u.ref, pygit2.Oid(hex=u.new), message=reason)
+    except pygit2.GitError as exc:
+        if "lock" in str(exc):
+            # Committing can need packed-refs.lock (a deleted packed ref).
+            raise _Locked(updates[0].ref, updates[0].old) from None
+        raise RefConflict(updates[0].ref, updates[0].old, f"update failed: {exc}") from None
+
+
+def _write_intent(repo: pygit2.Repository, updates: Sequence[RefUpdate], reason: str) -> Oid:
+    record = {
+        "schema_version": META_SCHEMA,
+        "reason": reason,
+        "updates": [{"ref": u.ref, "old": u.old, "new": u.new} for u in updates],
+    }
+    tb = repo.TreeBuilder()
+    tb.insert("apply.json", repo.create_blob(_dumps(record)), pygit2.GIT_FILEMODE_BLOB)
+    sig = _signature(repo)
+    parents = [pygit2.Oid(hex=u.new) for u in updates if u.new is not None]
+    oid = repo.create_commit(None, sig, sig, f"dst applying: {reason}", tb.write(), parents)
+    return Oid(str(oid))
+
+
+def recover(repo: pygit2.Repository) -> list[str]:
+    """Roll forward an apply interrupted between its intent record and its removal.
+
+    Every command that moves a ref calls this first. It first waits out lock
+    files on ``refs/dst/`` (a peer's lock lasts milliseconds) and refuses to go
+    on past one that a killed process left. Then, if ``refs/dst/applying``
+    names an intent, its lens refs move all together or not at all: when each
+    still holds its old or already its new deployment, the ones at old roll
+    forward in one transaction; when any moved elsewhere, the interrupted apply
+    lost a race before it crashed, and none of its refs is moved.
+
+    Returns:
+        Messages describing what was rolled forward (empty when nothing was pending).
+
+    Raises:
+        StaleLock: a lock file stayed unchanged through the bounded wait.
+        StateError: ``refs/dst/applying`` is not a dst intent record.
+    """
+    reflocks.wait_out(repo)
+    intent = ref_target(repo, APPLYING)
+    if intent is None:
+        return []
+    try:
+        commit = repo[intent].peel(pygit2.Commit)
+        record = json.loads(_blob(repo, commit.tree["apply.json"].id))
+        updates = [(str(u["ref"]), u["old"], u["new"]) for u in record["updates"]]
+    except (KeyError, ValueError, TypeError, pygit2.GitError, pygit2.InvalidSpecError):
+        raise StateError(
+            f"{APPLYING} points at {intent[:12]}, which is not a dst intent record",
+            fix=f"inspect it with `git show {intent[:12]}`; if no dst apply wrote it, "
+            f"delete it with `git update-ref -d {APPLYING}`",
+        ) from None
+    actual = {ref: ref_target(repo, ref) for ref, _, _ in updates}
+    moved = [ref for ref, old, new in updates if actual[ref] not in (old, new)]
+    pending = [RefUpdate(ref, old, new) for ref, old, new in updates if actual[ref] == old]
+    messages = []
+    if moved:
+        landed = [ref for ref, _, new in updates if actual[ref] == new]
+        messages.append(
+            f"the interrupted apply {intent[:12]} was not rolled forward: {', '.join(moved)} "
+            f"moved elsewhere since"
+            + (f"; {', '.join(landed)} already held its new deployment" if landed else "")
+        )
+    elif pending:
+        _transaction(repo, pending, "recover: roll forward")
+        messages.extend(f"rolled forward {u.ref} to {str(u.new)[:12]}" for u in pending)
+        crash_point("recover-rolled")
+    _transaction(repo, [RefUpdate(APPLYING, intent, None)], "recover: done")
+    return messages
+
+
+def history(repo: pygit2.Repository, head: Oid, limit: int = 1000) -> list[Deployment]:
+    """Deployments from ``head`` back along first parents, newest first."""
+    out: list[Deployment] = []
+    current: Oid | None = head
+    while current is not None and len(out) < limit:
+        dep = read_deployment(repo, current)
+        out.append(dep)
+        current = dep.previous
+    return out

@@ -1,0 +1,619 @@
+"""Sharing serving state with a remote: ``dst sync`` (DESIGN §3).
+
+Refs under ``refs/dst/`` are neither cloned nor pushed by default. ``fetch``
+brings the remote's into a separate tracking area,
+``refs/dst-remote/<remote>/serving/<lens>`` and ``…/attempts/<lens>``, and then
+fast-forwards each local ``refs/dst/serving/<lens>`` and
+``refs/dst/attempts/<lens>`` whose value is an ancestor of the remote's (or
+that does not exist), by compare-and-swap. It never overwrites a local ref
+that has deployments the remote lacks: when both sides moved on from a common
+deployment, the lens is *diverged* and has to be re-planned.
+
+``push`` sends local serving, attempt and retired refs without force, in one
+atomic push where the remote supports it, so the remote takes all of them or
+none. A retired lens also deletes the remote's serving ref, under a lease on
+the deployment it retired; fetch never brings a retired serving ref back and
+takes the remote's retirements as fast-forwards (:mod:`reconciler.git.retire`).
+Because every deployment commit has the previous deployment as first parent, a
+push that only adds deployments is a fast-forward, and a racing promoter's
+push is rejected by git itself; this module reports that as *rejected* and
+never retries with force.
+
+Network operations run the real ``git`` executable, because that is what the
+user's credentials, SSH keys, proxies and URL rewrites are configured for;
+pygit2 only reads and moves local refs. No ``--depth`` option is ever passed:
+a shallow clone fetches whatever history the deployment commits need.
+
+A clone that has never fetched cannot tell "nothing serves" from "nothing
+fetched yet"; :func:`state_known` tells the two apart. Each successful fetch
+records its time in git config as ``dst.<remote>.lastfetch`` (Unix seconds), so
+a remote without any serving state still counts as known once fetched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+import pygit2
+
+from reconciler.errors import DstError, StateError, UsageError
+from reconciler.git import refs as refstore
+from reconciler.lens import LENS_NAME_RE, Oid
+
+DST = "refs/dst/"
+TRACKING = "refs/dst-remote/"
+UNKNOWN_STATE = "serving state unknown — run dst sync --fetch"
+_KINDS = ("serving", "attempts", "retired")
+_PORCELAIN = re.compile(
+    r"^(?P<flag>[ +\-*!=])\t(?P<src>[^\t]*):(?P<dst>[^\t]+)\t(?P<summary>.*?)"
+    r"(?: \((?P<reason>[^()]*)\))?$"
+)
+_RANGE = re.compile(r"^(?P<old>[0-9a-f]{4,64})\.{2,3}(?P<new>[0-9a-f]{4,64})$")
+_URL_USERINFO = re.compile(r"(://)[^/@\s]+@")
+
+
+class SyncAction(str, Enum):
+    """What happened to one ref.
+
+    ``fetched`` a remote ref created locally; ``fast-forwarded`` a local ref
+    moved to the remote's descendant; ``up-to-date`` both sides agree;
+    ``ahead`` the local ref has deployments the remote lacks (push sends them);
+    ``pushed`` the remote ref was created or fast-forwarded; ``rejected`` the
+    remote refused the push (another promoter won); ``diverged`` both sides
+    have deployments the other lacks, so nothing moved; ``retired`` a serving
+    ref was deleted because its lens was retired (fetch: the local one, by a
+    retirement from the remote; push: the remote's, by a local retirement —
+    see :mod:`reconciler.git.retire`).
+    """
+
+    FETCHED = "fetched"
+    FAST_FORWARDED = "fast-forwarded"
+    UP_TO_DATE = "up-to-date"
+    AHEAD = "ahead"
+    PUSHED = "pushed"
+    REJECTED = "rejected"
+    DIVERGED = "diverged"
+    RETIRED = "retired"
+
+
+_FAILED = (SyncAction.REJECTED, SyncAction.DIVERGED)
+
+
+@dataclass(frozen=True)
+class RefSync:
+    """The outcome for one lens ref.
+
+    Attributes:
+        phase: ``fetch`` (the local ref moves) or ``push`` (the remote's moves).
+        ref: the local ref, ``refs/dst/{serving,attempts,retired}/<lens>``.
+        lens: the lens name.
+        action: what happened.
+        old: the moving side's value before (``None``: it did not exist); for
+            ``diverged`` the local value, for ``rejected`` and ``ahead`` the
+            remote's as last fetched.
+        new: its value after, or the value it would have taken (``diverged``:
+            the remote's; ``rejected``/``ahead``: the local one).
+        message: one human line; a failure's starts with ``rejected:`` or
+            ``diverged:`` and ends with ``re-plan``.
+        fix: what to do next, for failures.
+    """
+
+    phase: str
+    ref: str
+    lens: str
+    action: SyncAction
+    old: Oid | None
+    new: Oid | None
+    message: str
+    fix: str | None = None
+
+    @property
+    def kind(self) -> str:
+        """``serving``, ``attempts`` or ``retired``."""
+        return self.ref[len(DST) :].split("/", 1)[0]
+
+    def record(self) -> dict[str, Any]:
+        """JSON-ready form: phase, ref, lens, kind, action, old, new, message, fix."""
+        return {
+            "phase": self.phase,
+            "ref": self.ref,
+            "lens": self.lens,
+            "kind": self.kind,
+            "action": self.action.value,
+            "old": self.old,
+            "new": self.new,
+            "message": self.message,
+            "fix": self.fix,
+        }
+
+
+@dataclass(frozen=True)
+class SyncReport:
+    """What one ``dst sync`` did.
+
+    Attributes:
+        remote: the remote's name.
+        refs: one entry per lens ref and phase, fetch entries first.
+        messages: notes (a recovered apply, a skipped push, a fallback).
+    """
+
+    remote: str
+    refs: tuple[RefSync, ...] = ()
+    messages: tuple[str, ...] = ()
+
+    @property
+    def exit_code(self) -> int:
+        """1 when a ref was rejected or diverged (re-plan), else 0."""
+        return 1 if any(r.action in _FAILED for r in self.refs) else 0
+
+    @property
+    def failed(self) -> tuple[RefSync, ...]:
+        """The rejected and diverged refs."""
+        return tuple(r for r in self.refs if r.action in _FAILED)
+
+    def record(self) -> dict[str, Any]:
+        """The ``--format json`` object: schema_version, command, remote, exit_code, refs,
+        messages."""
+        return {
+            "schema_version": 1,
+            "command": "sync",
+            "remote": self.remote,
+            "exit_code": self.exit_code,
+            "refs": [r.record() for r in self.refs],
+            "messages": list(self.messages),
+        }
+
+
+@dataclass(frozen=True)
+class PushLine:
+    """One ref line of ``git push --porcelain`` output.
+
+    Attributes:
+        flag: ``' '`` fast-forward, ``'+'`` forced, ``'-'`` deleted, ``'*'`` new,
+            ``'!'`` rejected, ``'='`` up to date.
+        src: the local ref; dst: the remote ref.
+        summary: ``old..new``, ``[new reference]``, ``[up to date]``, ``[rejected]``,
+            ``[remote rejected]`` …
+        reason: the parenthesised reason (``non-fast-forward``, ``fetch first``,
+            ``atomic push failed``, a hook's message), or ``None``.
+    """
+
+    flag: str
+    src: str
+    dst: str
+    summary: str
+    reason: str | None
+
+
+def parse_porcelain(text: str) -> list[PushLine]:
+    """The ref lines of ``git push --porcelain`` stdout.
+
+    The format is git's own (``git help push``, "OUTPUT"): ``To <url>``, then
+    ``<flag> TAB <from>:<to> TAB <summary> [(<reason>)]`` per ref, then ``Done``.
+    Other lines are ignored.
+    """
+    out = []
+    for line in text.splitlines():
+        m = _PORCELAIN.match(line)
+        if m:
+            out.append(PushLine(m["flag"], m["src"], m["dst"], m["summary"], m["reason"]))
+    return out
+
+
+def tracking_prefix(remote: str) -> str:
+    """``refs/dst-remote/<remote>/``: where fetch puts the remote's ``refs/dst/*``."""
+    return f"{TRACKING}{remote}/"
+
+
+def remotes(repo: pygit2.Repository) -> list[str]:
+    """Names of the configured remotes, sorted."""
+    return sorted(str(name) for name in repo.remotes.names() if name)
+
+
+def check_remote(repo: pygit2.Repository, remote: str) -> None:
+    """Make sure ``remote`` names a configured remote.
+
+    URLs and paths are refused on purpose: the tracking area is named after
+    the remote.
+
+    Raises:
+        UsageError: no remote of that name; the message lists those there are.
+    """
+    names = remotes(repo)
+    if remote in names and not remote.startswith("-"):
+        return
+    listed = ", ".join(names) if names else "none configured"
+    raise UsageError(
+        f"no git remote named {remote!r} (remotes: {listed})",
+        fix="pass --remote NAME, or add one with `git remote add NAME URL`",
+    )
+
+
+def state_known(repo: pygit2.Repository) -> bool:
+    """Whether this repository can say what serves.
+
+    True when the repository has no remote (its own refs are the whole truth),
+    any ``refs/dst/*`` or ``refs/dst-remote/*`` ref exists, or a fetch has been
+    recorded (``dst.<remote>.lastfetch`` in git config). A fresh clone has
+    none of these: ``dst status`` should then say :data:`UNKNOWN_STATE`, not
+    "nothing serving".
+    """
+    if not remotes(repo):
+        return True
+    if any(name.startswith((DST, TRACKING)) for name in repo.references):
+        return True
+    return any(
+        entry.name.startswith("dst.") and entry.name.endswith(".lastfetch") for entry in repo.config
+    )
+
+
+def require_known(repo: pygit2.Repository) -> None:
+    """Refuse to gate when this clone cannot say what serves.
+
+    A gate planned against "nothing serving" treats every answer as new, and
+    new answers only alert: the check would pass whatever the change breaks.
+
+    Raises:
+        StateError: :func:`state_known` is false.
+    """
+    if not state_known(repo):
+        raise StateError(
+            f"{UNKNOWN_STATE}: without it every certified answer looks new and the gate "
+            f"could not block",
+            fix="run `dst sync --fetch` first (it records the fetch even when the remote has "
+            "no serving state yet)",
+        )
+
+
+def _lens_refs(repo: pygit2.Repository, prefix: str) -> dict[str, Oid]:
+    """``{"<serving|attempts|retired>/<lens>": oid}`` for refs under ``prefix``."""
+    out: dict[str, Oid] = {}
+    for name in repo.references:
+        if not name.startswith(prefix):
+            continue
+        rest = name[len(prefix) :]
+        kind, _, lens = rest.partition("/")
+        if kind in _KINDS and LENS_NAME_RE.match(lens):
+            target = refstore.ref_target(repo, name)
+            if target is not None:
+                out[rest] = target
+    return out
+
+
+def _workdir(repo: pygit2.Repository) -> str:
+    return str(repo.workdir or repo.path)
+
+
+def _redact(text: str) -> str:
+    return _URL_USERINFO.sub(r"\1***@", text).strip()
+
+
+def _git(repo: pygit2.Repository, args: Sequence[str]) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(
+            ["git", *args],
+            cwd=_workdir(repo),
+            env=dict(os.environ),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    except FileNotFoundError:
+        raise UsageError(
+            "the git executable is not on PATH", fix="install git; dst sync runs it"
+        ) from None
+
+
+def _failed(what: str, done: subprocess.CompletedProcess[str], remote: str) -> UsageError:
+    detail = _redact(done.stderr) or f"exit {done.returncode}"
+    return UsageError(
+        f"`{what}` failed: {detail}",
+        fix=f"check that `git fetch {remote}` works here (URL, network, credentials)",
+    )
+
+
+def _mark_fetched(repo: pygit2.Repository, remote: str) -> None:
+    # Another process may hold the config lock; the tracking refs still show a fetch.
+    with contextlib.suppress(pygit2.GitError):
+        repo.config[f"dst.{remote}.lastfetch"] = str(int(time.time()))
+
+
+def _short(oid: str | None) -> str:
+    return oid[:12] if oid else "(none)"
+
+
+def fetch(repo: pygit2.Repository, remote: str = "origin") -> SyncReport:
+    """Fetch the remote's ``refs/dst/*`` and fast-forward the local lens refs.
+
+    Runs ``git fetch --no-tags --no-recurse-submodules --prune <remote>
+    '+refs/dst/*:refs/dst-remote/<remote>/*'``
+    (the tracking area may be rewritten, ``refs/dst/*`` never is by git), then
+    moves every local ``refs/dst/{serving,attempts,retired}/<lens>`` that is
+    missing or an ancestor of the remote's, in one compare-and-swap. A lens
+    retired on either side is decided by :func:`reconciler.git.retire.on_fetch`:
+    a local retirement keeps the serving ref deleted, a fetched one deletes a
+    local serving ref it descends from (in the same compare-and-swap).
+
+    Returns:
+        The report; ``exit_code`` 1 when a lens diverged.
+
+    Raises:
+        UsageError: the remote is not configured, or git fails to fetch.
+        RefConflict: a local ref moved during the fetch (a concurrent apply); nothing moved.
+    """
+    check_remote(repo, remote)
+    messages = refstore.recover(repo)
+    prefix = tracking_prefix(remote)
+    args = ["fetch", "--no-tags", "--no-recurse-submodules", "--prune", remote]
+    args.append(f"+{DST}*:{prefix}*")
+    done = _git(repo, args)
+    if done.returncode != 0:
+        raise _failed(f"git fetch {remote}", done, remote)
+    _mark_fetched(repo, remote)
+    theirs = _lens_refs(repo, prefix)
+    ours = _lens_refs(repo, DST)
+    from reconciler.git import retire as retirements
+
+    compared = {
+        rest: _compare(repo, remote, DST + rest, ours.get(rest), theirs.get(rest))
+        for rest in sorted(set(theirs) | set(ours))
+    }
+    results = list(retirements.on_fetch(repo, remote, compared, ours, theirs).values())
+    moves = (SyncAction.FETCHED, SyncAction.FAST_FORWARDED, SyncAction.RETIRED)
+    updates = [refstore.RefUpdate(r.ref, r.old, r.new) for r in results if r.action in moves]
+    refstore.update_refs(repo, updates, reason=f"dst sync --fetch {remote}")
+    return SyncReport(remote, tuple(results), tuple(messages))
+
+
+def _compare(
+    repo: pygit2.Repository, remote: str, ref: str, local: Oid | None, theirs: Oid | None
+) -> RefSync:
+    kind, _, lens = ref[len(DST) :].partition("/")
+    what = f"lens {lens}: {kind}"
+    if local == theirs:
+        return RefSync(
+            "fetch", ref, lens, SyncAction.UP_TO_DATE, local, local, f"{what} up to date"
+        )
+    if theirs is None:
+        return RefSync(
+            "fetch",
+            ref,
+            lens,
+            SyncAction.AHEAD,
+            None,
+            local,
+            f"{what} exists here only; `dst sync --push` sends it to {remote}",
+        )
+    if local is None:
+        msg = f"{what} fetched from {remote} at {_short(theirs)}"
+        return RefSync("fetch", ref, lens, SyncAction.FETCHED, None, theirs, msg)
+    if repo.descendant_of(pygit2.Oid(hex=theirs), pygit2.Oid(hex=local)):
+        msg = f"{what} fast-forwarded {_short(local)} → {_short(theirs)}"
+        return RefSync("fetch", ref, lens, SyncAction.FAST_FORWARDED, local, theirs, msg)
+    if repo.descendant_of(pygit2.Oid(hex=local), pygit2.Oid(hex=theirs)):
+        msg = f"{what} is ahead of {remote}; `dst sync --push` sends it"
+        return RefSync("fetch", ref, lens, SyncAction.AHEAD, theirs, local, msg)
+    verb = "promoted" if kind == "serving" else "recorded attempts on"
+    return RefSync(
+        "fetch",
+        ref,
+        lens,
+        SyncAction.DIVERGED,
+        local,
+        theirs,
+        f"diverged: local and remote both {verb} lens {lens} — re-plan "
+        f"(local {_short(local)}, {remote} {_short(theirs)})",
+        fix=_adopt_fix(repo, remote, ref, lens, kind, theirs, local),
+    )
+
+
+def _adopt_fix(
+    repo: pygit2.Repository, remote: str, ref: str, lens: str, kind: str, theirs: Oid, local: Oid
+) -> str:
+    """How to take the remote's history for a diverged ref and re-plan on top of it."""
+    take = f"take {remote}'s history with `git update-ref {ref} {theirs} {local}`"
+    if kind != "serving":
+        return f"{take}; attempts only record what was tried"
+    try:
+        source = str(refstore.read_deployment(repo, theirs).source)
+    except DstError:
+        return f"{take}, then re-plan with `dst apply --lens {lens}` and `dst sync --push`"
+    # The winner's source commit may be on no branch; the fetched deployment keeps it.
+    return (
+        f"{take}, bring in what it serves with `git merge --no-edit {source}`, then re-plan "
+        f"with `dst apply --lens {lens}` and `dst sync --push`"
+    )
+
+
+def push(repo: pygit2.Repository, remote: str = "origin") -> SyncReport:
+    """Push local serving, attempt and retired refs to ``remote``, never forcing.
+
+    Runs ``git push --porcelain --atomic <remote> 'refs/dst/serving/*:refs/dst/serving/*'
+    'refs/dst/attempts/*:refs/dst/attempts/*' 'refs/dst/retired/*:refs/dst/retired/*'``
+    (without ``--atomic`` when the remote does not support it) and reads git's
+    verdict per ref. A lens retired here that the remote still serves also
+    gets ``:refs/dst/serving/<lens>`` with
+    ``--force-with-lease=refs/dst/serving/<lens>:<expected>`` (asked of the
+    remote first with ``git ls-remote``; see
+    :func:`reconciler.git.retire.push_leases`), so the deletion happens only
+    if nobody promoted the lens there since. Refs the remote accepted or
+    already had are recorded in the tracking area, as git does for
+    remote-tracking branches.
+
+    Returns:
+        The report; ``exit_code`` 1 when a ref was rejected (another promoter won).
+
+    Raises:
+        UsageError: the remote is not configured, or git fails for another reason
+            (no such repository, network, credentials).
+    """
+    check_remote(repo, remote)
+    messages = refstore.recover(repo)
+    ours = _lens_refs(repo, DST)
+    if not ours:
+        messages.append(f"nothing to push: no {DST}serving/, attempts/ or retired/ refs here")
+        return SyncReport(remote, (), tuple(messages))
+    from reconciler.git import retire as retirements
+
+    leases: list[retirements.Lease] = []
+    if retirements.pending(ours):
+        listed = _git(repo, ["ls-remote", "--refs", remote, f"{DST}*"])
+        if listed.returncode != 0:
+            raise _failed(f"git ls-remote {remote}", listed, remote)
+        leases = retirements.push_leases(repo, ours, retirements.advertised(listed.stdout))
+    specs = [f"{DST}{kind}/*:{DST}{kind}/*" for kind in _KINDS]
+    specs += [lease.refspec for lease in leases]
+    options = [lease.option for lease in leases]
+    done = _git(repo, ["push", "--porcelain", "--atomic", *options, remote, *specs])
+    if done.returncode != 0 and "does not support --atomic" in done.stderr:
+        messages.append(f"{remote} does not support atomic pushes; refs were pushed one by one")
+        done = _git(repo, ["push", "--porcelain", *options, remote, *specs])
+    lines = {line.dst: line for line in parse_porcelain(done.stdout)}
+    if done.returncode != 0 and not any(line.flag == "!" for line in lines.values()):
+        raise _failed(f"git push {remote}", done, remote)
+    prefix = tracking_prefix(remote)
+    results = []
+    for rest, local in sorted(ours.items()):
+        line = lines.get(DST + rest)
+        if line is None:
+            continue
+        tracked = refstore.ref_target(repo, prefix + rest)
+        result = _pushed(repo, remote, DST + rest, local, tracked, line)
+        if result.action in (SyncAction.PUSHED, SyncAction.UP_TO_DATE):
+            repo.references.create(prefix + rest, pygit2.Oid(hex=local), force=True)
+        results.append(result)
+    for lease in leases:
+        line = lines.get(lease.ref)
+        if line is None:
+            continue
+        result = retirements.pushed_deletion(remote, lease, line)
+        tracking = prefix + lease.ref[len(DST) :]
+        if result.action is SyncAction.RETIRED and tracking in repo.references:
+            repo.references.delete(tracking)
+        results.append(result)
+    return SyncReport(remote, tuple(results), tuple(messages))
+
+
+def _expand(repo: pygit2.Repository, short: str) -> Oid | None:
+    try:
+        return Oid(str(repo.revparse_single(short).id))
+    except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
+        return None
+
+
+def _pushed(
+    repo: pygit2.Repository,
+    remote: str,
+    ref: str,
+    local: Oid,
+    tracked: Oid | None,
+    line: PushLine,
+) -> RefSync:
+    kind, _, lens = ref[len(DST) :].partition("/")
+    what = f"lens {lens}: {kind}"
+    if line.flag == "=":
+        return RefSync("push", ref, lens, SyncAction.UP_TO_DATE, local, local, f"{what} up to date")
+    if line.flag == "!":
+        return _rejected(remote, ref, lens, kind, local, tracked, line)
+    old: Oid | None = None
+    if line.flag != "*":
+        m = _RANGE.match(line.summary)
+        old = (_expand(repo, m["old"]) if m else None) or tracked
+    msg = f"{what} pushed to {remote}: {_short(old)} → {_short(local)}"
+    return RefSync("push", ref, lens, SyncAction.PUSHED, old, local, msg)
+
+
+def _rejected(
+    remote: str,
+    ref: str,
+    lens: str,
+    kind: str,
+    local: Oid,
+    tracked: Oid | None,
+    line: PushLine,
+) -> RefSync:
+    reason = line.reason or line.summary
+    fix = (
+        f"run `dst sync --fetch --remote {remote}` and follow what it says for lens {lens}, "
+        f"then re-plan with `dst apply --lens {lens}`"
+    )
+    if line.reason == "atomic push failed":
+        msg = (
+            f"rejected: lens {lens} ({kind}) was not pushed because another ref of this "
+            f"atomic push was rejected — re-plan"
+        )
+    elif line.summary == "[remote rejected]":
+        msg = f"rejected: {remote} refused lens {lens} ({kind}): {reason} — re-plan"
+        fix = f"see why {remote} refused the push ({reason}), then `dst sync` again"
+    elif kind == "serving":
+        msg = (
+            f"rejected: another promoter won lens {lens} — run dst sync --fetch and re-plan "
+            f"({reason})"
+        )
+    elif kind == "retired":
+        msg = (
+            f"rejected: lens {lens} was retired differently on {remote} — run dst sync "
+            f"--fetch and re-plan ({reason})"
+        )
+    else:
+        msg = (
+            f"rejected: another promoter recorded an attempt on lens {lens} — run dst sync "
+            f"--fetch and re-plan ({reason})"
+        )
+    return RefSync("push", ref, lens, SyncAction.REJECTED, tracked, local, msg, fix)
+
+
+def synchronize(
+    repo: pygit2.Repository,
+    remote: str = "origin",
+    *,
+    do_fetch: bool = True,
+    do_push: bool = True,
+) -> SyncReport:
+    """``dst sync``: fetch, then push — unless the fetch found a diverged lens.
+
+    Args:
+        repo: the repository.
+        remote: a configured remote's name.
+        do_fetch: run :func:`fetch`.
+        do_push: run :func:`push` (after the fetch, when both run).
+
+    Returns:
+        The fetch entries followed by the push entries, with both phases' messages.
+
+    Raises:
+        UsageError: bad remote, or git failed (see :func:`fetch`, :func:`push`).
+        RefConflict: a local ref moved while fetching.
+    """
+    check_remote(repo, remote)
+    refs: list[RefSync] = []
+    messages: list[str] = []
+    if do_fetch:
+        fetched = fetch(repo, remote)
+        refs += fetched.refs
+        messages += fetched.messages
+        if fetched.failed and do_push:
+            messages.append("push skipped: re-plan the diverged lenses first")
+            do_push = False
+    if do_push:
+        pushed = push(repo, remote)
+        refs += pushed.refs
+        messages += pushed.messages
+    return SyncReport(remote, tuple(refs), tuple(messages))
+
+
+def tally(report: SyncReport) -> Mapping[str, int]:
+    """How many refs took each action, e.g. ``{"pushed": 2, "up-to-date": 1}``."""
+    counts: dict[str, int] = {}
+    for r in report.refs:
+        counts[r.action.value] = counts.get(r.action.value, 0) + 1
+    return counts

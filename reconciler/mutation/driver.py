@@ -1,0 +1,382 @@
+"""``dst mutate``: how much of a lens the gate really guards (mutation score).
+
+Mutants (:mod:`reconciler.mutation.operators`) and formatting-only edits
+(:mod:`reconciler.mutation.formatting`) of one lens version each go through the real
+reconcile path in dry-run mode (:func:`reconciler.reconcile.reconcile`, ``dry_run=True``)
+against a baseline deployment of that same version, so the plan selects exactly
+what a push of that edit would select and the gate runs exactly those answers.
+
+* A semantic mutant is **blocked** when some gated stale answer's outcome is not
+  ``correct`` (what ``eval_gate: block`` blocks on, DESIGN §5); it **survives**
+  when no certified answer goes stale or every stale answer still passes.
+  Mutation score = blocked / (blocked + survived); a mutant the lens loader
+  rejects is ``invalid`` and not counted.
+* A formatting-only edit is **false-stale** when it makes any answer stale or
+  puts any answer in the self-test. Asset hashes are canonical (DESIGN §2), so
+  the share must be 0.
+
+Isolation: everything happens in a temporary ``git clone --shared --no-checkout``
+of the repository (objects are read through git's alternates; new ones are written
+inside the clone). The baseline deployment, the mutant commits and every ref the
+runs write live in the clone, which is deleted afterwards; the user's working
+tree and ``refs/dst/*`` are never touched. The clone reuses one runtime, so one
+warehouse connection and one dimension-value cache serve every mutant.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pygit2
+
+from reconciler.context import Runtime
+from reconciler.errors import LensLoadError, UsageError
+from reconciler.git import trees as gitstate
+from reconciler.lens import Lens, Oid, load_lens
+from reconciler.mutation.formatting import FORMATTING_KINDS, formatting_edits
+from reconciler.mutation.operators import OPERATORS, Edit, semantic_mutants
+from reconciler.reconcile import reconcile
+from reconciler.results import LensRun
+from reconciler.suite import Outcome
+
+BLOCKED, SURVIVED, INVALID, ERROR = "blocked", "survived", "invalid", "error"
+CLEAN, FALSE_STALE = "clean", "false_stale"
+
+
+@dataclass(frozen=True)
+class EditResult:
+    """What the gate made of one edit.
+
+    Attributes:
+        edit: the mutant or formatting-only edit.
+        outcome: ``blocked`` / ``survived`` (semantic), ``clean`` / ``false_stale``
+            (formatting), ``invalid`` (the lens no longer loads) or ``error``
+            (the gate stood down).
+        stale: answers the plan selected (stale or self-test), sorted.
+        failing: gated answers whose outcome was not ``correct``, sorted.
+        changed_assets: asset ids whose canonical hash changed.
+        detail: one human line.
+        seconds: wall time of the plan and gate for this edit.
+    """
+
+    edit: Edit
+    outcome: str
+    stale: tuple[str, ...] = ()
+    failing: tuple[str, ...] = ()
+    changed_assets: tuple[str, ...] = ()
+    detail: str = ""
+    seconds: float = 0.0
+
+    def record(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            **self.edit.record(),
+            "outcome": self.outcome,
+            "stale": list(self.stale),
+            "failing": list(self.failing),
+            "changed_assets": list(self.changed_assets),
+            "detail": self.detail,
+            "seconds": round(self.seconds, 4),
+        }
+
+
+def _share(part: int, whole: int) -> float | None:
+    return round(part / whole, 4) if whole else None
+
+
+@dataclass
+class MutationReport:
+    """``dst mutate``'s result for one lens.
+
+    Attributes:
+        lens: lens name.
+        commit: the source commit whose lens version was mutated.
+        gate: the lens's ``eval_gate``.
+        mutants: semantic mutants' results, in generation order.
+        formatting: formatting-only edits' results, in generation order.
+        baseline_seconds: wall time of the baseline run (full active corpus).
+        baseline_failing: answers not ``correct`` on the unmutated lens; they are
+            left out of every mutant's verdict.
+        messages: notes for the user.
+    """
+
+    lens: str
+    commit: Oid
+    gate: str
+    mutants: list[EditResult] = field(default_factory=list)
+    formatting: list[EditResult] = field(default_factory=list)
+    baseline_seconds: float = 0.0
+    baseline_failing: tuple[str, ...] = ()
+    messages: list[str] = field(default_factory=list)
+
+    @property
+    def counted(self) -> list[EditResult]:
+        """Semantic mutants that count toward the score (blocked or survived)."""
+        return [r for r in self.mutants if r.outcome in (BLOCKED, SURVIVED)]
+
+    @property
+    def blocked(self) -> int:
+        """Semantic mutants the gate blocked."""
+        return sum(r.outcome == BLOCKED for r in self.mutants)
+
+    @property
+    def survivors(self) -> list[EditResult]:
+        """Semantic mutants the gate let through."""
+        return [r for r in self.mutants if r.outcome == SURVIVED]
+
+    @property
+    def false_stale(self) -> list[EditResult]:
+        """Formatting-only edits that made an answer stale."""
+        return [r for r in self.formatting if r.outcome == FALSE_STALE]
+
+    @property
+    def exit_code(self) -> int:
+        """0 ran (whatever the score); 1 a formatting-only edit made an answer stale."""
+        return 1 if self.false_stale else 0
+
+    def timing(self) -> dict[str, float | None]:
+        """Seconds: baseline, all edits, mean and median per mutant and per formatting edit."""
+        sem = [r.seconds for r in self.mutants]
+        fmt = [r.seconds for r in self.formatting]
+        return {
+            "baseline_s": round(self.baseline_seconds, 3),
+            "edits_s": round(sum(sem) + sum(fmt), 3),
+            "per_mutant_mean_s": round(statistics.fmean(sem), 4) if sem else None,
+            "per_mutant_median_s": round(statistics.median(sem), 4) if sem else None,
+            "per_formatting_edit_mean_s": round(statistics.fmean(fmt), 4) if fmt else None,
+        }
+
+    def by_operator(self) -> dict[str, dict[str, int]]:
+        """``{operator: {"blocked", "survived", "invalid"}}`` for each operator that made one."""
+        out: dict[str, dict[str, int]] = {}
+        for op in OPERATORS:
+            rows = [r for r in self.mutants if r.edit.operator == op]
+            if rows:
+                out[op] = {
+                    k: sum(r.outcome == k for r in rows) for k in (BLOCKED, SURVIVED, INVALID)
+                }
+        return out
+
+    def by_asset_kind(self) -> dict[str, dict[str, int]]:
+        """``{"metrics" | "models" | "exemplars": {"blocked", "total"}}`` over counted mutants."""
+        out: dict[str, dict[str, int]] = {}
+        for r in self.counted:
+            kind = out.setdefault(r.edit.asset.split("/", 1)[0], {"blocked": 0, "total": 0})
+            kind["blocked"] += r.outcome == BLOCKED
+            kind["total"] += 1
+        return out
+
+    def record(self) -> dict[str, Any]:
+        """The lens object of ``dst mutate --format json``."""
+        counted, false_stale = len(self.counted), len(self.false_stale)
+        kinds = {k: sum(r.edit.operator == k for r in self.formatting) for k in FORMATTING_KINDS}
+        return {
+            "lens": self.lens,
+            "commit": self.commit,
+            "gate": self.gate,
+            "mutation_score": {
+                "blocked": self.blocked,
+                "total": counted,
+                "share": _share(self.blocked, counted),
+                "invalid": sum(r.outcome == INVALID for r in self.mutants),
+                "error": sum(r.outcome == ERROR for r in self.mutants),
+            },
+            "formatting_false_stale": {
+                "false_stale": false_stale,
+                "total": len(self.formatting),
+                "share": _share(false_stale, len(self.formatting)),
+                "kinds": {k: n for k, n in kinds.items() if n},
+            },
+            "operators": self.by_operator(),
+            "asset_kinds": self.by_asset_kind(),
+            "survivors": [r.record() for r in self.survivors],
+            "mutants": [r.record() for r in self.mutants],
+            "formatting_edits": [r.record() for r in self.formatting],
+            "baseline": {"failing": list(self.baseline_failing)},
+            "timing": self.timing(),
+            "messages": list(self.messages),
+        }
+
+
+Progress = Callable[[str], None]
+
+
+def mutate_lens(
+    rt: Runtime, name: str, *, rev: str = "HEAD", limit: int | None = None
+) -> MutationReport:
+    """Run every mutant and formatting-only edit of lens ``name`` at ``rev`` through the gate.
+
+    Args:
+        rt: the user's runtime (repository, warehouse precedence, progress sink).
+        name: the lens to mutate.
+        rev: the revision whose lens version is mutated.
+        limit: at most this many mutants per operator and edits per formatting kind.
+
+    Returns:
+        The report; nothing in the user's repository changes.
+
+    Raises:
+        UsageError: ``rev`` or ``name`` does not resolve, the embedded warehouse
+            was never seeded, the lens's gate is ``off``, or the unmutated lens
+            does not promote (exit 2).
+        LensLoadError: the lens does not load at ``rev`` (exit 2).
+        WarehouseError: the warehouse cannot be reached (exit 2).
+    """
+    repo = rt.repo
+    commit = gitstate.resolve_commit(repo, rev)
+    trees = gitstate.lens_trees(repo, commit)
+    if name not in trees:
+        raise UsageError(
+            f"lens {name!r} is not in {rev}",
+            fix=f"use one of: {', '.join(sorted(trees)) or 'none'}",
+        )
+    files = gitstate.tree_files(repo, trees[name].tree)
+    lens = load_lens(name, files)
+    if lens.config.eval_gate == "off":
+        raise UsageError(
+            f"lens {name!r} has eval_gate: off, so no mutant can be blocked",
+            fix=f"set eval_gate: block (or warn) in lenses/{name}/lens.yaml",
+        )
+    url = _warehouse_url(rt, lens)
+    mutants = semantic_mutants(lens, files, limit=limit)
+    edits = formatting_edits(lens, files, limit=limit)
+    report = MutationReport(name, commit, lens.config.eval_gate)
+    with tempfile.TemporaryDirectory(prefix="dst-mutate-") as tmp:
+        clone = _scratch_clone(repo, Path(tmp) / "clone")
+        scratch = Runtime(clone, warehouse_url=url, env=rt.env, progress=lambda _m: None)
+        try:
+            scratch.warehouse_for(lens)
+            _baseline(scratch, report, rt.progress)
+            base = clone[commit].peel(pygit2.Commit)
+            total = len(mutants) + len(edits)
+            for i, edit in enumerate([*mutants, *edits], start=1):
+                rt.progress(f"{name}: [{i}/{total}] {edit.operator} {edit.asset}")
+                result = _run_edit(scratch, report, base, edit, semantic=i <= len(mutants))
+                (report.mutants if i <= len(mutants) else report.formatting).append(result)
+        finally:
+            # Close the warehouse before the clone (its objects and refs) is deleted.
+            scratch.close()
+    return report
+
+
+def _warehouse_url(rt: Runtime, lens: Lens) -> str:
+    """The lens's resolved warehouse URL; the embedded one must have been seeded."""
+    from reconciler.warehouse.connection import EMBEDDED_DIR, EMBEDDED_FILE, embedded_path
+
+    url, source = rt.resolve_url(lens)
+    if source == "embedded default" and not embedded_path(rt.root).is_file():
+        raise UsageError(
+            f"lens {lens.name!r}: the embedded warehouse {EMBEDDED_DIR}/{EMBEDDED_FILE} does not "
+            f"exist; dst mutate runs every mutant against the warehouse",
+            fix="run `dst seed` first, or pass --warehouse URL (or set DST_WAREHOUSE_URL)",
+        )
+    return url
+
+
+def _scratch_clone(repo: pygit2.Repository, dest: Path) -> pygit2.Repository:
+    """A ``--shared --no-checkout`` clone of ``repo`` at ``dest`` (no refs/dst, no worktree)."""
+    source = repo.workdir or repo.path
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+    done = subprocess.run(
+        ["git", "clone", "--quiet", "--shared", "--no-checkout", source, str(dest)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise UsageError(
+            f"cannot make a scratch clone of the repository: {done.stderr.strip()}",
+            fix="check that git is installed and the repository is readable",
+        )
+    return pygit2.Repository(str(dest))
+
+
+def _lens_run(runs: Sequence[LensRun], name: str) -> LensRun:
+    return next(r for r in runs if r.plan.lens == name)
+
+
+def _baseline(scratch: Runtime, report: MutationReport, progress: Progress) -> None:
+    """Promote the unmutated lens in the scratch clone; record answers that do not pass."""
+    progress(f"{report.lens}: baseline (every active answer against the warehouse)")
+    started = time.perf_counter()
+    run = _lens_run(reconcile(scratch, to=report.commit, only=report.lens).lenses, report.lens)
+    report.baseline_seconds = time.perf_counter() - started
+    if run.action != "promoted":
+        raise UsageError(
+            f"lens {report.lens!r} at {report.commit[:12]} does not pass its own gate "
+            f"({run.action}: {'; '.join(run.messages) or 'no detail'}), so mutants cannot "
+            f"be judged",
+            fix=f"run `dst apply --dry-run --lens {report.lens}` and fix what it reports",
+        )
+    failing = sorted(r.answer for r in run.self_test if r.outcome is not Outcome.CORRECT)
+    report.baseline_failing = tuple(failing)
+    if failing:
+        report.messages.append(
+            f"{len(failing)} answer(s) do not pass on the unmutated lens and are left out of "
+            f"every verdict: {', '.join(failing)}"
+        )
+
+
+def _run_edit(
+    scratch: Runtime, report: MutationReport, base: pygit2.Commit, edit: Edit, *, semantic: bool
+) -> EditResult:
+    """Commit ``edit`` on top of the baseline in the clone and run a dry-run reconcile of it."""
+    started = time.perf_counter()
+    oid = _commit_edit(scratch.repo, base, f"lenses/{report.lens}/{edit.path}", edit.content)
+    try:
+        runs = reconcile(scratch, to=oid, only=report.lens, dry_run=True).lenses
+    except LensLoadError as exc:
+        return EditResult(edit, INVALID, detail=exc.message, seconds=time.perf_counter() - started)
+    seconds = time.perf_counter() - started
+    run = _lens_run(runs, report.lens)
+    ignore = set(report.baseline_failing)
+    plan = run.plan
+    stale = sorted(({s.answer for s in plan.stale} | set(plan.self_test)) - ignore)
+    failing = sorted(
+        r.answer for r in run.results if r.outcome is not Outcome.CORRECT and r.answer not in ignore
+    )
+    changed = tuple(c.asset for c in plan.changed_assets)
+    common = {"stale": tuple(stale), "failing": tuple(failing), "changed_assets": changed}
+    if run.action == "stood_down":
+        return EditResult(edit, ERROR, detail="; ".join(run.messages), seconds=seconds, **common)
+    if not semantic:
+        if stale:
+            detail = f"made {len(stale)} answer(s) stale: {', '.join(stale)}"
+            return EditResult(edit, FALSE_STALE, detail=detail, seconds=seconds, **common)
+        return EditResult(edit, CLEAN, detail="nothing stale", seconds=seconds, **common)
+    if failing:
+        detail = f"{len(failing)} of {len(stale)} stale answer(s) fail: {', '.join(failing)}"
+        return EditResult(edit, BLOCKED, detail=detail, seconds=seconds, **common)
+    if not stale:
+        detail = "no certified answer goes stale"
+    else:
+        detail = f"{len(stale)} stale answer(s) still pass: {', '.join(stale)}"
+    return EditResult(edit, SURVIVED, detail=detail, seconds=seconds, **common)
+
+
+def _commit_edit(repo: pygit2.Repository, base: pygit2.Commit, path: str, content: bytes) -> Oid:
+    """A commit (on no branch) whose tree is ``base``'s with ``path`` set to ``content``."""
+
+    def rebuild(tree: pygit2.Tree | None, parts: list[str]) -> pygit2.Oid:
+        builder = repo.TreeBuilder(tree) if tree is not None else repo.TreeBuilder()
+        head, rest = parts[0], parts[1:]
+        if not rest:
+            builder.insert(head, repo.create_blob(content), pygit2.GIT_FILEMODE_BLOB)
+        else:
+            sub = repo[tree[head].id] if tree is not None and head in tree else None
+            child = sub if isinstance(sub, pygit2.Tree) else None
+            builder.insert(head, rebuild(child, rest), pygit2.GIT_FILEMODE_TREE)
+        return builder.write()
+
+    tree = rebuild(base.tree, path.split("/"))
+    sig = pygit2.Signature("dst mutate", "dst@localhost", int(time.time()), 0)
+    return Oid(str(repo.create_commit(None, sig, sig, f"mutant: {path}", tree, [base.id])))

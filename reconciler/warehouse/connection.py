@@ -1,0 +1,481 @@
+"""The warehouse edge: resolve a URL, run guarded read-only queries, seed the embedded DuckDB.
+
+Every statement passes two independent defences (DESIGN §4 step 1):
+
+1. the statement-level guard (:func:`reconciler.guard.check_read_only`), and
+2. a connection that cannot write, per backend:
+
+   ====================  ==============================================================
+   DuckDB                opened ``read_only`` with ``enable_external_access=false`` and
+                         ``lock_configuration=true``; timeout by ``interrupt()``
+   PostgreSQL            ``default_transaction_read_only=on`` in the startup packet
+                         (checked with ``SHOW transaction_read_only`` on open), then
+                         ``SET TRANSACTION READ ONLY`` and a query setting the local
+                         ``statement_timeout`` first in every transaction (after a
+                         query the mode can no longer be switched); results read
+                         through a server-side cursor, which only admits queries; a
+                         least-privilege role (README) stops what a read-only
+                         transaction allows (file reads, signalling other sessions)
+   SQLite                ``mode=ro`` URI, ``PRAGMA query_only``, no ATTACH (so no
+                         ``VACUUM INTO``), only reporting PRAGMAs; timeout by
+                         ``interrupt()``
+   anything else         plain SQLAlchemy; only the guard, the always-rolled-back
+                         transaction and the account's grants protect the data
+   ====================  ==============================================================
+
+Every transaction is rolled back, never committed. Results are never rewritten
+with ``LIMIT``: ``row_cap + 1`` rows are fetched and the extra one only marks the
+result as truncated.
+
+Credentials never leave this module: every message shows :func:`redact`'s form
+of the URL, and driver messages are scrubbed of the password.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Collection, Iterator, Mapping
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import URL, Connection, Engine, make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, SQLAlchemyError
+from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
+from sqlglot.errors import ParseError
+from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
+
+from reconciler import guard
+from reconciler.errors import UnsafeSqlError, UsageError, WarehouseError
+from reconciler.resultset import ResultSet
+from reconciler.warehouse import readonly
+from reconciler.warehouse.timeouts import WATCHDOG, Alarm
+
+ENV_VAR = "DST_WAREHOUSE_URL"
+EMBEDDED_DIR = ".dst"
+EMBEDDED_FILE = "warehouse.duckdb"
+
+# SQLAlchemy backend name -> sqlglot dialect name, where they differ.
+_SQLGLOT_DIALECT = {"postgresql": "postgres", "mssql": "tsql", "mariadb": "mysql",
+                    "awsathena": "athena"}  # fmt: skip
+_SECRET_KEY = re.compile(r"pass|secret|token|key|credential", re.IGNORECASE)
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_PG_QUERY_CANCELED = "57014"
+_RAW_OPTIONS = {"no_parameters": True}  # no driver %-interpolation of the SQL text
+
+
+def embedded_path(repo_root: Path) -> Path:
+    """Where the embedded warehouse lives: ``<repo_root>/.dst/warehouse.duckdb``."""
+    return repo_root / EMBEDDED_DIR / EMBEDDED_FILE
+
+
+def resolve_url(
+    cli_url: str | None,
+    env: Mapping[str, str],
+    lens_url: str | None,
+    repo_config_url: str | None,
+    repo_root: Path,
+) -> tuple[str, str]:
+    """Pick the warehouse URL by the precedence of DESIGN §7.
+
+    ``--warehouse`` > ``DST_WAREHOUSE_URL`` > the lens's ``warehouse:`` >
+    ``dst.yaml``'s ``warehouse:`` > the embedded DuckDB file. Empty values count
+    as unset. URLs read from repository files may reference environment
+    variables as ``${NAME}`` (so passwords stay out of git), and a relative
+    DuckDB/SQLite file path in them is taken relative to ``repo_root``.
+
+    Args:
+        cli_url: the ``--warehouse`` option.
+        env: the process environment (``os.environ``).
+        lens_url: ``warehouse:`` from ``lens.yaml``.
+        repo_config_url: ``warehouse:`` from ``dst.yaml`` at the repository root.
+        repo_root: the repository's working directory.
+
+    Returns:
+        ``(url, source)``; ``source`` names where it came from for messages:
+        ``--warehouse``, ``DST_WAREHOUSE_URL``, ``lens warehouse:``,
+        ``dst.yaml warehouse:`` or ``embedded default``. Show the URL only
+        through :func:`redact`.
+
+    Raises:
+        UsageError: the chosen value is not a SQLAlchemy URL, or references an
+            unset environment variable.
+    """
+    candidates = (
+        (cli_url, "--warehouse", False),
+        (env.get(ENV_VAR), ENV_VAR, False),
+        (lens_url, "lens warehouse:", True),
+        (repo_config_url, "dst.yaml warehouse:", True),
+    )
+    for value, source, from_repo in candidates:
+        if value is None or not value.strip():
+            continue
+        url = value.strip()
+        if from_repo:
+            url = _expand_env(url, env, source)
+        try:
+            parsed = make_url(url)
+        except (ArgumentError, ValueError):
+            raise UsageError(
+                f"{source} is not a SQLAlchemy URL",
+                fix="write it as dialect+driver://user@host/database, e.g. "
+                "postgresql://analyst@db:5432/sales or duckdb:///path/to/file.duckdb",
+            ) from None
+        if from_repo:
+            url = _anchor_file(parsed, repo_root) or url
+        return url, source
+    return f"duckdb:///{embedded_path(repo_root).as_posix()}", "embedded default"
+
+
+def _expand_env(url: str, env: Mapping[str, str], source: str) -> str:
+    def value(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in env:
+            raise UsageError(
+                f"{source} references ${{{name}}}, which is not set",
+                fix=f"export {name}, or pass --warehouse / set {ENV_VAR}",
+            )
+        return env[name]
+
+    return _ENV_REF.sub(value, url)
+
+
+def _anchor_file(parsed: URL, repo_root: Path) -> str | None:
+    """The URL with a relative DuckDB/SQLite file made absolute under ``repo_root``."""
+    database = parsed.database
+    if parsed.get_backend_name() not in ("duckdb", "sqlite") or not database:
+        return None
+    if database == ":memory:" or database.startswith(("file:", "md:")):
+        return None
+    if Path(database).is_absolute():
+        return None
+    anchored = parsed.set(database=(repo_root / database).as_posix())
+    return anchored.render_as_string(hide_password=False)
+
+
+def redact(url: str) -> str:
+    """A URL safe to print: password and secret-looking query values become ``***``.
+
+    Args:
+        url: a SQLAlchemy URL.
+
+    Returns:
+        The URL with credentials hidden, or ``<unparseable warehouse URL>``
+        (never the raw text, which may hold a password).
+    """
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError):
+        return "<unparseable warehouse URL>"
+    # A placeholder that survives URL escaping, swapped for *** once rendered.
+    mark = "dstREDACTEDdst"
+    hidden = {k: (mark if _SECRET_KEY.search(k) else v) for k, v in parsed.query.items()}
+    return parsed.set(query=hidden).render_as_string(hide_password=True).replace(mark, "***")
+
+
+def _first_line(exc: BaseException | None, secret: str | None) -> str:
+    text = str(exc).strip() if exc is not None else ""
+    line = text.splitlines()[0] if text else type(exc).__name__
+    return line.replace(secret, "***") if secret else line
+
+
+class Warehouse:
+    """A pool of read-only connections to one warehouse.
+
+    Open with :meth:`open`; close with :meth:`close` or use as a context manager.
+
+    Attributes:
+        dialect: the sqlglot dialect name of the backend (``duckdb``,
+            ``postgres``, ``sqlite``, ``mysql``, ``tsql`` …).
+        display_url: the redacted URL, for messages.
+    """
+
+    def __init__(
+        self, engine: Engine, *, dialect: str, display_url: str, secret: str | None
+    ) -> None:
+        self._engine = engine
+        self._secret = secret
+        self.dialect = dialect
+        self.display_url = display_url
+        self._backend = engine.dialect.name
+
+    @classmethod
+    def open(cls, url: str, *, pool_size: int | None = None) -> Warehouse:
+        """Connect to ``url`` read-only and check that it answers.
+
+        A bare ``postgresql://`` URL uses psycopg (3) when installed, else psycopg2.
+
+        Args:
+            url: a SQLAlchemy URL (see :func:`resolve_url`).
+            pool_size: connections kept open for concurrent suite workers (``--jobs``);
+                ``None`` keeps SQLAlchemy's default of 5.
+
+        Returns:
+            An open warehouse.
+
+        Raises:
+            WarehouseError: the URL does not parse, its driver is not installed,
+                its dialect has no sqlglot equivalent, a DuckDB file does not
+                exist (fix: ``dst seed``), or the first connection fails. The
+                message shows the redacted URL only.
+        """
+        shown = redact(url)
+        try:
+            parsed = make_url(url)
+        except (ArgumentError, ValueError):
+            raise WarehouseError(
+                "the warehouse URL is not a SQLAlchemy URL",
+                fix="write it as dialect+driver://user@host/database",
+            ) from None
+        parsed = readonly.with_installed_driver(parsed)
+        backend = parsed.get_backend_name()
+        dialect = _SQLGLOT_DIALECT.get(backend, backend)
+        if Dialect.get(dialect) is None:
+            raise WarehouseError(
+                f"warehouse {shown}: SQLAlchemy dialect {backend!r} has no sqlglot equivalent",
+                fix="use a warehouse whose SQL dialect sqlglot supports",
+            )
+        options: dict[str, Any] = {}
+        if backend == "duckdb":
+            parsed, options = readonly.duckdb_options(parsed, shown)
+        elif backend == "sqlite":
+            parsed = readonly.sqlite_url(parsed)
+        elif backend == "postgresql" and parsed.get_driver_name() in ("psycopg2", "psycopg"):
+            parsed, options["connect_args"] = readonly.postgres_options(parsed)
+        if backend not in ("duckdb", "sqlite"):
+            options["pool_pre_ping"] = True
+        else:
+            # Every statement's transaction is ended by _read_only (rollback, or the
+            # connection is invalidated), so the pool's rollback on check-in would be a
+            # second one per statement: on a local database, a measurable share of a query.
+            options["pool_reset_on_return"] = None
+        if pool_size is not None and pool_size > 5:
+            options["pool_size"] = pool_size  # one pooled connection per suite worker
+        try:
+            engine = sa.create_engine(parsed, **options)
+        except (NoSuchModuleError, ImportError) as exc:
+            raise WarehouseError(
+                f"warehouse {shown}: no driver installed ({_first_line(exc, parsed.password)})",
+                fix="install the SQLAlchemy dialect and driver for this database",
+            ) from None
+        if backend == "sqlite":
+            sa.event.listen(engine, "connect", readonly.lock_down_sqlite)
+        secret = str(parsed.password) if parsed.password else None
+        warehouse = cls(engine, dialect=dialect, display_url=shown, secret=secret)
+        try:
+            with engine.connect() as conn:
+                if backend == "postgresql":
+                    readonly.check_postgres_session(conn, shown)
+        except SQLAlchemyError as exc:
+            engine.dispose()
+            cause = exc.orig if isinstance(exc, DBAPIError) else exc
+            raise WarehouseError(
+                f"warehouse {shown} is not reachable: {_first_line(cause, secret)}",
+                fix="check the URL, the network and the credentials (--warehouse, "
+                f"{ENV_VAR}, the lens's or dst.yaml's warehouse:)",
+            ) from None
+        except WarehouseError:
+            engine.dispose()
+            raise
+        return warehouse
+
+    def __enter__(self) -> Warehouse:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close every pooled connection. Idempotent."""
+        self._engine.dispose()
+
+    def execute(
+        self,
+        sql: str,
+        *,
+        row_cap: int,
+        timeout_s: float,
+        as_of: str | None = None,
+        allow_functions: Collection[str] = (),
+    ) -> ResultSet:
+        """Run one guarded read-only query.
+
+        Args:
+            sql: exactly one query in :attr:`dialect`; never rewritten except to
+                pin the clock.
+            row_cap: rows to keep (the lens's ``row_cap``); ``row_cap + 1`` are
+                fetched so an over-cap result is marked ``truncated``.
+            timeout_s: wall-clock limit in seconds (the lens's ``statement_timeout_s``).
+            as_of: ``YYYY-MM-DD``; when given, every clock read (CURRENT_DATE,
+                NOW() …) is replaced by that day (:func:`guard.pin_current_date`).
+            allow_functions: otherwise denied functions the lens allow-lists
+                (``allow_functions`` in ``lens.yaml``); the connection-level
+                defence still applies to them.
+
+        Returns:
+            At most ``row_cap`` rows of plain driver values, column names as the
+            driver reports them, ``truncated`` and ``elapsed_s`` (seconds).
+
+        Raises:
+            UnsafeSqlError: the guard refuses the SQL.
+            UsageError: ``as_of`` is not a calendar date.
+            WarehouseError: execution failed (the driver's first line) or took
+                longer than ``timeout_s`` ("timed out after N s").
+        """
+        tree = guard.check_read_only(sql, self.dialect, allow_functions=allow_functions)
+        if as_of is not None:
+            sql = guard.pin_current_date(sql, as_of, self.dialect, parsed=tree)
+        return self._execute_raw(sql, row_cap=row_cap, timeout_s=timeout_s)
+
+    def distinct_values(
+        self, table: str, column_sql: str, *, limit: int = 200, timeout_s: float
+    ) -> tuple[str, ...]:
+        """Distinct non-null values of an expression over a table, as strings.
+
+        Feeds the generator's value index (``region = 'EMEA'``). The query is
+        built with sqlglot, identifiers normalized per dialect and quoted, and
+        runs through the same guarded read-only path.
+
+        Args:
+            table: the model's ``table`` (``orders`` or ``analytics.orders``).
+            column_sql: a column name or SQL expression over that table.
+            limit: the most values worth indexing.
+            timeout_s: wall-clock limit in seconds.
+
+        Returns:
+            The values, sorted by the warehouse; ``()`` when there are more than
+            ``limit`` (a high-cardinality column is not worth indexing).
+
+        Raises:
+            UnsafeSqlError: ``table`` or ``column_sql`` does not parse or is unsafe.
+            WarehouseError: execution failed or timed out.
+        """
+        column = guard.parse_expression(column_sql, self.dialect)
+        try:
+            source = exp.to_table(table, dialect=self.dialect)
+        except (ParseError, ValueError):
+            raise UnsafeSqlError(
+                f"table {table!r} is not a table name",
+                fix="write the model's table as [schema.]name",
+            ) from None
+        value = exp.alias_(column, "value")
+        query = (
+            exp.select(value)
+            .distinct()
+            .from_(source)
+            .where(exp.Not(this=exp.Is(this=column.copy(), expression=exp.Null())))
+            .order_by(exp.Literal.number(1))
+            .limit(limit + 1)
+        )
+        query = normalize_identifiers(query, dialect=self.dialect)
+        sql = query.sql(dialect=self.dialect, identify=True)
+        result = self.execute(sql, row_cap=limit, timeout_s=timeout_s)
+        if result.truncated:
+            return ()
+        return tuple(str(row[0]) for row in result.rows)
+
+    def _execute_raw(self, sql: str, *, row_cap: int, timeout_s: float) -> ResultSet:
+        """Run ``sql`` on a read-only connection without the guard (tests call this)."""
+        if row_cap < 0:
+            raise ValueError(f"row_cap must be >= 0, got {row_cap}")
+        started = time.monotonic()
+        with self._read_only(timeout_s) as conn:
+            options = dict(_RAW_OPTIONS)
+            if self._backend == "postgresql":
+                options["stream_results"] = True  # server-side cursor: fetch only cap + 1
+            result = conn.exec_driver_sql(sql, execution_options=options)
+            if not result.returns_rows:
+                return ResultSet((), (), False, time.monotonic() - started)
+            columns = tuple(map(str, result.keys()))
+            fetched = result.fetchmany(row_cap + 1)
+            result.close()
+        rows = tuple(tuple(row) for row in fetched[:row_cap])
+        return ResultSet(columns, rows, len(fetched) > row_cap, time.monotonic() - started)
+
+    @contextmanager
+    def _read_only(self, timeout_s: float) -> Iterator[Connection]:
+        """A connection inside a read-only transaction with the timeout armed."""
+        if timeout_s <= 0:
+            raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
+        interrupt = _Interrupt()
+        try:
+            with self._engine.connect() as conn:
+                try:
+                    if self._backend == "postgresql":
+                        ms = max(1, round(timeout_s * 1000))
+                        conn.exec_driver_sql("SET TRANSACTION READ ONLY", _RAW_OPTIONS)
+                        # A query (not SET LOCAL): once one has run, PostgreSQL refuses to
+                        # switch the transaction back to read-write, even from a
+                        # multi-statement string that begins `SET transaction_read_only = off`.
+                        conn.exec_driver_sql(
+                            f"SELECT set_config('statement_timeout', '{ms}', true)", _RAW_OPTIONS
+                        )
+                    else:
+                        interrupt.arm(conn, timeout_s)
+                    yield conn
+                finally:
+                    interrupt.disarm()
+                    if interrupt.fired:
+                        # An interrupt may linger on an idle connection; never reuse it.
+                        conn.invalidate()
+                    else:
+                        try:
+                            conn.rollback()
+                        except SQLAlchemyError:
+                            conn.invalidate()
+        except DBAPIError as exc:
+            if interrupt.fired or _sqlstate(exc.orig) == _PG_QUERY_CANCELED:
+                raise WarehouseError(
+                    f"query timed out after {timeout_s:g} s on {self.display_url}",
+                    fix="make the query cheaper, or raise statement_timeout_s in lens.yaml",
+                ) from None
+            raise WarehouseError(
+                f"query failed on {self.display_url}: {_first_line(exc.orig, self._secret)}",
+                fix=f"check the SQL against the warehouse's tables and its {self.dialect} dialect",
+            ) from None
+
+
+class _Interrupt:
+    """A timer that interrupts a DuckDB/SQLite connection once the timeout passes."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._alarm: Alarm | None = None
+        self._done = False
+        self.fired = False
+
+    def arm(self, conn: Connection, timeout_s: float) -> None:
+        target = getattr(conn.connection.dbapi_connection, "interrupt", None)
+        if target is None:
+            return  # this driver cannot be interrupted; the guard and grants remain
+
+        def fire() -> None:
+            with self._lock:
+                if self._done:
+                    return
+                self.fired = True
+                # Runs on the timer thread; an exception here would only be printed.
+                with suppress(Exception):
+                    target()
+
+        # One shared timer thread, not a thread per statement (reconciler.warehouse.timeouts).
+        self._alarm = WATCHDOG.schedule(timeout_s, fire)
+
+    def disarm(self) -> None:
+        with self._lock:
+            self._done = True
+        if self._alarm is not None:
+            self._alarm.cancel()
+
+
+def _sqlstate(orig: BaseException | None) -> str | None:
+    code = getattr(orig, "pgcode", None) or getattr(orig, "sqlstate", None)
+    return code if isinstance(code, str) else None
+
+
+# Kept for callers of the former private name.
+_with_installed_driver = readonly.with_installed_driver
