@@ -291,9 +291,9 @@ _GENERIC_WRITERS = {"write_new_file", "replace_file", "write_lens"}
 _ANSWERS_PATH = re.compile(r"(^|/)answers(/|$)")
 # Who may call the generic writers and what they write.
 _GENERIC_CALLERS = {
-    "write_new_file": {"certify.py", "cli_init.py"},  # answers/<id>.yaml; init's scaffold
+    "write_new_file": {"certify.py", "cli/init.py"},  # answers/<id>.yaml; init's scaffold
     # .gitignore; evals/cases.yaml; the .dst/profiles cache
-    "replace_file": {"cli_init.py", "cli_evals.py", "value_profiles.py"},
+    "replace_file": {"cli/init.py", "cli/evals.py", "assembly/profiles.py"},
 }
 # Modules that write files *and* build answers/ paths: certify alone.
 _ANSWER_WRITERS = {"certify.py"}
@@ -383,4 +383,4 @@ def test_only_certify_and_the_importers_write_into_answers() -> None:
         for n in ast.walk(tree)
         if isinstance(n, ast.FunctionDef) and n.name == "write_lens"
     }
-    assert defined == {"importers/__init__.py"}
+    assert defined == {"interop/importers/__init__.py"}
