@@ -36,8 +36,7 @@ import pygit2
 
 from reconciler.errors import DstError
 from reconciler.git import refs as refstore
-from reconciler.git import sync
-from reconciler.git.sync import DST, PushLine, RefSync, SyncAction
+from reconciler.git.sync_report import DST, PushLine, RefSync, SyncAction, short
 from reconciler.lens import Oid
 
 SERVING = "serving/"
@@ -138,14 +137,14 @@ def _taken(
     if retired is not None and within(repo, local, retired):
         if there is None:
             msg = (
-                f"lens {lens}: serving retired by {sync._short(retirement)} from {remote} "
-                f"(was {sync._short(local)})"
+                f"lens {lens}: serving retired by {short(retirement)} from {remote} "
+                f"(was {short(local)})"
             )
             out[SERVING + lens] = RefSync("fetch", ref, lens, SyncAction.RETIRED, local, None, msg)
         elif out[SERVING + lens].action is SyncAction.DIVERGED:
             msg = (
-                f"lens {lens}: serving fast-forwarded {sync._short(local)} → "
-                f"{sync._short(there)} ({remote} retired the lens and serves it again)"
+                f"lens {lens}: serving fast-forwarded {short(local)} → "
+                f"{short(there)} ({remote} retired the lens and serves it again)"
             )
             out[SERVING + lens] = RefSync(
                 "fetch", ref, lens, SyncAction.FAST_FORWARDED, local, there, msg
@@ -154,8 +153,8 @@ def _taken(
     if there is not None:
         return  # the remote serves the lens again; plain fast-forwarding decides
     msg = (
-        f"diverged: lens {lens} was retired on {remote} ({sync._short(retirement)}) but "
-        f"promoted here since ({sync._short(local)}) — re-plan"
+        f"diverged: lens {lens} was retired on {remote} ({short(retirement)}) but "
+        f"promoted here since ({short(local)}) — re-plan"
     )
     fix = (
         f"to take the retirement, run `git update-ref -d {ref} {local}` and "
@@ -188,7 +187,7 @@ def _kept(
     retired = first_parent(repo, retirement)
     if retired is not None and within(repo, there, retired):
         msg = (
-            f"lens {lens}: serving retired here by {sync._short(retirement)}; "
+            f"lens {lens}: serving retired here by {short(retirement)}; "
             f"`dst sync --push` retires it on {remote}"
         )
         out[SERVING + lens] = RefSync("fetch", ref, lens, SyncAction.AHEAD, there, None, msg)
@@ -196,8 +195,8 @@ def _kept(
     source = _source(repo, there)
     merge = f", bring in what it serves with `git merge --no-edit {source}`" if source else ""
     msg = (
-        f"diverged: lens {lens} was retired here ({sync._short(retirement)}) but promoted "
-        f"again on {remote} ({sync._short(there)}) — re-plan"
+        f"diverged: lens {lens} was retired here ({short(retirement)}) but promoted "
+        f"again on {remote} ({short(there)}) — re-plan"
     )
     fix = (
         f"take {remote}'s promotion with `git update-ref {ref} {there}`{merge}, then re-plan "
@@ -278,8 +277,8 @@ def pushed_deletion(remote: str, lease: Lease, line: PushLine) -> RefSync:
     lens, ref = lease.lens, lease.ref
     if line.flag == "-":
         msg = (
-            f"lens {lens}: serving retired on {remote} by {sync._short(lease.retirement)} "
-            f"(was {sync._short(lease.expected)})"
+            f"lens {lens}: serving retired on {remote} by {short(lease.retirement)} "
+            f"(was {short(lease.expected)})"
         )
         return RefSync("push", ref, lens, SyncAction.RETIRED, lease.expected, None, msg)
     fix = (
@@ -289,7 +288,7 @@ def pushed_deletion(remote: str, lease: Lease, line: PushLine) -> RefSync:
     if line.reason == "stale info":
         msg = (
             f"rejected: lens {lens} was promoted again on {remote} since it was retired here "
-            f"(the retirement expected {sync._short(lease.expected)}) — run dst sync --fetch "
+            f"(the retirement expected {short(lease.expected)}) — run dst sync --fetch "
             f"and re-plan"
         )
     elif line.reason == "atomic push failed":

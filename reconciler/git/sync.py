@@ -37,175 +37,53 @@ import os
 import re
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from enum import Enum
-from typing import Any
+from collections.abc import Sequence
 
 import pygit2
 
 from reconciler.errors import DstError, StateError, UsageError
 from reconciler.git import refs as refstore
+from reconciler.git import retire as retirements
+from reconciler.git.sync_report import (
+    DST,
+    PushLine,
+    RefSync,
+    SyncAction,
+    SyncReport,
+    parse_porcelain,
+    short,
+    tally,
+)
 from reconciler.lens import LENS_NAME_RE, Oid
 
-DST = "refs/dst/"
 TRACKING = "refs/dst-remote/"
 UNKNOWN_STATE = "serving state unknown — run dst sync --fetch"
 _KINDS = ("serving", "attempts", "retired")
-_PORCELAIN = re.compile(
-    r"^(?P<flag>[ +\-*!=])\t(?P<src>[^\t]*):(?P<dst>[^\t]+)\t(?P<summary>.*?)"
-    r"(?: \((?P<reason>[^()]*)\))?$"
-)
 _RANGE = re.compile(r"^(?P<old>[0-9a-f]{4,64})\.{2,3}(?P<new>[0-9a-f]{4,64})$")
 _URL_USERINFO = re.compile(r"(://)[^/@\s]+@")
 
 
-class SyncAction(str, Enum):
-    """What happened to one ref.
-
-    ``fetched`` a remote ref created locally; ``fast-forwarded`` a local ref
-    moved to the remote's descendant; ``up-to-date`` both sides agree;
-    ``ahead`` the local ref has deployments the remote lacks (push sends them);
-    ``pushed`` the remote ref was created or fast-forwarded; ``rejected`` the
-    remote refused the push (another promoter won); ``diverged`` both sides
-    have deployments the other lacks, so nothing moved; ``retired`` a serving
-    ref was deleted because its lens was retired (fetch: the local one, by a
-    retirement from the remote; push: the remote's, by a local retirement —
-    see :mod:`reconciler.git.retire`).
-    """
-
-    FETCHED = "fetched"
-    FAST_FORWARDED = "fast-forwarded"
-    UP_TO_DATE = "up-to-date"
-    AHEAD = "ahead"
-    PUSHED = "pushed"
-    REJECTED = "rejected"
-    DIVERGED = "diverged"
-    RETIRED = "retired"
-
-
-_FAILED = (SyncAction.REJECTED, SyncAction.DIVERGED)
-
-
-@dataclass(frozen=True)
-class RefSync:
-    """The outcome for one lens ref.
-
-    Attributes:
-        phase: ``fetch`` (the local ref moves) or ``push`` (the remote's moves).
-        ref: the local ref, ``refs/dst/{serving,attempts,retired}/<lens>``.
-        lens: the lens name.
-        action: what happened.
-        old: the moving side's value before (``None``: it did not exist); for
-            ``diverged`` the local value, for ``rejected`` and ``ahead`` the
-            remote's as last fetched.
-        new: its value after, or the value it would have taken (``diverged``:
-            the remote's; ``rejected``/``ahead``: the local one).
-        message: one human line; a failure's starts with ``rejected:`` or
-            ``diverged:`` and ends with ``re-plan``.
-        fix: what to do next, for failures.
-    """
-
-    phase: str
-    ref: str
-    lens: str
-    action: SyncAction
-    old: Oid | None
-    new: Oid | None
-    message: str
-    fix: str | None = None
-
-    @property
-    def kind(self) -> str:
-        """``serving``, ``attempts`` or ``retired``."""
-        return self.ref[len(DST) :].split("/", 1)[0]
-
-    def record(self) -> dict[str, Any]:
-        """JSON-ready form: phase, ref, lens, kind, action, old, new, message, fix."""
-        return {
-            "phase": self.phase,
-            "ref": self.ref,
-            "lens": self.lens,
-            "kind": self.kind,
-            "action": self.action.value,
-            "old": self.old,
-            "new": self.new,
-            "message": self.message,
-            "fix": self.fix,
-        }
-
-
-@dataclass(frozen=True)
-class SyncReport:
-    """What one ``dst sync`` did.
-
-    Attributes:
-        remote: the remote's name.
-        refs: one entry per lens ref and phase, fetch entries first.
-        messages: notes (a recovered apply, a skipped push, a fallback).
-    """
-
-    remote: str
-    refs: tuple[RefSync, ...] = ()
-    messages: tuple[str, ...] = ()
-
-    @property
-    def exit_code(self) -> int:
-        """1 when a ref was rejected or diverged (re-plan), else 0."""
-        return 1 if any(r.action in _FAILED for r in self.refs) else 0
-
-    @property
-    def failed(self) -> tuple[RefSync, ...]:
-        """The rejected and diverged refs."""
-        return tuple(r for r in self.refs if r.action in _FAILED)
-
-    def record(self) -> dict[str, Any]:
-        """The ``--format json`` object: schema_version, command, remote, exit_code, refs,
-        messages."""
-        return {
-            "schema_version": 1,
-            "command": "sync",
-            "remote": self.remote,
-            "exit_code": self.exit_code,
-            "refs": [r.record() for r in self.refs],
-            "messages": list(self.messages),
-        }
-
-
-@dataclass(frozen=True)
-class PushLine:
-    """One ref line of ``git push --porcelain`` output.
-
-    Attributes:
-        flag: ``' '`` fast-forward, ``'+'`` forced, ``'-'`` deleted, ``'*'`` new,
-            ``'!'`` rejected, ``'='`` up to date.
-        src: the local ref; dst: the remote ref.
-        summary: ``old..new``, ``[new reference]``, ``[up to date]``, ``[rejected]``,
-            ``[remote rejected]`` …
-        reason: the parenthesised reason (``non-fast-forward``, ``fetch first``,
-            ``atomic push failed``, a hook's message), or ``None``.
-    """
-
-    flag: str
-    src: str
-    dst: str
-    summary: str
-    reason: str | None
-
-
-def parse_porcelain(text: str) -> list[PushLine]:
-    """The ref lines of ``git push --porcelain`` stdout.
-
-    The format is git's own (``git help push``, "OUTPUT"): ``To <url>``, then
-    ``<flag> TAB <from>:<to> TAB <summary> [(<reason>)]`` per ref, then ``Done``.
-    Other lines are ignored.
-    """
-    out = []
-    for line in text.splitlines():
-        m = _PORCELAIN.match(line)
-        if m:
-            out.append(PushLine(m["flag"], m["src"], m["dst"], m["summary"], m["reason"]))
-    return out
+# The report values live in sync_report; they are part of this module's interface too.
+__all__ = [
+    "DST",
+    "TRACKING",
+    "UNKNOWN_STATE",
+    "PushLine",
+    "RefSync",
+    "SyncAction",
+    "SyncReport",
+    "check_remote",
+    "fetch",
+    "parse_porcelain",
+    "push",
+    "remotes",
+    "require_known",
+    "short",
+    "state_known",
+    "synchronize",
+    "tally",
+    "tracking_prefix",
+]
 
 
 def tracking_prefix(remote: str) -> str:
@@ -327,10 +205,6 @@ def _mark_fetched(repo: pygit2.Repository, remote: str) -> None:
         repo.config[f"dst.{remote}.lastfetch"] = str(int(time.time()))
 
 
-def _short(oid: str | None) -> str:
-    return oid[:12] if oid else "(none)"
-
-
 def fetch(repo: pygit2.Repository, remote: str = "origin") -> SyncReport:
     """Fetch the remote's ``refs/dst/*`` and fast-forward the local lens refs.
 
@@ -361,7 +235,6 @@ def fetch(repo: pygit2.Repository, remote: str = "origin") -> SyncReport:
     _mark_fetched(repo, remote)
     theirs = _lens_refs(repo, prefix)
     ours = _lens_refs(repo, DST)
-    from reconciler.git import retire as retirements
 
     compared = {
         rest: _compare(repo, remote, DST + rest, ours.get(rest), theirs.get(rest))
@@ -394,10 +267,10 @@ def _compare(
             f"{what} exists here only; `dst sync --push` sends it to {remote}",
         )
     if local is None:
-        msg = f"{what} fetched from {remote} at {_short(theirs)}"
+        msg = f"{what} fetched from {remote} at {short(theirs)}"
         return RefSync("fetch", ref, lens, SyncAction.FETCHED, None, theirs, msg)
     if repo.descendant_of(pygit2.Oid(hex=theirs), pygit2.Oid(hex=local)):
-        msg = f"{what} fast-forwarded {_short(local)} → {_short(theirs)}"
+        msg = f"{what} fast-forwarded {short(local)} → {short(theirs)}"
         return RefSync("fetch", ref, lens, SyncAction.FAST_FORWARDED, local, theirs, msg)
     if repo.descendant_of(pygit2.Oid(hex=local), pygit2.Oid(hex=theirs)):
         msg = f"{what} is ahead of {remote}; `dst sync --push` sends it"
@@ -411,7 +284,7 @@ def _compare(
         local,
         theirs,
         f"diverged: local and remote both {verb} lens {lens} — re-plan "
-        f"(local {_short(local)}, {remote} {_short(theirs)})",
+        f"(local {short(local)}, {remote} {short(theirs)})",
         fix=_adopt_fix(repo, remote, ref, lens, kind, theirs, local),
     )
 
@@ -462,7 +335,6 @@ def push(repo: pygit2.Repository, remote: str = "origin") -> SyncReport:
     if not ours:
         messages.append(f"nothing to push: no {DST}serving/, attempts/ or retired/ refs here")
         return SyncReport(remote, (), tuple(messages))
-    from reconciler.git import retire as retirements
 
     leases: list[retirements.Lease] = []
     if retirements.pending(ours):
@@ -528,7 +400,7 @@ def _pushed(
     if line.flag != "*":
         m = _RANGE.match(line.summary)
         old = (_expand(repo, m["old"]) if m else None) or tracked
-    msg = f"{what} pushed to {remote}: {_short(old)} → {_short(local)}"
+    msg = f"{what} pushed to {remote}: {short(old)} → {short(local)}"
     return RefSync("push", ref, lens, SyncAction.PUSHED, old, local, msg)
 
 
@@ -609,11 +481,3 @@ def synchronize(
         refs += pushed.refs
         messages += pushed.messages
     return SyncReport(remote, tuple(refs), tuple(messages))
-
-
-def tally(report: SyncReport) -> Mapping[str, int]:
-    """How many refs took each action, e.g. ``{"pushed": 2, "up-to-date": 1}``."""
-    counts: dict[str, int] = {}
-    for r in report.refs:
-        counts[r.action.value] = counts.get(r.action.value, 0) + 1
-    return counts
