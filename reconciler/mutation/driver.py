@@ -25,9 +25,7 @@ warehouse connection and one dimension-value cache serve every mutant.
 
 from __future__ import annotations
 
-import os
 import statistics
-import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -35,11 +33,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pygit2
-
 from reconciler.context import Runtime
 from reconciler.errors import LensLoadError, UsageError
 from reconciler.git import trees as gitstate
+from reconciler.git.scratch import commit_file, scratch_clone
 from reconciler.lens import Lens, Oid, load_lens
 from reconciler.mutation.formatting import FORMATTING_KINDS, formatting_edits
 from reconciler.mutation.operators import OPERATORS, Edit, semantic_mutants
@@ -250,16 +247,15 @@ def mutate_lens(
     edits = formatting_edits(lens, files, limit=limit)
     report = MutationReport(name, commit, lens.config.eval_gate)
     with tempfile.TemporaryDirectory(prefix="dst-mutate-") as tmp:
-        clone = _scratch_clone(repo, Path(tmp) / "clone")
+        clone = scratch_clone(repo, Path(tmp) / "clone")
         scratch = Runtime(clone, warehouse_url=url, env=rt.env, progress=lambda _m: None)
         try:
             scratch.warehouse_for(lens)
             _baseline(scratch, report, rt.progress)
-            base = clone[commit].peel(pygit2.Commit)
             total = len(mutants) + len(edits)
             for i, edit in enumerate([*mutants, *edits], start=1):
                 rt.progress(f"{name}: [{i}/{total}] {edit.operator} {edit.asset}")
-                result = _run_edit(scratch, report, base, edit, semantic=i <= len(mutants))
+                result = _run_edit(scratch, report, edit, semantic=i <= len(mutants))
                 (report.mutants if i <= len(mutants) else report.formatting).append(result)
         finally:
             # Close the warehouse before the clone (its objects and refs) is deleted.
@@ -279,25 +275,6 @@ def _warehouse_url(rt: Runtime, lens: Lens) -> str:
             fix="run `dst seed` first, or pass --warehouse URL (or set DST_WAREHOUSE_URL)",
         )
     return url
-
-
-def _scratch_clone(repo: pygit2.Repository, dest: Path) -> pygit2.Repository:
-    """A ``--shared --no-checkout`` clone of ``repo`` at ``dest`` (no refs/dst, no worktree)."""
-    source = repo.workdir or repo.path
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
-    done = subprocess.run(
-        ["git", "clone", "--quiet", "--shared", "--no-checkout", source, str(dest)],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise UsageError(
-            f"cannot make a scratch clone of the repository: {done.stderr.strip()}",
-            fix="check that git is installed and the repository is readable",
-        )
-    return pygit2.Repository(str(dest))
 
 
 def _lens_run(runs: Sequence[LensRun], name: str) -> LensRun:
@@ -327,11 +304,12 @@ def _baseline(scratch: Runtime, report: MutationReport, progress: Progress) -> N
 
 
 def _run_edit(
-    scratch: Runtime, report: MutationReport, base: pygit2.Commit, edit: Edit, *, semantic: bool
+    scratch: Runtime, report: MutationReport, edit: Edit, *, semantic: bool
 ) -> EditResult:
     """Commit ``edit`` on top of the baseline in the clone and run a dry-run reconcile of it."""
     started = time.perf_counter()
-    oid = _commit_edit(scratch.repo, base, f"lenses/{report.lens}/{edit.path}", edit.content)
+    path = f"lenses/{report.lens}/{edit.path}"
+    oid = commit_file(scratch.repo, report.commit, path, edit.content, message=f"mutant: {path}")
     try:
         runs = reconcile(scratch, to=oid, only=report.lens, dry_run=True).lenses
     except LensLoadError as exc:
@@ -361,22 +339,3 @@ def _run_edit(
     else:
         detail = f"{len(stale)} stale answer(s) still pass: {', '.join(stale)}"
     return EditResult(edit, SURVIVED, detail=detail, seconds=seconds, **common)
-
-
-def _commit_edit(repo: pygit2.Repository, base: pygit2.Commit, path: str, content: bytes) -> Oid:
-    """A commit (on no branch) whose tree is ``base``'s with ``path`` set to ``content``."""
-
-    def rebuild(tree: pygit2.Tree | None, parts: list[str]) -> pygit2.Oid:
-        builder = repo.TreeBuilder(tree) if tree is not None else repo.TreeBuilder()
-        head, rest = parts[0], parts[1:]
-        if not rest:
-            builder.insert(head, repo.create_blob(content), pygit2.GIT_FILEMODE_BLOB)
-        else:
-            sub = repo[tree[head].id] if tree is not None and head in tree else None
-            child = sub if isinstance(sub, pygit2.Tree) else None
-            builder.insert(head, rebuild(child, rest), pygit2.GIT_FILEMODE_TREE)
-        return builder.write()
-
-    tree = rebuild(base.tree, path.split("/"))
-    sig = pygit2.Signature("dst mutate", "dst@localhost", int(time.time()), 0)
-    return Oid(str(repo.create_commit(None, sig, sig, f"mutant: {path}", tree, [base.id])))
