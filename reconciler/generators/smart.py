@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 import time
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -36,7 +37,6 @@ from reconciler.assembly.retrieval import GenerationRequest
 from reconciler.errors import UnsafeSqlError
 from reconciler.generators import Generation
 from reconciler.lens import Lens, SmartTier
-from reconciler.warehouse.connection import redact
 
 ENV_BASE_URL = "DST_LLM_BASE_URL"
 ENV_MODEL = "DST_LLM_MODEL"
@@ -203,6 +203,36 @@ def prompt(lens: Lens, request: GenerationRequest, hint: str | None) -> list[dic
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
+_SECRET_KEY = re.compile(r"pass|secret|token|key|credential", re.IGNORECASE)
+
+
+def redact_endpoint(url: str) -> str:
+    """An endpoint URL safe to print: a password and secret-looking query values become ``***``.
+
+    Args:
+        url: an HTTP(S) base URL, e.g. ``https://user:key@llm.example/v1?api_key=…``.
+
+    Returns:
+        The URL with credentials hidden, or ``<unparseable endpoint URL>`` (never
+        the raw text, which may hold a key).
+    """
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return "<unparseable endpoint URL>"
+    netloc = parts.hostname or ""
+    if port is not None:
+        netloc = f"{netloc}:{port}"
+    if parts.username is not None:
+        user = parts.username + (":***" if parts.password is not None else "")
+        netloc = f"{user}@{netloc}"
+    query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+    hidden = [(k, "***" if _SECRET_KEY.search(k) else v) for k, v in query]
+    shown = urllib.parse.urlencode(hidden, safe="*")
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, shown, parts.fragment))
+
+
 def describe(settings: SmartSettings) -> str:
     """``model at URL`` with credentials redacted from the URL."""
-    return f"{settings.model} at {redact(settings.base_url)}"
+    return f"{settings.model} at {redact_endpoint(settings.base_url)}"
