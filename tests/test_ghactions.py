@@ -23,6 +23,7 @@ from reconciler.git import base as prbase
 from reconciler.lens import AnswerId, AssetId, Oid
 from reconciler.plan import AssetChange, LensPlan
 from reconciler.render import github as ghactions
+from reconciler.render import junit
 from reconciler.results import LensRun, RunReport
 from reconciler.suite import AnswerResult, Outcome
 from tests.conftest import commit, dst, git
@@ -277,7 +278,7 @@ def test_junit_parses_and_maps_outcomes_to_the_gate() -> None:
         False,
         stale=(StaleAnswer(AnswerId("budget"), (StaleReason(Reason.NEVER_VERIFIED),)),),
     )
-    xml = ghactions.to_junit(
+    xml = junit.to_junit(
         report, {("sales", "wrong_one"): ghactions.Where("lenses/sales/answers/w.yaml", 3)}
     )
     root = ET.fromstring(xml)

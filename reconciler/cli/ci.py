@@ -117,6 +117,7 @@ def _locations(rt: Any, report: RunReport) -> dict[tuple[str, str], Where]:
 
 def _publish(rt: Any, report: RunReport, fmt: CiFormat, junit: Path | None, title: str) -> int:
     from reconciler.render import github as ghactions
+    from reconciler.render.junit import to_junit
     from reconciler.render import text as render
 
     locations = _locations(rt, report)
@@ -131,7 +132,7 @@ def _publish(rt: Any, report: RunReport, fmt: CiFormat, junit: Path | None, titl
         with open(step_summary, "a", encoding="utf-8") as out:
             out.write(summary + "\n")
     if junit is not None:
-        junit.write_text(ghactions.to_junit(report, locations), encoding="utf-8")
+        junit.write_text(to_junit(report, locations), encoding="utf-8")
     return int(report.exit_code)
 
 

@@ -2,7 +2,7 @@
 
 Rendering is pure: :func:`to_github` turns a :class:`~reconciler.results.RunReport`
 into workflow-command text for stdout and a Markdown job summary;
-:func:`to_junit` into JUnit XML. Neither decides the exit code.
+:func:`reconciler.render.junit.to_junit` into JUnit XML. Neither decides the exit code.
 
 Rules taken from GitHub's documentation of workflow commands:
 
@@ -36,7 +36,6 @@ from __future__ import annotations
 import html
 import re
 import secrets
-import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -54,7 +53,7 @@ TABLE_ROWS = 10
 LIST_ROWS = 50
 CELL_CHARS = 120
 _LEVELS = ("error", "warning", "notice")
-_FAILING_ACTIONS = ("blocked", "stood_down", "error")
+FAILING_ACTIONS = ("blocked", "stood_down", "error")
 _ICONS = {
     "blocked": "❌",
     "stood_down": "⛔",
@@ -67,7 +66,6 @@ _ICONS = {
     "retired": "🗄️",
 }
 # XML 1.0 forbids most control characters; a warehouse cell may hold any of them.
-_XML_INVALID = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 @dataclass(frozen=True)
@@ -190,7 +188,7 @@ def _action(run: LensRun, dry_run: bool) -> str:
     return run.action.replace("_", " ")
 
 
-def _generated_sql(result: AnswerResult) -> str | None:
+def generated_sql(result: AnswerResult) -> str | None:
     last = result.attempts[-1] if result.attempts else {}
     sql = (last.get("generation") or {}).get("sql")
     return " ".join(str(sql).split()) if sql else None
@@ -208,7 +206,7 @@ def _answer_annotation(
 ) -> Annotation:
     where = locations.get((run.plan.lens, result.answer))
     lines = [result.detail]
-    sql = _generated_sql(result)
+    sql = generated_sql(result)
     if sql:
         lines.append(f"generated SQL: {sql[:500]}")
     lines.append(_rows_note(result))
@@ -244,7 +242,7 @@ def lens_annotations(run: LensRun, locations: Locations, *, dry_run: bool) -> li
         elif r.outcome is not Outcome.CORRECT:
             out.append(_answer_annotation(run, r, "warning", "self-test alert", locations))
     loud = any(m.startswith(("WARNING", "gate SKIPPED")) for m in run.messages)
-    if run.action in _FAILING_ACTIONS:
+    if run.action in FAILING_ACTIONS:
         level = "error"
     elif loud or any(a.level != "notice" for a in out):
         level = "warning"
@@ -314,7 +312,7 @@ def workflow_commands(
                 title=f"dst: {count} more {level}(s)",
             )
         )
-    blocked = [r.plan.lens for r in report.lenses if r.action in _FAILING_ACTIONS]
+    blocked = [r.plan.lens for r in report.lenses if r.action in FAILING_ACTIONS]
     verdict = f"did not pass: {', '.join(blocked)}" if blocked else "passed"
     lines.append(f"dst {report.command}: {verdict} (exit {report.exit_code})")
     return "\n".join(lines) + "\n"
@@ -393,7 +391,7 @@ def _failure_md(run: LensRun, result: AnswerResult, kind: str, locations: Locati
             hidden.append(
                 f"**{title}**\n\n" + _md_table(columns, diff[key], diff.get(f"{key}_count"))
             )
-    sql = _generated_sql(result)
+    sql = generated_sql(result)
     if sql:
         hidden.append("**Generated SQL**\n\n" + _fence(sql, "sql"))
     if hidden:
@@ -462,7 +460,7 @@ def job_summary(
         report.lenses,
         key=lambda r: (_severity(lens_annotations(r, {}, dry_run=report.dry_run)), r.plan.lens),
     )
-    blocked = [r.plan.lens for r in runs if r.action in _FAILING_ACTIONS]
+    blocked = [r.plan.lens for r in runs if r.action in FAILING_ACTIONS]
     verdict = f"❌ did not pass: {', '.join(blocked)}" if blocked else "✅ passed"
     heading = title or f"dst {report.command}"
     intro = [f"## {_md_cell(heading)}: {verdict}\n"]
@@ -540,108 +538,3 @@ def to_github(
 
 
 # ---------------------------------------------------------------- JUnit
-
-
-def _xml_text(text: str) -> str:
-    return _XML_INVALID.sub("\ufffd", text)
-
-
-def _plain_cell(value: Any) -> str:
-    text = f"{value:.12g}" if isinstance(value, float) else "NULL" if value is None else str(value)
-    return " ".join(text.split())[:CELL_CHARS]
-
-
-def _plain_result(title: str, preview: Mapping[str, Any] | None) -> list[str]:
-    if not preview:
-        return [f"{title}: no result"]
-    columns = " | ".join(str(c) for c in preview.get("columns", []))
-    lines = [f"{title} ({preview.get('row_count', 0)} row(s)): {columns}"]
-    for row in preview.get("rows", [])[:TABLE_ROWS]:
-        lines.append("  " + " | ".join(_plain_cell(v) for v in row))
-    return lines
-
-
-def _case_body(result: AnswerResult) -> str:
-    lines = [result.detail]
-    sql = _generated_sql(result)
-    if sql:
-        lines.append(f"generated SQL: {sql}")
-    lines += _plain_result("oracle result", result.oracle)
-    lines += _plain_result("generated result", result.generated)
-    return _xml_text("\n".join(lines))
-
-
-def _testcase(
-    suite: ET.Element, run: LensRun, result: AnswerResult, kind: str, locations: Locations
-) -> str | None:
-    case = ET.SubElement(
-        suite, "testcase", classname=f"dst.{run.plan.lens}.{kind}", name=result.answer
-    )
-    where = locations.get((run.plan.lens, result.answer))
-    if where is not None:
-        case.set("file", where.path)
-        if where.line:
-            case.set("line", str(where.line))
-    if result.outcome is Outcome.CORRECT:
-        if result.flaky:
-            ET.SubElement(case, "system-out").text = _xml_text(result.detail)
-        return None
-    if kind == "gate" or result.oracle_failed:
-        failure = ET.SubElement(
-            case, "failure", type=result.outcome.value, message=_xml_text(result.detail[:500])
-        )
-        failure.text = _case_body(result)
-        return "failure"
-    out = ET.SubElement(case, "system-out")
-    out.text = f"self-test ALERT ({result.outcome.value}): " + _case_body(result)
-    return None
-
-
-def to_junit(report: RunReport, locations: Locations | None = None) -> str:
-    """JUnit XML: one ``testsuite`` per lens (see the module docstring for the mapping)."""
-    locations = locations or {}
-    root = ET.Element("testsuites", name=f"dst {report.command}")
-    totals: Counter[str] = Counter()
-    for run in report.lenses:
-        plan = run.plan
-        suite = ET.SubElement(root, "testsuite", name=plan.lens)
-        props = ET.SubElement(suite, "properties")
-        for key, value in (
-            ("action", run.action),
-            ("gate", plan.gate),
-            ("candidate", plan.candidate or ""),
-            ("serving_before", plan.serving or ""),
-            ("score", score_line(run.score)),
-            ("previous_score", score_line(run.previous_score)),
-        ):
-            ET.SubElement(props, "property", name=key, value=_xml_text(value))
-        counts: Counter[str] = Counter()
-        gate = ET.SubElement(suite, "testcase", classname=f"dst.{plan.lens}", name="gate")
-        counts["tests"] += 1
-        if run.action in _FAILING_ACTIONS:
-            failure = ET.SubElement(gate, "failure", type=run.action, message=run.action)
-            failure.text = _xml_text("\n".join(run.messages))
-            counts["failures"] += 1
-        elif run.messages:
-            ET.SubElement(gate, "system-out").text = _xml_text("\n".join(run.messages))
-        ran = set()
-        for kind, results in (("gate", run.results), ("self_test", run.self_test)):
-            for result in results:
-                ran.add(result.answer)
-                counts["tests"] += 1
-                if _testcase(suite, run, result, kind, locations):
-                    counts["failures"] += 1
-        for aid in plan.gated:
-            if aid not in ran and run.action != "unchanged":
-                case = ET.SubElement(suite, "testcase", classname=f"dst.{plan.lens}.gate", name=aid)
-                reason = "gate off" if plan.gate == "off" else "; ".join(run.messages) or "not run"
-                ET.SubElement(case, "skipped", message=_xml_text(f"not run: {reason}"))
-                counts["tests"] += 1
-                counts["skipped"] += 1
-        for key in ("tests", "failures", "errors", "skipped"):
-            suite.set(key, str(counts[key]))
-            totals[key] += counts[key]
-    for key in ("tests", "failures", "errors", "skipped"):
-        root.set(key, str(totals[key]))
-    ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
