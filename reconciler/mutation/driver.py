@@ -43,6 +43,7 @@ from reconciler.mutation.operators import OPERATORS, Edit, semantic_mutants
 from reconciler.reconcile import reconcile
 from reconciler.results import LensRun
 from reconciler.suite import Outcome
+from reconciler.warehouse.connection import EMBEDDED_DIR, EMBEDDED_FILE, embedded_path
 
 BLOCKED, SURVIVED, INVALID, ERROR = "blocked", "survived", "invalid", "error"
 CLEAN, FALSE_STALE = "clean", "false_stale"
@@ -265,8 +266,6 @@ def mutate_lens(
 
 def _warehouse_url(rt: Runtime, lens: Lens) -> str:
     """The lens's resolved warehouse URL; the embedded one must have been seeded."""
-    from reconciler.warehouse.connection import EMBEDDED_DIR, EMBEDDED_FILE, embedded_path
-
     url, source = rt.resolve_url(lens)
     if source == "embedded default" and not embedded_path(rt.root).is_file():
         raise UsageError(

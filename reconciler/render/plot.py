@@ -23,13 +23,13 @@ INSTALL_FIX = "pip install 'dst-reconciler[plot]'"
 
 def _pyplot() -> Any:
     try:
-        import matplotlib
+        import matplotlib  # lazy: an optional extra, and seconds of import for one command
     except ImportError:
         raise UsageError(
             "--plot needs matplotlib, which is not installed", fix=INSTALL_FIX
         ) from None
     matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: only after the Agg backend is chosen
 
     return plt
 

@@ -1,1 +1,7 @@
-"""warehouse"""
+"""The warehouse edge: everything that touches SQLAlchemy, DuckDB or a database driver.
+
+URL resolution and read-only connections with statement timeouts
+(:mod:`.connection`, :mod:`.timeouts`), the per-dialect session lock-down
+(:mod:`.readonly`) and loading seeds (:mod:`.seed`). Results leave this package
+as plain :class:`reconciler.resultset.ResultSet` values.
+"""
