@@ -327,7 +327,7 @@ def _quoted(text: Sequence[str], token: str) -> list[str]:
 # ---------------------------------------------------------------- job summary
 
 
-def _md_cell(value: Any) -> str:
+def _md_cell(value: object) -> str:
     text = f"{value:.12g}" if isinstance(value, float) else "NULL" if value is None else str(value)
     if len(text) > CELL_CHARS:
         text = text[: CELL_CHARS - 1] + "…"
@@ -335,8 +335,8 @@ def _md_cell(value: Any) -> str:
 
 
 def _md_table(
-    header: Sequence[Any],
-    rows: Sequence[Sequence[Any]],
+    header: Sequence[object],
+    rows: Sequence[Sequence[object]],
     total: int | None = None,
     limit: int = TABLE_ROWS,
 ) -> str:

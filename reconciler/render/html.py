@@ -66,7 +66,7 @@ ul.messages li {{ margin: 2px 0; }}
 """
 
 
-def _e(value: Any) -> str:
+def _e(value: object) -> str:
     return escape("" if value is None else str(value), quote=True)
 
 
@@ -74,7 +74,7 @@ def _badge(text: str, css: str) -> str:
     return f'<span class="badge {css}">{_e(text)}</span>'
 
 
-def _cell(value: Any) -> str:
+def _cell(value: object) -> str:
     # Aggregation order leaves noise in a DOUBLE's last bits; show 12 significant digits.
     return (
         f"{value:.12g}" if isinstance(value, float) else ("NULL" if value is None else str(value))
@@ -111,11 +111,11 @@ def _table(
     return "".join(out)
 
 
-def _row_key(row: Sequence[Any]) -> str:
+def _row_key(row: Sequence[object]) -> str:
     return json.dumps(list(row), default=str, sort_keys=True)
 
 
-def _marked(rows: Sequence[Sequence[Any]], reported: Sequence[Sequence[Any]]) -> list[bool]:
+def _marked(rows: Sequence[Sequence[object]], reported: Sequence[Sequence[object]]) -> list[bool]:
     """Which of ``rows`` are among ``reported`` (a multiset: each report marks one row)."""
     left = Counter(_row_key(r) for r in reported)
     out = []
@@ -128,8 +128,8 @@ def _marked(rows: Sequence[Sequence[Any]], reported: Sequence[Sequence[Any]]) ->
 
 
 def _in_oracle_order(
-    rows: Sequence[Sequence[Any]], columns: Sequence[str], oracle_columns: Sequence[str]
-) -> list[list[Any]]:
+    rows: Sequence[Sequence[object]], columns: Sequence[str], oracle_columns: Sequence[str]
+) -> list[list[object]]:
     # The comparison aligns generated columns to the oracle's by name when both
     # carry the same names, and reports extra rows in that order.
     if sorted(columns) != sorted(oracle_columns) or list(columns) == list(oracle_columns):

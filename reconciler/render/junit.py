@@ -32,7 +32,7 @@ def _xml_text(text: str) -> str:
     return _XML_INVALID.sub("\ufffd", text)
 
 
-def _plain_cell(value: Any) -> str:
+def _plain_cell(value: object) -> str:
     text = f"{value:.12g}" if isinstance(value, float) else "NULL" if value is None else str(value)
     return " ".join(text.split())[:CELL_CHARS]
 

@@ -90,13 +90,13 @@ def _fmt_score(s: Mapping[str, int] | None) -> str:
     return text
 
 
-def _cell(value: Any) -> str:
+def _cell(value: object) -> str:
     # Aggregation order leaves noise in a DOUBLE's last bits; 12 significant
     # digits show the value a person would read, the JSON keeps every bit.
     return f"{value:.12g}" if isinstance(value, float) else str(value)
 
 
-def _rows(title: str, rows: Sequence[Sequence[Any]], count: int, indent: str) -> list[str]:
+def _rows(title: str, rows: Sequence[Sequence[object]], count: int, indent: str) -> list[str]:
     if not rows:
         return []
     lines = [f"{indent}{title} ({count}):"]
