@@ -24,7 +24,7 @@ from typing import Any
 import sqlglot
 
 from reconciler import guard
-from reconciler.assembly.retrieval import assemble
+from reconciler.assembly.request import assemble
 from reconciler.errors import UnsafeSqlError
 from reconciler.lens import Answer, AnswerId, AssetId, Lens, Metric, Model
 

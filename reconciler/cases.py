@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from reconciler.ask import AskResponse, ask
-from reconciler.assembly.retrieval import Embedder, normalize
+from reconciler.assembly.similarity import Embedder
+from reconciler.assembly.text import normalize
 from reconciler.generators import DimensionValues, SmartCall
 from reconciler.lens import Case, Lens
 from reconciler.resultset import Executor

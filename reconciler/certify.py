@@ -8,7 +8,7 @@ upstream, with that provenance), nothing else in the package writes into a
 lens's ``answers/`` — ``tests/test_certify.py`` checks the package source for it.
 
 The SQL comes from the same path the certified suite re-asks through
-(:func:`reconciler.assembly.retrieval.assemble` then :func:`reconciler.generators.generate`,
+(:func:`reconciler.assembly.request.assemble` then :func:`reconciler.generators.generate`,
 certified matching off), so an answer certified here re-verifies as ``correct``
 on its first self-test unless the lens changes; or it is the person's own SQL
 (``--sql FILE``), which is executed and shown just the same.
@@ -31,7 +31,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from reconciler.assembly.retrieval import assemble, normalize
+from reconciler.assembly.request import assemble
+from reconciler.assembly.text import normalize
 from reconciler.assets import asset_hashes
 from reconciler.errors import UsageError
 from reconciler.files import write_new_file

@@ -31,7 +31,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from reconciler.assembly.retrieval import tokenize
+from reconciler.assembly.text import tokenize
 from reconciler.lens import Lens
 
 Route = Literal["certified_answer", "generated", "research", "clarify", "refuse"]

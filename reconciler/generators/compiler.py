@@ -39,7 +39,9 @@ import sqlglot
 from sqlglot import exp
 
 from reconciler.assembly import memo as lensmemo
-from reconciler.assembly.retrieval import join_paths, metric_models, model_named
+from reconciler.assembly.joins import join_paths
+from reconciler.assembly.lexicon import model_named
+from reconciler.assembly.retrieval import metric_models
 from reconciler.lens import Join, Lens, Model
 
 _NUMBER_RE = re.compile(r"^-?\d+(\.\d+)?$")

@@ -37,7 +37,7 @@ answer is worse than no answer. A question is read as
 * an optional ranking: ``top 5 …``, ``which 3 … lowest …``, ``bottom 2 …``, and
   ``Who has the highest …?``: an opening "who" ranks the one *person* dimension
   (a name or synonym ending in ``rep``, ``owner``, ``employee`` …; see
-  :func:`~reconciler.assembly.retrieval.person_dimensions`); ``in the team`` / ``on our
+  :func:`~reconciler.assembly.lexicon.person_dimensions`); ``in the team`` / ``on our
   team`` then means all of those people; ``with ties`` / ``including ties`` keeps
   every row tied within the first n.
 
@@ -57,21 +57,13 @@ from datetime import date
 
 from sqlglot.errors import SqlglotError
 
-from reconciler.assembly.retrieval import (
-    GenerationRequest,
-    Mention,
-    Retrieval,
-    Target,
-    counted_model,
-    join_paths,
-    model_nouns,
-    normalize,
-    person_dimensions,
-    retrieve,
-    time_models,
-)
-from reconciler.generators import DimensionValues, Generation
+from reconciler.assembly.joins import join_paths
+from reconciler.assembly.lexicon import Target, model_nouns, person_dimensions
+from reconciler.assembly.request import GenerationRequest
+from reconciler.assembly.retrieval import Mention, Retrieval, counted_model, retrieve, time_models
+from reconciler.assembly.text import normalize
 from reconciler.generators.compiler import Declined, Measure, Plan, one_path, render
+from reconciler.generators.generation import DimensionValues, Generation
 from reconciler.generators.grammar import Reading, phrase_of, plural, read_grammar
 from reconciler.generators.measures import check_extras, select_measures
 from reconciler.generators.periods import shift

@@ -15,14 +15,9 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from reconciler.assembly.retrieval import (
-    GRAIN_WORDS,
-    STOPWORDS,
-    Mention,
-    Retrieval,
-    asks_who,
-    model_nouns,
-)
+from reconciler.assembly.lexicon import model_nouns
+from reconciler.assembly.retrieval import Mention, Retrieval, asks_who
+from reconciler.assembly.text import GRAIN_WORDS, STOPWORDS
 from reconciler.generators.compiler import PERCENT_WORDS, SHARE_WORDS, Declined
 from reconciler.generators.periods import Period, all_time_at, period_at
 from reconciler.lens import Lens

@@ -11,14 +11,9 @@ from collections.abc import Mapping
 import sqlglot
 from sqlglot import exp
 
-from reconciler.assembly.retrieval import (
-    GRAIN_WORDS,
-    Mention,
-    Retrieval,
-    Target,
-    counted_model,
-    tokenize,
-)
+from reconciler.assembly.lexicon import Target
+from reconciler.assembly.retrieval import Mention, Retrieval, counted_model
+from reconciler.assembly.text import GRAIN_WORDS, tokenize
 from reconciler.generators.compiler import Declined, Measure
 from reconciler.generators.grammar import AGGREGATE_WORDS, Reading, phrase_of
 from reconciler.lens import Lens, Model

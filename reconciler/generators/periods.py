@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, timedelta
 
-from reconciler.assembly.retrieval import MONTHS, QUARTER_RE, YEAR_RE
+from reconciler.assembly.text import MONTHS, QUARTER_RE, YEAR_RE
 from reconciler.generators.compiler import Declined
 
 UNITS = ("month", "quarter", "year")

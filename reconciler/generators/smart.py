@@ -32,9 +32,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from reconciler import guard
-from reconciler.assembly.retrieval import GenerationRequest
+from reconciler.assembly.request import GenerationRequest
 from reconciler.errors import UnsafeSqlError
-from reconciler.generators import Generation
+from reconciler.generators.generation import Generation
 from reconciler.lens import Lens, SmartTier
 from reconciler.warehouse.connection import redact
 
@@ -98,7 +98,7 @@ class SmartGenerator:
     """
 
     def __init__(self, settings: SmartSettings) -> None:
-        try:
+        try:  # imported here: openai is the optional ``llm`` extra, loaded only when used
             from openai import OpenAI
         except ImportError:  # pragma: no cover - depends on the installed extras
             raise ImportError("pip install 'dst-reconciler[llm]'") from None
