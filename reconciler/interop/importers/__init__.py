@@ -112,6 +112,20 @@ class Findings:
                 self.lose(f"{where}.{key}", reasons.get(key, "not part of the lens format"))
 
 
+@dataclass(frozen=True)
+class LensSettings:
+    """What an importer writes into the new lens's ``lens.yaml`` beyond its name.
+
+    Attributes:
+        as_of: the lens's pinned day (``YYYY-MM-DD``), or ``None`` for the
+            importer's default.
+        dialect: the lens's SQL dialect (sqlglot name).
+    """
+
+    as_of: str | None = None
+    dialect: str = "duckdb"
+
+
 def scalar_text(value: object) -> str:
     """A YAML scalar as text (YAML may have read ``2023`` or ``True`` as a number or boolean).
 
