@@ -45,8 +45,9 @@ Every word must be accounted for: a lens phrase, a grammar word, a stopword or t
 name of a model the query uses. Anything left over — ``since``, ``not``, ``weather``
 — declines, and so does a question holding one of the lens's ``exclusions`` or
 ``clarify`` terms, an ambiguous phrase, a fact without an aggregation word, or a
-dimension no safe join path reaches. The SQL is built by
-:mod:`reconciler.generators.compiler`.
+dimension no safe join path reaches. This module reads the question into a
+:class:`~reconciler.generators.compiler.Plan`; :mod:`reconciler.generators.compiler`
+compiles the plan into SQL.
 """
 
 from __future__ import annotations
