@@ -72,7 +72,7 @@ class AskResponse:
     answer: str | None = None
     evaluations: tuple[Evaluation, ...] = ()
     trust_state: TrustState = "review_required"
-    attempts: list[dict[str, Any]] = field(default_factory=list)
+    attempts: list[dict[str, object]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     term: str | None = None
 

@@ -83,9 +83,9 @@ class Candidate:
     tier: str
     declined: str | None = None
     origin: str | None = None
-    request: Mapping[str, Any] | None = None
+    request: Mapping[str, object] | None = None
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> dict[str, object]:
         """JSON-ready record: question, sql, tier, declined, origin, request."""
         return {
             "question": self.question,

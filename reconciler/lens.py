@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Annotated, Any, ClassVar, Literal, NewType
+from typing import Annotated, ClassVar, Literal, NewType
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from sqlglot.dialects.dialect import Dialect
@@ -153,7 +153,7 @@ class LensConfig(Strict):
                 raise ValueError(f"{value!r} is not a calendar date") from None
         return value
 
-    def generation_part(self) -> dict[str, Any]:
+    def generation_part(self) -> dict[str, object]:
         """The fields that feed generation, as plain JSON-ready data."""
         dumped = self.model_dump(mode="json")
         part = {k: dumped[k] for k in self.generation_fields}

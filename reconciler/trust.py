@@ -96,7 +96,7 @@ class Evaluation:
     suggested_repair: str | None = None
     repair_action: RepairAction | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """The evaluation as JSON (``repair_action`` is ``null`` when passed)."""
         return {
             "gate": self.gate,

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
 
 from reconciler.assembly.exemplars import lexical_fold
 from reconciler.assembly.joins import join_index
@@ -78,7 +77,7 @@ class GenerationRequest:
             + [AssetId(s) for s in self.skills]
         )
 
-    def record(self, asset_hashes: Mapping[AssetId, str] | None = None) -> dict[str, Any]:
+    def record(self, asset_hashes: Mapping[AssetId, str] | None = None) -> dict[str, object]:
         """JSON-ready record for ``state/run.json``.
 
         Args:
@@ -89,7 +88,7 @@ class GenerationRequest:
                 reads the lens's generation settings), each with its hash
                 (``None`` for an id the map lacks).
         """
-        out: dict[str, Any] = {
+        out: dict[str, object] = {
             "question": self.question,
             "tiers": list(self.tiers),
             "metrics": list(self.metrics),

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from reconciler.assembly.lexicon import DimensionValues
 from reconciler.assembly.request import GenerationRequest
@@ -32,11 +31,11 @@ class Generation:
     tier: str
     sql: str | None
     declined: str | None = None
-    usage: Mapping[str, Any] | None = None
+    usage: Mapping[str, object] | None = None
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> dict[str, object]:
         """JSON-ready record."""
-        out: dict[str, Any] = {"tier": self.tier, "sql": self.sql, "declined": self.declined}
+        out: dict[str, object] = {"tier": self.tier, "sql": self.sql, "declined": self.declined}
         if self.usage is not None:
             out["usage"] = dict(self.usage)
         return out

@@ -29,7 +29,6 @@ import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from reconciler import guard
 from reconciler.assembly.request import GenerationRequest
@@ -117,7 +116,7 @@ class SmartGenerator:
         s = self.settings
         messages = prompt(lens, request, hint)
         started = time.perf_counter()
-        usage: dict[str, Any] = {"model": s.model, "hint": hint}
+        usage: dict[str, object] = {"model": s.model, "hint": hint}
         try:
             reply = self._client.chat.completions.create(
                 model=s.model,
