@@ -35,7 +35,6 @@ from reconciler.assembly.request import GenerationRequest
 from reconciler.errors import UnsafeSqlError
 from reconciler.generators.generation import Generation
 from reconciler.lens import Lens, SmartTier
-from reconciler.warehouse.connection import redact
 
 ENV_BASE_URL = "DST_LLM_BASE_URL"
 ENV_MODEL = "DST_LLM_MODEL"
@@ -200,8 +199,3 @@ def prompt(lens: Lens, request: GenerationRequest, hint: str | None) -> list[dic
     if hint:
         user += f"\n\nthe previous answer was rejected: {hint}"
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
-
-
-def describe(settings: SmartSettings) -> str:
-    """``model at URL`` with credentials redacted from the URL."""
-    return f"{settings.model} at {redact(settings.base_url)}"
