@@ -167,8 +167,9 @@ def assemble(
       with "who", the models on every shortest join path from a metric's or
       fact's model to them, and, when the question names a period or grain, the
       nearest model carrying a time dimension; a question naming no metric or fact
-      but counting a model ("how many customers", :func:`counted_model`) uses that
-      model in place of a metric's;
+      but counting a model ("how many customers",
+      :func:`~reconciler.assembly.retrieval.counted_model`) uses that model in
+      place of a metric's;
     * exemplars: up to :data:`~reconciler.assembly.exemplars.MAX_EXEMPLARS` whose
       content words have a Jaccard similarity of at least
       :data:`~reconciler.assembly.exemplars.MIN_EXEMPLAR_SIMILARITY` with the
