@@ -2,7 +2,7 @@
 
 One question against one lens version (the serving version, in the CLI), in order:
 
-1. **certified match** — the question, normalized (:func:`reconciler.assembly.retrieval.normalize`),
+1. **certified match** — the question, normalized (:func:`reconciler.assembly.text.normalize`),
    equals an active certified answer's: its certified SQL runs; route
    ``certified_answer``;
 2. **pre-checks** — a lens ``exclusions`` term → route ``refuse`` (no SQL runs, no
@@ -25,7 +25,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from reconciler.assembly.retrieval import Embedder, assemble, normalize
+from reconciler.assembly.request import assemble
+from reconciler.assembly.similarity import Embedder
+from reconciler.assembly.text import normalize
 from reconciler.errors import DstError
 from reconciler.generators import DimensionValues, SmartCall, generate
 from reconciler.lens import Answer, Lens
@@ -70,7 +72,7 @@ class AskResponse:
     answer: str | None = None
     evaluations: tuple[Evaluation, ...] = ()
     trust_state: TrustState = "review_required"
-    attempts: list[dict[str, Any]] = field(default_factory=list)
+    attempts: list[dict[str, object]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     term: str | None = None
 

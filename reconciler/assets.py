@@ -19,12 +19,11 @@ import json
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import sqlglot
 
 from reconciler import guard
-from reconciler.assembly.retrieval import assemble
+from reconciler.assembly.request import assemble
 from reconciler.errors import UnsafeSqlError
 from reconciler.lens import Answer, AnswerId, AssetId, Lens, Metric, Model
 
@@ -64,13 +63,13 @@ def normalize_sql(sql: str, dialect: str) -> str:
     return tree.sql(dialect=dialect, comments=False)
 
 
-def digest(canonical: Any) -> str:
+def digest(canonical: object) -> str:
     """Hash a JSON-ready value: ``h1:`` + 32 hex digits of SHA-256 over sorted JSON."""
     text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return f"h{HASH_SCHEME}:" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
-def _model_canonical(model: Model, dialect: str) -> dict[str, Any]:
+def _model_canonical(model: Model, dialect: str) -> dict[str, object]:
     data = model.model_dump(mode="json")
     for group in ("dimensions", "time_dimensions", "facts"):
         for col in data[group]:
@@ -78,7 +77,7 @@ def _model_canonical(model: Model, dialect: str) -> dict[str, Any]:
     return data
 
 
-def _metric_canonical(metric: Metric, dialect: str) -> dict[str, Any]:
+def _metric_canonical(metric: Metric, dialect: str) -> dict[str, object]:
     data = metric.model_dump(mode="json")
     data["expression"] = normalize_sql(metric.expression, dialect)
     data["filters"] = [normalize_sql(f, dialect) for f in metric.filters]
@@ -90,7 +89,7 @@ def lens_assets(lens: Lens) -> dict[AssetId, Asset]:
     dialect = lens.config.dialect
     out: dict[AssetId, Asset] = {}
 
-    def add(asset_id: str, kind: str, canonical: Any) -> None:
+    def add(asset_id: str, kind: str, canonical: object) -> None:
         aid = AssetId(asset_id)
         out[aid] = Asset(aid, kind, lens.sources.get(asset_id, ""), digest(canonical))
 

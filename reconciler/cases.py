@@ -21,10 +21,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from reconciler.ask import AskResponse, ask
-from reconciler.assembly.retrieval import Embedder, normalize
+from reconciler.assembly.similarity import Embedder
+from reconciler.assembly.text import normalize
 from reconciler.generators import DimensionValues, SmartCall
 from reconciler.lens import Case, Lens
 from reconciler.resultset import Executor
@@ -44,7 +45,7 @@ class CaseResult:
     route: str
     trust_state: str
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> dict[str, object]:
         """JSON-ready record."""
         return {
             "question": self.question,

@@ -8,7 +8,7 @@ upstream, with that provenance), nothing else in the package writes into a
 lens's ``answers/`` — ``tests/test_certify.py`` checks the package source for it.
 
 The SQL comes from the same path the certified suite re-asks through
-(:func:`reconciler.assembly.retrieval.assemble` then :func:`reconciler.generators.generate`,
+(:func:`reconciler.assembly.request.assemble` then :func:`reconciler.generators.generate`,
 certified matching off), so an answer certified here re-verifies as ``correct``
 on its first self-test unless the lens changes; or it is the person's own SQL
 (``--sql FILE``), which is executed and shown just the same.
@@ -19,6 +19,18 @@ modeline of :func:`reconciler.schemas.with_schema_comment`, and provenance
 and ``source`` (``dst certify``, the generator tier or the SQL file, a run id).
 Before anything is shown, the lens is loaded with the new file added, so an
 answer that :func:`reconciler.lens.load_lens` would reject is refused up front.
+
+``dst evals migrate`` (:func:`plan_migration`) is the other way in: legacy value
+cases become certified answers. A legacy value case is an entry of
+``evals/cases.yaml`` holding a question and the SQL expected for it (``sql:`` or
+``expected_sql:``) instead of an expected shape. Such a file no longer loads
+(cases are behavioural: ``expect: clarify|refuse|answer``). Migration moves each
+value case to ``answers/<id>.yaml`` — question, SQL, status ``active`` and
+provenance naming the person who vouches for the old cases (``--by``), the time,
+and the case's file and line — and keeps every behavioural case in
+``evals/cases.yaml`` (rewritten without the migrated entries; comments in that
+file are not kept). The result is validated as a whole lens before anything is
+written; the next ``dst apply`` self-tests the new answers against the warehouse.
 """
 
 from __future__ import annotations
@@ -31,13 +43,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from reconciler.assembly.retrieval import assemble, normalize
+from reconciler.assembly.request import assemble
+from reconciler.assembly.text import normalize
 from reconciler.assets import asset_hashes
-from reconciler.errors import UsageError
+from reconciler.errors import LensLoadError, UsageError
 from reconciler.files import write_new_file
 from reconciler.generators import DimensionValues, SmartCall, generate
 from reconciler.interop.importers import dump_yaml, slugify
 from reconciler.lens import Answer, AnswerId, Lens, Provenance, load_lens
+from reconciler.loader import load_yaml
 from reconciler.schemas import with_schema_comment
 
 ANSWER_ID_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
@@ -45,6 +59,8 @@ HAND_WRITTEN = "hand-written"
 """The ``tier`` of a candidate whose SQL a person wrote (``--sql FILE``)."""
 
 _FIELD_ORDER = ("id", "question", "sql", "status", "provenance", "description")
+CASES = "evals/cases.yaml"
+LEGACY_SQL_KEYS = ("sql", "expected_sql")
 
 
 @dataclass(frozen=True)
@@ -67,9 +83,9 @@ class Candidate:
     tier: str
     declined: str | None = None
     origin: str | None = None
-    request: Mapping[str, Any] | None = None
+    request: Mapping[str, object] | None = None
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> dict[str, object]:
         """JSON-ready record: question, sql, tier, declined, origin, request."""
         return {
             "question": self.question,
@@ -79,6 +95,21 @@ class Candidate:
             "origin": self.origin,
             "request": dict(self.request) if self.request is not None else None,
         }
+
+
+@dataclass(frozen=True)
+class Signoff:
+    """Who certified an answer, when, and in which run.
+
+    Attributes:
+        by: the person; surrounding whitespace is dropped when the answer is built.
+        at: UTC ISO-8601 (:func:`utc_now`).
+        run: the run id (:func:`run_id`).
+    """
+
+    by: str
+    at: str
+    run: str
 
 
 def answer_id_for(question: str, given: str | None = None) -> AnswerId:
@@ -197,10 +228,8 @@ def answer_file(
     files: Mapping[str, bytes],
     answer_id: str,
     candidate: Candidate,
+    signoff: Signoff,
     *,
-    certified_by: str,
-    certified_at: str,
-    run: str,
     result_shape: tuple[int, int] | None = None,
 ) -> tuple[Answer, bytes]:
     """The validated answer and the bytes of ``answers/<id>.yaml``.
@@ -210,9 +239,7 @@ def answer_file(
         files: the lens's current files (lens-relative path → bytes).
         answer_id: the new answer's id (see :func:`answer_id_for`).
         candidate: a candidate with SQL.
-        certified_by: the person; surrounding whitespace is dropped.
-        certified_at: UTC ISO-8601 (:func:`utc_now`).
-        run: the run id (:func:`run_id`).
+        signoff: the person, the time and the run id of the certification.
         result_shape: ``(rows, columns)`` of the executed result, noted in the
             description.
 
@@ -225,7 +252,7 @@ def answer_file(
             SQL, a relative-date question without ``as_of``, a clashing id …),
             naming the file and line.
     """
-    by = certified_by.strip()
+    by = signoff.by.strip()
     if not by:
         raise UsageError(
             "certified_by is empty: only a named person certifies",
@@ -241,15 +268,20 @@ def answer_file(
         sql=candidate.sql.strip() + "\n",
         status="active",
         provenance=Provenance(
-            certified_by=by, certified_at=certified_at, source=source_of(candidate, run)
+            certified_by=by, certified_at=signoff.at, source=source_of(candidate, signoff.run)
         ),
         description=f"dst certify: {how} and its executed result{shape} shown, then confirmed.",
     )
-    data = answer.model_dump(mode="json")
     rel = answer_path(answer_id)
-    content = with_schema_comment(rel, dump_yaml({key: data[key] for key in _FIELD_ORDER}))
+    content = _answer_bytes(rel, answer)
     load_lens(lens.name, {**files, rel: content}, root=lens.root)
     return answer, content
+
+
+def _answer_bytes(rel: str, answer: Answer) -> bytes:
+    """The answer file: schema modeline, then the fields in :data:`_FIELD_ORDER`."""
+    data = answer.model_dump(mode="json")
+    return with_schema_comment(rel, dump_yaml({key: data[key] for key in _FIELD_ORDER}))
 
 
 def write_answer(repo_root: Path, lens_root: str, answer_id: str, content: bytes) -> str:
@@ -277,3 +309,113 @@ def write_answer(repo_root: Path, lens_root: str, answer_id: str, content: bytes
             fix="pass another --id, or retire the old answer (status: retired) in its file",
         ) from None
     return rel
+
+
+@dataclass(frozen=True)
+class Migration:
+    """What migrating one lens writes.
+
+    Attributes:
+        answers: ``(answer id, lens-relative path, file bytes)`` of each new answer,
+            in case order.
+        cases_file: the rewritten ``evals/cases.yaml`` (``None`` when nothing is left).
+        kept: behavioural cases kept.
+        lens: the lens as it loads after migration.
+    """
+
+    answers: tuple[tuple[str, str, bytes], ...]
+    cases_file: bytes | None
+    kept: int
+    lens: Lens
+
+
+def legacy_entries(files: Mapping[str, bytes], root: str) -> list[tuple[int, dict[str, Any]]]:
+    """``(line, entry)`` for each legacy value case in ``evals/cases.yaml`` (may be empty)."""
+    if CASES not in files:
+        return []
+    doc = load_yaml(f"{root}/{CASES}", files[CASES])
+    cases = doc.data.get("cases") if isinstance(doc.data, dict) else None
+    if not isinstance(cases, list):
+        return []
+    return [
+        (doc.line_of(("cases", i)) or 0, entry)
+        for i, entry in enumerate(cases)
+        if isinstance(entry, dict) and any(k in entry for k in LEGACY_SQL_KEYS)
+    ]
+
+
+def plan_migration(
+    name: str, files: Mapping[str, bytes], root: str, *, by: str, at: str
+) -> Migration:
+    """The migration of lens ``name`` (lens-relative ``files``), validated, not written.
+
+    Args:
+        name: the lens name.
+        files: the lens's files, lens-relative path → bytes.
+        root: the repository-relative lens directory, for messages.
+        by: the person vouching for the legacy cases (non-blank).
+        at: UTC ISO-8601 time recorded as ``certified_at``.
+
+    Raises:
+        UsageError: ``by`` is blank, or there is no legacy value case to migrate.
+        LensLoadError: a legacy entry lacks a question or SQL, or the migrated lens
+            does not load (the file and line are named).
+    """
+    who = by.strip()
+    if not who:
+        raise UsageError(
+            "certified_by is empty: only a named person certifies",
+            fix='pass --by "Your Name" (the person vouching for the legacy cases)',
+        )
+    legacy = legacy_entries(files, root)
+    if not legacy:
+        raise UsageError(
+            f"{root}/{CASES} holds no legacy value case (an entry with sql: or expected_sql:)",
+            fix="nothing to migrate; certify new answers with `dst certify`",
+        )
+    doc = load_yaml(f"{root}/{CASES}", files[CASES])
+    taken = {p for p in files if p.startswith("answers/")}
+    written: list[tuple[str, str, bytes]] = []
+    for line, entry in legacy:
+        question = str(entry.get("question") or "").strip()
+        sql = str(next(entry[k] for k in LEGACY_SQL_KEYS if k in entry) or "").strip()
+        if not question or not sql:
+            raise LensLoadError(
+                f"{root}/{CASES}",
+                "a legacy value case needs both question: and sql:",
+                line=line,
+                fix="complete or delete the entry, then migrate again",
+            )
+        aid = _free_id(answer_id_for(question), taken)
+        rel = answer_path(aid)
+        taken.add(rel)
+        answer = Answer(
+            id=aid,
+            question=question,
+            sql=sql + "\n",
+            status="active",
+            provenance=Provenance(
+                certified_by=who, certified_at=at, source=f"dst evals migrate ({CASES}:{line})"
+            ),
+            description=str(entry.get("description") or "Migrated from a legacy value case."),
+        )
+        written.append((aid, rel, _answer_bytes(rel, answer)))
+    rest = [
+        e
+        for e in doc.data["cases"]
+        if not (isinstance(e, dict) and any(k in e for k in LEGACY_SQL_KEYS))
+    ]
+    cases_file = with_schema_comment(CASES, dump_yaml({"cases": rest})) if rest else None
+    after = {k: v for k, v in files.items() if k != CASES}
+    after.update((rel, content) for _, rel, content in written)
+    if cases_file is not None:
+        after[CASES] = cases_file
+    lens = load_lens(name, after, root=root)
+    return Migration(tuple(written), cases_file, len(rest), lens)
+
+
+def _free_id(base: str, taken: set[str]) -> str:
+    candidate, n = base, 2
+    while answer_path(candidate) in taken or f"answers/{candidate}.yml" in taken:
+        candidate, n = f"{base}_{n}", n + 1
+    return candidate

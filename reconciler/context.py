@@ -17,7 +17,7 @@ from typing import Any
 import pygit2
 
 from reconciler.assembly.profiles import ProfileStore, file_version, ttl_from_env
-from reconciler.assembly.retrieval import Embedder
+from reconciler.assembly.similarity import Embedder
 from reconciler.generators import DimensionValues, SmartCall
 from reconciler.git import trees as gitstate
 from reconciler.lens import Lens, RepoConfig

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from reconciler.assembly.retrieval import Embedder
+from reconciler.assembly.similarity import Embedder
 from reconciler.generators import DimensionValues, SmartCall
 from reconciler.lens import MAX_JOBS, Answer, Lens
 from reconciler.resultset import Executor

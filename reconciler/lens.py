@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Annotated, Any, ClassVar, Literal, NewType
+from typing import Annotated, ClassVar, Literal, NewType
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from sqlglot.dialects.dialect import Dialect
@@ -153,7 +153,7 @@ class LensConfig(Strict):
                 raise ValueError(f"{value!r} is not a calendar date") from None
         return value
 
-    def generation_part(self) -> dict[str, Any]:
+    def generation_part(self) -> dict[str, object]:
         """The fields that feed generation, as plain JSON-ready data."""
         dumped = self.model_dump(mode="json")
         part = {k: dumped[k] for k in self.generation_fields}
@@ -360,101 +360,14 @@ def load_lens(name: str, files: Mapping[str, bytes], *, root: str | None = None)
         )
     if "lens.yaml" not in files:
         raise LensLoadError(f"{root}/lens.yaml", "missing", fix="add a lens.yaml with a name")
-
-    def doc(rel: str) -> Document:
-        return load_yaml(f"{root}/{rel}", files[rel])
-
-    config_doc = doc("lens.yaml")
-    config = validate(LensConfig, config_doc)
-    allow = config.allow_functions
-    if config.name != name:
-        raise LensLoadError(
-            config_doc.path,
-            f"name {config.name!r} differs from the directory name {name!r}",
-            line=config_doc.line_of(("name",)),
-            fix=f"set name: {name}",
-        )
-    sources: dict[str, str] = {f"lens/{name}": "lens.yaml"}
-    dialect = config.dialect
-
-    def declare(kind: str, key: str, rel: str, d: Document, at: tuple[str, ...]) -> None:
-        asset = f"{kind}/{key}"
-        if asset in sources:
-            raise LensLoadError(
-                d.path,
-                f"{kind[:-1] if kind != 'answers' else 'answer'} "
-                f"{key!r} is already declared in {root}/{sources[asset]}",
-                line=d.line_of(at),
-                fix="rename one of them",
-            )
-        sources[asset] = rel
-
-    models: dict[str, Model] = {}
-    for rel in _yaml_files(files, "models"):
-        d = doc(rel)
-        m = validate(Model, d)
-        declare("models", m.name, rel, d, ("name",))
-        for group in ("dimensions", "time_dimensions", "facts"):
-            for i, col in enumerate(getattr(m, group)):
-                _check_expression(d, col.sql, dialect, (group, i), allow)
-        models[m.name] = m
-
-    metrics: dict[str, Metric] = {}
-    for rel in _yaml_files(files, "metrics"):
-        d = doc(rel)
-        mt = validate(Metric, d)
-        declare("metrics", mt.name, rel, d, ("name",))
-        _check_expression(d, mt.expression, dialect, ("expression",), allow)
-        for i, flt in enumerate(mt.filters):
-            _check_expression(d, flt, dialect, ("filters", i), allow)
-        metrics[mt.name] = mt
-
-    exemplars: dict[str, Exemplar] = {}
-    for rel in _yaml_files(files, "exemplars"):
-        d = doc(rel)
-        ex = validate(Exemplar, d)
-        declare("exemplars", ex.name, rel, d, ("name",))
-        _check_query(d, ex.sql, dialect, allow)
-        exemplars[ex.name] = ex
-
-    answers: dict[AnswerId, Answer] = {}
-    for rel in _yaml_files(files, "answers"):
-        d = doc(rel)
-        ans = validate(Answer, d)
-        declare("answers", ans.id, rel, d, ("id",))
-        _check_query(d, ans.sql, dialect, allow)
-        if config.as_of is None and ans.status == "active":
-            _check_relative_dates(d, ans, dialect)
-        answers[AnswerId(ans.id)] = ans
-
-    skills: dict[str, Skill] = {}
-    for rel in sorted(p for p in files if p.startswith("skills/") and p.endswith(".md")):
-        raw = files[rel]
-        try:
-            text = raw.decode("utf-8-sig")
-        except UnicodeDecodeError as exc:
-            raise LensLoadError(
-                f"{root}/{rel}",
-                f"not UTF-8 ({exc.reason} at byte {exc.start})",
-                line=raw[: exc.start].count(b"\n") + 1,
-                fix="save it as UTF-8 (binary files do not belong in a lens)",
-            ) from None
-        if "\x00" in text:
-            raise LensLoadError(
-                f"{root}/{rel}",
-                "a NUL byte: this is a binary file, not Markdown",
-                line=text[: text.index("\x00")].count("\n") + 1,
-                fix="remove it; skills are Markdown text",
-            )
-        skills[rel] = Skill(rel, text)
-        sources[rel] = rel
-
-    cases: tuple[Case, ...] = ()
-    if "evals/cases.yaml" in files:
-        cases_doc = doc("evals/cases.yaml")
-        _refuse_legacy_cases(cases_doc, name)
-        cases = validate(CasesFile, cases_doc).cases
-
+    read = _Reader(name, root, files)
+    config = read.config
+    models = read.models()
+    metrics = read.metrics()
+    exemplars = read.exemplars()
+    answers = read.answers()
+    skills = read.skills()
+    cases = read.cases()
     seeds = {
         rel[len("seeds/") : -len(".csv")].lower(): rel
         for rel in sorted(files)
@@ -471,10 +384,131 @@ def load_lens(name: str, files: Mapping[str, bytes], *, root: str | None = None)
         answers,
         cases,
         seeds,
-        sources,
+        read.sources,
     )
     _check_references(lens, files)
     return lens
+
+
+class _Reader:
+    """Reads one lens's files kind by kind, recording where each asset is declared.
+
+    Constructing it reads and checks ``lens.yaml``; each method then reads one
+    kind of file, in sorted path order, raising on the first problem.
+    """
+
+    def __init__(self, name: str, root: str, files: Mapping[str, bytes]) -> None:
+        self.name = name
+        self.root = root
+        self.files = files
+        config_doc = self.doc("lens.yaml")
+        self.config = validate(LensConfig, config_doc)
+        if self.config.name != name:
+            raise LensLoadError(
+                config_doc.path,
+                f"name {self.config.name!r} differs from the directory name {name!r}",
+                line=config_doc.line_of(("name",)),
+                fix=f"set name: {name}",
+            )
+        self.sources: dict[str, str] = {f"lens/{name}": "lens.yaml"}
+        self.dialect = self.config.dialect
+        self.allow = self.config.allow_functions
+
+    def doc(self, rel: str) -> Document:
+        return load_yaml(f"{self.root}/{rel}", self.files[rel])
+
+    def declare(self, kind: str, key: str, rel: str, d: Document, at: tuple[str, ...]) -> None:
+        asset = f"{kind}/{key}"
+        if asset in self.sources:
+            raise LensLoadError(
+                d.path,
+                f"{kind[:-1] if kind != 'answers' else 'answer'} "
+                f"{key!r} is already declared in {self.root}/{self.sources[asset]}",
+                line=d.line_of(at),
+                fix="rename one of them",
+            )
+        self.sources[asset] = rel
+
+    def models(self) -> dict[str, Model]:
+        models: dict[str, Model] = {}
+        for rel in _yaml_files(self.files, "models"):
+            d = self.doc(rel)
+            m = validate(Model, d)
+            self.declare("models", m.name, rel, d, ("name",))
+            for group in ("dimensions", "time_dimensions", "facts"):
+                for i, col in enumerate(getattr(m, group)):
+                    _check_expression(d, col.sql, self.dialect, (group, i), self.allow)
+            models[m.name] = m
+        return models
+
+    def metrics(self) -> dict[str, Metric]:
+        metrics: dict[str, Metric] = {}
+        for rel in _yaml_files(self.files, "metrics"):
+            d = self.doc(rel)
+            mt = validate(Metric, d)
+            self.declare("metrics", mt.name, rel, d, ("name",))
+            _check_expression(d, mt.expression, self.dialect, ("expression",), self.allow)
+            for i, flt in enumerate(mt.filters):
+                _check_expression(d, flt, self.dialect, ("filters", i), self.allow)
+            metrics[mt.name] = mt
+        return metrics
+
+    def exemplars(self) -> dict[str, Exemplar]:
+        exemplars: dict[str, Exemplar] = {}
+        for rel in _yaml_files(self.files, "exemplars"):
+            d = self.doc(rel)
+            ex = validate(Exemplar, d)
+            self.declare("exemplars", ex.name, rel, d, ("name",))
+            _check_query(d, ex.sql, self.dialect, self.allow)
+            exemplars[ex.name] = ex
+        return exemplars
+
+    def answers(self) -> dict[AnswerId, Answer]:
+        answers: dict[AnswerId, Answer] = {}
+        for rel in _yaml_files(self.files, "answers"):
+            d = self.doc(rel)
+            ans = validate(Answer, d)
+            self.declare("answers", ans.id, rel, d, ("id",))
+            _check_query(d, ans.sql, self.dialect, self.allow)
+            if self.config.as_of is None and ans.status == "active":
+                _check_relative_dates(d, ans, self.dialect)
+            answers[AnswerId(ans.id)] = ans
+        return answers
+
+    def skills(self) -> dict[str, Skill]:
+        skills: dict[str, Skill] = {}
+        for rel in sorted(p for p in self.files if p.startswith("skills/") and p.endswith(".md")):
+            skills[rel] = Skill(rel, _skill_text(f"{self.root}/{rel}", self.files[rel]))
+            self.sources[rel] = rel
+        return skills
+
+    def cases(self) -> tuple[Case, ...]:
+        if "evals/cases.yaml" not in self.files:
+            return ()
+        cases_doc = self.doc("evals/cases.yaml")
+        _refuse_legacy_cases(cases_doc, self.name)
+        return validate(CasesFile, cases_doc).cases
+
+
+def _skill_text(path: str, raw: bytes) -> str:
+    """A skill's Markdown text; a file that is not UTF-8 text is a load error."""
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise LensLoadError(
+            path,
+            f"not UTF-8 ({exc.reason} at byte {exc.start})",
+            line=raw[: exc.start].count(b"\n") + 1,
+            fix="save it as UTF-8 (binary files do not belong in a lens)",
+        ) from None
+    if "\x00" in text:
+        raise LensLoadError(
+            path,
+            "a NUL byte: this is a binary file, not Markdown",
+            line=text[: text.index("\x00")].count("\n") + 1,
+            fix="remove it; skills are Markdown text",
+        )
+    return text
 
 
 def _refuse_legacy_cases(d: Document, name: str) -> None:

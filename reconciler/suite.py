@@ -19,7 +19,8 @@ from enum import Enum
 from typing import Any
 
 from reconciler.assembly.profiles import ProfileStore
-from reconciler.assembly.retrieval import Embedder, assemble
+from reconciler.assembly.request import assemble
+from reconciler.assembly.similarity import Embedder
 from reconciler.assets import asset_hashes
 from reconciler.compare.diff import Verdict, compare
 from reconciler.compare.ordering import order_keys

@@ -31,7 +31,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from reconciler.assembly.retrieval import tokenize
+from reconciler.assembly.text import tokenize
 from reconciler.lens import Lens
 
 Route = Literal["certified_answer", "generated", "research", "clarify", "refuse"]
@@ -96,7 +96,7 @@ class Evaluation:
     suggested_repair: str | None = None
     repair_action: RepairAction | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """The evaluation as JSON (``repair_action`` is ``null`` when passed)."""
         return {
             "gate": self.gate,

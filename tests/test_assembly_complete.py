@@ -18,7 +18,7 @@ import pytest
 
 from reconciler.assembly.embedding import NOT_INSTALLED, extra_missing, extract_model
 from reconciler.assembly.profiles import ProfileStore, read_profile
-from reconciler.assembly.retrieval import assemble
+from reconciler.assembly.request import assemble
 from reconciler.assets import asset_hashes, dependency_set, lens_assets
 from reconciler.context import Runtime
 from reconciler.errors import UsageError

@@ -17,7 +17,9 @@ from typing import Any
 import duckdb
 import pytest
 
-from reconciler.assembly.retrieval import assemble, normalize, retrieve, tokenize
+from reconciler.assembly.request import assemble
+from reconciler.assembly.retrieval import retrieve
+from reconciler.assembly.text import normalize, tokenize
 from reconciler.errors import LensLoadError
 from reconciler.generators import DimensionValues, Generation, generate
 from reconciler.generators.fast import parse

@@ -15,7 +15,7 @@ from typing import Any
 import duckdb
 import pytest
 
-from reconciler.assembly.retrieval import assemble
+from reconciler.assembly.request import assemble
 from reconciler.generators import DimensionValues
 from reconciler.lens import Lens, load_lens
 from tests.test_fast_tier import (

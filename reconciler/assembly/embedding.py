@@ -159,6 +159,7 @@ def load_embedder(root: Path) -> tuple[SentenceEmbedder | None, str]:
     Raises:
         UsageError: the extra is installed but its model zip is broken.
     """
+    # Imported here: the embed extra is optional and slow to import (torch).
     try:
         packaged = importlib.import_module(MODEL_PACKAGE)
     except ImportError:

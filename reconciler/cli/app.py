@@ -370,6 +370,7 @@ def import_cortex(
     """Turn a Snowflake Cortex Analyst semantic model into a lens under lenses/."""
 
     def body() -> int:
+        from reconciler.interop.importers import LensSettings
         from reconciler.interop.importers.cortex import import_cortex as do_import
         from reconciler.interop.importers.cortex import write_lens
 
@@ -385,7 +386,7 @@ def import_cortex(
             lens=lens,
             data_dir=data,
             ddl=ddl,
-            as_of=as_of,
+            settings=LensSettings(as_of=as_of),
             run_oracles=run_on_seeds if data is not None else None,
         )
         write_lens(rt.root, lens, files, overwrite=overwrite)

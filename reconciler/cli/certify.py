@@ -207,9 +207,7 @@ def certify(
             at = cert.utc_now()
             run = cert.run_id(candidate, at)
             # Checked before executing: an answer the loader rejects is never shown as certifiable.
-            cert.answer_file(
-                the_lens, files, aid, candidate, certified_by="-", certified_at=at, run=run
-            )
+            cert.answer_file(the_lens, files, aid, candidate, cert.Signoff(by="-", at=at, run=run))
             cfg = the_lens.config
             result = executor.execute(
                 candidate.sql,
@@ -246,9 +244,7 @@ def certify(
             files,
             aid,
             candidate,
-            certified_by=person,
-            certified_at=cert.utc_now(),  # the moment the person said yes
-            run=run,
+            cert.Signoff(by=person, at=cert.utc_now(), run=run),  # the moment the person said yes
             result_shape=(len(result.rows), len(result.columns)),
         )
         rel = cert.write_answer(rt.root, the_lens.root, aid, content)

@@ -37,10 +37,9 @@ def migrate(
     """Move value cases (question + expected SQL) to answers/<id>.yaml as certified answers."""
 
     def body() -> int:
-        from reconciler.certify import utc_now, write_answer
+        from reconciler.certify import CASES, plan_migration, utc_now, write_answer
         from reconciler.files import replace_file
         from reconciler.git import trees as gitstate
-        from reconciler.migrate import CASES, plan_migration
 
         git = gitstate.open_repo(repo)
         root = gitstate.repo_root(git)

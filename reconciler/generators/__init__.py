@@ -10,48 +10,23 @@ configured and declines when it is the only one.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
-
-from reconciler.assembly.retrieval import GenerationRequest
+from reconciler.assembly.request import GenerationRequest
+from reconciler.generators import fast
+from reconciler.generators.generation import (
+    SMART_UNAVAILABLE,
+    DimensionValues,
+    Generation,
+    SmartCall,
+)
 from reconciler.lens import Lens
 
-# {(model name, dimension name): distinct values seen in the warehouse}, read by the
-# suite before generation so the fast tier can turn "in Europe" into region = 'Europe'.
-DimensionValues = Mapping[tuple[str, str], tuple[str, ...]]
-
-
-@dataclass(frozen=True)
-class Generation:
-    """One generator attempt.
-
-    Attributes:
-        tier: the tier that produced it (``fast`` / ``smart``), or ``none``.
-        sql: the generated query, or ``None`` when the generator declined.
-        declined: why it declined (``None`` when it produced SQL).
-        usage: the smart tier's call record (model, latency in seconds, tokens,
-            cost in USD, repair hint); ``None`` for the fast tier.
-    """
-
-    tier: str
-    sql: str | None
-    declined: str | None = None
-    usage: Mapping[str, Any] | None = None
-
-    def record(self) -> dict[str, Any]:
-        """JSON-ready record."""
-        out: dict[str, Any] = {"tier": self.tier, "sql": self.sql, "declined": self.declined}
-        if self.usage is not None:
-            out["usage"] = dict(self.usage)
-        return out
-
-
-# The smart tier as the pure core sees it: (lens, request, repair hint) → generation.
-SmartCall = Callable[[Lens, GenerationRequest, "str | None"], Generation]
-
-
-SMART_UNAVAILABLE = "smart tier not configured"
+__all__ = [
+    "SMART_UNAVAILABLE",
+    "DimensionValues",
+    "Generation",
+    "SmartCall",
+    "generate",
+]
 
 
 def generate(
@@ -78,9 +53,6 @@ def generate(
         The first generation with SQL; otherwise the last tier's decline
         (``tier="none"`` when the request names no tier).
     """
-    # Imported here: the tier modules import Generation from this package.
-    from reconciler.generators import fast
-
     last: Generation | None = None
     for tier in request.tiers:
         if tier == "fast":

@@ -1,8 +1,8 @@
-"""SQL rendering for the ``fast`` tier: a compiled :class:`Plan` → one SELECT (pure).
+"""The ``fast`` tier's compiler back end: a :class:`Plan` → one SELECT (pure).
 
 :mod:`reconciler.generators.fast` reads a question into a :class:`Plan`; this module
-turns the plan into SQL with sqlglot, in the lens's dialect, following the
-conventions of the question grammar:
+compiles the plan into SQL with sqlglot (:func:`render` writes it out), in the
+lens's dialect, following the conventions of the question grammar:
 
 * select list: time bucket (aliased by its grain, ``CAST(DATE_TRUNC(…) AS DATE)``),
   then dimensions in question order (aliased by their names), then the measure
@@ -39,7 +39,9 @@ import sqlglot
 from sqlglot import exp
 
 from reconciler.assembly import memo as lensmemo
-from reconciler.assembly.retrieval import join_paths, metric_models, model_named
+from reconciler.assembly.joins import join_paths
+from reconciler.assembly.lexicon import model_named
+from reconciler.assembly.retrieval import metric_models
 from reconciler.lens import Join, Lens, Model
 
 _NUMBER_RE = re.compile(r"^-?\d+(\.\d+)?$")
@@ -106,14 +108,14 @@ class Measure:
     @classmethod
     def of_fact(cls, lens: Lens, model: str, fact: str, function: str) -> Measure:
         """``function`` (``avg``, ``sum``, ``min``, ``max``) of ``model``'s fact ``fact``,
-        aliased ``<function>_<fact>``; the fact's own ``expr`` is expanded at render."""
+        aliased ``<function>_<fact>``; the fact's own ``expr`` is expanded when compiled."""
         sql = FACT_FUNCTIONS[function](this=exp.column(fact)).sql(dialect=lens.config.dialect)
         return cls(f"{function}_{fact}", model, sql, (), (model,), None, function)
 
 
 @dataclass(frozen=True)
 class Plan:
-    """A question compiled to its semantic parts, before rendering.
+    """A question read into its semantic parts, before it is compiled to SQL.
 
     Attributes:
         measure: what is aggregated; its model is the FROM table (``base``).
@@ -243,7 +245,7 @@ class _Renderer:
         # The lens's expressions are parsed once per lens version; transform() works
         # on a copy, so the shared tree is never edited.
         parsed = lensmemo.memoized(
-            self.lens, ("render.expr", sql), lambda: sqlglot.parse_one(sql, read=self.dialect)
+            self.lens, ("compiler.expr", sql), lambda: sqlglot.parse_one(sql, read=self.dialect)
         )
         return parsed.transform(fix)
 

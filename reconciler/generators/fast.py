@@ -37,7 +37,7 @@ answer is worse than no answer. A question is read as
 * an optional ranking: ``top 5 …``, ``which 3 … lowest …``, ``bottom 2 …``, and
   ``Who has the highest …?``: an opening "who" ranks the one *person* dimension
   (a name or synonym ending in ``rep``, ``owner``, ``employee`` …; see
-  :func:`~reconciler.assembly.retrieval.person_dimensions`); ``in the team`` / ``on our
+  :func:`~reconciler.assembly.lexicon.person_dimensions`); ``in the team`` / ``on our
   team`` then means all of those people; ``with ties`` / ``including ties`` keeps
   every row tied within the first n.
 
@@ -45,8 +45,9 @@ Every word must be accounted for: a lens phrase, a grammar word, a stopword or t
 name of a model the query uses. Anything left over — ``since``, ``not``, ``weather``
 — declines, and so does a question holding one of the lens's ``exclusions`` or
 ``clarify`` terms, an ambiguous phrase, a fact without an aggregation word, or a
-dimension no safe join path reaches. The SQL is built by
-:mod:`reconciler.generators.compiler`.
+dimension no safe join path reaches. This module reads the question into a
+:class:`~reconciler.generators.compiler.Plan`; :mod:`reconciler.generators.compiler`
+compiles the plan into SQL.
 """
 
 from __future__ import annotations
@@ -57,21 +58,13 @@ from datetime import date
 
 from sqlglot.errors import SqlglotError
 
-from reconciler.assembly.retrieval import (
-    GenerationRequest,
-    Mention,
-    Retrieval,
-    Target,
-    counted_model,
-    join_paths,
-    model_nouns,
-    normalize,
-    person_dimensions,
-    retrieve,
-    time_models,
-)
-from reconciler.generators import DimensionValues, Generation
+from reconciler.assembly.joins import join_paths
+from reconciler.assembly.lexicon import Target, model_nouns, person_dimensions
+from reconciler.assembly.request import GenerationRequest
+from reconciler.assembly.retrieval import Mention, Retrieval, counted_model, retrieve, time_models
+from reconciler.assembly.text import normalize
 from reconciler.generators.compiler import Declined, Measure, Plan, one_path, render
+from reconciler.generators.generation import DimensionValues, Generation
 from reconciler.generators.grammar import Reading, phrase_of, plural, read_grammar
 from reconciler.generators.measures import check_extras, select_measures
 from reconciler.generators.periods import shift
@@ -200,10 +193,59 @@ def _plan(
     for ``measures``; see :func:`parse`."""
     measure = group[0]
     base = measure.model
-    # A dimension phrase right next to a value of that dimension ("the West region",
-    # "segment Enterprise"), or one that is also the name of the value's model
-    # ("Enterprise customers"), qualifies the value instead of asking for a breakdown.
     dims = [m for m in found.mentions if m.kind in ("dimension", "time_dimension")]
+    filters, qualifiers = _value_filters(lens, found, base, dims)
+    flags = _flags(lens, found, base, model_nouns(lens))
+    counted = counted_model(lens, found)
+    if counted is not None and measure.function != "count_distinct":
+        words = " ".join(found.words[counted[0] : counted[2]])
+        names = ", ".join(m.name for m in measures)
+        raise Declined(f"{words!r} counts {counted[3]}, but the question also names {names}")
+    asked = [
+        d for d in dims if not (d in qualifiers or (counted and (d.start, d.end) == counted[1:3]))
+    ]
+    split = _breakdowns(lens, found, base, asked)
+    breakdowns, plural_breakdown = split.places, split.plural
+    if reading.who:
+        breakdowns = [_who(lens, base, breakdowns, reading)]
+        plural_breakdown = plural_breakdown or reading.who_plural
+    if len(breakdowns) > MAX_DIMENSIONS:
+        raise Declined(f"more than {MAX_DIMENSIONS} breakdown dimensions")
+    grain, period, compared, change = _when(reading, len(measures))
+    rank = _rank(reading, found, grain, bool(breakdowns), plural_breakdown)
+    if measure.function == "count_distinct":
+        _check_entity_count(found, measure, split.mentions, grain, period, rank)
+    if grain and reading.who:
+        raise Declined(f"'who' with a {grain} breakdown: one person overall, or one per {grain}?")
+    time = _time_column(lens, base, split.time, grain is not None or period is not None)
+    check_extras(lens, measures, reading, rank, len(breakdowns) + (grain is not None))
+    return Plan(
+        measure,
+        tuple(breakdowns),
+        tuple(filters),
+        tuple(flags),
+        time,
+        grain,
+        (shift(period[0], change[0], -1), period[1]) if change and period else period,
+        rank,
+        extra=group[1:],
+        compared=compared,
+        share=reading.share,
+        ties=reading.ties,
+        change=(change[0], change[1], period[0] if period else None) if change else None,
+    )
+
+
+def _value_filters(
+    lens: Lens, found: Retrieval, base: str, dims: list[Mention]
+) -> tuple[list[tuple[str, str, str]], set[Mention]]:
+    """``(model, dimension, value)`` equality filters, and the dimension mentions that
+    only qualify a value.
+
+    A dimension phrase right next to a value of that dimension ("the West region",
+    "segment Enterprise"), or one that is also the name of the value's model
+    ("Enterprise customers"), qualifies the value instead of asking for a breakdown.
+    """
     nouns = model_nouns(lens)
     qualifiers: set[Mention] = set()
     filters: list[tuple[str, str, str]] = []
@@ -226,83 +268,85 @@ def _plan(
             raise Declined(f"several values of {chosen.model}.{chosen.name} are named")
         if new not in filters:
             filters.append(new)
-    flags = _flags(lens, found, base, nouns)
+    return filters, qualifiers
 
-    breakdowns: list[tuple[str, str]] = []
-    breakdown_mentions: list[Mention] = []
-    explicit_time: tuple[str, str] | None = None
-    plural_breakdown = False
-    counted = counted_model(lens, found)
-    if counted is not None and measure.function != "count_distinct":
-        words = " ".join(found.words[counted[0] : counted[2]])
-        names = ", ".join(m.name for m in measures)
-        raise Declined(f"{words!r} counts {counted[3]}, but the question also names {names}")
+
+@dataclasses.dataclass
+class _Breakdowns:
+    """The dimensions a question breaks down by.
+
+    Attributes:
+        places: ``(model, dimension)`` in question order, each once.
+        mentions: the mentions that asked for them.
+        time: the time dimension the question names, if any (not a breakdown).
+        plural: whether a breakdown phrase is plural ("regions").
+    """
+
+    places: list[tuple[str, str]]
+    mentions: list[Mention]
+    time: tuple[str, str] | None
+    plural: bool
+
+
+def _breakdowns(lens: Lens, found: Retrieval, base: str, dims: list[Mention]) -> _Breakdowns:
+    """Resolve the breakdown dimension mentions ``dims`` from model ``base``."""
+    out = _Breakdowns([], [], None, False)
     for d in dims:
-        if d in qualifiers or (counted and (d.start, d.end) == counted[1:3]):
-            continue
         chosen = _resolve(lens, base, d.targets, "dimension", phrase_of(found, d))
         place = (chosen.model, chosen.name)
         if chosen.kind == "time_dimension":
-            if explicit_time not in (None, place):
+            if out.time not in (None, place):
                 raise Declined("the question names several time dimensions")
-            explicit_time = place
+            out.time = place
             continue
-        breakdown_mentions.append(d)
-        if place not in breakdowns:
-            breakdowns.append(place)
-        plural_breakdown = plural_breakdown or plural(found, d.end - 1)
-    if reading.who:
-        breakdowns = [_who(lens, base, breakdowns, reading)]
-        plural_breakdown = plural_breakdown or reading.who_plural
-    if len(breakdowns) > MAX_DIMENSIONS:
-        raise Declined(f"more than {MAX_DIMENSIONS} breakdown dimensions")
+        out.mentions.append(d)
+        if place not in out.places:
+            out.places.append(place)
+        out.plural = out.plural or plural(found, d.end - 1)
+    return out
 
+
+def _when(
+    reading: Reading, measures: int
+) -> tuple[
+    str | None,
+    tuple[date, date] | None,
+    tuple[tuple[date, date], ...],
+    tuple[str, str] | None,
+]:
+    """``(grain, period, compared periods, change)`` of a question with ``measures`` measures."""
     if len(reading.grains) > 1:
         raise Declined(f"several time grains ({', '.join(sorted(reading.grains))})")
     change = _change(reading, next(iter(reading.grains), None))
     grain, period, compared = _periods(
         reading, change[0] if change else next(iter(reading.grains), None)
     )
-    if change and (compared or reading.share or len(measures) > 1 or reading.directions):
+    if change and (compared or reading.share or measures > 1 or reading.directions):
         raise Declined(
             "a change between periods is read alone (not with a comparison, share, "
             "ranking or several metrics)"
         )
-    rank = _rank(reading, found, grain, bool(breakdowns), plural_breakdown)
-    if measure.function == "count_distinct":
-        _check_entity_count(found, measure, breakdown_mentions, grain, period, rank)
-    if grain and reading.who:
-        raise Declined(f"'who' with a {grain} breakdown: one person overall, or one per {grain}?")
-    time: tuple[str, str] | None = None
-    if explicit_time is not None:
-        if grain is None and period is None:
-            raise Declined(f"time dimension {explicit_time[1]!r} named without a grain or period")
-        time = explicit_time
-    elif grain is not None or period is not None:
-        candidates = time_models(lens, base)
-        if len(candidates) != 1:
-            raise Declined(f"no single time dimension is reachable from model {base!r}")
-        one_path(lens, base, candidates[0])
-        col = lens.models[candidates[0]].time_dimension()
-        assert col is not None
-        time = (candidates[0], col.name)
+    return grain, period, compared, change
 
-    check_extras(lens, measures, reading, rank, len(breakdowns) + (grain is not None))
-    return Plan(
-        measure,
-        tuple(breakdowns),
-        tuple(filters),
-        tuple(flags),
-        time,
-        grain,
-        (shift(period[0], change[0], -1), period[1]) if change and period else period,
-        rank,
-        extra=group[1:],
-        compared=compared,
-        share=reading.share,
-        ties=reading.ties,
-        change=(change[0], change[1], period[0] if period else None) if change else None,
-    )
+
+def _time_column(
+    lens: Lens, base: str, named: tuple[str, str] | None, bucketed: bool
+) -> tuple[str, str] | None:
+    """The time dimension a grain or period (``bucketed``) applies to: the one the
+    question ``named``, else the single one reachable from ``base``."""
+    if named is not None:
+        if not bucketed:
+            raise Declined(f"time dimension {named[1]!r} named without a grain or period")
+        return named
+    if not bucketed:
+        return None
+    candidates = time_models(lens, base)
+    if len(candidates) != 1:
+        raise Declined(f"no single time dimension is reachable from model {base!r}")
+    one_path(lens, base, candidates[0])
+    col = lens.models[candidates[0]].time_dimension()
+    assert col is not None
+    return candidates[0], col.name
 
 
 def _change(reading: Reading, grain: str | None) -> tuple[str, str] | None:

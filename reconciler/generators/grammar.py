@@ -15,14 +15,9 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from reconciler.assembly.retrieval import (
-    GRAIN_WORDS,
-    STOPWORDS,
-    Mention,
-    Retrieval,
-    asks_who,
-    model_nouns,
-)
+from reconciler.assembly.lexicon import model_nouns
+from reconciler.assembly.retrieval import Mention, Retrieval, asks_who
+from reconciler.assembly.text import GRAIN_WORDS, STOPWORDS
 from reconciler.generators.compiler import PERCENT_WORDS, SHARE_WORDS, Declined
 from reconciler.generators.periods import Period, all_time_at, period_at
 from reconciler.lens import Lens
@@ -75,51 +70,93 @@ class Reading:
 
 
 def read_grammar(lens: Lens, found: Retrieval) -> Reading:
-    """Classify every token outside a lens phrase, or record it as unknown."""
-    toks = found.tokens
-    free = set(range(len(toks))) - found.covered()
-    nouns = model_nouns(lens)
-    longest_noun = max((len(k) for k in nouns), default=0)
-    r = Reading()
+    """Classify every token outside a lens phrase, or record it as unknown.
+
+    Raises:
+        Declined: a relative period when the lens pins no ``as_of``, or both a
+            share and a percentage asked for.
+    """
+    scan = _Scan(found, lens.config.as_of, model_nouns(lens))
     i = 0
     if asks_who(found):
-        r.who = True
-        r.who_plural = found.words[1:2] in (("are",), ("were",))
+        scan.reading.who = True
+        scan.reading.who_plural = found.words[1:2] in (("are",), ("were",))
         i = 1
-    while i < len(toks):
-        if i not in free:
+    while i < len(found.tokens):
+        if i not in scan.free:
             i += 1
             continue
-        found_period = period_at(toks, i, free, lens.config.as_of)
+        after = scan.phrase(i)
+        if after is None:
+            scan.word(i)
+            i += 1
+        else:
+            i = after
+    return scan.reading
+
+
+class _Scan:
+    """One pass of :func:`read_grammar` over a question's free tokens."""
+
+    def __init__(
+        self, found: Retrieval, as_of: str | None, nouns: Mapping[tuple[str, ...], str]
+    ) -> None:
+        self.found = found
+        self.toks = found.tokens
+        self.free = set(range(len(self.toks))) - found.covered()
+        self.as_of = as_of
+        self.nouns = nouns
+        self.longest_noun = max((len(k) for k in nouns), default=0)
+        self.reading = Reading()
+
+    def phrase(self, i: int) -> int | None:
+        """Read a phrase of several tokens at ``i`` (period, whole span, "month over
+        month", model noun); the index after it, or ``None`` when none starts here."""
+        r, toks = self.reading, self.toks
+        found_period = period_at(toks, i, self.free, self.as_of)
         if found_period is not None:
-            i, period = found_period
+            after, period = found_period
             if all(p.span != period.span for p in r.periods):
                 r.periods.append(period)
-            continue
-        whole = all_time_at(toks, i, free)
+            return after
+        whole = all_time_at(toks, i, self.free)
         if whole is not None:
             r.all_time = True
-            i = whole
-            continue
-        over = GRAIN_WORDS.get(toks[i]) if i + 2 in free and i + 1 in free else None
+            return whole
+        over = GRAIN_WORDS.get(toks[i]) if i + 2 in self.free and i + 1 in self.free else None
         if over and toks[i + 1] in ("over", "on") and GRAIN_WORDS.get(toks[i + 2]) == over:
             r.change_grains.add(over)  # "month over month", "year-on-year"
-            i += 3
-            continue
-        noun = next(
+            return i + 3
+        width = self._noun_width(i)
+        if width:
+            noun = self.nouns[toks[i : i + width]]
+            r.model_nouns.add(noun)
+            r.noun_at[i] = noun
+            return i + width
+        return None
+
+    def _noun_width(self, i: int) -> int:
+        """Tokens in the longest free model noun starting at ``i`` (0: none)."""
+        return next(
             (
-                (n, nouns[toks[i : i + n]])
-                for n in range(longest_noun, 0, -1)
-                if toks[i : i + n] in nouns and all(k in free for k in range(i, i + n))
+                n
+                for n in range(self.longest_noun, 0, -1)
+                if self.toks[i : i + n] in self.nouns
+                and all(k in self.free for k in range(i, i + n))
             ),
-            None,
+            0,
         )
-        t = toks[i]
-        if noun is not None:
-            r.model_nouns.add(noun[1])
-            r.noun_at[i] = noun[1]
-            i += noun[0]
-            continue
+
+    def word(self, i: int) -> None:
+        """Classify the single token at ``i``, or record it as unknown."""
+        if self._keyword(i) or self._share_or_change(i) or self._filler(i):
+            return
+        if self.toks[i] not in STOPWORDS:
+            self.reading.unknown.append(self.found.words[i])
+
+    def _keyword(self, i: int) -> bool:
+        """A grain, ranking direction, number, aggregation or comparison word."""
+        r, t = self.reading, self.toks[i]
         if t in GRAIN_WORDS:
             r.grains.setdefault(GRAIN_WORDS[t], i)
         elif t in DESCENDING or t in ASCENDING:
@@ -130,7 +167,14 @@ def read_grammar(lens: Lens, found: Retrieval) -> Reading:
             r.aggregates[i] = t
         elif t in COMPARE_WORDS:
             r.comparison = True
-        elif t in SHARE_WORDS:
+        else:
+            return False
+        return True
+
+    def _share_or_change(self, i: int) -> bool:
+        """A share word, a change step (``yoy``) or a change word (``percent change``)."""
+        r, t = self.reading, self.toks[i]
+        if t in SHARE_WORDS:
             if r.share not in (None, t):
                 raise Declined(f"the question asks for both a {r.share} and a {t}")
             r.share, r.share_at = t, i
@@ -141,16 +185,22 @@ def read_grammar(lens: Lens, found: Retrieval) -> Reading:
             if percent:
                 r.share = None  # "percent change" is a change, not a share
             r.change.append("percent" if percent else "change")
-        elif t == "tie" and i > 0 and toks[i - 1] in ("with", "including"):
-            r.ties = True
-        elif t == "including" and toks[i + 1 : i + 2] == ("tie",):
-            pass
-        elif t == "team" and r.who and i > 0 and found.words[i - 1] in ("the", "our"):
-            pass  # "who … in the team": the people the person dimension ranges over
-        elif t not in STOPWORDS:
-            r.unknown.append(found.words[i])
-        i += 1
-    return r
+        else:
+            return False
+        return True
+
+    def _filler(self, i: int) -> bool:
+        """``with ties`` / ``including ties``, and the ``team`` of "who … in the team"."""
+        toks, t = self.toks, self.toks[i]
+        if t == "tie" and i > 0 and toks[i - 1] in ("with", "including"):
+            self.reading.ties = True
+            return True
+        if t == "including" and toks[i + 1 : i + 2] == ("tie",):
+            return True
+        # "who … in the team": the people the person dimension ranges over
+        return (
+            t == "team" and self.reading.who and i > 0 and self.found.words[i - 1] in ("the", "our")
+        )
 
 
 def plural(found: Retrieval, index: int) -> bool:

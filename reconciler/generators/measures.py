@@ -11,19 +11,14 @@ from collections.abc import Mapping
 import sqlglot
 from sqlglot import exp
 
-from reconciler.assembly.retrieval import (
-    GRAIN_WORDS,
-    Mention,
-    Retrieval,
-    Target,
-    counted_model,
-    tokenize,
-)
+from reconciler.assembly.lexicon import Target
+from reconciler.assembly.retrieval import Mention, Retrieval, counted_model
+from reconciler.assembly.text import GRAIN_WORDS, tokenize
 from reconciler.generators.compiler import Declined, Measure
 from reconciler.generators.grammar import AGGREGATE_WORDS, Reading, phrase_of
 from reconciler.lens import Lens, Model
 
-# The same words applied to a model fact → the aggregate function (render.FACT_FUNCTIONS).
+# The same words applied to a model fact → the aggregate function (compiler.FACT_FUNCTIONS).
 FACT_AGGREGATES: Mapping[str, str] = {
     word: func
     for func, ws in {"sum": "total sum", "avg": "average avg mean", "min": "minimum min"}.items()
@@ -110,37 +105,9 @@ def select_measures(
         inherited = before is None and previous is not None and _listed(found, last_end, m.start)
         if inherited:
             before = previous  # "average deal size and cycle length": both averaged
-        if m.kind == "metric":
-            if len(m.targets) > 1:
-                names = ", ".join(sorted(t.name for t in m.targets))
-                raise Declined(f"{phrase_of(found, m)!r} could mean several metrics ({names})")
-            metric = m.targets[0].name
-            fitting = before is not None and fits(lens, metric, before[1])
-            if before is None or fitting or (not m.facts and not inherited):
-                measure = Measure.of_metric(lens, metric)
-                if before is not None and fitting:
-                    claimed.add(before[0])
-            elif not m.facts:
-                raise Declined(
-                    f"does {before[1]!r} apply to {phrase_of(found, m)!r} too? It does not fit "
-                    f"metric {metric!r}"
-                )
-            elif lens.metrics[metric].filters:
-                raise Declined(
-                    f"{before[1]!r} does not fit metric {metric!r}, and its filters would be "
-                    f"lost by aggregating fact {phrase_of(found, m)!r} instead"
-                )
-            else:
-                measure = fact_measure(lens, m.facts, before[1], phrase_of(found, m))
-                spent.add(before[0])
-        elif before is None:
-            raise Declined(
-                f"{phrase_of(found, m)!r} is a fact of model {m.targets[0].model!r}: say how to "
-                f"aggregate it (average, total, minimum, maximum)"
-            )
-        else:
-            measure = fact_measure(lens, m.targets, before[1], phrase_of(found, m))
-            spent.add(before[0])
+        measure, used = _measure_of(lens, found, m, before, inherited)
+        if used is not None:
+            (spent if measure.metric is None else claimed).add(used)
         measures[(measure.name, measure.model, measure.expression)] = measure
         spans.append((before[0] if before and not inherited else m.start, m.end))
         previous, last_end = before, m.end
@@ -152,16 +119,62 @@ def select_measures(
     if len(measures) > 1:
         return _several(lens, found, reading, tuple(measures.values()), spans, spent | claimed)
     measure = next(iter(measures.values()))
+    _check_words(lens, measure, reading, spent)
+    return (measure,)
+
+
+def _measure_of(
+    lens: Lens,
+    found: Retrieval,
+    m: Mention,
+    before: tuple[int, str] | None,
+    inherited: bool,
+) -> tuple[Measure, int | None]:
+    """The measure a metric or fact mention names, given the aggregation word ``before``
+    it (its own, or the previous measure's when ``inherited``).
+
+    Returns:
+        ``(measure, position of the aggregation word it used)``: the word fits a
+        metric (claimed) or aggregates a fact (spent); ``None`` when it used none.
+    """
+    if m.kind != "metric":
+        if before is None:
+            raise Declined(
+                f"{phrase_of(found, m)!r} is a fact of model {m.targets[0].model!r}: say how to "
+                f"aggregate it (average, total, minimum, maximum)"
+            )
+        return fact_measure(lens, m.targets, before[1], phrase_of(found, m)), before[0]
+    if len(m.targets) > 1:
+        names = ", ".join(sorted(t.name for t in m.targets))
+        raise Declined(f"{phrase_of(found, m)!r} could mean several metrics ({names})")
+    metric = m.targets[0].name
+    fitting = before is not None and fits(lens, metric, before[1])
+    if before is None or fitting or (not m.facts and not inherited):
+        return Measure.of_metric(lens, metric), before[0] if before and fitting else None
+    if not m.facts:
+        raise Declined(
+            f"does {before[1]!r} apply to {phrase_of(found, m)!r} too? It does not fit "
+            f"metric {metric!r}"
+        )
+    if lens.metrics[metric].filters:
+        raise Declined(
+            f"{before[1]!r} does not fit metric {metric!r}, and its filters would be "
+            f"lost by aggregating fact {phrase_of(found, m)!r} instead"
+        )
+    return fact_measure(lens, m.facts, before[1], phrase_of(found, m)), before[0]
+
+
+def _check_words(lens: Lens, measure: Measure, reading: Reading, spent: set[int]) -> None:
+    """Every aggregation word of a one-measure question fits that measure, else decline."""
     if measure.metric is None:
         for k, word in sorted(reading.aggregates.items()):
             if k not in spent and FACT_AGGREGATES.get(word) != measure.function:
                 raise Declined(f"{word!r} does not fit {measure.name!r} ({measure.expression})")
-        return (measure,)
+        return
     for word in sorted(set(reading.aggregates.values())):
         if not fits(lens, measure.metric, word):
             tree = sqlglot.parse_one(measure.expression, read=lens.config.dialect)
             raise Declined(f"{word!r} does not fit metric {measure.metric!r} ({tree.sql()})")
-    return (measure,)
 
 
 def _listed(found: Retrieval, end: int, start: int) -> bool:

@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, timedelta
 
-from reconciler.assembly.retrieval import MONTHS, QUARTER_RE, YEAR_RE
+from reconciler.assembly.text import MONTHS, QUARTER_RE, YEAR_RE
 from reconciler.generators.compiler import Declined
 
 UNITS = ("month", "quarter", "year")
@@ -112,62 +112,101 @@ def period_at(
     Raises:
         Declined: a relative period when the lens pins no ``as_of``.
     """
+    words = _FreeTokens(toks, free)
+    k = i + 1 if words[i] == "the" else i
+    if words[k] == "last" and k > 0 and toks[k - 1] == "the":
+        return None  # "in the last year": the previous calendar year, or the past 12 months?
+    return (
+        _relative_at(words, i, k, as_of)
+        or _quarter_at(words, i)
+        or _month_at(words, i)
+        or _year_at(words, i)
+    )
 
-    def tok(k: int) -> str:
-        return toks[k] if k < len(toks) and k in free else ""
 
-    def year(k: int) -> int | None:
-        return int(tok(k)) if YEAR_RE.match(tok(k)) else None
+class _FreeTokens:
+    """The question's tokens as a period sees them: ``""`` inside a lens phrase or past the end."""
 
-    def skip_of(k: int) -> int:
-        return k + 1 if tok(k) in ("of", "in") else k
+    def __init__(self, toks: tuple[str, ...], free: set[int]) -> None:
+        self.toks = toks
+        self.free = free
 
-    def quarter(y: int, q: int, end: int) -> tuple[int, Period]:
-        start = date(y, 3 * q - 2, 1)
-        return end, Period(start, shift(start, "quarter", 1), "quarter", f"Q{q} {y}")
+    def __getitem__(self, k: int) -> str:
+        return self.toks[k] if k < len(self.toks) and k in self.free else ""
+
+    def year(self, k: int) -> int | None:
+        """The year at ``k`` (``2024``), else ``None``."""
+        return int(self[k]) if YEAR_RE.match(self[k]) else None
+
+    def skip_of(self, k: int) -> int:
+        """``k``, or the index after an ``of`` / ``in`` at ``k``."""
+        return k + 1 if self[k] in ("of", "in") else k
+
+
+def _relative_at(
+    words: _FreeTokens, i: int, k: int, as_of: str | None
+) -> tuple[int, Period] | None:
+    """``last quarter``, ``this year`` (from ``k``, past a leading ``the``), ``month to
+    date``, ``ytd`` (from ``i``)."""
 
     def pinned(phrase: str) -> date:
         if as_of is None:
             raise Declined(f"{phrase!r} depends on the day; the lens pins no as_of date")
         return date.fromisoformat(as_of)
 
-    k = i + 1 if tok(i) == "the" else i
-    if tok(k) == "last" and k > 0 and toks[k - 1] == "the":
-        return None  # "in the last year": the previous calendar year, or the past 12 months?
-    if (tok(k) in _PREVIOUS or tok(k) in _CURRENT) and tok(k + 1) in UNITS:
-        phrase = f"{tok(k)} {tok(k + 1)}"
-        return k + 2, relative(tok(k), tok(k + 1), pinned(phrase))
-    if tok(i) in UNITS and (tok(i + 1), tok(i + 2)) == ("to", "date"):
-        phrase = f"{tok(i)} to date"
-        return i + 3, relative("to date", tok(i), pinned(phrase))
-    if tok(i) in _TO_DATE:
-        return i + 1, relative("to date", _TO_DATE[tok(i)], pinned(tok(i)))
-    q_match = QUARTER_RE.match(tok(i))
-    if q_match:
-        k = skip_of(i + 1)
-        y = year(k)
-        return quarter(y, int(q_match.group(1)), k + 1) if y else None
-    if tok(i) in _ORDINAL_QUARTERS and tok(i + 1) == "quarter":
-        k = skip_of(i + 2)
-        y = year(k)
-        return quarter(y, _ORDINAL_QUARTERS[tok(i)], k + 1) if y else None
-    k = i + 2 if (tok(i), tok(i + 1)) == ("month", "of") else i
-    if tok(k) in MONTHS:
-        m = MONTHS[tok(k)]
-        j = skip_of(k + 1)
-        y = year(j)
-        if y is None:
-            return None
-        start = date(y, m, 1)
-        return j + 1, Period(start, shift(start, "month", 1), "month", f"{tok(k)} {y}")
-    k = i + 1 if tok(i) == "year" else i
-    y = year(k)
-    if y is not None:
-        q2 = QUARTER_RE.match(tok(k + 1))
-        if q2 and k == i:
-            return quarter(y, int(q2.group(1)), k + 2)
-        return k + 1, Period(date(y, 1, 1), date(y + 1, 1, 1), "year", str(y))
+    if (words[k] in _PREVIOUS or words[k] in _CURRENT) and words[k + 1] in UNITS:
+        phrase = f"{words[k]} {words[k + 1]}"
+        return k + 2, relative(words[k], words[k + 1], pinned(phrase))
+    if words[i] in UNITS and (words[i + 1], words[i + 2]) == ("to", "date"):
+        phrase = f"{words[i]} to date"
+        return i + 3, relative("to date", words[i], pinned(phrase))
+    if words[i] in _TO_DATE:
+        return i + 1, relative("to date", _TO_DATE[words[i]], pinned(words[i]))
     return None
+
+
+def _quarter(y: int, q: int, end: int) -> tuple[int, Period]:
+    start = date(y, 3 * q - 2, 1)
+    return end, Period(start, shift(start, "quarter", 1), "quarter", f"Q{q} {y}")
+
+
+def _quarter_at(words: _FreeTokens, i: int) -> tuple[int, Period] | None:
+    """``Q3 2024``, ``q3 of 2024``, ``third quarter of 2024``."""
+    q_match = QUARTER_RE.match(words[i])
+    if q_match:
+        k = words.skip_of(i + 1)
+        y = words.year(k)
+        return _quarter(y, int(q_match.group(1)), k + 1) if y else None
+    if words[i] in _ORDINAL_QUARTERS and words[i + 1] == "quarter":
+        k = words.skip_of(i + 2)
+        y = words.year(k)
+        return _quarter(y, _ORDINAL_QUARTERS[words[i]], k + 1) if y else None
+    return None
+
+
+def _month_at(words: _FreeTokens, i: int) -> tuple[int, Period] | None:
+    """``March 2024``, ``month of March 2024``, ``mar of 2024``."""
+    k = i + 2 if (words[i], words[i + 1]) == ("month", "of") else i
+    if words[k] not in MONTHS:
+        return None
+    j = words.skip_of(k + 1)
+    y = words.year(j)
+    if y is None:
+        return None
+    start = date(y, MONTHS[words[k]], 1)
+    return j + 1, Period(start, shift(start, "month", 1), "month", f"{words[k]} {y}")
+
+
+def _year_at(words: _FreeTokens, i: int) -> tuple[int, Period] | None:
+    """``2024``, ``year 2024``, and ``2024 Q3`` (a quarter)."""
+    k = i + 1 if words[i] == "year" else i
+    y = words.year(k)
+    if y is None:
+        return None
+    q2 = QUARTER_RE.match(words[k + 1])
+    if q2 and k == i:
+        return _quarter(y, int(q2.group(1)), k + 2)
+    return k + 1, Period(date(y, 1, 1), date(y + 1, 1, 1), "year", str(y))
 
 
 def all_time_at(toks: tuple[str, ...], i: int, free: set[int]) -> int | None:

@@ -27,15 +27,13 @@ from __future__ import annotations
 
 import re
 import time
-import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from reconciler import guard
-from reconciler.assembly.retrieval import GenerationRequest
+from reconciler.assembly.request import GenerationRequest
 from reconciler.errors import UnsafeSqlError
-from reconciler.generators import Generation
+from reconciler.generators.generation import Generation
 from reconciler.lens import Lens, SmartTier
 
 ENV_BASE_URL = "DST_LLM_BASE_URL"
@@ -98,7 +96,7 @@ class SmartGenerator:
     """
 
     def __init__(self, settings: SmartSettings) -> None:
-        try:
+        try:  # imported here: openai is the optional ``llm`` extra, loaded only when used
             from openai import OpenAI
         except ImportError:  # pragma: no cover - depends on the installed extras
             raise ImportError("pip install 'dst-reconciler[llm]'") from None
@@ -117,7 +115,7 @@ class SmartGenerator:
         s = self.settings
         messages = prompt(lens, request, hint)
         started = time.perf_counter()
-        usage: dict[str, Any] = {"model": s.model, "hint": hint}
+        usage: dict[str, object] = {"model": s.model, "hint": hint}
         try:
             reply = self._client.chat.completions.create(
                 model=s.model,
@@ -201,38 +199,3 @@ def prompt(lens: Lens, request: GenerationRequest, hint: str | None) -> list[dic
     if hint:
         user += f"\n\nthe previous answer was rejected: {hint}"
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
-
-
-_SECRET_KEY = re.compile(r"pass|secret|token|key|credential", re.IGNORECASE)
-
-
-def redact_endpoint(url: str) -> str:
-    """An endpoint URL safe to print: a password and secret-looking query values become ``***``.
-
-    Args:
-        url: an HTTP(S) base URL, e.g. ``https://user:key@llm.example/v1?api_key=…``.
-
-    Returns:
-        The URL with credentials hidden, or ``<unparseable endpoint URL>`` (never
-        the raw text, which may hold a key).
-    """
-    try:
-        parts = urllib.parse.urlsplit(url)
-        port = parts.port
-    except ValueError:
-        return "<unparseable endpoint URL>"
-    netloc = parts.hostname or ""
-    if port is not None:
-        netloc = f"{netloc}:{port}"
-    if parts.username is not None:
-        user = parts.username + (":***" if parts.password is not None else "")
-        netloc = f"{user}@{netloc}"
-    query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
-    hidden = [(k, "***" if _SECRET_KEY.search(k) else v) for k, v in query]
-    shown = urllib.parse.urlencode(hidden, safe="*")
-    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, shown, parts.fragment))
-
-
-def describe(settings: SmartSettings) -> str:
-    """``model at URL`` with credentials redacted from the URL."""
-    return f"{settings.model} at {redact_endpoint(settings.base_url)}"

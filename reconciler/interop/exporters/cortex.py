@@ -34,8 +34,8 @@ oracle it started from. Everything Cortex cannot hold is listed in the report.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import date, datetime, timezone
-from typing import Any
 
 import sqlglot
 from sqlglot import exp
@@ -53,6 +53,25 @@ _AGGREGATIONS: dict[type[exp.Expr], str] = {
 }  # fmt: skip
 # The header the Cortex importer puts on custom instructions (reconciler.interop.importers.cortex).
 _IMPORTED_HEADER = re.compile(r"^# Custom instructions\n\nImported from Cortex Analyst [^\n]*\n\n")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+# One entry of the semantic model YAML (a table, a column, a metric …), as dumped.
+Entry = dict[str, object]
+
+
+@dataclass(frozen=True)
+class _Table:
+    """One logical table and what it carries.
+
+    Attributes:
+        entry: the table as dumped.
+        facts: number of facts.
+        metrics: number of table-level metrics.
+    """
+
+    entry: Entry
+    facts: int
+    metrics: int
 
 
 def export_cortex(lens: Lens) -> tuple[bytes, ExportReport]:
@@ -66,15 +85,11 @@ def export_cortex(lens: Lens) -> tuple[bytes, ExportReport]:
     """
     dialect = lens.config.dialect
     lost: list[str] = []
-    tables: list[dict[str, Any]] = []
-    fact_metrics: set[str] = set()
-    facts = metrics = 0
-    for model in sorted(lens.models.values(), key=lambda m: m.name):
-        table, used, n_metrics = _table(lens, model, dialect, lost)
-        fact_metrics |= used
-        facts += len(table.get("facts", ()))
-        metrics += n_metrics
-        tables.append(table)
+    written = [
+        _table(lens, model, dialect, lost)
+        for model in sorted(lens.models.values(), key=lambda m: m.name)
+    ]
+    tables = [t.entry for t in written]
     relationships = [
         {
             "name": f"{model.name}_to_{join.to}",
@@ -107,7 +122,7 @@ def export_cortex(lens: Lens) -> tuple[bytes, ExportReport]:
         lost.append(f"evals/cases.yaml: {len(lens.cases)} behavioural cases - Cortex has no evals")
     if lens.seeds:
         lost.append(f"seeds: {len(lens.seeds)} CSV files - data, not part of a semantic model")
-    data: dict[str, Any] = {"name": lens.name}
+    data: Entry = {"name": lens.name}
     if config.description.strip():
         data["description"] = config.description.strip()
     data["tables"] = tables
@@ -124,8 +139,8 @@ def export_cortex(lens: Lens) -> tuple[bytes, ExportReport]:
     report = ExportReport(
         lens=lens.name,
         tables=len(tables),
-        facts=facts,
-        metrics=metrics,
+        facts=sum(t.facts for t in written),
+        metrics=sum(t.metrics for t in written),
         relationships=len(relationships),
         verified_queries=len(queries),
         unmapped=tuple(lost),
@@ -137,8 +152,8 @@ def _sql(sql: str, dialect: str) -> str:
     return sqlglot.parse_one(sql, read=dialect).sql(dialect=TARGET)
 
 
-def _column(col: Column, dialect: str, name: str | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {"name": name or col.name, "expr": _sql(col.sql, dialect)}
+def _column(col: Column, dialect: str, name: str | None = None) -> Entry:
+    out: Entry = {"name": name or col.name, "expr": _sql(col.sql, dialect)}
     out["data_type"] = col.data_type
     if col.description:
         out["description"] = col.description
@@ -149,23 +164,46 @@ def _column(col: Column, dialect: str, name: str | None = None) -> dict[str, Any
     return out
 
 
-def _table(
-    lens: Lens, model: Model, dialect: str, lost: list[str]
-) -> tuple[dict[str, Any], set[str], int]:
-    """One logical table, the metric names it carries as facts, and its table-level metric count."""
-    parts = model.table.split(".")
+def _table(lens: Lens, model: Model, dialect: str, lost: list[str]) -> _Table:
+    """One logical table: base table, keys, columns, facts and table-level metrics."""
+    table: Entry = {"name": model.name}
+    if model.description:
+        table["description"] = model.description
+    table["base_table"] = _base_table(model.table)
+    if model.primary_key:
+        table["primary_key"] = {"columns": list(model.primary_key)}
+    dimensions = _dimensions(lens, model, dialect, lost)
+    if dimensions:
+        table["dimensions"] = dimensions
+    if model.time_dimensions:
+        table["time_dimensions"] = [_column(c, dialect) for c in model.time_dimensions]
+    if model.default_time_dimension:
+        lost.append(f"models/{model.name}.default_time_dimension: Cortex has no default time")
+    facts, used = _facts(lens, model, dialect)
+    if facts:
+        table["facts"] = facts
+    own = sorted((m for m in lens.metrics.values() if m.model == model.name), key=lambda m: m.name)
+    written = [_table_metric(lens, m, dialect, lost) for m in own if m.name not in used]
+    table_metrics = [entry for entry in written if entry is not None]
+    if table_metrics:
+        table["metrics"] = table_metrics
+    return _Table(table, len(facts), len(table_metrics))
+
+
+def _base_table(qualified: str) -> dict[str, str]:
+    """``database`` / ``schema`` (when the name is qualified) and ``table``."""
+    parts = qualified.split(".")
     base: dict[str, str] = {}
     if len(parts) == 3:
         base["database"] = parts[0]
     if len(parts) >= 2:
         base["schema"] = parts[-2]
     base["table"] = parts[-1]
-    table: dict[str, Any] = {"name": model.name}
-    if model.description:
-        table["description"] = model.description
-    table["base_table"] = base
-    if model.primary_key:
-        table["primary_key"] = {"columns": list(model.primary_key)}
+    return base
+
+
+def _dimensions(lens: Lens, model: Model, dialect: str, lost: list[str]) -> list[Entry]:
+    """The model's dimensions, plus the key columns relationships need as logical columns."""
     dimensions = [_column(c, dialect) for c in model.dimensions]
     keys = _key_columns(lens, model)
     if keys:  # relationships and primary keys must name logical columns
@@ -174,15 +212,13 @@ def _table(
             f"models/{model.name}: key columns {', '.join(keys)} added as dimensions "
             "(Cortex relationships and primary keys name logical columns)"
         )
-    if dimensions:
-        table["dimensions"] = dimensions
-    if model.time_dimensions:
-        table["time_dimensions"] = [_column(c, dialect) for c in model.time_dimensions]
-    if model.default_time_dimension:
-        lost.append(f"models/{model.name}.default_time_dimension: Cortex has no default time")
-    own = sorted((m for m in lens.metrics.values() if m.model == model.name), key=lambda m: m.name)
+    return dimensions
+
+
+def _facts(lens: Lens, model: Model, dialect: str) -> tuple[list[Entry], set[str]]:
+    """The model's facts, and the metrics written as a fact's ``default_aggregation``."""
     used: set[str] = set()
-    facts: list[dict[str, Any]] = []
+    facts: list[Entry] = []
     for col in model.facts:
         entry = _column(col, dialect)
         metric = lens.metrics.get(col.name)
@@ -190,24 +226,13 @@ def _table(
         if metric is not None and agg is not None:
             entry["default_aggregation"] = agg
             label = (metric.label or "").replace(" ", "_")
-            if label.lower() == col.name and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", label):
+            if label.lower() == col.name and _IDENTIFIER.fullmatch(label):
                 entry["name"] = label  # the label keeps the source spelling
             if metric.description and not col.description:
                 entry["description"] = metric.description
             used.add(metric.name)
         facts.append(entry)
-    if facts:
-        table["facts"] = facts
-    table_metrics = []
-    for metric in own:
-        if metric.name in used:
-            continue
-        written = _table_metric(lens, metric, dialect, lost)
-        if written is not None:
-            table_metrics.append(written)
-    if table_metrics:
-        table["metrics"] = table_metrics
-    return table, used, len(table_metrics)
+    return facts, used
 
 
 def _key_columns(lens: Lens, model: Model) -> list[str]:
@@ -237,9 +262,7 @@ def _fact_aggregation(metric: Metric, col: Column, model: Model, dialect: str) -
     return agg if agg is not None and tree.this == operand else None
 
 
-def _table_metric(
-    lens: Lens, metric: Metric, dialect: str, lost: list[str]
-) -> dict[str, Any] | None:
+def _table_metric(lens: Lens, metric: Metric, dialect: str, lost: list[str]) -> Entry | None:
     where = f"metrics/{metric.name}"
     try:
         trees = [sqlglot.parse_one(s, read=dialect) for s in (metric.expression, *metric.filters)]
@@ -260,7 +283,7 @@ def _table_metric(
         lost.append(f"{where}: filters moved inside the aggregates (Cortex metrics have none)")
     if metric.label and metric.label != metric.name.replace("_", " "):
         lost.append(f"{where}: label {metric.label!r} - Cortex metrics have no label")
-    entry: dict[str, Any] = {"name": metric.name, "expr": folded.sql(dialect=TARGET)}
+    entry: Entry = {"name": metric.name, "expr": folded.sql(dialect=TARGET)}
     if metric.description:
         entry["description"] = metric.description
     if metric.synonyms:
@@ -268,7 +291,7 @@ def _table_metric(
     return entry
 
 
-def _verified_query(lens: Lens, answer: Answer, dialect: str, lost: list[str]) -> dict[str, Any]:
+def _verified_query(lens: Lens, answer: Answer, dialect: str, lost: list[str]) -> Entry:
     tree = sqlglot.parse_one(answer.sql, read=dialect)
     ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
     columns = {m.name: {c.name for c in m.columns()} for m in lens.models.values()}
@@ -295,7 +318,7 @@ def _verified_query(lens: Lens, answer: Answer, dialect: str, lost: list[str]) -
         new = exp.to_table(f"__{owners[0].name}")
         new.set("alias", alias.copy())
         ref.replace(new)
-    entry: dict[str, Any] = {
+    entry: Entry = {
         "name": answer.id,
         "question": answer.question,
         "sql": tree.sql(dialect=TARGET, pretty=True),

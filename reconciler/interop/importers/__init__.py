@@ -21,7 +21,6 @@ import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
 
 import yaml
 
@@ -105,7 +104,7 @@ class Findings:
         self.notes.append(text)
 
     def unknown_keys(
-        self, data: Mapping[str, Any], known: set[str], where: str, reasons: Mapping[str, str]
+        self, data: Mapping[str, object], known: set[str], where: str, reasons: Mapping[str, str]
     ) -> None:
         """Record every key of ``data`` outside ``known``, with its reason if one is known."""
         for key in data:
@@ -113,7 +112,21 @@ class Findings:
                 self.lose(f"{where}.{key}", reasons.get(key, "not part of the lens format"))
 
 
-def scalar_text(value: Any) -> str:
+@dataclass(frozen=True)
+class LensSettings:
+    """What an importer writes into the new lens's ``lens.yaml`` beyond its name.
+
+    Attributes:
+        as_of: the lens's pinned day (``YYYY-MM-DD``), or ``None`` for the
+            importer's default.
+        dialect: the lens's SQL dialect (sqlglot name).
+    """
+
+    as_of: str | None = None
+    dialect: str = "duckdb"
+
+
+def scalar_text(value: object) -> str:
     """A YAML scalar as text (YAML may have read ``2023`` or ``True`` as a number or boolean).
 
     ``None`` is the empty string; booleans keep their spelling ``True``/``False``.
@@ -151,7 +164,7 @@ def _represent_str(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
 _LensDumper.add_representer(str, _represent_str)
 
 
-def dump_yaml(data: Mapping[str, Any], *, header: str = "") -> bytes:
+def dump_yaml(data: Mapping[str, object], *, header: str = "") -> bytes:
     """Serialize one lens file.
 
     Keys keep their insertion order. Strings that YAML 1.1 would read as another

@@ -43,6 +43,7 @@ from reconciler.errors import LensLoadError, UsageError
 from reconciler.interop.importers import (
     Findings,
     ImportReport,
+    LensSettings,
     OracleRunner,
     dump_yaml,
     scalar_text,
@@ -141,8 +142,7 @@ def import_cortex(
     lens: str,
     data_dir: Path | None,
     ddl: Sequence[bytes] = (),
-    as_of: str | None = None,
-    dialect: str = "duckdb",
+    settings: LensSettings | None = None,
     run_oracles: OracleRunner | None = None,
 ) -> tuple[dict[str, bytes], ImportReport]:
     """Import a Cortex Analyst semantic model as a lens, writing nothing.
@@ -156,9 +156,9 @@ def import_cortex(
         ddl: SQL scripts whose ``CREATE TABLE`` statements give the physical
             column names and types the CSVs are mapped onto
             (:func:`~reconciler.interop.importers.seeds.build_seeds`).
-        as_of: the lens's pinned day (``YYYY-MM-DD``); by default derived from
-            the verified queries (:func:`~reconciler.interop.importers.verified.pin_as_of`).
-        dialect: the lens's SQL dialect (sqlglot name).
+        settings: the lens's ``as_of`` (by default derived from the verified
+            queries, :func:`~reconciler.interop.importers.verified.pin_as_of`) and
+            dialect (default ``duckdb``).
         run_oracles: executes the compiled oracles over the seeds; an oracle that
             fails or returns more than the row cap becomes a draft. ``None``
             compiles without executing (said in ``notes``).
@@ -178,6 +178,8 @@ def import_cortex(
             f"lens name {lens!r} is not a valid lens name",
             fix="use lowercase letters, digits, '-' and '_'",
         )
+    settings = settings or LensSettings()
+    as_of, dialect = settings.as_of, settings.dialect
     if as_of is not None and not _DATE_RE.match(as_of):
         raise UsageError(f"as_of {as_of!r} is not a date", fix="pass it as YYYY-MM-DD")
     ctx = _Ctx(load_yaml(model_path, model_yaml))

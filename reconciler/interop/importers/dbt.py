@@ -54,6 +54,7 @@ from reconciler.interop.importers.dbt_models import (
 from reconciler.interop.importers.dbt_queries import compile_saved_query
 from reconciler.interop.importers.dbt_source import (
     Item,
+    Sources,
     SourceTable,
     read_sources,
     ref_name,
@@ -123,6 +124,50 @@ def import_dbt(
             f"{source_name}: no semantic_models, metrics or saved_queries found",
             fix="pass a dbt project directory, MetricFlow manifest YAML, or semantic_manifest.json",
         )
+    ctx = _source_findings(found)
+    tables = _data_tables(data or {}, ctx)
+    types = {name: dict(t.types) for name, t in tables.items()}
+
+    measures: dict[str, MeasureDef] = {}
+    drafts = _semantic_models(items, ctx, types, measures)
+    entity_joins(drafts, ctx)
+    raw_metrics = _metric_sources(items, ctx, measures, drafts)
+    legacy = _legacy(items, found.docs, drafts, measures, raw_metrics, ctx)
+    _unread_dbt_models(items, drafts, legacy, ctx)
+
+    joins = {name: {j.to for j in d.joins} for name, d in drafts.items()}
+    resolver = Resolver({n: d.info() for n, d in drafts.items()}, measures, raw_metrics, joins)
+    forms, metrics = _metrics(raw_metrics, resolver, ctx)
+
+    exemplars = _saved_queries(items["saved_query"], forms, resolver, drafts, ctx)
+    files: dict[str, bytes] = {"lens.yaml": _lens_yaml(lens, source_name)}
+    for draft in drafts.values():
+        files[f"models/{draft.name}.yaml"] = _model_yaml(draft)
+    for metric in metrics:
+        files[f"metrics/{metric.name}.yaml"] = dump_yaml(
+            metric.model_dump(mode="json", exclude_defaults=True)
+        )
+    for exemplar in exemplars:
+        files[f"exemplars/{exemplar.name}.yaml"] = dump_yaml(exemplar.model_dump(mode="json"))
+    seeds = _seeds(tables, {d.table for d in drafts.values()}, files, ctx)
+    files = {rel: with_schema_comment(rel, body) for rel, body in files.items()}
+    load_lens(lens, files)  # the importer's own contract: what it returns loads
+    report = ImportReport(
+        lens=lens,
+        written=written_paths(lens, files),
+        models=len(drafts),
+        metrics=len(metrics),
+        answers=0,
+        seeds=seeds,
+        unmapped=tuple(ctx.unmapped),
+        notes=tuple(ctx.notes),
+        exemplars=len(exemplars),
+    )
+    return files, report
+
+
+def _source_findings(found: Sources) -> Findings:
+    """The findings to start from: what reading the sources skipped, and time spines."""
     ctx = Findings()
     for where, reason in found.skipped:
         ctx.lose(where, reason)
@@ -132,10 +177,20 @@ def import_dbt(
             f"{found.time_spines} time spine tables - lens time buckets use DATE_TRUNC, "
             "so metrics lose join_to_timespine gap filling",
         )
-    tables = _data_tables(data or {}, ctx)
-    types = {name: dict(t.types) for name, t in tables.items()}
+    return ctx
 
-    measures: dict[str, MeasureDef] = {}
+
+def _semantic_models(
+    items: Mapping[str, list[Item]],
+    ctx: Findings,
+    types: Mapping[str, Mapping[str, str]],
+    measures: dict[str, MeasureDef],
+) -> dict[str, ModelDraft]:
+    """A draft model per semantic model (their measures go into ``measures``).
+
+    Raises:
+        LensLoadError: two semantic models of one name.
+    """
     drafts: dict[str, ModelDraft] = {}
     qualified: list[str] = []
     for item in items["semantic_model"]:
@@ -154,9 +209,16 @@ def import_dbt(
             "schema_name/database dropped - lens models name the bare table "
             "(the warehouse connection picks database and schema)",
         )
-    entity_joins(drafts, ctx)
-    raw_metrics = _metric_sources(items, ctx, measures, drafts)
-    legacy = _legacy(items, found.docs, drafts, measures, raw_metrics, ctx)
+    return drafts
+
+
+def _unread_dbt_models(
+    items: Mapping[str, list[Item]],
+    drafts: Mapping[str, ModelDraft],
+    legacy: set[str],
+    ctx: Findings,
+) -> None:
+    """Report each documented dbt model no semantic model or metric is defined over."""
     for item in items["dbt_model"]:
         if item.name.lower() not in drafts and item.name not in legacy:
             used = any(ref_name(s.data.get("model")) == item.name for s in items["semantic_model"])
@@ -166,8 +228,11 @@ def import_dbt(
                     "no semantic model or metric is defined over this dbt model; not imported",
                 )
 
-    joins = {name: {j.to for j in d.joins} for name, d in drafts.items()}
-    resolver = Resolver({n: d.info() for n, d in drafts.items()}, measures, raw_metrics, joins)
+
+def _metrics(
+    raw_metrics: Mapping[str, Mapping[str, Any]], resolver: Resolver, ctx: Findings
+) -> tuple[dict[str, Form], list[Metric]]:
+    """Each metric the resolver can express: ``({name: form}, lens metrics)``."""
     forms: dict[str, Form] = {}
     metrics: list[Metric] = []
     for name, raw in raw_metrics.items():
@@ -189,19 +254,18 @@ def import_dbt(
                 filters=form.filters,
             )
         )
+    return forms, metrics
 
-    exemplars = _saved_queries(items["saved_query"], forms, resolver, drafts, ctx)
-    files: dict[str, bytes] = {"lens.yaml": _lens_yaml(lens, source_name)}
-    for draft in drafts.values():
-        files[f"models/{draft.name}.yaml"] = _model_yaml(draft)
-    for metric in metrics:
-        files[f"metrics/{metric.name}.yaml"] = dump_yaml(
-            metric.model_dump(mode="json", exclude_defaults=True)
-        )
-    for exemplar in exemplars:
-        files[f"exemplars/{exemplar.name}.yaml"] = dump_yaml(exemplar.model_dump(mode="json"))
+
+def _seeds(
+    tables: Mapping[str, SourceTable], read: set[str], files: dict[str, bytes], ctx: Findings
+) -> dict[str, int]:
+    """Add ``seeds/<table>.csv`` to ``files`` for each data table a model reads.
+
+    Returns:
+        ``{table: rows}`` of the seeds written.
+    """
     seeds: dict[str, int] = {}
-    read = {d.table for d in drafts.values()}
     for name, table in sorted(tables.items()):
         if name in read:
             files[f"seeds/{name}.csv"] = table.csv
@@ -211,20 +275,7 @@ def import_dbt(
     if tables:
         for name in sorted(read - set(seeds)):
             ctx.note(f"no data file fills table {name}")
-    files = {rel: with_schema_comment(rel, body) for rel, body in files.items()}
-    load_lens(lens, files)  # the importer's own contract: what it returns loads
-    report = ImportReport(
-        lens=lens,
-        written=written_paths(lens, files),
-        models=len(drafts),
-        metrics=len(metrics),
-        answers=0,
-        seeds=seeds,
-        unmapped=tuple(ctx.unmapped),
-        notes=tuple(ctx.notes),
-        exemplars=len(exemplars),
-    )
-    return files, report
+    return seeds
 
 
 def _data_tables(data: Mapping[str, bytes], ctx: Findings) -> dict[str, SourceTable]:

@@ -1,0 +1,169 @@
+"""The lens lexicon: every phrase a lens declares and what it refers to (pure).
+
+Metrics contribute their name, label and synonyms; dimensions, time dimensions
+and facts their name and synonyms (also prefixed by their model's name); a
+dimension its known values; a boolean ``is_<word>`` dimension its ``<word>``.
+:mod:`reconciler.assembly.retrieval` matches these phrases in a question. The
+lexicon and the other per-lens lookups here are computed once per lens version
+(:mod:`reconciler.assembly.memo`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Literal
+
+from reconciler.assembly import memo as lensmemo
+from reconciler.assembly.text import STOPWORDS, stems, tokenize
+from reconciler.lens import Column, Lens
+
+# {(model name, dimension name): distinct values seen in the warehouse}, read by the
+# suite before generation so the fast tier can turn "in Europe" into region = 'Europe'.
+DimensionValues = Mapping[tuple[str, str], tuple[str, ...]]
+
+Kind = Literal["metric", "dimension", "time_dimension", "value", "fact", "flag"]
+# At equal phrase length, the kind that wins an overlap (lower first).
+PRIORITY: Mapping[str, int] = {
+    "metric": 0,
+    "dimension": 1,
+    "time_dimension": 1,
+    "value": 2,
+    "fact": 3,
+    "flag": 4,
+}
+
+# A dimension is a *person* dimension (what "Who …?" asks for) when its name or a
+# synonym ends with one of these nouns ("sales rep", "account executive", "owner").
+PERSON_NOUNS = stems(
+    """rep representative salesperson salesman saleswoman seller employee person agent
+    owner executive"""
+)
+_PERSON_ENDINGS = frozenset((noun,) for noun in PERSON_NOUNS)
+_BOOLEAN_TYPE = re.compile(r"^bool", re.IGNORECASE)
+_FLAG_NAME = re.compile(r"^is_?([a-z][a-z0-9_]*)$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a phrase can refer to.
+
+    Attributes:
+        kind: ``metric``, ``dimension``, ``time_dimension``, ``value``, ``fact`` (a
+            model fact, aggregated only when the question says how) or ``flag`` (a
+            boolean dimension ``is_<word>`` named by its ``<word>``: "won").
+        model: the model holding the column (the metric's model for a metric).
+        name: metric or column name.
+        value: for ``value``, the exact stored value (original casing).
+    """
+
+    kind: Kind
+    model: str
+    name: str
+    value: str | None = None
+
+
+def lexicon(
+    lens: Lens, values: DimensionValues | None = None
+) -> dict[tuple[str, ...], tuple[Target, ...]]:
+    """Every phrase the lens declares, as ``{normalized tokens: targets}``.
+
+    Metrics contribute name, label and synonyms; dimensions, time dimensions and
+    facts their name and synonyms, alone and prefixed by their model's name
+    (``product category``); dimension values come from ``sample_values`` and from
+    ``values`` (``{(model, dimension): distinct values}``); a BOOLEAN dimension
+    named ``is_<word>`` or ``is<word>`` contributes ``<word>`` as a flag. Phrases
+    made only of stopwords, and values made only of digits, are left out: they
+    would match ordinary words and years.
+    """
+    found: dict[tuple[str, ...], dict[Target, None]] = {}
+
+    def add(text: str, target: Target) -> None:
+        key = tokenize(text)
+        if not key or all(t in STOPWORDS for t in key):
+            return
+        if target.kind == "value" and all(t.isdigit() for t in key):
+            return
+        found.setdefault(key, {})[target] = None
+
+    for metric in lens.metrics.values():
+        target = Target("metric", metric.model, metric.name)
+        for text in (metric.name, metric.label or "", *metric.synonyms):
+            add(text, target)
+    for model in lens.models.values():
+        groups: tuple[tuple[Kind, tuple[Column, ...]], ...] = (
+            ("dimension", model.dimensions),
+            ("time_dimension", model.time_dimensions),
+            ("fact", model.facts),
+        )
+        for kind, columns in groups:
+            for col in columns:
+                target = Target(kind, model.name, col.name)
+                for text in (col.name, *col.synonyms):
+                    add(text, target)
+                    add(f"{model.name} {text}", target)
+        for col in model.dimensions:
+            stored = tuple((values or {}).get((model.name, col.name), ()))
+            seen = {tokenize(v) for v in stored}
+            # A sample value the warehouse also holds takes the warehouse's casing.
+            hints = tuple(v for v in col.sample_values if tokenize(v) not in seen)
+            for value in stored + hints:
+                add(value, Target("value", model.name, col.name, value))
+            flag = _FLAG_NAME.match(col.name)
+            if flag and _BOOLEAN_TYPE.match(col.data_type):
+                add(flag.group(1), Target("flag", model.name, col.name))
+    return {key: tuple(targets) for key, targets in found.items()}
+
+
+def person_dimensions(lens: Lens) -> tuple[Target, ...]:
+    """Dimensions naming a person: a name or synonym ends with a :data:`PERSON_NOUNS` word."""
+    return lensmemo.memoized(lens, "person_dimensions", lambda: _person_dimensions(lens))
+
+
+def _person_dimensions(lens: Lens) -> tuple[Target, ...]:
+    return tuple(
+        Target("dimension", model.name, col.name)
+        for model in lens.models.values()
+        for col in model.dimensions
+        if any(tokenize(text)[-1:] in _PERSON_ENDINGS for text in (col.name, *col.synonyms))
+    )
+
+
+def indexed_lexicon(
+    lens: Lens, values: DimensionValues | None
+) -> tuple[Mapping[tuple[str, ...], tuple[Target, ...]], int]:
+    """:func:`lexicon` and its longest phrase (in tokens), once per lens version and values.
+
+    The values are part of the key by content (a sorted tuple), never by identity.
+    """
+    stored = tuple(sorted((key, tuple(v)) for key, v in values.items())) if values else ()
+
+    def build() -> tuple[Mapping[tuple[str, ...], tuple[Target, ...]], int]:
+        lex = lexicon(lens, values)
+        return MappingProxyType(lex), max((len(k) for k in lex), default=0)
+
+    return lensmemo.memoized(lens, ("lexicon", stored), build)
+
+
+def model_named(lens: Lens, qualifier: str) -> str | None:
+    """The model a SQL qualifier names: a model name, else the one model on that table."""
+    wanted = qualifier.lower()
+    if wanted in lens.models:
+        return wanted
+    by_table = [m.name for m in lens.models.values() if m.table.lower().split(".")[-1] == wanted]
+    return by_table[0] if len(by_table) == 1 else None
+
+
+def model_nouns(lens: Lens) -> dict[tuple[str, ...], str]:
+    """``{normalized model name or table name: model}`` — how a question names a model."""
+    return dict(lensmemo.memoized(lens, "model_nouns", lambda: tuple(_model_nouns(lens).items())))
+
+
+def _model_nouns(lens: Lens) -> dict[tuple[str, ...], str]:
+    nouns: dict[tuple[str, ...], str] = {}
+    for model in lens.models.values():
+        for text in (model.name, model.table.split(".")[-1]):
+            nouns.setdefault(tokenize(text), model.name)
+    return nouns

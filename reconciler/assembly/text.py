@@ -1,0 +1,114 @@
+"""Text normalization for retrieval: words, stems, stopwords, time words (pure).
+
+Text is compared in a normalized form (:func:`tokenize`): lowercase, punctuation
+and underscores turned into spaces, apostrophes dropped, each word reduced by a
+small plural stemmer (``categories`` → ``category``, ``regions`` → ``region``).
+Both sides of every comparison — a lens phrase and a question — go through the
+same functions, so an imperfect stem still compares equal to itself. SQL is
+compared in sqlglot's normalized output (:func:`canonical_sql`).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable, Mapping
+
+import sqlglot
+from sqlglot.errors import SqlglotError
+
+_APOSTROPHE = re.compile(r"['’‘`]")
+_SEPARATOR = re.compile(r"[\W_]+")
+
+
+def stem(word: str) -> str:
+    """Reduce a lowercase word to its singular form with a few plural rules.
+
+    Deliberately tiny (``-ies`` → ``-y``; ``-sses``/``-shes``/``-ches``/``-xes``
+    drop ``es``; other ``-s`` drop it unless the word ends in ``ss``/``us``/``is``),
+    and applied to both sides of every comparison, so an imperfect stem
+    (``series`` → ``sery``) still compares equal to itself.
+    """
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("sses", "shes", "ches", "xes")):
+        return word[:-2]
+    if word.endswith(("ss", "us", "is")) or not word.endswith("s"):
+        return word
+    return word[:-1]
+
+
+def words(text: str) -> tuple[str, ...]:
+    """Lowercase words of ``text``: punctuation and underscores split, apostrophes dropped."""
+    return tuple(w for w in _SEPARATOR.split(_APOSTROPHE.sub("", text.lower())) if w)
+
+
+def tokenize(text: str) -> tuple[str, ...]:
+    """The normalized tokens of ``text``: :func:`words`, each :func:`stem`-med."""
+    return tuple(stem(w) for w in words(text))
+
+
+def normalize(text: str) -> str:
+    """The normalized form of a question or phrase: its tokens joined by one space."""
+    return " ".join(tokenize(text))
+
+
+def stems(text: str) -> frozenset[str]:
+    """The set of :func:`tokenize` tokens of ``text``."""
+    return frozenset(tokenize(text))
+
+
+# Words that carry no meaning for the question grammar. Conservative on purpose:
+# negations, comparisons and relative-date words ("not", "since", "last") are absent,
+# so a question using them is left with an unknown word and the fast tier declines.
+STOPWORDS = stems(
+    """a about across all am an and any are as at be been being break broken by can could
+    did do does down during each every for from get give got group grouped had has have how
+    i in into is it its list many me much my of on only or our overall per please see show
+    split tell that the their there these those to us was we were what when where which who
+    whose with would you your make placed made generated earned booked recorded sold"""
+)
+
+# Grain words of the time-series grammar (adjective or noun) → DATE_TRUNC unit.
+GRAIN_WORDS: Mapping[str, str] = {
+    stem(w): g
+    for g, ws in {
+        "day": "daily day days",
+        "week": "weekly week weeks",
+        "month": "monthly month months",
+        "quarter": "quarterly quarter quarters",
+        "year": "yearly annual annually year years",
+    }.items()
+    for w in ws.split()
+}
+
+_MONTH_NAMES = (
+    "january february march april may june july august september october november december"
+)
+MONTHS: Mapping[str, int] = {
+    name: i for i, full in enumerate(_MONTH_NAMES.split(), start=1) for name in (full, full[:3])
+} | {"sept": 9}
+
+YEAR_RE = re.compile(r"^(19|20)\d\d$")
+QUARTER_RE = re.compile(r"^q([1-4])$")
+
+
+def mentions_time(tokens: Iterable[str]) -> bool:
+    """Whether tokens hold a grain word, a year, a quarter (``q3``) or a month name."""
+    return any(
+        t in GRAIN_WORDS or YEAR_RE.match(t) or QUARTER_RE.match(t) or t in MONTHS for t in tokens
+    )
+
+
+# Pure in its arguments, and every assembly compares each exemplar's SQL: memoized.
+@functools.lru_cache(maxsize=4096)
+def canonical_sql(sql: str, dialect: str) -> str:
+    """SQL through sqlglot's normalized output (comments dropped); raw text if it fails."""
+    try:
+        return sqlglot.parse_one(sql, read=dialect).sql(
+            dialect=dialect, comments=False, normalize=True
+        )
+    except SqlglotError:
+        return " ".join(sql.split())
