@@ -117,8 +117,8 @@ def _locations(rt: Any, report: RunReport) -> dict[tuple[str, str], Where]:
 
 def _publish(rt: Any, report: RunReport, fmt: CiFormat, junit: Path | None, title: str) -> int:
     from reconciler.render import github as ghactions
-    from reconciler.render.junit import to_junit
     from reconciler.render import text as render
+    from reconciler.render.junit import to_junit
 
     locations = _locations(rt, report)
     if fmt is CiFormat.github:
