@@ -230,7 +230,7 @@ def _unread_dbt_models(
 
 
 def _metrics(
-    raw_metrics: Mapping[str, Mapping[str, Any]], resolver: Resolver, ctx: Findings
+    raw_metrics: Mapping[str, Mapping[str, object]], resolver: Resolver, ctx: Findings
 ) -> tuple[dict[str, Form], list[Metric]]:
     """Each metric the resolver can express: ``({name: form}, lens metrics)``."""
     forms: dict[str, Form] = {}
