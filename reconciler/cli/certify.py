@@ -208,18 +208,26 @@ def certify(
     if dry_run:
         _emit(fmt, {**base, "status": "dry_run", "path": None}, "dry run: nothing written")
         return 0
-    if not yes and not typer.confirm(
-        f"Certify this SQL as the answer {aid!r} of lens {lens!r}?",
-        default=False,
-        err=fmt is Format.json,
-    ):
+    if not yes and not _confirmed(aid, lens, fmt):
         _emit(fmt, {**base, "status": "not_confirmed", "path": None}, "not certified")
         return 1
+    person = _person(rt, by, fmt)
+    draft = _Draft(the_lens, files, aid, candidate, run, result)
+    return _write(rt, draft, person, fmt, base)
+
+
+def _confirmed(aid: str, lens: str, fmt: Format) -> bool:
+    """Ask the person on the terminal whether to certify (default: no)."""
+    question = f"Certify this SQL as the answer {aid!r} of lens {lens!r}?"
+    return typer.confirm(question, default=False, err=fmt is Format.json)
+
+
+def _person(rt: Any, by: str | None, fmt: Format) -> str:
+    """Who certifies: ``--by``, else ``git config user.name``, else asked on the terminal."""
     person = by if by is not None else _git_user(rt)
     if person is None:
         person = typer.prompt("Certified by (your name)", err=fmt is Format.json)
-    draft = _Draft(the_lens, files, aid, candidate, run, result)
-    return _write(rt, draft, person, fmt, base)
+    return str(person)
 
 
 def _working_lens(rt: Any, lens: str) -> tuple[Lens, dict[str, bytes]]:
