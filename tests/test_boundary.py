@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import typer
 
 import reconciler.cli.boundary
 import reconciler.cli.hook
@@ -170,6 +171,20 @@ def test_interrupt_exits_130(
     assert _main(["status", "--repo", str(tmp_path)]) == 130
     assert capsys.readouterr().err == "interrupted\n"
     assert list(crash_dir.iterdir()) == []
+
+
+def test_ctrl_c_at_a_prompt_is_an_interrupt_too(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    def prompt(*_args: object) -> None:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise typer.Abort() from None  # what typer.confirm does with Ctrl-C
+
+    monkeypatch.setattr(reconciler.cli.serving, "runtime", prompt)
+    assert _main(["status", "--repo", str(tmp_path)]) == 130
+    assert capsys.readouterr().err == "interrupted\n"
 
 
 def test_a_broken_pipe_ends_quietly_with_0() -> None:

@@ -67,7 +67,13 @@ class DstGroup(TyperGroup):
         """
 
         def run() -> int:
-            code = super(DstGroup, self).invoke(ctx)
+            try:
+                code = super(DstGroup, self).invoke(ctx)
+            except typer.Abort as exc:
+                # Ctrl-C at a prompt (`dst certify`) reaches here as the framework's Abort
+                if isinstance(exc.__context__, KeyboardInterrupt):
+                    raise KeyboardInterrupt from None
+                raise
             return code if isinstance(code, int) else 0
 
         raise typer.Exit(guard(run, lambda: _invocation(ctx), passthrough=_FRAMEWORK))
