@@ -1,20 +1,26 @@
 """One error root for everything dst raises on purpose.
 
-The tree::
+The tree, with the exit code each class carries (``exit_code``)::
 
-    DstError                      any expected failure; carries a "what to do next"
-    ├── InputError                exit 2: bad lens files, bad flags, unsafe SQL
-    │   ├── LensLoadError         a lens file failed to parse or validate (file, line)
-    │   ├── UnsafeSqlError        SQL that is not exactly one read-only query
-    │   └── UsageError            a flag, revision or lens name that does not resolve
-    ├── StateError                exit 2: serving state that cannot be read as written
-    │   ├── RefConflict           a compare-and-swap lost: the ref moved since the plan
-    │   └── StaleLock             a ref lock file a killed process left (named, with its age)
-    └── WarehouseError            exit 2: the warehouse could not be reached or queried
+    DstError                      2  any expected failure; carries a "what to do next"
+    ├── InputError                2  bad lens files, bad flags, unsafe SQL
+    │   ├── LensLoadError         2  a lens file failed to parse or validate (file, line)
+    │   ├── UnsafeSqlError        2  SQL that is not exactly one read-only query
+    │   └── UsageError            2  a flag, revision or lens name that does not resolve
+    ├── StateError                2  serving state that cannot be read as written
+    │   ├── RefConflict           1  a compare-and-swap lost: the ref moved since the plan
+    │   │                            (another promoter won; re-plan, like a blocked gate)
+    │   └── StaleLock             2  a ref lock file a killed process left (named, with its age)
+    └── WarehouseError            2  the warehouse could not be reached or queried
 
-``cli.py`` is the only place that turns these into exit codes; everything else
-raises them with enough context (file, line, ref, expected/actual oid) for the
-message to say what happened and what to do next.
+Exit codes of the ``dst`` command line (STYLE §4, DESIGN §6): 0 ok or nothing to
+do; 1 gate blocked, stood down or divergence; 2 usage, configuration or bad input;
+3 unexpected (the traceback is written to a log file whose path is printed); 130
+interrupted. The classes above carry 1 and 2; 0 and 1 for a run that completed
+come from its report, 3 and 130 from :mod:`reconciler.cli.boundary`, the one
+place that turns errors into exit codes. Everything else raises these with
+enough context (file, line, ref, expected/actual oid) for the message to say
+what happened and what to do next.
 """
 
 from __future__ import annotations
@@ -26,6 +32,10 @@ class DstError(Exception):
     Args:
         message: what went wrong, naming the file/ref/lens involved.
         fix: what the user should do next; printed after the message.
+
+    Attributes:
+        exit_code: the ``dst`` exit code this error ends a command with (class attribute;
+            see the tree above).
     """
 
     exit_code = 2
@@ -42,6 +52,8 @@ class DstError(Exception):
 
 class InputError(DstError):
     """Bad input from the user: lens files, flags, SQL."""
+
+    exit_code = 2
 
 
 class LensLoadError(InputError):
@@ -74,6 +86,8 @@ class UsageError(InputError):
 class StateError(DstError):
     """Serving state in ``refs/dst/`` that cannot be read or is of an unknown schema."""
 
+    exit_code = 2
+
 
 class RefConflict(StateError):
     """A compare-and-swap ref update lost the race.
@@ -83,6 +97,8 @@ class RefConflict(StateError):
         expected: the oid the plan saw (``None`` when it saw no ref).
         actual: the oid found under the lock (``None`` when the ref is gone).
     """
+
+    exit_code = 1
 
     def __init__(self, ref: str, expected: str | None, actual: str | None) -> None:
         super().__init__(
@@ -118,3 +134,5 @@ class StaleLock(StateError):
 
 class WarehouseError(DstError):
     """The warehouse could not be reached, or a statement failed to execute."""
+
+    exit_code = 2

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from reconciler.cli.app import Format, FormatOpt, RepoOpt, WarehouseOpt, _guarded, _runtime
+from reconciler.cli.common import runtime
+from reconciler.cli.options import Format, FormatOpt, RepoOpt, WarehouseOpt
 from reconciler.errors import UsageError
 
 if TYPE_CHECKING:
@@ -32,43 +33,40 @@ def ask(
     repo: RepoOpt = None,
     warehouse: WarehouseOpt = None,
     fmt: FormatOpt = Format.text,
-) -> None:
+) -> int:
     """Answer a question the way production does: certified match, else generation + gates."""
+    # lazy: reconciler.ask loads the engines, which `dst --help` does not need
+    from reconciler.ask import ask as serve
+    from reconciler.reconcile import load_serving
 
-    def body() -> int:
-        from reconciler.ask import ask as serve
-        from reconciler.reconcile import load_serving
-
-        rt = _runtime(repo, warehouse)
-        try:
-            dep, served = load_serving(rt.repo, lens)
-            if dep is None or served is None:
-                raise UsageError(
-                    f"lens {lens!r} has no serving version",
-                    fix=f"promote it first: `dst apply --lens {lens}` (see `dst status`)",
-                )
-            smart, _why = rt.smart_for(served)
-            executor = rt.warehouse_for(served)
-            resp = serve(
-                served,
-                question,
-                executor,
-                rt.values_for(served, executor),
-                smart=smart,
-                max_repairs=max_repairs,
-                embedder=rt.embedder_for(served)[0],
+    rt = runtime(repo, warehouse)
+    try:
+        dep, served = load_serving(rt.repo, lens)
+        if dep is None or served is None:
+            raise UsageError(
+                f"lens {lens!r} has no serving version",
+                fix=f"promote it first: `dst apply --lens {lens}` (see `dst status`)",
             )
-        finally:
-            rt.close()
-        if fmt is Format.json:
-            out = {"schema_version": 1, "command": "ask", "deployment": dep.oid, **resp.to_json()}
-            print(json.dumps(out, indent=2, default=str))
-        else:
-            for line in render_text(resp):
-                print(line)
-        return 0
-
-    _guarded("ask", fmt, body)
+        smart, _why = rt.smart_for(served)
+        executor = rt.warehouse_for(served)
+        resp = serve(
+            served,
+            question,
+            executor,
+            rt.values_for(served, executor),
+            smart=smart,
+            max_repairs=max_repairs,
+            embedder=rt.embedder_for(served)[0],
+        )
+    finally:
+        rt.close()
+    if fmt is Format.json:
+        out = {"schema_version": 1, "command": "ask", "deployment": dep.oid, **resp.to_json()}
+        print(json.dumps(out, indent=2, default=str))
+    else:
+        for line in render_text(resp):
+            print(line)
+    return 0
 
 
 def render_text(resp: AskResponse) -> list[str]:

@@ -5,8 +5,7 @@ taken → generate the SQL through the suite's own assembly and generator (or re
 ``--sql FILE``) → check the lens still loads with the new answer → execute the
 SQL read-only on the lens's warehouse → show the SQL and the result (a table of
 at most :data:`SHOWN_ROWS` rows) → ask → write ``lenses/<lens>/answers/<id>.yaml``
-atomically. ``cli.py`` registers :func:`certify` with
-``app.command("certify")(certify_command)``.
+atomically. :mod:`reconciler.cli.app` registers :func:`certify`.
 
 Confirmation: on a terminal the person answers a yes/no prompt, and ``--by``
 defaults to ``git config user.name`` (asked for when unset). Without a terminal
@@ -29,12 +28,14 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from reconciler.cli.app import Format, FormatOpt, RepoOpt, WarehouseOpt, _guarded, _runtime
+from reconciler.cli.common import runtime
+from reconciler.cli.options import Format, FormatOpt, RepoOpt, WarehouseOpt
 from reconciler.errors import UsageError
 
 if TYPE_CHECKING:
@@ -63,12 +64,14 @@ def _mode(yes: bool, by: str | None, dry_run: bool) -> None:
 
 
 def _console(fmt: Format) -> Console:
+    # lazy: rich's console loads only when certify shows a result
     from rich.console import Console
 
     return Console(file=sys.stderr if fmt is Format.json else sys.stdout, highlight=False)
 
 
 def _show(console: Console, lens: str, candidate: Candidate, result: ResultSet) -> None:
+    # lazy: rich's renderables load only when certify shows a result
     from rich.syntax import Syntax
     from rich.table import Table
 
@@ -112,6 +115,7 @@ def _free_answer_id(
     lens: Lens, files: Mapping[str, bytes], question: str, given: str | None
 ) -> str:
     """The new answer's id; refuses one that is taken or a question already certified."""
+    # lazy: reconciler loads the engines, which `dst --help` does not need
     from reconciler import certify as cert
 
     aid = cert.answer_id_for(question, given)
@@ -154,107 +158,152 @@ def certify(
     warehouse: WarehouseOpt = None,
     repo: RepoOpt = None,
     fmt: FormatOpt = Format.text,
-) -> None:
+) -> int:
     """Certify an answer: generate (or read) its SQL, execute it, show both, ask, write."""
+    # lazy: reconciler.certify loads the engines, which `dst --help` does not need
+    from reconciler import certify as cert
 
-    def body() -> int:
-        from reconciler import certify as cert
-        from reconciler.git.trees import worktree_files, worktree_lens_names
-        from reconciler.lens import load_lens
-
-        _mode(yes, by, dry_run)
-        rt = _runtime(repo, warehouse)
-        names = worktree_lens_names(rt.root)
-        if lens not in names:
-            raise UsageError(
-                f"no lens {lens!r} in lenses/ of the working tree",
-                fix=f"use one of: {', '.join(names) or 'none (dst init creates one)'}",
-            )
-        files = worktree_files(rt.root, lens)
-        the_lens = load_lens(lens, files)
-        aid = _free_answer_id(the_lens, files, question, answer_id)
-        sql = None
-        if sql_file is not None:
-            if not sql_file.is_file():
-                raise UsageError(f"{sql_file}: no such file", fix="pass --sql FILE with the query")
-            sql = sql_file.read_text(encoding="utf-8-sig")
-        try:
-            executor = rt.warehouse_for(the_lens)
-            values = rt.values_for(the_lens, executor) if sql is None else {}
-            origin = sql_file.name if sql_file is not None else None
-            smart = rt.smart_for(the_lens)[0] if sql is None else None
-            candidate = cert.propose(
-                the_lens, question, values, sql=sql, origin=origin, smart=smart
-            )
-            base: dict[str, Any] = {
-                "lens": lens,
-                "answer": aid,
-                "candidate": candidate.record(),
-                "provenance": None,
-            }
-            if candidate.sql is None:
-                print(
-                    f"dst certify: the generator declined {question!r}: {candidate.declined}",
-                    file=sys.stderr,
-                )
-                _emit(
-                    fmt,
-                    {**base, "status": "declined", "path": None, "result": None},
-                    "nothing certified: rephrase the question, add the metric or dimension it "
-                    "needs to the lens, or pass your own SQL with --sql FILE",
-                )
-                return 1
-            at = cert.utc_now()
-            run = cert.run_id(candidate, at)
-            # Checked before executing: an answer the loader rejects is never shown as certifiable.
-            cert.answer_file(the_lens, files, aid, candidate, cert.Signoff(by="-", at=at, run=run))
-            cfg = the_lens.config
-            result = executor.execute(
-                candidate.sql,
-                row_cap=cfg.row_cap,
-                timeout_s=cfg.statement_timeout_s,
-                as_of=cfg.as_of,
-            )
-        finally:
-            rt.close()
-        if result.truncated:
-            raise UsageError(
-                f"the SQL returns more than row_cap={cfg.row_cap} rows; an oracle over the cap "
-                "cannot be verified",
-                fix="narrow the question (a filter, a top N) or raise row_cap in lens.yaml",
-            )
-        console = _console(fmt)
-        _show(console, lens, candidate, result)
-        base["result"] = result.preview(SHOWN_ROWS)
-        if dry_run:
-            _emit(fmt, {**base, "status": "dry_run", "path": None}, "dry run: nothing written")
-            return 0
-        if not yes and not typer.confirm(
-            f"Certify this SQL as the answer {aid!r} of lens {lens!r}?",
-            default=False,
-            err=fmt is Format.json,
-        ):
-            _emit(fmt, {**base, "status": "not_confirmed", "path": None}, "not certified")
-            return 1
-        person = by if by is not None else _git_user(rt)
-        if person is None:
-            person = typer.prompt("Certified by (your name)", err=fmt is Format.json)
-        answer, content = cert.answer_file(
-            the_lens,
-            files,
-            aid,
-            candidate,
-            cert.Signoff(by=person, at=cert.utc_now(), run=run),  # the moment the person said yes
-            result_shape=(len(result.rows), len(result.columns)),
+    _mode(yes, by, dry_run)
+    rt = runtime(repo, warehouse)
+    the_lens, files = _working_lens(rt, lens)
+    aid = _free_answer_id(the_lens, files, question, answer_id)
+    sql = _read_sql(sql_file)
+    try:
+        executor = rt.warehouse_for(the_lens)
+        values = rt.values_for(the_lens, executor) if sql is None else {}
+        origin = sql_file.name if sql_file is not None else None
+        smart = rt.smart_for(the_lens)[0] if sql is None else None
+        candidate = cert.propose(the_lens, question, values, sql=sql, origin=origin, smart=smart)
+        base: dict[str, Any] = {
+            "lens": lens,
+            "answer": aid,
+            "candidate": candidate.record(),
+            "provenance": None,
+        }
+        if candidate.sql is None:
+            return _declined(fmt, base, question, candidate)
+        at = cert.utc_now()
+        run = cert.run_id(candidate, at)
+        # Checked before executing: an answer the loader rejects is never shown as certifiable.
+        cert.answer_file(the_lens, files, aid, candidate, cert.Signoff(by="-", at=at, run=run))
+        cfg = the_lens.config
+        result = executor.execute(
+            candidate.sql,
+            row_cap=cfg.row_cap,
+            timeout_s=cfg.statement_timeout_s,
+            as_of=cfg.as_of,
         )
-        rel = cert.write_answer(rt.root, the_lens.root, aid, content)
-        provenance = answer.provenance.model_dump(mode="json")
-        _emit(
-            fmt,
-            {**base, "status": "certified", "path": rel, "provenance": provenance},
-            f"certified {rel} by {answer.provenance.certified_by}\n"
-            f"next: git add {rel} && git commit, then dst apply (it self-tests the new answer)",
+    finally:
+        rt.close()
+    if result.truncated:
+        raise UsageError(
+            f"the SQL returns more than row_cap={cfg.row_cap} rows; an oracle over the cap "
+            "cannot be verified",
+            fix="narrow the question (a filter, a top N) or raise row_cap in lens.yaml",
         )
+    _show(_console(fmt), lens, candidate, result)
+    base["result"] = result.preview(SHOWN_ROWS)
+    if dry_run:
+        _emit(fmt, {**base, "status": "dry_run", "path": None}, "dry run: nothing written")
         return 0
+    if not yes and not _confirmed(aid, lens, fmt):
+        _emit(fmt, {**base, "status": "not_confirmed", "path": None}, "not certified")
+        return 1
+    person = _person(rt, by, fmt)
+    draft = _Draft(the_lens, files, aid, candidate, run, result)
+    return _write(rt, draft, person, fmt, base)
 
-    _guarded("certify", fmt, body)
+
+def _confirmed(aid: str, lens: str, fmt: Format) -> bool:
+    """Ask the person on the terminal whether to certify (default: no)."""
+    question = f"Certify this SQL as the answer {aid!r} of lens {lens!r}?"
+    return typer.confirm(question, default=False, err=fmt is Format.json)
+
+
+def _person(rt: Any, by: str | None, fmt: Format) -> str:
+    """Who certifies: ``--by``, else ``git config user.name``, else asked on the terminal."""
+    person = by if by is not None else _git_user(rt)
+    if person is None:
+        person = typer.prompt("Certified by (your name)", err=fmt is Format.json)
+    return str(person)
+
+
+def _working_lens(rt: Any, lens: str) -> tuple[Lens, dict[str, bytes]]:
+    """The lens ``lens`` as the working tree holds it, and its files.
+
+    Raises:
+        UsageError: there is no such lens in ``lenses/``.
+        LensLoadError: the lens does not load.
+    """
+    # lazy: the lens model loads pydantic and sqlglot, which `dst --help` does not need
+    from reconciler.git.trees import worktree_files, worktree_lens_names
+    from reconciler.lens import load_lens
+
+    names = worktree_lens_names(rt.root)
+    if lens not in names:
+        raise UsageError(
+            f"no lens {lens!r} in lenses/ of the working tree",
+            fix=f"use one of: {', '.join(names) or 'none (dst init creates one)'}",
+        )
+    files = worktree_files(rt.root, lens)
+    return load_lens(lens, files), files
+
+
+def _read_sql(sql_file: Path | None) -> str | None:
+    """The text of ``--sql FILE`` (``None`` without it); refuses a missing file."""
+    if sql_file is None:
+        return None
+    if not sql_file.is_file():
+        raise UsageError(f"{sql_file}: no such file", fix="pass --sql FILE with the query")
+    return sql_file.read_text(encoding="utf-8-sig")
+
+
+def _declined(fmt: Format, base: dict[str, Any], question: str, candidate: Candidate) -> int:
+    """Say the generator declined (stderr), report nothing certified; exit code 1."""
+    print(
+        f"dst certify: the generator declined {question!r}: {candidate.declined}",
+        file=sys.stderr,
+    )
+    _emit(
+        fmt,
+        {**base, "status": "declined", "path": None, "result": None},
+        "nothing certified: rephrase the question, add the metric or dimension it "
+        "needs to the lens, or pass your own SQL with --sql FILE",
+    )
+    return 1
+
+
+@dataclass(frozen=True)
+class _Draft:
+    """What a person is asked to certify: the answer's lens, id, SQL and executed result."""
+
+    lens: Lens
+    files: dict[str, bytes]
+    answer: str
+    candidate: Candidate
+    run: str
+    result: ResultSet
+
+
+def _write(rt: Any, draft: _Draft, person: str, fmt: Format, base: dict[str, Any]) -> int:
+    """Write the confirmed answer file, certified by ``person`` now; report it; exit 0."""
+    # lazy: reconciler.certify loads the engines, which `dst --help` does not need
+    from reconciler import certify as cert
+
+    answer, content = cert.answer_file(
+        draft.lens,
+        draft.files,
+        draft.answer,
+        draft.candidate,
+        cert.Signoff(by=person, at=cert.utc_now(), run=draft.run),  # the moment the person said yes
+        result_shape=(len(draft.result.rows), len(draft.result.columns)),
+    )
+    rel = cert.write_answer(rt.root, draft.lens.root, draft.answer, content)
+    provenance = answer.provenance.model_dump(mode="json")
+    _emit(
+        fmt,
+        {**base, "status": "certified", "path": rel, "provenance": provenance},
+        f"certified {rel} by {answer.provenance.certified_by}\n"
+        f"next: git add {rel} && git commit, then dst apply (it self-tests the new answer)",
+    )
+    return 0

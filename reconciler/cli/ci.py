@@ -12,7 +12,9 @@
   pull-request event, where HEAD is a merge commit that never landed.
 
 The exit code is the report's alone (0 passed, 1 blocked or stood down, 2 bad
-input or insufficient history); rendering never decides it.
+input or insufficient history); rendering never decides it. An error is
+reported by the command line's boundary, which with ``--format github`` also
+prints it as an ``::error`` annotation.
 """
 
 from __future__ import annotations
@@ -20,17 +22,20 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from reconciler.cli.app import Format, RepoOpt, WarehouseOpt, _guarded, _runtime
-from reconciler.errors import DstError, UsageError
+from reconciler.cli.common import runtime
+from reconciler.cli.options import RepoOpt, WarehouseOpt, record_invocation
+from reconciler.errors import UsageError
+from reconciler.git import base as prbase
+from reconciler.git.base import Event, read_event
 
 if TYPE_CHECKING:
-    from reconciler.git.base import Event
     from reconciler.render.github import Where
     from reconciler.results import RunReport
 
@@ -50,28 +55,16 @@ class CiFormat(str, Enum):
 
 CiFormatOpt = Annotated[
     CiFormat,
-    typer.Option("--format", help="text, json, or github (workflow commands: annotations)."),
+    typer.Option(
+        "--format",
+        help="text, json, or github (workflow commands: annotations).",
+        callback=record_invocation,
+    ),
 ]
 JunitOpt = Annotated[Path | None, typer.Option("--junit", help="Also write JUnit XML to FILE.")]
 
 
-def _run(command: str, fmt: CiFormat, body: Callable[[], int]) -> None:
-    def annotated() -> int:
-        try:
-            return body()
-        except DstError as exc:
-            if fmt is CiFormat.github:
-                from reconciler.render.github import command as workflow_command
-
-                print(workflow_command("error", exc.render(), title=f"dst {command}"), flush=True)
-            raise
-
-    _guarded(command, Format.json if fmt is CiFormat.json else Format.text, annotated)
-
-
 def _event(env: Mapping[str, str]) -> Event:
-    from reconciler.git.base import read_event
-
     path = env.get("GITHUB_EVENT_PATH")
     payload: Any = None
     if path and Path(path).is_file():
@@ -87,8 +80,7 @@ def _event(env: Mapping[str, str]) -> Event:
 
 def _locations(rt: Any, report: RunReport) -> dict[tuple[str, str], Where]:
     """Answer files and ``sql:`` lines at the candidate, for annotations and JUnit."""
-    import pygit2
-
+    # lazy: lens loading and the renderer load pydantic and sqlglot, unneeded by `dst --help`
     from reconciler.git import trees as gitstate
     from reconciler.lens import Oid
     from reconciler.render.github import locate
@@ -104,18 +96,16 @@ def _locations(rt: Any, report: RunReport) -> dict[tuple[str, str], Where]:
         if tree is not None:
             lens = gitstate.load_lens_at(repo, tree)
             lens_files[run.plan.lens] = {k: f"{lens.root}/{v}" for k, v in lens.sources.items()}
+    at = commit
 
     def read(path: str) -> bytes | None:
-        try:
-            obj = repo.revparse_single(f"{commit}:{path}")
-        except (KeyError, ValueError, pygit2.GitError):
-            return None
-        return bytes(obj.data) if isinstance(obj, pygit2.Blob) else None
+        return gitstate.file_at(repo, at, path) if at is not None else None
 
     return locate(report, lens_files, read)
 
 
 def _publish(rt: Any, report: RunReport, fmt: CiFormat, junit: Path | None, title: str) -> int:
+    # lazy: reconciler.render loads the engines, which `dst --help` does not need
     from reconciler.render import github as ghactions
     from reconciler.render import text as render
     from reconciler.render.junit import to_junit
@@ -142,16 +132,16 @@ def _origin_head(git: Callable[[list[str]], str | None], remote: str) -> str | N
 
 
 def _changed_lenses(repo: Any, base: str, head: str) -> tuple[list[str], list[str]]:
-    """Lenses whose tree differs between ``base`` and ``head``: ``(to check, notes)``."""
-    from reconciler.git import refs as refstore
-    from reconciler.git import trees as gitstate
-    from reconciler.lens import Oid
+    """Lenses whose tree differs between ``base`` and ``head``: ``(to check, notes)``.
 
-    before = {n: t.tree for n, t in gitstate.lens_trees(repo, Oid(base)).items()}
-    after = {n: t.tree for n, t in gitstate.lens_trees(repo, Oid(head)).items()}
-    served = set(refstore.served_lenses(repo))
-    changed = sorted(n for n in set(before) | set(after) if before.get(n) != after.get(n))
-    check = [n for n in changed if n in after or n in served]
+    The same comparison as the pre-push hook's (:func:`reconciler.git.push.changed_lenses`);
+    a changed lens is checked when it exists at ``head`` or is serving.
+    """
+    # lazy: pygit2 loads only for the commands that read git
+    from reconciler.git.push import changed_lenses, gateable
+
+    changed = sorted(changed_lenses(repo, base, head))
+    check = list(gateable(repo, head, changed))
     notes = [
         f"lens {n} is removed and never served: nothing to check" for n in changed if n not in check
     ]
@@ -184,65 +174,86 @@ def check(
     warehouse: WarehouseOpt = None,
     repo: RepoOpt = None,
     fmt: CiFormatOpt = CiFormat.text,
-) -> None:
+) -> int:
     """Dry-run the lenses a pull request changes; annotations, job summary, JUnit."""
+    # lazy: the reconcile loads the engines; `dst --help` does not need them
+    from reconciler.git.sync import require_known
+    from reconciler.reconcile import reconcile
 
-    def body() -> int:
-        from reconciler.git import base as prbase
-        from reconciler.git.sync import require_known
-        from reconciler.reconcile import reconcile
+    event = _event(os.environ)
+    rt = runtime(repo, warehouse)
+    try:
+        span = _Span(base, head, max_deepen, deepen_by, remote)
+        head_oid, merge_base, notes = _resolve_span(rt, event, span)
+        names, more = _changed_lenses(rt.repo, merge_base, head_oid)
+        require_known(rt.repo)
+        report = reconcile(rt, to=head_oid, only=names, dry_run=True)
+        report.command = "ci check"
+        report.messages[:0] = [*notes, *more]
+        return _publish(rt, report, fmt, junit, "dst lens check")
+    finally:
+        rt.close()
 
-        event = _event(os.environ)
-        rt = _runtime(repo, warehouse)
-        try:
-            git = prbase.subprocess_git(rt.root)
-            head_oid = git(["rev-parse", "--verify", "--quiet", f"{head}^{{commit}}"])
-            if head_oid is None:
-                raise UsageError(f"head {head!r} does not resolve to a commit", fix="pass --head")
-            notes: list[str] = []
-            parents = prbase.raw_parents(git, head_oid)
-            merge_commit = event.is_pull_request and len(parents) == 2
-            base_rev = base
-            if base_rev is None:
-                base_rev = parents[0] if merge_commit else event.base
-            if base_rev is None:
-                raise UsageError(
-                    "no base to compare with (no --base and no GitHub event naming one)",
-                    fix="pass --base REF, e.g. --base main",
-                )
-            resolved = prbase.resolve_base(
-                rt.root,
-                base_rev,
-                head_oid,
-                max_deepen=max_deepen,
-                deepen_by=deepen_by,
-                default_branch=event.default_branch or _origin_head(git, remote),
-                remote=remote,
-            )
-            for note in resolved.notes:
-                rt.progress(note)
-            if merge_commit:
-                pr_head = event.pr_head or parents[1]
-                notes.append(
-                    f"pull request head {pr_head[:12]}: checked as GitHub's merge commit "
-                    f"{head_oid[:12]} against {resolved.merge_base[:12]}; a merge commit is "
-                    f"never promoted"
-                )
-            else:
-                notes.append(
-                    f"checked {head_oid[:12]} against the merge base "
-                    f"{resolved.merge_base[:12]} with {base_rev}"
-                )
-            names, more = _changed_lenses(rt.repo, resolved.merge_base, head_oid)
-            require_known(rt.repo)
-            report = reconcile(rt, to=head_oid, only=names, dry_run=True)
-            report.command = "ci check"
-            report.messages[:0] = [*notes, *more]
-            return _publish(rt, report, fmt, junit, "dst lens check")
-        finally:
-            rt.close()
 
-    _run("ci check", fmt, body)
+@dataclass(frozen=True)
+class _Span:
+    """``dst ci check``'s options that say what to compare: base, head, how to deepen."""
+
+    base: str | None
+    head: str
+    max_deepen: int
+    deepen_by: int
+    remote: str
+
+
+def _resolve_span(rt: Any, event: Event, span: _Span) -> tuple[str, str, list[str]]:
+    """``(head oid, merge base oid, notes)`` of a check, deepening a shallow clone as needed.
+
+    On a ``pull_request`` event whose HEAD is GitHub's merge commit ``M``, the base is
+    ``M^1`` and the note names the pull request's head.
+
+    Raises:
+        UsageError: the head does not resolve, no base is given or known, or the
+            history is too shallow (:func:`reconciler.git.base.resolve_base`).
+    """
+    git = prbase.subprocess_git(rt.root)
+    head_oid = git(["rev-parse", "--verify", "--quiet", f"{span.head}^{{commit}}"])
+    if head_oid is None:
+        raise UsageError(f"head {span.head!r} does not resolve to a commit", fix="pass --head")
+    parents = prbase.raw_parents(git, head_oid)
+    merge_commit = event.is_pull_request and len(parents) == 2
+    base_rev = span.base
+    if base_rev is None:
+        base_rev = parents[0] if merge_commit else event.base
+    if base_rev is None:
+        raise UsageError(
+            "no base to compare with (no --base and no GitHub event naming one)",
+            fix="pass --base REF, e.g. --base main",
+        )
+    resolved = prbase.resolve_base(
+        rt.root,
+        base_rev,
+        head_oid,
+        max_deepen=span.max_deepen,
+        deepen_by=span.deepen_by,
+        default_branch=event.default_branch or _origin_head(git, span.remote),
+        remote=span.remote,
+    )
+    for note in resolved.notes:
+        rt.progress(note)
+    if merge_commit:
+        pr_head = event.pr_head or parents[1]
+        note = (
+            f"pull request head {pr_head[:12]}: checked as GitHub's merge commit "
+            f"{head_oid[:12]} against {resolved.merge_base[:12]}; a merge commit is "
+            f"never promoted"
+        )
+    else:
+        note = (
+            f"checked {head_oid[:12]} against the merge base "
+            f"{resolved.merge_base[:12]} with {base_rev}"
+        )
+    return head_oid, resolved.merge_base, [note]
 
 
 @ci_app.command("apply")
@@ -251,28 +262,25 @@ def apply(
     warehouse: WarehouseOpt = None,
     repo: RepoOpt = None,
     fmt: CiFormatOpt = CiFormat.text,
-) -> None:
+) -> int:
     """Apply HEAD for real (default branch); the workflow then pushes refs/dst/*."""
+    # lazy: the reconcile loads the engines; `dst --help` does not need them
+    from reconciler.git.sync import require_known
+    from reconciler.reconcile import reconcile
 
-    def body() -> int:
-        from reconciler.git.sync import require_known
-        from reconciler.reconcile import reconcile
-
-        event = _event(os.environ)
-        if event.is_pull_request:
-            raise UsageError(
-                f"refusing to apply on a {event.name} event: HEAD is GitHub's merge commit "
-                f"of the pull request, which never landed, and is never promoted",
-                fix="run `dst ci check` on pull requests and `dst ci apply` on pushes to the "
-                "default branch",
-            )
-        rt = _runtime(repo, warehouse)
-        try:
-            require_known(rt.repo)
-            report = reconcile(rt, to="HEAD")
-            report.command = "ci apply"
-            return _publish(rt, report, fmt, junit, "dst lens apply")
-        finally:
-            rt.close()
-
-    _run("ci apply", fmt, body)
+    event = _event(os.environ)
+    if event.is_pull_request:
+        raise UsageError(
+            f"refusing to apply on a {event.name} event: HEAD is GitHub's merge commit "
+            f"of the pull request, which never landed, and is never promoted",
+            fix="run `dst ci check` on pull requests and `dst ci apply` on pushes to the "
+            "default branch",
+        )
+    rt = runtime(repo, warehouse)
+    try:
+        require_known(rt.repo)
+        report = reconcile(rt, to="HEAD")
+        report.command = "ci apply"
+        return _publish(rt, report, fmt, junit, "dst lens apply")
+    finally:
+        rt.close()

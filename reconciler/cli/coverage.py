@@ -1,9 +1,8 @@
 """``dst coverage``: which assets no certified answer verifies, which metrics no case names.
 
 The measures are computed by :mod:`reconciler.coverage`; this module reads the
-lenses at a revision, renders and exits. ``cli.py`` registers :func:`coverage`
-at its end with ``app.command("coverage")(coverage_command)`` (this module
-imports ``cli``, so ``cli`` must be imported first).
+lenses at a revision, renders and exits. :mod:`reconciler.cli.app` registers
+:func:`coverage`.
 
 Exit codes: 0 always when the lenses load (the command informs, it never
 gates); 2 bad input (an unknown lens, a revision that is not a commit, a lens
@@ -17,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from reconciler.cli.app import Format, FormatOpt, RepoOpt, _guarded
+from reconciler.cli.options import Format, FormatOpt, RepoOpt
 from reconciler.errors import UsageError
 
 if TYPE_CHECKING:
@@ -31,41 +30,38 @@ def coverage(
     to: Annotated[str, typer.Option("--to", help="Revision to read the lenses at.")] = "HEAD",
     repo: RepoOpt = None,
     fmt: FormatOpt = Format.text,
-) -> None:
+) -> int:
     """Asset coverage (bound by a certified answer) and case coverage (metrics a case names)."""
+    # lazy: reconciler.coverage loads the engines, which `dst --help` does not need
+    from reconciler.coverage import coverage as measure
+    from reconciler.git import trees as gitstate
 
-    def body() -> int:
-        from reconciler.coverage import coverage as measure
-        from reconciler.git import trees as gitstate
-
-        git = gitstate.open_repo(repo)
-        commit = gitstate.resolve_commit(git, to)
-        trees = gitstate.lens_trees(git, commit)
-        if lens is not None and lens not in trees:
-            raise UsageError(
-                f"lens {lens!r} is not in {to}",
-                fix=f"use one of: {', '.join(sorted(trees)) or 'none'}",
+    git = gitstate.open_repo(repo)
+    commit = gitstate.resolve_commit(git, to)
+    trees = gitstate.lens_trees(git, commit)
+    if lens is not None and lens not in trees:
+        raise UsageError(
+            f"lens {lens!r} is not in {to}",
+            fix=f"use one of: {', '.join(sorted(trees)) or 'none'}",
+        )
+    names = [lens] if lens is not None else sorted(trees)
+    results = [measure(gitstate.load_lens_at(git, trees[name])) for name in names]
+    if fmt is Format.json:
+        print(
+            json.dumps(
+                {
+                    "schema_version": 1,
+                    "command": "coverage",
+                    "commit": commit,
+                    "lenses": [r.record() for r in results],
+                },
+                indent=2,
             )
-        names = [lens] if lens is not None else sorted(trees)
-        results = [measure(gitstate.load_lens_at(git, trees[name])) for name in names]
-        if fmt is Format.json:
-            print(
-                json.dumps(
-                    {
-                        "schema_version": 1,
-                        "command": "coverage",
-                        "commit": commit,
-                        "lenses": [r.record() for r in results],
-                    },
-                    indent=2,
-                )
-            )
-        else:
-            for line in render_text(results, to):
-                print(line)
-        return 0
-
-    _guarded("coverage", fmt, body)
+        )
+    else:
+        for line in render_text(results, to):
+            print(line)
+    return 0
 
 
 def render_text(results: list[LensCoverage], rev: str) -> list[str]:

@@ -4,8 +4,8 @@ Writes the files of :func:`reconciler.scaffold.plan_files` into ``PATH`` (defaul
 the current directory): ``lenses/<name>/`` with an example model, two metrics, a
 draft answer and a seed CSV, all of which validate; ``dst.yaml`` and
 ``schemas/*.schema.json`` when missing (kept otherwise); a ``.dst/`` line in
-``.gitignore``. Then it prints the next steps. ``cli.py`` registers :func:`init`
-with ``app.command("init")(init_command)``.
+``.gitignore``. Then it prints the next steps. :mod:`reconciler.cli.app` registers
+:func:`init`.
 
 Git: dst keeps lenses, serving refs and the pre-push hook in git, so ``PATH``
 must be the root of a git repository (an empty one is fine). A directory outside
@@ -28,18 +28,23 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from reconciler.cli.app import Format, FormatOpt, _guarded
+from reconciler.cli.options import Format, FormatOpt
 from reconciler.errors import UsageError
+from reconciler.files import replace_file, write_new_file
+
+if TYPE_CHECKING:
+    from reconciler.scaffold import Scaffold
 
 _ENV_ONLY = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$")
 
 
 def default_lens_name(directory: Path) -> str:
     """A lens name from a directory's name (``Sales Data`` → ``sales-data``), else ``main``."""
+    # lazy: the lens model loads pydantic and sqlglot, which `dst --help` does not need
     from reconciler.lens import LENS_NAME_RE
 
     name = re.sub(r"[^a-z0-9_-]+", "-", directory.name.lower()).strip("-_")[:63]
@@ -48,42 +53,33 @@ def default_lens_name(directory: Path) -> str:
 
 def _dialect_of(url: str) -> str:
     """The sqlglot dialect of a warehouse URL; refuses unparsable URLs and literal passwords."""
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
-    from sqlglot.dialects.dialect import Dialect
-
-    from reconciler.warehouse.connection import _SQLGLOT_DIALECT
+    # lazy: URL parsing loads SQLAlchemy and sqlglot; only --warehouse needs them
+    from reconciler.warehouse.urls import url_facts
 
     try:
-        parsed = make_url(url)
-    except (ArgumentError, ValueError):
+        facts = url_facts(url)
+    except ValueError:
         raise UsageError(
             "--warehouse is not a SQLAlchemy URL",
             fix="write it as dialect+driver://user@host/database, e.g. "
             "postgresql://analyst@db:5432/analytics",
         ) from None
-    if parsed.password is not None and not _ENV_ONLY.match(str(parsed.password)):
+    if facts.password is not None and not _ENV_ONLY.match(facts.password):
         raise UsageError(
             "--warehouse holds a password, which dst.yaml would commit to git",
             fix="write the password as an environment reference, e.g. "
             "postgresql://analyst:${PGPASSWORD}@db:5432/analytics, and export it",
         )
-    backend = parsed.get_backend_name()
-    dialect = _SQLGLOT_DIALECT.get(backend, backend)
-    return dialect if Dialect.get(dialect) is not None else "duckdb"
+    return facts.dialect
 
 
 def _git_root(target: Path, create: bool) -> bool:
     """Check that ``target`` is a repository root, or create one; True when created."""
-    import pygit2
+    # lazy: reading git loads pygit2 and the lens model, which `dst --help` does not need
+    from reconciler.git.trees import enclosing_root, init_repository
 
-    probe = target
-    while not probe.exists():
-        probe = probe.parent
-    found = pygit2.discover_repository(str(probe))
-    if found is not None:
-        repo = pygit2.Repository(found)
-        root = Path(repo.workdir or Path(repo.path).parent).resolve()
+    root = enclosing_root(target)
+    if root is not None:
         if root != target:
             raise UsageError(
                 f"{target} is inside the git repository at {root}; dst reads lenses/ at "
@@ -97,8 +93,82 @@ def _git_root(target: Path, create: bool) -> bool:
             fix=f"run git init {target} first, or pass --git to let dst init create it",
         )
     target.mkdir(parents=True, exist_ok=True)
-    pygit2.init_repository(str(target))
+    init_repository(target)
     return True
+
+
+def _check(target: Path, name: str, warehouse: str | None) -> Scaffold:
+    """Refuse, before writing anything, what init cannot do; return the files to write."""
+    # lazy: the scaffold renders JSON Schemas from the lens model (pydantic, sqlglot)
+    from reconciler.lens import LENS_NAME_RE
+    from reconciler.scaffold import plan_files
+
+    if target.exists() and not target.is_dir():
+        raise UsageError(f"{target} is not a directory", fix="pass a directory as PATH")
+    if not LENS_NAME_RE.match(name):
+        raise UsageError(
+            f"--lens {name!r} is not a valid lens name",
+            fix="use lowercase letters, digits, '-' and '_' (at most 63)",
+        )
+    dialect = _dialect_of(warehouse) if warehouse else "duckdb"
+    if warehouse and (target / "dst.yaml").exists():
+        raise UsageError(
+            "dst.yaml already exists: dst init does not overwrite it",
+            fix="set warehouse: in dst.yaml yourself, or drop --warehouse",
+        )
+    scaffold = plan_files(name, dialect=dialect, warehouse=warehouse)
+    for rel in scaffold.lens_files:
+        if (target / rel).exists():
+            raise UsageError(
+                f"{rel} already exists: dst init never overwrites a file",
+                fix="choose another --lens name, or move the existing lens away",
+            )
+    return scaffold
+
+
+def _write(target: Path, scaffold: Scaffold) -> tuple[list[str], list[str]]:
+    """Write the scaffold's files: ``(written, kept)`` repository-relative paths.
+
+    A lens file that appears meanwhile is refused (nothing of it overwritten); a
+    repository file that exists is kept.
+    """
+    # lazy: the scaffold renders JSON Schemas from the lens model (pydantic, sqlglot)
+    from reconciler.scaffold import gitignore_with_dst
+
+    written: list[str] = []
+    kept: list[str] = []
+    for rel, data in scaffold.lens_files.items():
+        try:
+            write_new_file(target / rel, data)
+        except FileExistsError:
+            raise UsageError(
+                f"{rel} appeared while dst init ran; nothing of it was overwritten",
+                fix="check what else writes into the lens, then run dst init again",
+            ) from None
+        written.append(rel)
+    for rel, data in scaffold.repo_files.items():
+        try:
+            write_new_file(target / rel, data)
+            written.append(rel)
+        except FileExistsError:
+            kept.append(rel)
+    ignore = target / ".gitignore"
+    amended = gitignore_with_dst(ignore.read_text("utf-8") if ignore.exists() else None)
+    if amended is not None:
+        replace_file(ignore, amended.encode("utf-8"))
+        written.append(".gitignore")
+    return written, kept
+
+
+def _next_steps(name: str) -> list[tuple[str, str]]:
+    return [
+        ("dst seed", f"build the embedded warehouse (.dst/) from lenses/{name}/seeds/"),
+        ("dst validate", "check the lens files (editors and pre-commit can run it too)"),
+        ("dst hooks install", "gate every push with the pre-push hook"),
+        (f'git add -A && git commit -m "Add lens {name}"', "dst applies committed lenses"),
+        ("dst apply", "gate and promote the lens (gate SKIPPED until an answer is certified)"),
+        (f'dst certify --lens {name} --question "Revenue by region"', "certify an answer"),
+    ]
 
 
 def init(
@@ -115,89 +185,34 @@ def init(
         bool, typer.Option("--git", help="Create a git repository when PATH is not in one.")
     ] = False,
     fmt: FormatOpt = Format.text,
-) -> None:
+) -> int:
     """Scaffold a dst repository and an example lens that validates; print the next steps."""
-
-    def body() -> int:
-        from reconciler.files import replace_file, write_new_file
-        from reconciler.lens import LENS_NAME_RE
-        from reconciler.scaffold import gitignore_with_dst, plan_files
-
-        target = (path or Path.cwd()).resolve()
-        if target.exists() and not target.is_dir():
-            raise UsageError(f"{target} is not a directory", fix="pass a directory as PATH")
-        name = lens if lens is not None else default_lens_name(target)
-        if not LENS_NAME_RE.match(name):
-            raise UsageError(
-                f"--lens {name!r} is not a valid lens name",
-                fix="use lowercase letters, digits, '-' and '_' (at most 63)",
-            )
-        dialect = _dialect_of(warehouse) if warehouse else "duckdb"
-        if warehouse and (target / "dst.yaml").exists():
-            raise UsageError(
-                "dst.yaml already exists: dst init does not overwrite it",
-                fix="set warehouse: in dst.yaml yourself, or drop --warehouse",
-            )
-        scaffold = plan_files(name, dialect=dialect, warehouse=warehouse)
-        for rel in scaffold.lens_files:
-            if (target / rel).exists():
-                raise UsageError(
-                    f"{rel} already exists: dst init never overwrites a file",
-                    fix="choose another --lens name, or move the existing lens away",
-                )
-        created = _git_root(target, git)
-        written: list[str] = []
-        kept: list[str] = []
-        for rel, data in scaffold.lens_files.items():
-            try:
-                write_new_file(target / rel, data)
-            except FileExistsError:
-                raise UsageError(
-                    f"{rel} appeared while dst init ran; nothing of it was overwritten",
-                    fix="check what else writes into the lens, then run dst init again",
-                ) from None
-            written.append(rel)
-        for rel, data in scaffold.repo_files.items():
-            try:
-                write_new_file(target / rel, data)
-                written.append(rel)
-            except FileExistsError:
-                kept.append(rel)
-        ignore = target / ".gitignore"
-        amended = gitignore_with_dst(ignore.read_text("utf-8") if ignore.exists() else None)
-        if amended is not None:
-            replace_file(ignore, amended.encode("utf-8"))
-            written.append(".gitignore")
-        steps = [
-            ("dst seed", f"build the embedded warehouse (.dst/) from lenses/{name}/seeds/"),
-            ("dst validate", "check the lens files (editors and pre-commit can run it too)"),
-            ("dst hooks install", "gate every push with the pre-push hook"),
-            (f'git add -A && git commit -m "Add lens {name}"', "dst applies committed lenses"),
-            ("dst apply", "gate and promote the lens (gate SKIPPED until an answer is certified)"),
-            (f'dst certify --lens {name} --question "Revenue by region"', "certify an answer"),
-        ]
-        if fmt is Format.json:
-            obj = {
-                "schema_version": 1,
-                "command": "init",
-                "root": str(target),
-                "lens": name,
-                "git_initialized": created,
-                "written": written,
-                "kept": kept,
-                "next": [cmd for cmd, _ in steps],
-            }
-            print(json.dumps(obj, indent=2))
-            return 0
-        print(f"initialized lens {name} in {target}" + (" (new git repository)" if created else ""))
-        for rel in written:
-            print(f"  wrote {rel}")
-        for rel in kept:
-            print(f"  kept  {rel} (exists)")
-        print("next steps:")
-        width = max(len(cmd) for cmd, _ in steps)
-        for cmd, why in steps:
-            print(f"  {cmd:<{width}}  # {why}")
+    target = (path or Path.cwd()).resolve()
+    name = lens if lens is not None else default_lens_name(target)
+    scaffold = _check(target, name, warehouse)
+    created = _git_root(target, git)
+    written, kept = _write(target, scaffold)
+    steps = _next_steps(name)
+    if fmt is Format.json:
+        obj = {
+            "schema_version": 1,
+            "command": "init",
+            "root": str(target),
+            "lens": name,
+            "git_initialized": created,
+            "written": written,
+            "kept": kept,
+            "next": [cmd for cmd, _ in steps],
+        }
+        print(json.dumps(obj, indent=2))
         return 0
-
-    _guarded("init", fmt, body)
+    print(f"initialized lens {name} in {target}" + (" (new git repository)" if created else ""))
+    for rel in written:
+        print(f"  wrote {rel}")
+    for rel in kept:
+        print(f"  kept  {rel} (exists)")
+    print("next steps:")
+    width = max(len(cmd) for cmd, _ in steps)
+    for cmd, why in steps:
+        print(f"  {cmd:<{width}}  # {why}")
+    return 0

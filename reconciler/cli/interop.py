@@ -1,11 +1,11 @@
-"""``dst import dbt`` and ``dst export cortex``: semantic layers in and out of lenses.
+"""``dst import cortex|dbt`` and ``dst export cortex``: semantic layers in and out of lenses.
 
-``import dbt`` is registered on the ``import`` app of :mod:`reconciler.cli.app` (next to
-``import cortex``); ``export_app`` holds ``export cortex`` and is mounted by
-``cli.py`` as ``dst export``. Both print a report of what was mapped and one line
-per item that could not be, with the reason; ``--format json`` prints it as one
-object. Exit codes: 0 written; 2 bad input (file and line), an existing lens
-without ``--overwrite``, or an export target that exists without ``--overwrite``.
+``import_app`` holds ``import cortex`` and ``import dbt`` and ``export_app`` holds
+``export cortex``; :mod:`reconciler.cli.app` mounts them as ``dst import`` and
+``dst export``. Each prints a report of what was mapped and one line per item
+that could not be, with the reason; ``--format json`` prints it as one object.
+Exit codes: 0 written; 2 bad input (file and line), an existing lens without
+``--overwrite``, or an export target that exists without ``--overwrite``.
 """
 
 from __future__ import annotations
@@ -17,18 +17,56 @@ from typing import Annotated
 
 import typer
 
+from reconciler.cli.common import plain, runtime
+from reconciler.cli.options import Format, FormatOpt, RepoOpt
+from reconciler.errors import UsageError
+
+import_app = typer.Typer(no_args_is_help=True, help="Turn other semantic layers into lenses.")
 export_app = typer.Typer(no_args_is_help=True, help="Write lenses in other semantic-layer formats.")
 
-from reconciler.cli.app import (  # noqa: E402
-    Format,
-    FormatOpt,
-    RepoOpt,
-    _guarded,
-    _plain,
-    _runtime,
-    import_app,
-)
-from reconciler.errors import UsageError  # noqa: E402
+
+@import_app.command("cortex")
+def import_cortex(
+    model: Annotated[Path, typer.Argument(help="Cortex Analyst semantic model YAML.")],
+    lens: Annotated[str, typer.Option("--lens", help="Name of the lens to create.")],
+    data: Annotated[Path | None, typer.Option("--data", help="Folder of CSVs to seed.")] = None,
+    as_of: Annotated[str | None, typer.Option("--as-of", help="Pinned date YYYY-MM-DD.")] = None,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the lens.")] = False,
+    repo: RepoOpt = None,
+    fmt: FormatOpt = Format.text,
+) -> int:
+    """Turn a Snowflake Cortex Analyst semantic model into a lens under lenses/."""
+    # lazy: the importer loads sqlglot and pydantic; `dst --help` does not need them
+    from reconciler.interop.importers import LensSettings
+    from reconciler.interop.importers.cortex import import_cortex as do_import
+    from reconciler.interop.importers.cortex import write_lens
+    from reconciler.warehouse.seed import run_on_seeds
+
+    rt = runtime(repo)
+    if not model.is_file():
+        raise UsageError(f"{model}: no such file", fix="pass the semantic model YAML")
+    ddl = [p.read_bytes() for p in sorted(model.parent.glob("*.sql"))]
+    files, report = do_import(
+        model.read_bytes(),
+        model_path=model.name,
+        lens=lens,
+        data_dir=data,
+        ddl=ddl,
+        settings=LensSettings(as_of=as_of),
+        run_oracles=run_on_seeds if data is not None else None,
+    )
+    write_lens(rt.root, lens, files, overwrite=overwrite)
+    obj = {"schema_version": 1, "command": "import cortex", **plain(report)}
+    if fmt is Format.json:
+        print(json.dumps(obj, indent=2, default=str))
+    else:
+        print(
+            f"imported lens {lens}: {report.models} models, {report.metrics} metrics, "
+            f"{report.answers} answers, seeds {dict(report.seeds)}"
+        )
+        for item in report.unmapped:
+            print(f"  not mapped: {item}")
+    return 0
 
 
 @import_app.command("dbt")
@@ -44,31 +82,28 @@ def import_dbt(
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the lens.")] = False,
     repo: RepoOpt = None,
     fmt: FormatOpt = Format.text,
-) -> None:
+) -> int:
     """Turn a dbt semantic layer (MetricFlow or legacy metrics) into a lens under lenses/."""
+    # lazy: the importer loads sqlglot and pydantic; `dst --help` does not need them
+    from reconciler.interop.importers.dbt import import_dbt as do_import
+    from reconciler.interop.importers.dbt import write_lens
+    from reconciler.interop.importers.dbt_source import collect
 
-    def body() -> int:
-        from reconciler.interop.importers.dbt import import_dbt as do_import
-        from reconciler.interop.importers.dbt import write_lens
-        from reconciler.interop.importers.dbt_source import collect
-
-        rt = _runtime(repo)
-        sources, data_files, name = collect(source, data)
-        files, report = do_import(sources, source_name=name, lens=lens, data=data_files)
-        write_lens(rt.root, lens, files, overwrite=overwrite)
-        if fmt is Format.json:
-            obj = {"schema_version": 1, "command": "import dbt", **_plain(report)}
-            print(json.dumps(obj, indent=2, default=str))
-        else:
-            print(
-                f"imported lens {lens}: {report.models} models, {report.metrics} metrics, "
-                f"{report.exemplars} exemplars, seeds {dict(report.seeds)}"
-            )
-            for item in report.unmapped:
-                print(f"  not mapped: {item}")
-        return 0
-
-    _guarded("import dbt", fmt, body)
+    rt = runtime(repo)
+    sources, data_files, name = collect(source, data)
+    files, report = do_import(sources, source_name=name, lens=lens, data=data_files)
+    write_lens(rt.root, lens, files, overwrite=overwrite)
+    if fmt is Format.json:
+        obj = {"schema_version": 1, "command": "import dbt", **plain(report)}
+        print(json.dumps(obj, indent=2, default=str))
+    else:
+        print(
+            f"imported lens {lens}: {report.models} models, {report.metrics} metrics, "
+            f"{report.exemplars} exemplars, seeds {dict(report.seeds)}"
+        )
+        for item in report.unmapped:
+            print(f"  not mapped: {item}")
+    return 0
 
 
 @export_app.command("cortex")
@@ -80,41 +115,38 @@ def export_cortex(
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace --out.")] = False,
     repo: RepoOpt = None,
     fmt: FormatOpt = Format.text,
-) -> None:
+) -> int:
     """Write a lens as a Snowflake Cortex Analyst semantic model YAML."""
+    # lazy: the exporter loads sqlglot and pydantic; `dst --help` does not need them
+    from reconciler.git.trees import worktree_files
+    from reconciler.interop.exporters.cortex import export_cortex as do_export
+    from reconciler.lens import load_lens
 
-    def body() -> int:
-        from reconciler.git.trees import worktree_files
-        from reconciler.interop.exporters.cortex import export_cortex as do_export
-        from reconciler.lens import load_lens
-
-        rt = _runtime(repo)
-        if not (rt.root / "lenses" / lens / "lens.yaml").is_file():
-            raise UsageError(f"lenses/{lens}: no such lens", fix="name a lens under lenses/")
-        loaded = load_lens(lens, worktree_files(rt.root, lens))
-        text, report = do_export(loaded)
-        if out is None and fmt is Format.json:
-            raise UsageError("--format json prints the report", fix="pass --out FILE for the YAML")
-        if out is not None:
-            if out.exists() and not overwrite:
-                raise UsageError(f"{out} already exists", fix="pass --overwrite to replace it")
-            out.write_bytes(text)
-        else:
-            print(text.decode("utf-8"), end="")
-        if fmt is Format.json:
-            obj = {"schema_version": 1, "command": "export cortex", "out": str(out)}
-            print(json.dumps({**obj, **_plain(report)}, indent=2, default=str))
-        else:
-            # With the YAML on stdout, the report goes to stderr.
-            stream = sys.stdout if out is not None else sys.stderr
-            print(
-                f"exported lens {lens} to {out or 'stdout'}: {report.tables} tables, "
-                f"{report.facts} facts, {report.metrics} metrics, "
-                f"{report.relationships} relationships, {report.verified_queries} verified queries",
-                file=stream,
-            )
-            for item in report.unmapped:
-                print(f"  not mapped: {item}", file=stream)
-        return 0
-
-    _guarded("export cortex", fmt, body)
+    rt = runtime(repo)
+    if not (rt.root / "lenses" / lens / "lens.yaml").is_file():
+        raise UsageError(f"lenses/{lens}: no such lens", fix="name a lens under lenses/")
+    loaded = load_lens(lens, worktree_files(rt.root, lens))
+    text, report = do_export(loaded)
+    if out is None and fmt is Format.json:
+        raise UsageError("--format json prints the report", fix="pass --out FILE for the YAML")
+    if out is not None:
+        if out.exists() and not overwrite:
+            raise UsageError(f"{out} already exists", fix="pass --overwrite to replace it")
+        out.write_bytes(text)
+    else:
+        print(text.decode("utf-8"), end="")
+    if fmt is Format.json:
+        obj = {"schema_version": 1, "command": "export cortex", "out": str(out)}
+        print(json.dumps({**obj, **plain(report)}, indent=2, default=str))
+    else:
+        # With the YAML on stdout, the report goes to stderr.
+        stream = sys.stdout if out is not None else sys.stderr
+        print(
+            f"exported lens {lens} to {out or 'stdout'}: {report.tables} tables, "
+            f"{report.facts} facts, {report.metrics} metrics, "
+            f"{report.relationships} relationships, {report.verified_queries} verified queries",
+            file=stream,
+        )
+        for item in report.unmapped:
+            print(f"  not mapped: {item}", file=stream)
+    return 0

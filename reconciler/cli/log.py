@@ -3,7 +3,7 @@
 The history is the first-parent walk of ``refs/dst/serving/<lens>`` (DESIGN
 §3), newest first. The text form ends with accuracy and wrong-rate sparklines
 (oldest → newest); ``--plot out.png`` also draws both lines with matplotlib
-(the optional ``plot`` extra). ``cli.py`` registers :func:`log` at its end.
+(the optional ``plot`` extra). :mod:`reconciler.cli.app` registers :func:`log`.
 
 Exit codes: 0 shown; 2 bad input (no serving version, matplotlib missing for
 ``--plot``, an unwritable plot path).
@@ -18,7 +18,8 @@ from typing import Annotated
 
 import typer
 
-from reconciler.cli.app import Format, FormatOpt, RepoOpt, _guarded, _runtime, _short
+from reconciler.cli.common import runtime, short_score
+from reconciler.cli.options import Format, FormatOpt, RepoOpt
 
 
 def log(
@@ -33,52 +34,50 @@ def log(
     ] = None,
     repo: RepoOpt = None,
     fmt: FormatOpt = Format.text,
-) -> None:
+) -> int:
     """Deployment history of a lens (first-parent history of its serving ref), with its trend."""
+    # lazy: reconciler.history loads the engines, which `dst --help` does not need
+    from reconciler.history import log as do_log
+    from reconciler.render.trend import percent, points, summary_lines
 
-    def body() -> int:
-        from reconciler.history import log as do_log
-        from reconciler.render.trend import percent, points, summary_lines
+    deps = do_log(runtime(repo), lens)
+    trend = points([(d.oid, d.meta) for d in deps])
+    if plot is not None:
+        # lazy: matplotlib (the optional plot extra) loads only for --plot
+        from reconciler.render.plot import plot_trend
 
-        deps = do_log(_runtime(repo), lens)
-        trend = points([(d.oid, d.meta) for d in deps])
-        if plot is not None:
-            from reconciler.render.plot import plot_trend
-
-            width, height = plot_trend(lens, trend, plot)
-            print(f"plot written to {plot} ({width}×{height} px)", file=sys.stderr)
-        by_oid = {p.deployment: p for p in trend}
-        if fmt is Format.json:
-            print(
-                json.dumps(
-                    {
-                        "schema_version": 1,
-                        "command": "log",
-                        "lens": lens,
-                        "deployments": [
-                            {
-                                "deployment": d.oid,
-                                **d.meta,
-                                "accuracy": by_oid[d.oid].accuracy,
-                                "wrong_rate": by_oid[d.oid].wrong_rate,
-                            }
-                            for d in deps
-                        ],
-                    },
-                    indent=2,
-                    default=str,
-                )
+        width, height = plot_trend(lens, trend, plot)
+        print(f"plot written to {plot} ({width}×{height} px)", file=sys.stderr)
+    by_oid = {p.deployment: p for p in trend}
+    if fmt is Format.json:
+        print(
+            json.dumps(
+                {
+                    "schema_version": 1,
+                    "command": "log",
+                    "lens": lens,
+                    "deployments": [
+                        {
+                            "deployment": d.oid,
+                            **d.meta,
+                            "accuracy": by_oid[d.oid].accuracy,
+                            "wrong_rate": by_oid[d.oid].wrong_rate,
+                        }
+                        for d in deps
+                    ],
+                },
+                indent=2,
+                default=str,
             )
-            return 0
-        for d in deps:
-            p = by_oid[d.oid]
-            print(
-                f"{d.oid[:12]}  {d.meta.get('action', ''):<9} source "
-                f"{str(d.meta.get('source', ''))[:12]}  score {_short(d.meta.get('score'))}"
-                f"  accuracy {percent(p.accuracy)}, wrong {percent(p.wrong_rate)}"
-            )
-        for line in summary_lines(trend):
-            print(line)
+        )
         return 0
-
-    _guarded("log", fmt, body)
+    for d in deps:
+        p = by_oid[d.oid]
+        print(
+            f"{d.oid[:12]}  {d.meta.get('action', ''):<9} source "
+            f"{str(d.meta.get('source', ''))[:12]}  score {short_score(d.meta.get('score'))}"
+            f"  accuracy {percent(p.accuracy)}, wrong {percent(p.wrong_rate)}"
+        )
+    for line in summary_lines(trend):
+        print(line)
+    return 0

@@ -1,9 +1,8 @@
 """``dst mutate LENS``: mutation score and formatting false-stale share of one lens.
 
 The work is done by :mod:`reconciler.mutation.driver` in a scratch clone; this module
-parses options, renders and exits. ``cli.py`` registers :func:`mutate` at its end
-with ``app.command("mutate")(mutate_command)`` (this module imports ``cli``, so
-``cli`` must be imported first).
+parses options, renders and exits. :mod:`reconciler.cli.app` registers
+:func:`mutate`.
 
 Exit codes: 0 the mutants ran (whatever the score); 1 a formatting-only edit made
 an answer stale (a hashing defect); 2 bad input (unknown lens or revision, a lens
@@ -18,7 +17,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from reconciler.cli.app import Format, FormatOpt, RepoOpt, WarehouseOpt, _guarded, _runtime
+from reconciler.cli.common import runtime
+from reconciler.cli.options import Format, FormatOpt, RepoOpt, WarehouseOpt
 
 if TYPE_CHECKING:
     from reconciler.mutation.driver import MutationReport
@@ -38,27 +38,24 @@ def mutate(
     warehouse: WarehouseOpt = None,
     repo: RepoOpt = None,
     fmt: FormatOpt = Format.text,
-) -> None:
+) -> int:
     """Mutate a lens's assets in a scratch clone and report how many mutants the gate blocks."""
+    # lazy: reconciler.mutation.driver loads the engines, which `dst --help` does not need
+    from reconciler.mutation.driver import mutate_lens
 
-    def body() -> int:
-        from reconciler.mutation.driver import mutate_lens
-
-        rt = _runtime(repo, warehouse)
-        report = mutate_lens(rt, lens, rev=to, limit=limit)
-        if fmt is Format.json:
-            obj = {
-                "schema_version": 1,
-                "command": "mutate",
-                "exit_code": report.exit_code,
-                "lenses": [report.record()],
-            }
-            print(json.dumps(obj, indent=2))
-        else:
-            print("\n".join(render_text(report)))
-        return report.exit_code
-
-    _guarded("mutate", fmt, body)
+    rt = runtime(repo, warehouse)
+    report = mutate_lens(rt, lens, rev=to, limit=limit)
+    if fmt is Format.json:
+        obj = {
+            "schema_version": 1,
+            "command": "mutate",
+            "exit_code": report.exit_code,
+            "lenses": [report.record()],
+        }
+        print(json.dumps(obj, indent=2))
+    else:
+        print("\n".join(render_text(report)))
+    return report.exit_code
 
 
 def _pct(share: float | None) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from rich.console import Console
 from rich.progress import (
@@ -29,7 +29,8 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from reconciler.context import Runtime
+if TYPE_CHECKING:
+    from reconciler.context import Runtime
 
 BAR_WIDTH = 24
 # Spinner, bar, "19/21 answers" and the elapsed time take about this many columns.

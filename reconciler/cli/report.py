@@ -7,7 +7,7 @@ in git (its serving deployment or its last attempt, whichever is newer, from
 followed by ``dst report --html report.html``. ``--from FILE`` renders a saved
 ``dst plan|apply|test --format json`` object instead (``-`` reads stdin), which
 also covers dry runs and pre-push checks that record nothing. Rendering is
-:mod:`reconciler.render.html`; ``cli.py`` registers :func:`report` at its end.
+:mod:`reconciler.render.html`; :mod:`reconciler.cli.app` registers :func:`report`.
 
 Exit codes: 0 written (whatever the run's own outcome); 2 bad input (nothing
 recorded, an unreadable or malformed ``--from`` file, an unknown lens, an
@@ -23,7 +23,8 @@ from typing import Annotated, Any
 
 import typer
 
-from reconciler.cli.app import Format, FormatOpt, RepoOpt, _guarded, _runtime
+from reconciler.cli.common import runtime
+from reconciler.cli.options import Format, FormatOpt, RepoOpt
 from reconciler.errors import UsageError
 
 FROM_HELP = (
@@ -38,58 +39,55 @@ def report(
     lens: Annotated[str | None, typer.Option("--lens", help="Report one lens.")] = None,
     repo: RepoOpt = None,
     fmt: FormatOpt = Format.text,
-) -> None:
+) -> int:
     """Write a self-contained HTML report of a run: plan, results, divergences, scores.
 
     By default the page shows each lens's most recent recorded run (after `dst apply` or
     `dst test`); `--from run.json` renders a saved `--format json` object instead.
     Example: `dst apply || dst report --html report.html`.
     """
+    # lazy: reconciler.render.html loads the engines, which `dst --help` does not need
+    from reconciler.render.html import render
 
-    def body() -> int:
-        from reconciler.render.html import render
-
-        if source is not None:
-            obj, origin = _from_file(source), f"rendered from {source}"
-        else:
-            obj, origin = _from_git(repo), "the most recent recorded run of each lens"
-        lenses = list(obj["lenses"])
-        if lens is not None:
-            names = [str(x.get("lens")) for x in lenses]
-            if lens not in names:
-                raise UsageError(
-                    f"lens {lens!r} is not in the report",
-                    fix=f"use one of: {', '.join(names) or 'none'}",
-                )
-            obj = {**obj, "lenses": [x for x in lenses if x.get("lens") == lens]}
-        page = render(obj, origin=origin)
-        try:
-            html.write_text(page, encoding="utf-8")
-        except OSError as exc:
+    if source is not None:
+        obj, origin = _from_file(source), f"rendered from {source}"
+    else:
+        obj, origin = _from_git(repo), "the most recent recorded run of each lens"
+    lenses = list(obj["lenses"])
+    if lens is not None:
+        names = [str(x.get("lens")) for x in lenses]
+        if lens not in names:
             raise UsageError(
-                f"{html}: cannot write the report ({exc.strerror or exc})",
-                fix="pass --html a path in a writable, existing directory",
-            ) from None
-        shown = [str(x.get("lens")) for x in obj["lenses"]]
-        if fmt is Format.json:
-            print(
-                json.dumps(
-                    {
-                        "schema_version": 1,
-                        "command": "report",
-                        "html": str(html),
-                        "source": source,
-                        "lenses": shown,
-                        "bytes": len(page.encode("utf-8")),
-                    },
-                    indent=2,
-                )
+                f"lens {lens!r} is not in the report",
+                fix=f"use one of: {', '.join(names) or 'none'}",
             )
-        else:
-            print(f"wrote {html} ({len(shown)} lens(es): {', '.join(shown) or 'none'})")
-        return 0
-
-    _guarded("report", fmt, body)
+        obj = {**obj, "lenses": [x for x in lenses if x.get("lens") == lens]}
+    page = render(obj, origin=origin)
+    try:
+        html.write_text(page, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(
+            f"{html}: cannot write the report ({exc.strerror or exc})",
+            fix="pass --html a path in a writable, existing directory",
+        ) from None
+    shown = [str(x.get("lens")) for x in obj["lenses"]]
+    if fmt is Format.json:
+        print(
+            json.dumps(
+                {
+                    "schema_version": 1,
+                    "command": "report",
+                    "html": str(html),
+                    "source": source,
+                    "lenses": shown,
+                    "bytes": len(page.encode("utf-8")),
+                },
+                indent=2,
+            )
+        )
+    else:
+        print(f"wrote {html} ({len(shown)} lens(es): {', '.join(shown) or 'none'})")
+    return 0
 
 
 def _from_file(source: str) -> dict[str, Any]:
@@ -118,11 +116,12 @@ def _from_file(source: str) -> dict[str, Any]:
 
 
 def _from_git(repo: Path | None) -> dict[str, Any]:
+    # lazy: reconciler.git loads the engines, which `dst --help` does not need
     from reconciler.git import refs as refstore
     from reconciler.history import status
     from reconciler.render.html import lens_object_from_record
 
-    rt = _runtime(repo)
+    rt = runtime(repo)
     lenses = []
     for row in status(rt):
         attempt_newer = row.attempt is not None and int(

@@ -1,7 +1,7 @@
 """The ``dst sync`` command: share ``refs/dst/`` with a remote.
 
-``sync_app`` is a typer app holding the one command; ``cli.py`` merges it into
-the main app with ``app.add_typer(sync_app)`` (no name, so the command is
+``sync_app`` is a typer app holding the one command; :mod:`reconciler.cli.app`
+merges it into the main app with ``app.add_typer(sync_app)`` (no name, so the command is
 ``dst sync``). The sync work is in :mod:`reconciler.git.sync`; this module parses
 options and renders.
 
@@ -17,14 +17,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-# Created before importing reconciler.cli.app, which merges it into the main app when it
-# loads: whichever of the two modules is imported first, the other then finds it.
-sync_app = typer.Typer()
-
-from reconciler.cli.app import Format, FormatOpt, RepoOpt, _guarded, _runtime  # noqa: E402
+from reconciler.cli.common import runtime
+from reconciler.cli.options import Format, FormatOpt, RepoOpt
 
 if TYPE_CHECKING:
     from reconciler.git.sync import SyncReport
+
+sync_app = typer.Typer()
 
 
 @sync_app.command("sync")
@@ -40,27 +39,25 @@ def sync(
     ] = False,
     repo: RepoOpt = None,
     fmt: FormatOpt = Format.text,
-) -> None:
+) -> int:
     """Fetch then push serving state (refs/dst/) with a remote; --fetch or --push for one."""
+    # lazy: reconciler.git.sync loads the engines, which `dst --help` does not need
+    from reconciler.git.sync import synchronize
 
-    def body() -> int:
-        from reconciler.git.sync import synchronize
-
-        rt = _runtime(repo)
-        both = push == fetch
-        report = synchronize(rt.repo, remote, do_fetch=fetch or both, do_push=push or both)
-        if fmt is Format.json:
-            print(json.dumps(report.record(), indent=2))
-        else:
-            for line in render_text(report):
-                print(line)
-        return report.exit_code
-
-    _guarded("sync", fmt, body)
+    rt = runtime(repo)
+    both = push == fetch
+    report = synchronize(rt.repo, remote, do_fetch=fetch or both, do_push=push or both)
+    if fmt is Format.json:
+        print(json.dumps(report.record(), indent=2))
+    else:
+        for line in render_text(report):
+            print(line)
+    return report.exit_code
 
 
 def render_text(report: SyncReport) -> list[str]:
     """Text lines for a sync report: one per ref (and its fix), the notes, a tally."""
+    # lazy: reconciler.git.sync loads the engines, which `dst --help` does not need
     from reconciler.git.sync import tally
 
     lines = []

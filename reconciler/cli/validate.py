@@ -11,8 +11,8 @@ folder or a directory holding one (every lens in it); with no ``PATH``, every le
 under the nearest ``lenses/`` folder at or above ``--repo`` (default: cwd). Each
 lens is checked once however many of its files are named.
 
-``validate_app`` is a typer app holding the one command; ``cli.py`` merges it into
-the main app with ``app.add_typer(validate_app)``.
+``validate_app`` is a typer app holding the one command; :mod:`reconciler.cli.app`
+merges it into the main app with ``app.add_typer(validate_app)``.
 
 Exit codes: 0 every lens is valid; 2 a lens is invalid (``file:line: message`` and
 its fix on stderr) or a ``PATH`` is not in a lens.
@@ -29,12 +29,10 @@ from typing import Annotated, Any
 
 import typer
 
-# Created before importing reconciler.cli.app, which merges it into the main app when it
-# loads: whichever of the two modules is imported first, the other then finds it.
-validate_app = typer.Typer()
+from reconciler.cli.options import Format, FormatOpt, RepoOpt
+from reconciler.errors import LensLoadError, UsageError
 
-from reconciler.cli.app import Format, FormatOpt, RepoOpt, _guarded  # noqa: E402
-from reconciler.errors import LensLoadError, UsageError  # noqa: E402
+validate_app = typer.Typer()
 
 LENSES_DIR = "lenses"
 
@@ -136,6 +134,7 @@ def find_lens_dirs(paths: list[Path], start: Path) -> list[Path]:
 
 def check_lens(lens_dir: Path) -> LensCheck:
     """Load one lens directory from disk and report its first problem, if any."""
+    # lazy: reconciler.git.trees loads the engines, which `dst --help` does not need
     from reconciler.git.trees import worktree_files
     from reconciler.lens import load_lens
 
@@ -165,24 +164,20 @@ def validate(
     ] = None,
     repo: RepoOpt = None,
     fmt: FormatOpt = Format.text,
-) -> None:
+) -> int:
     """Check lens files in the working tree (no warehouse, no git): for editors, pre-commit."""
-
-    def body() -> int:
-        checks = validate_paths(list(paths or ()), repo or Path.cwd())
+    checks = validate_paths(list(paths or ()), repo or Path.cwd())
+    for check in checks:
+        if check.error is not None:
+            print(f"dst validate: error: {check.error.render()}", file=sys.stderr)
+    if fmt is Format.json:
+        obj = {
+            "schema_version": 1,
+            "command": "validate",
+            "lenses": [c.record() for c in checks],
+        }
+        print(json.dumps(obj, indent=2))
+    else:
         for check in checks:
-            if check.error is not None:
-                print(f"dst validate: error: {check.error.render()}", file=sys.stderr)
-        if fmt is Format.json:
-            obj = {
-                "schema_version": 1,
-                "command": "validate",
-                "lenses": [c.record() for c in checks],
-            }
-            print(json.dumps(obj, indent=2))
-        else:
-            for check in checks:
-                print(f"{check.root}: {'ok' if check.valid else 'invalid'}")
-        return 0 if all(c.valid for c in checks) else 2
-
-    _guarded("validate", fmt, body)
+            print(f"{check.root}: {'ok' if check.valid else 'invalid'}")
+    return 0 if all(c.valid for c in checks) else 2

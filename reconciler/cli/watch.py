@@ -1,8 +1,7 @@
 """``dst watch``: the long-running mode's command line and its verdict lines.
 
-Kept apart from ``cli.py`` so that file stays a thin hub; it reuses its option
-types, error boundary and renderer, and ``cli.py`` registers :func:`watch` at its
-end (this module imports ``cli``, so ``cli`` must be imported first).
+It uses the shared options and renderer (:mod:`reconciler.cli.options`,
+:mod:`reconciler.cli.common`); :mod:`reconciler.cli.app` registers :func:`watch`.
 
 Exit codes: 0 stopped (SIGTERM) or, with ``--once``, every lens would promote or
 is unchanged; 1 with ``--once`` when a lens blocks or stands down; 2 bad input
@@ -18,12 +17,14 @@ import signal
 import threading
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from types import FrameType
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from reconciler.cli.app import Format, FormatOpt, RepoOpt, WarehouseOpt, _emit, _guarded, _runtime
+from reconciler.cli.common import emit, runtime
+from reconciler.cli.options import Format, FormatOpt, RepoOpt, WarehouseOpt
 from reconciler.errors import UsageError
 
 if TYPE_CHECKING:
@@ -112,6 +113,7 @@ def verdict_json(verdict: Verdict) -> str:
     ``watch``, ``apply`` or ``test``), ``trigger``, ``paths``, ``source`` and
     ``at`` (seconds since the epoch).
     """
+    # lazy: the renderer loads the report model; only --format json needs it here
     from reconciler.render.text import to_json
 
     obj = json.loads(to_json(verdict.report))
@@ -170,7 +172,7 @@ def watch(
     warehouse: WarehouseOpt = None,
     repo: RepoOpt = None,
     fmt: FormatOpt = Format.text,
-) -> None:
+) -> int:
     """Re-plan and gate the working tree on every edit; re-verify serving lenses on a schedule.
 
     Nothing is promoted unless --reconcile is given. The full suite of every
@@ -178,47 +180,61 @@ def watch(
     and is recorded as a verify deployment. With --format json every run prints
     one JSON line.
     """
+    # lazy: the reconcile loads the engines, which `dst --help` does not need
+    from reconciler.reconcile import check_worktree
 
-    def body() -> int:
-        from reconciler import watch as watching
-        from reconciler.reconcile import check_worktree
-
-        if branch is not None and not reconcile:
-            raise UsageError("--branch only applies with --reconcile", fix="add --reconcile")
-        if once and reconcile:
-            raise UsageError(
-                "--once checks the working tree; it does not follow a branch",
-                fix="for a one-off apply of a branch use `dst apply --to BRANCH`",
-            )
-        rt = _runtime(repo, warehouse)
-        if once:
-            try:
-                return _emit(check_worktree(rt), fmt)
-            finally:
-                rt.close()
-        hours = interval_hours(rt.env)
-        as_json = fmt is Format.json
-        stop = threading.Event()
-
-        def on_term(_signum: int, _frame: FrameType | None) -> None:
-            # Finish the run in progress, then leave the loop like a stop request.
-            stop.set()
-
-        main = threading.current_thread() is threading.main_thread()
-        previous = signal.signal(signal.SIGTERM, on_term) if main else None
+    if branch is not None and not reconcile:
+        raise UsageError("--branch only applies with --reconcile", fix="add --reconcile")
+    if once and reconcile:
+        raise UsageError(
+            "--once checks the working tree; it does not follow a branch",
+            fix="for a one-off apply of a branch use `dst apply --to BRANCH`",
+        )
+    rt = runtime(repo, warehouse)
+    if once:
         try:
-            return watching.watch(
-                rt,
-                interval_hours=hours,
-                debounce_ms=debounce_ms,
-                poll=True if poll else None,
-                reconcile_mode=reconcile,
-                branch=branch,
-                stop=stop,
-                on_verdict=lambda v: print_verdict(v, as_json=as_json),
-            )
+            return emit(check_worktree(rt), fmt)
         finally:
-            if main:
-                signal.signal(signal.SIGTERM, previous)
+            rt.close()
+    follow = _Follow(poll, reconcile, branch, debounce_ms)
+    return _loop(rt, follow, as_json=fmt is Format.json)
 
-    _guarded("watch", fmt, body)
+
+@dataclass(frozen=True)
+class _Follow:
+    """How the loop watches: ``--poll``, ``--reconcile``, ``--branch``, ``--debounce-ms``."""
+
+    poll: bool
+    reconcile: bool
+    branch: str | None
+    debounce_ms: int
+
+
+def _loop(rt: Any, follow: _Follow, *, as_json: bool) -> int:
+    """Run the watch loop until SIGTERM (exit 0) or Ctrl-C (raised; the boundary's 130)."""
+    # lazy: watch mode loads watchfiles and the reconcile, which `dst --help` does not need
+    from reconciler import watch as watching
+
+    hours = interval_hours(rt.env)
+    stop = threading.Event()
+
+    def on_term(_signum: int, _frame: FrameType | None) -> None:
+        # Finish the run in progress, then leave the loop like a stop request.
+        stop.set()
+
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, on_term) if main else None
+    try:
+        return watching.watch(
+            rt,
+            interval_hours=hours,
+            debounce_ms=follow.debounce_ms,
+            poll=True if follow.poll else None,
+            reconcile_mode=follow.reconcile,
+            branch=follow.branch,
+            stop=stop,
+            on_verdict=lambda v: print_verdict(v, as_json=as_json),
+        )
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, previous)

@@ -224,3 +224,36 @@ def worktree_files(root: Path, name: str) -> dict[str, bytes]:
                 raise symlink_error(rel, os.readlink(full))
             out[full.relative_to(base).as_posix()] = full.read_bytes()
     return out
+
+
+def file_at(repo: pygit2.Repository, commit: str, path: str) -> bytes | None:
+    """The bytes of the file at repository-relative ``path`` in ``commit``, or ``None``.
+
+    ``None`` when the commit or the path does not resolve, or the path is not a file.
+    """
+    try:
+        obj = repo.revparse_single(f"{commit}:{path}")
+    except (KeyError, ValueError, pygit2.GitError):
+        return None
+    return bytes(obj.data) if isinstance(obj, pygit2.Blob) else None
+
+
+def enclosing_root(path: Path) -> Path | None:
+    """The working tree root of the repository holding ``path``, or ``None`` outside any.
+
+    ``path`` need not exist yet: the search starts at its nearest existing ancestor.
+
+    Raises:
+        UsageError: the repository found is one git refuses to open (:func:`open_repo`).
+    """
+    probe = path
+    while not probe.exists():
+        probe = probe.parent
+    if pygit2.discover_repository(str(probe)) is None:
+        return None
+    return repo_root(open_repo(probe))
+
+
+def init_repository(path: Path) -> None:
+    """``git init`` at ``path`` (which must exist): a repository with no commits."""
+    pygit2.init_repository(str(path))

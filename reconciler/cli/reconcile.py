@@ -1,0 +1,103 @@
+"""``dst plan``, ``dst apply`` and ``dst test``: the reconcile and the full re-verification.
+
+``plan`` and ``apply`` run :func:`reconciler.reconcile.reconcile` (``plan`` without
+the suite, ``apply --dry-run`` without the promote step); ``test`` runs
+:func:`reconciler.history.verify` over the serving versions. Each prints the run
+report (``--format text|json``) and exits with the report's code: 0 promoted,
+unchanged or all green; 1 blocked, stood down or a divergence; 2 bad input
+(raised, and turned into the exit code by :mod:`reconciler.cli.boundary`).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from reconciler.cli.common import emit, runtime
+from reconciler.cli.options import (
+    Format,
+    FormatOpt,
+    JobsOpt,
+    ProfileOpt,
+    QuietOpt,
+    RepoOpt,
+    WarehouseOpt,
+)
+from reconciler.cli.profiling import profiled
+from reconciler.cli.progress import progress_for
+from reconciler.errors import UsageError
+
+
+def plan(
+    to: Annotated[str, typer.Option("--to", help="Candidate revision.")] = "HEAD",
+    lens: Annotated[str | None, typer.Option("--lens", help="Plan one lens.")] = None,
+    explain: Annotated[bool, typer.Option("--explain", help="Why each answer is stale.")] = False,
+    profile: ProfileOpt = None,
+    repo: RepoOpt = None,
+    fmt: FormatOpt = Format.text,
+) -> int:
+    """Show the plan: changed assets, stale answers, self-test. Runs nothing."""
+    # lazy: the reconcile loads the engines; `dst --help` does not need them
+    from reconciler.reconcile import reconcile
+
+    rt = runtime(repo)
+    with profiled(profile):
+        report = reconcile(rt, to=to, only=lens, run_suite=False)
+    return emit(report, fmt, explain)
+
+
+def apply(
+    to: Annotated[str, typer.Option("--to", help="Candidate revision.")] = "HEAD",
+    lens: Annotated[str | None, typer.Option("--lens", help="Apply one lens alone.")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Gate without promoting.")] = False,
+    allow_rewind: Annotated[
+        bool, typer.Option("--allow-rewind", help="Promote even if it undoes what serves.")
+    ] = False,
+    warehouse: WarehouseOpt = None,
+    quiet: QuietOpt = False,
+    jobs: JobsOpt = None,
+    profile: ProfileOpt = None,
+    repo: RepoOpt = None,
+    fmt: FormatOpt = Format.text,
+) -> int:
+    """Plan → gate → self-test → promote, or roll the whole apply back."""
+    # lazy: the reconcile loads the engines; `dst --help` does not need them
+    from reconciler.reconcile import reconcile
+
+    rt = runtime(repo, warehouse, jobs)
+    try:
+        with progress_for(rt, quiet=quiet), profiled(profile):
+            report = reconcile(rt, to=to, only=lens, dry_run=dry_run, allow_rewind=allow_rewind)
+        return emit(report, fmt)
+    finally:
+        rt.close()
+
+
+def test(
+    lens: Annotated[str | None, typer.Argument(help="Lens to verify.")] = None,
+    all_lenses: Annotated[bool, typer.Option("--all", help="Every serving lens.")] = False,
+    warehouse: WarehouseOpt = None,
+    quiet: QuietOpt = False,
+    jobs: JobsOpt = None,
+    repo: RepoOpt = None,
+    fmt: FormatOpt = Format.text,
+) -> int:
+    """Re-verify the whole active corpus of serving versions; green answers re-stamp."""
+    # lazy: verification loads the engines; `dst --help` does not need them
+    from reconciler.git import refs as refstore
+    from reconciler.history import verify
+
+    rt = runtime(repo, warehouse, jobs)
+    if (lens is None) == (not all_lenses):
+        raise UsageError(
+            "name one lens or pass --all" + (", not both" if all_lenses else ""),
+            fix="dst test LENS | dst test --all",
+        )
+    names = refstore.served_lenses(rt.repo) if all_lenses else [str(lens)]
+    try:
+        with progress_for(rt, quiet=quiet):
+            report = verify(rt, names)
+        return emit(report, fmt)
+    finally:
+        rt.close()
