@@ -207,18 +207,41 @@ def compare(
         if missing or extra:
             return _diverged_rows(oracle.rows, missing, gen_rows, extra, aligned_note)
 
+    return _order_verdict(
+        oracle, gen_rows, (cols_o, cols_g), order or (), rel_tol=rel_tol, note=aligned_note
+    )
+
+
+def _order_verdict(
+    oracle: ResultSet,
+    gen_rows: Sequence[Sequence[Any]],
+    columns: tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]],
+    order: tuple[OrderKey, ...],
+    *,
+    rel_tol: float,
+    note: str,
+) -> Comparison:
+    """The verdict for two results whose rows match as multisets: MATCH, or ORDER.
+
+    Args:
+        oracle: the oracle's result (its rows and columns name the sort keys).
+        gen_rows: the generated rows, already aligned to the oracle's columns.
+        columns: both sides' canonical columns (from `canonical_columns`).
+        order: the oracle's sort keys; ``()`` means order does not count.
+        rel_tol: relative tolerance for float sort keys.
+        note: the column-alignment note appended to every detail.
+    """
+    cols_o, cols_g = columns
     rows = len(oracle.rows)
     summary = f"{rows} row{'' if rows == 1 else 's'} match"
-    positions = _resolve_order(order or (), oracle.columns)
+    positions = _resolve_order(order, oracle.columns)
     if not positions:
-        return Comparison(Verdict.MATCH, (), summary + aligned_note)
+        return Comparison(Verdict.MATCH, (), summary + note)
     labels = ", ".join(key.label() for key, _ in positions)
     indices = [index for _, index in positions]
     first_diff = _first_order_difference(cols_o, cols_g, indices, rel_tol)
     if first_diff is None:
-        return Comparison(
-            Verdict.MATCH, (), f"{summary} in sort-key order ({labels}){aligned_note}"
-        )
+        return Comparison(Verdict.MATCH, (), f"{summary} in sort-key order ({labels}){note}")
     at = first_diff
     shown_o = ", ".join(_show(oracle.rows[at][i]) for i in indices)
     shown_g = ", ".join(_show(gen_rows[at][i]) for i in indices)
@@ -226,7 +249,7 @@ def compare(
         Verdict.DIVERGED,
         (DivergenceKind.ORDER,),
         f"rows match but the order of ({labels}) differs at row {at + 1}: "
-        f"oracle ({shown_o}) vs generated ({shown_g}){aligned_note}",
+        f"oracle ({shown_o}) vs generated ({shown_g}){note}",
     )
 
 
