@@ -254,7 +254,7 @@ def test_cmd(
     def body() -> int:
         from reconciler.cli.progress import progress_for
         from reconciler.git import refs as refstore
-        from reconciler.history import verify
+        from reconciler.verify import verify
 
         rt = _runtime(repo, warehouse, jobs)
         if (lens is None) == (not all_lenses):

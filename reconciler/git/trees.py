@@ -224,3 +224,17 @@ def worktree_files(root: Path, name: str) -> dict[str, bytes]:
                 raise symlink_error(rel, os.readlink(full))
             out[full.relative_to(base).as_posix()] = full.read_bytes()
     return out
+
+
+Repository = pygit2.Repository
+"""The repository handle the core passes around without importing pygit2 itself."""
+
+
+def contains(repo: pygit2.Repository, commit: Oid, ancestor: Oid) -> bool:
+    """Whether ``commit`` is ``ancestor`` or one of its descendants."""
+    return commit == ancestor or bool(repo.descendant_of(commit, ancestor))
+
+
+def git_dir(repo: pygit2.Repository) -> Path:
+    """The repository's git directory (``.git`` or wherever a worktree keeps it)."""
+    return Path(repo.path)
