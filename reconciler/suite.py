@@ -164,6 +164,9 @@ def run_answer(
     Returns:
         The result; never raises for warehouse or generation failures (they
         become ``error`` outcomes).
+
+    One function on purpose (over 80 lines): it is DESIGN §4's four steps in
+    order, each early return one outcome, so the procedure reads as specified.
     """
     cfg = lens.config
     aid = AnswerId(answer.id)

@@ -15,6 +15,7 @@ from dataclasses import replace
 
 from reconciler.assets import lens_assets
 from reconciler.bindings import select_stale
+from reconciler.candidate import serving_state
 from reconciler.context import Runtime
 from reconciler.git import refs as refstore
 from reconciler.git import trees as gitstate
@@ -22,7 +23,7 @@ from reconciler.git.crash import crash_point
 from reconciler.history import serving_or_fail
 from reconciler.lens import AnswerId
 from reconciler.plan import LensPlan
-from reconciler.reconcile import Step, StepContext, run_steps, serving_state, suite_step
+from reconciler.reconcile import Step, StepContext, run_steps, suite_step
 from reconciler.results import Action, LensRun, LensState, RunReport, meta_for, state_for
 from reconciler.suite import Outcome
 

@@ -552,32 +552,39 @@ def watch(
     what = f"following branch {follower.branch}" if follower else f"watching {root}"
     try:
         rt.progress(f"dst watch: {what} ({how}); full suite {every}; Ctrl-C stops")
-        while stop is None or not stop.is_set():
-            target = _target(root, polling)
-            ident = _identity(target)
-            changes = watchfiles.watch(
-                target,
-                watch_filter=loop.admit,
-                debounce=_BATCH_CAP_MS,
-                step=_STEP_MS,
-                stop_event=stop,
-                rust_timeout=tick_ms,
-                yield_on_timeout=True,
-                force_polling=True if polling else None,
-                poll_delay_ms=_POLL_DELAY_MS,
-            )
-            try:
-                for batch in changes:
-                    loop.wake(batch)
-                    if stop is not None and stop.is_set():
-                        break
-                    if _target(root, polling) != target or _identity(target) != ident:
-                        break  # lenses/ appeared, vanished or was replaced: watch anew
-            finally:
-                changes.close()
+        _serve(loop, root, polling=polling, tick_ms=tick_ms, stop=stop)
     except KeyboardInterrupt:
         rt.progress("dst watch: interrupted")
         return 130
     finally:
         rt.close()
     return 0
+
+
+def _serve(
+    loop: _Loop, root: Path, *, polling: bool, tick_ms: int, stop: threading.Event | None
+) -> None:
+    """Feed watchfiles' batches (and its timeouts, as ticks) to ``loop`` until ``stop``."""
+    while stop is None or not stop.is_set():
+        target = _target(root, polling)
+        ident = _identity(target)
+        changes = watchfiles.watch(
+            target,
+            watch_filter=loop.admit,
+            debounce=_BATCH_CAP_MS,
+            step=_STEP_MS,
+            stop_event=stop,
+            rust_timeout=tick_ms,
+            yield_on_timeout=True,
+            force_polling=True if polling else None,
+            poll_delay_ms=_POLL_DELAY_MS,
+        )
+        try:
+            for batch in changes:
+                loop.wake(batch)
+                if stop is not None and stop.is_set():
+                    break
+                if _target(root, polling) != target or _identity(target) != ident:
+                    break  # lenses/ appeared, vanished or was replaced: watch anew
+        finally:
+            changes.close()

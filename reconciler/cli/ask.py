@@ -37,7 +37,7 @@ def ask(
 
     def body() -> int:
         from reconciler.ask import ask as serve
-        from reconciler.reconcile import load_serving
+        from reconciler.candidate import load_serving
 
         rt = _runtime(repo, warehouse)
         try:
