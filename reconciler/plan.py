@@ -10,11 +10,48 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 from reconciler.assets import Asset, lens_assets, oracle_hash
 from reconciler.bindings import Bindings, StaleAnswer, select_stale
 from reconciler.lens import AnswerId, AssetId, Lens, Oid
+
+
+class _AssetChangeRecord(TypedDict):
+    asset: str
+    change: str
+    path: str
+
+
+class AssetChangeRecord(_AssetChangeRecord, total=False):
+    """JSON form of an :class:`AssetChange` (``old_path`` only for a move)."""
+
+    old_path: str
+
+
+class StaleRecord(TypedDict):
+    """JSON form of one stale answer: its reasons (``Reason`` values) and their explanations."""
+
+    answer: str
+    reasons: list[str]
+    explain: list[str]
+
+
+class AnswerChangeRecord(TypedDict):
+    """JSON form of one certified-answer change (:func:`diff_answers`)."""
+
+    answer: str
+    change: str
+
+
+class PlanRecord(TypedDict):
+    """The plan part of a lens's JSON object and of ``state/run.json``."""
+
+    changed_assets: list[AssetChangeRecord]
+    stale: list[StaleRecord]
+    changed_answers: list[AnswerChangeRecord]
+    self_test_planned: list[str]
+    starvation: bool
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -26,9 +63,9 @@ class AssetChange:
     path: str
     old_path: str | None = None
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> AssetChangeRecord:
         """JSON-ready form (``{"asset", "change"}`` plus paths)."""
-        out: dict[str, Any] = {"asset": self.asset, "change": self.change, "path": self.path}
+        out: AssetChangeRecord = {"asset": self.asset, "change": self.change, "path": self.path}
         if self.old_path is not None and self.old_path != self.path:
             out["old_path"] = self.old_path
         return out
@@ -78,7 +115,7 @@ class LensPlan:
         selftest = set(self.self_test)
         return tuple(s.answer for s in self.stale if s.answer not in selftest)
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> PlanRecord:
         """The plan part of a lens's JSON object."""
         return {
             "changed_assets": [c.record() for c in self.changed_assets],

@@ -1,6 +1,7 @@
 """The reconcile: plan → suite → self-test → gate → promote, for every lens.
 
-Each lens passes through :data:`LENS_STEPS`, a tuple of functions
+Each lens passes through :data:`LENS_STEPS` (plan, suite, self-test, behavioural
+cases, gate), a tuple of functions
 ``(StepContext, LensState) -> LensState`` that return new frozen values; the
 lens's :class:`~reconciler.results.Action` is decided once, after the gate; then
 the one cross-lens step, :func:`reconciler.promote.promote`, moves refs.
@@ -23,7 +24,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from reconciler.candidate import commit_states, worktree_states
-from reconciler.cases import CaseResult, run_cases
+from reconciler.cases import run_cases
 from reconciler.context import Runtime
 from reconciler.gate import BLOCK, PROMOTE, STAND_DOWN, decide
 from reconciler.git import refs as refstore
@@ -108,10 +109,11 @@ def plan_step(ctx: StepContext, state: LensState) -> LensState:
 
 
 def suite_step(ctx: StepContext, state: LensState) -> LensState:
-    """Score the planned answers (and behavioural cases) against the warehouse.
+    """Score the planned answers against the warehouse.
 
-    The warehouse opens only when something must run; when the gate cannot score
-    (no warehouse, no generator tier) the reason waits in ``scoring`` for the gate.
+    The warehouse opens only when something must run (answers, self-test or
+    cases); when the gate cannot score (no warehouse, no generator tier) the
+    reason waits in ``scoring`` for the later steps and the gate.
     """
     if state.settled:
         return state
@@ -126,19 +128,7 @@ def suite_step(ctx: StepContext, state: LensState) -> LensState:
         messages = (*messages, f"leaner than production: {scoring.no_embedder}")
     ctx.rt.expect(len(state.suite) + len(plan.self_test))
     results = _run(ctx, lens, scoring, [lens.answers[aid] for aid in state.suite])
-    cases: tuple[CaseResult, ...] = ()
-    if state.cases_wanted:
-        cases = tuple(
-            run_cases(
-                lens,
-                scoring.executor,
-                scoring.values,
-                smart=scoring.smart,
-                progress=ctx.rt.progress,
-                embedder=scoring.embedder,
-            )
-        )
-    return replace(state, scoring=scoring, messages=messages, results=results, cases=cases)
+    return replace(state, scoring=scoring, messages=messages, results=results)
 
 
 def self_test_step(ctx: StepContext, state: LensState) -> LensState:
@@ -154,6 +144,25 @@ def self_test_step(ctx: StepContext, state: LensState) -> LensState:
     answers = [lens.answers[aid] for aid in plan.self_test]
     verbs: dict[str, str] = dict.fromkeys(plan.self_test, "self-testing")
     return replace(state, scoring=scoring, self_test=_run(ctx, lens, scoring, answers, verbs))
+
+
+def cases_step(ctx: StepContext, state: LensState) -> LensState:
+    """Run the lens's behavioural cases (``evals/cases.yaml``) when the plan wants them."""
+    if state.settled or not state.cases_wanted:
+        return state
+    lens = _candidate(state)
+    scoring = state.scoring or ctx.rt.scoring_for(lens, strict=ctx.command == "test")
+    if scoring.cannot_score is not None or scoring.executor is None:
+        return replace(state, scoring=scoring)
+    cases = run_cases(
+        lens,
+        scoring.executor,
+        scoring.values,
+        smart=scoring.smart,
+        progress=ctx.rt.progress,
+        embedder=scoring.embedder,
+    )
+    return replace(state, scoring=scoring, cases=tuple(cases))
 
 
 def gate_step(ctx: StepContext, state: LensState) -> LensState:
@@ -173,7 +182,7 @@ def gate_step(ctx: StepContext, state: LensState) -> LensState:
     return replace(state, messages=(*state.messages, *decision.messages), verdict=decision.verdict)
 
 
-LENS_STEPS: tuple[Step, ...] = (plan_step, suite_step, self_test_step, gate_step)
+LENS_STEPS: tuple[Step, ...] = (plan_step, suite_step, self_test_step, cases_step, gate_step)
 """The steps every lens goes through, in order; promote follows across lenses."""
 
 PLAN_STEPS: tuple[Step, ...] = LENS_STEPS[:1]

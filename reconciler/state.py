@@ -24,6 +24,7 @@ The JSON Schemas of these models are exported by :mod:`reconciler.schemas`.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -45,8 +46,9 @@ class _State(BaseModel):
     schema_version: Literal[1] = 1
 
     def record(self) -> dict[str, Any]:
-        """The JSON form: exactly the keys the record was built or read with."""
-        return self.model_dump(mode="json", exclude_unset=True)
+        """The JSON form: exactly the keys the record was built or read with, sorted
+        (the order they are stored in)."""
+        return dict(sorted(self.model_dump(mode="json", exclude_unset=True).items()))
 
     def dumps(self) -> bytes:
         """The bytes written to git: sorted keys, two-space indent, trailing newline."""
@@ -102,10 +104,10 @@ class RunRecord(_State):
 
     lens: str = ""
     source: Oid | None = None
-    plan: dict[str, Any] | None = None
-    results: list[dict[str, Any]] = []
-    self_test: list[dict[str, Any]] = []
-    cases: list[dict[str, Any]] = []
+    plan: Mapping[str, object] | None = None
+    results: list[Mapping[str, object]] = []
+    self_test: list[Mapping[str, object]] = []
+    cases: list[Mapping[str, object]] = []
     messages: list[str] = []
     rollback_of: Oid | None = None
     rollback_to: Oid | None = None

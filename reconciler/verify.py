@@ -1,7 +1,7 @@
 """``dst test``: re-verify the whole active corpus of what serves (DESIGN §5).
 
 Each serving lens goes through :data:`VERIFY_STEPS` — the full-corpus plan, the
-same suite step the reconcile runs (one scoring set-up:
+same suite and cases steps the reconcile runs (one scoring set-up:
 :meth:`reconciler.context.Runtime.scoring_for`), and the re-stamp — so green
 answers re-stamp, failures keep their old stamp and are reported, and the run
 is recorded as a ``verify`` deployment (same lens tree, new state) by
@@ -23,7 +23,7 @@ from reconciler.git.crash import crash_point
 from reconciler.history import serving_or_fail
 from reconciler.lens import AnswerId
 from reconciler.plan import LensPlan
-from reconciler.reconcile import Step, StepContext, run_steps, suite_step
+from reconciler.reconcile import Step, StepContext, cases_step, run_steps, suite_step
 from reconciler.results import Action, LensRun, LensState, RunReport, meta_for, state_for
 from reconciler.suite import Outcome
 
@@ -100,8 +100,8 @@ def restamp(ctx: StepContext, state: LensState) -> LensState:
     return replace(state, recorded=oid)
 
 
-VERIFY_STEPS: tuple[Step, ...] = (full_corpus_plan, suite_step, restamp)
-"""``dst test``: the full-corpus plan, the reconcile's suite step, the re-stamp."""
+VERIFY_STEPS: tuple[Step, ...] = (full_corpus_plan, suite_step, cases_step, restamp)
+"""``dst test``: the full-corpus plan, the reconcile's suite and cases steps, the re-stamp."""
 
 
 def verify(rt: Runtime, names: list[str]) -> RunReport:

@@ -19,7 +19,7 @@ from reconciler.errors import StateError
 from reconciler.git import refs as refstore
 from reconciler.lens import Oid
 from reconciler.plan import LensPlan
-from reconciler.reconcile import LENS_STEPS, PLAN_STEPS, suite_step
+from reconciler.reconcile import LENS_STEPS, PLAN_STEPS, cases_step, suite_step
 from reconciler.results import Action
 from reconciler.schemas import STATE_KINDS, main, render, state_schema_for
 from reconciler.state import DeploymentMeta, RunRecord
@@ -174,7 +174,8 @@ def test_plan_dry_run_and_test_share_the_step_tuple() -> None:
         "plan_step",
         "suite_step",
         "self_test_step",
+        "cases_step",
         "gate_step",
     ]
     assert LENS_STEPS[:1] == PLAN_STEPS
-    assert VERIFY_STEPS[1] is suite_step
+    assert VERIFY_STEPS[1:3] == (suite_step, cases_step)
