@@ -26,7 +26,7 @@ from typing import Literal
 from reconciler.candidate import commit_states, worktree_states
 from reconciler.cases import run_cases
 from reconciler.context import Runtime
-from reconciler.gate import BLOCK, PROMOTE, STAND_DOWN, decide
+from reconciler.gate import GateVerdict, decide
 from reconciler.git import refs as refstore
 from reconciler.git import trees as gitstate
 from reconciler.lens import Answer, Lens, Oid
@@ -188,7 +188,11 @@ LENS_STEPS: tuple[Step, ...] = (plan_step, suite_step, self_test_step, cases_ste
 PLAN_STEPS: tuple[Step, ...] = LENS_STEPS[:1]
 """``dst plan``: the plan step alone."""
 
-_VERDICTS = {PROMOTE: Action.PROMOTED, BLOCK: Action.BLOCKED, STAND_DOWN: Action.STOOD_DOWN}
+_ACTIONS = {
+    GateVerdict.PROMOTE: Action.PROMOTED,
+    GateVerdict.BLOCK: Action.BLOCKED,
+    GateVerdict.STAND_DOWN: Action.STOOD_DOWN,
+}
 
 
 def run_steps(ctx: StepContext, state: LensState, steps: Iterable[Step]) -> LensState:
@@ -215,7 +219,7 @@ def action_of(ctx: StepContext, state: LensState) -> Action:
         return Action.RETIRED if plan.serving is not None else Action.SKIPPED
     if state.verdict is None:
         raise RuntimeError(f"lens {state.name}: the gate step did not run")
-    return _VERDICTS[state.verdict]
+    return _ACTIONS[state.verdict]
 
 
 def decide_actions(ctx: StepContext, states: list[LensState]) -> list[tuple[Action, str | None]]:

@@ -17,6 +17,7 @@ from typing import Protocol
 
 from reconciler.bindings import Binding, Bindings, stamp
 from reconciler.cases import CaseResult
+from reconciler.gate import GateVerdict
 from reconciler.lens import AnswerId, Lens, Oid
 from reconciler.plan import LensPlan
 from reconciler.state import DeploymentMeta, RunRecord, Score
@@ -120,7 +121,7 @@ class LensState:
     self_test: tuple[AnswerResult, ...] = ()
     cases: tuple[CaseResult, ...] = ()
     messages: tuple[str, ...] = ()
-    verdict: str | None = None
+    verdict: GateVerdict | None = None
     recorded: Oid | None = None
 
     @property
