@@ -143,7 +143,14 @@ def dumps(data: Any) -> bytes:
     return (json.dumps(data, indent=2, sort_keys=True, default=str) + "\n").encode()
 
 
-def load(model: type[_Model], raw: bytes, *, where: str, name: str) -> _Model:
+def load(
+    model: type[_Model],
+    raw: bytes,
+    *,
+    where: str,
+    name: str,
+    malformed: StateError | None = None,
+) -> _Model:
     """Parse one state file.
 
     Args:
@@ -152,6 +159,9 @@ def load(model: type[_Model], raw: bytes, *, where: str, name: str) -> _Model:
         raw: the file's bytes.
         where: the commit it came from, for messages (``deployment 0123abcd4567``).
         name: the file's path in that commit (``state/meta.json``).
+        malformed: the error to raise when the content is not this record at all
+            (instead of one naming the first problem); an unknown
+            ``schema_version`` always says to upgrade dst.
 
     Raises:
         StateError: not JSON, not an object, an unknown ``schema_version``, or a
@@ -160,9 +170,9 @@ def load(model: type[_Model], raw: bytes, *, where: str, name: str) -> _Model:
     try:
         data = json.loads(raw)
     except ValueError as exc:
-        raise StateError(f"{where}: {name} is not JSON ({exc})") from None
+        raise malformed or StateError(f"{where}: {name} is not JSON ({exc})") from None
     if not isinstance(data, dict):
-        raise StateError(f"{where}: {name} is not a JSON object")
+        raise malformed or StateError(f"{where}: {name} is not a JSON object")
     version = data.get("schema_version")
     if version != STATE_SCHEMA:
         kind = "meta" if model is DeploymentMeta else name
@@ -173,6 +183,8 @@ def load(model: type[_Model], raw: bytes, *, where: str, name: str) -> _Model:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
+        if malformed is not None:
+            raise malformed from None
         first = exc.errors()[0]
         at = ".".join(str(p) for p in first["loc"]) or "(document)"
         raise StateError(

@@ -179,3 +179,31 @@ def test_plan_dry_run_and_test_share_the_step_tuple() -> None:
     ]
     assert LENS_STEPS[:1] == PLAN_STEPS
     assert VERIFY_STEPS[1:3] == (suite_step, cases_step)
+
+
+def _intent(repo: pygit2.Repository, raw: bytes) -> None:
+    tb = repo.TreeBuilder()
+    tb.insert("apply.json", repo.create_blob(raw), pygit2.GIT_FILEMODE_BLOB)
+    sig = pygit2.Signature("t", "t@localhost", 0, 0)
+    oid = repo.create_commit(None, sig, sig, "intent", tb.write(), [])
+    repo.references.create(refstore.APPLYING, oid, force=True)
+
+
+def test_an_old_intent_rolls_forward_and_a_newer_one_is_not_deleted(
+    source: tuple[pygit2.Repository, str],
+) -> None:
+    repo, sha = source
+    ref = refstore.serving_ref("a")
+    old = {"schema_version": 1, "reason": "t", "updates": [{"ref": ref, "old": None, "new": sha}]}
+    _intent(repo, _dumps(old))
+    assert refstore.recover(repo) == [f"rolled forward {ref} to {sha[:12]}"]
+    assert refstore.ref_target(repo, ref) == sha
+    assert refstore.ref_target(repo, refstore.APPLYING) is None
+    _intent(repo, _dumps({**old, "schema_version": 2}))
+    with pytest.raises(StateError) as newer:
+        refstore.recover(repo)
+    assert "unknown apply.json schema_version 2" in newer.value.message
+    assert "update-ref -d" not in newer.value.render()
+    _intent(repo, b'{"schema_version": 1, "updates": [{"ref": 1}]}')
+    with pytest.raises(StateError, match="not a dst intent record"):
+        refstore.recover(repo)

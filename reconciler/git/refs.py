@@ -402,17 +402,25 @@ def recover(repo: pygit2.Repository) -> list[str]:
     intent = ref_target(repo, APPLYING)
     if intent is None:
         return []
+    not_intent = StateError(
+        f"{APPLYING} points at {intent[:12]}, which is not a dst intent record",
+        fix=f"inspect it with `git show {intent[:12]}`; if no dst apply wrote it, "
+        f"delete it with `git update-ref -d {APPLYING}`",
+    )
     try:
         commit = repo[intent].peel(pygit2.Commit)
         raw = _blob(repo, commit.tree["apply.json"].id)
-        record = load(ApplyIntent, raw, where=f"intent {intent[:12]}", name="apply.json")
-        updates = [(u.ref, u.old, u.new) for u in record.updates]
-    except (KeyError, ValueError, TypeError, pygit2.GitError, pygit2.InvalidSpecError, StateError):
-        raise StateError(
-            f"{APPLYING} points at {intent[:12]}, which is not a dst intent record",
-            fix=f"inspect it with `git show {intent[:12]}`; if no dst apply wrote it, "
-            f"delete it with `git update-ref -d {APPLYING}`",
-        ) from None
+    except (KeyError, ValueError, TypeError, pygit2.GitError, pygit2.InvalidSpecError):
+        raise not_intent from None
+    # A newer dst's intent says so (upgrade), never "delete it": it must still roll forward.
+    record = load(
+        ApplyIntent,
+        raw,
+        where=f"{APPLYING} ({intent[:12]})",
+        name="apply.json",
+        malformed=not_intent,
+    )
+    updates = [(u.ref, u.old, u.new) for u in record.updates]
     actual = {ref: ref_target(repo, ref) for ref, _, _ in updates}
     moved = [ref for ref, old, new in updates if actual[ref] not in (old, new)]
     pending = [RefUpdate(ref, old, new) for ref, old, new in updates if actual[ref] == old]
