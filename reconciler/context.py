@@ -14,16 +14,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pygit2
-
 from reconciler.assembly.profiles import ProfileStore, file_version, ttl_from_env
 from reconciler.assembly.similarity import Embedder
+from reconciler.errors import DstError
 from reconciler.generators import DimensionValues, SmartCall
 from reconciler.git import trees as gitstate
 from reconciler.lens import Lens, RepoConfig
 from reconciler.loader import load_yaml, validate
 from reconciler.resultset import Executor, ResultSet
-from reconciler.suite import ValueCache
+from reconciler.suite import Scoring, ValueCache, resolve_jobs
 
 
 def _stderr(message: str) -> None:
@@ -50,8 +49,8 @@ class AllowingExecutor:
         self, sql: str, *, row_cap: int, timeout_s: float, as_of: str | None = None
     ) -> ResultSet:
         """:meth:`reconciler.warehouse.connection.Warehouse.execute` with the lens's allow list."""
-        run: Any = self._warehouse.execute
-        result: ResultSet = run(
+        run: Callable[..., ResultSet] = self._warehouse.execute
+        result = run(
             sql,
             row_cap=row_cap,
             timeout_s=timeout_s,
@@ -80,7 +79,7 @@ class Runtime:
             to ``progress`` like any other line.
     """
 
-    repo: pygit2.Repository
+    repo: gitstate.Repository
     warehouse_url: str | None = None
     jobs: int | None = None
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
@@ -196,7 +195,6 @@ class Runtime:
         if lens.config.generator.retrieval != "embedding":
             return None, ""
         from reconciler.assembly.embedding import load_embedder
-        from reconciler.errors import DstError
 
         try:
             return load_embedder(self.root)
@@ -250,10 +248,52 @@ class Runtime:
         (self.on_answer or self.progress)(message)
 
     def jobs_for(self, lens: Lens) -> int:
-        """Answers of ``lens`` a suite runs at once (:func:`reconciler.fanout.resolve_jobs`)."""
-        from reconciler.fanout import resolve_jobs
-
+        """Answers of ``lens`` a suite runs at once (:func:`reconciler.suite.resolve_jobs`)."""
         return resolve_jobs(self.jobs, lens)
+
+    def scoring_for(self, lens: Lens, *, strict: bool = False) -> Scoring:
+        """Everything a suite of ``lens`` runs with: warehouse, values, tiers, embedder.
+
+        The one scoring set-up of the suite, the self-test and ``dst test``.
+
+        Args:
+            lens: the lens version under test.
+            strict: ``dst test``: an unreachable warehouse raises instead of
+                standing the gate down, and no tier check is made (every
+                answer then reports its own outcome).
+
+        Returns:
+            The scoring; ``cannot_score`` says why the gate cannot score (no
+            warehouse, no generator tier resolves), and then nothing else is
+            read from the warehouse.
+
+        Raises:
+            DstError: ``strict`` and the warehouse cannot be reached.
+        """
+        executor: Executor | None = None
+        cannot_score: str | None = None
+        try:
+            executor = self.warehouse_for(lens)
+        except DstError as exc:
+            if strict:
+                raise
+            cannot_score = exc.render()
+        smart, no_smart = self.smart_for(lens)
+        tiers = lens.config.generator.tiers
+        if executor is not None and not strict and "fast" not in tiers and not smart:
+            cannot_score = f"no generator tier resolves ({no_smart})"
+        if executor is None or cannot_score is not None:
+            return Scoring(executor, smart=smart, cannot_score=cannot_score)
+        values = self.values_for(lens, executor)
+        embedder, no_embedder = self.embedder_for(lens)
+        return Scoring(
+            executor,
+            values,
+            smart,
+            embedder,
+            jobs=self.jobs_for(lens),
+            no_embedder=no_embedder,
+        )
 
     def close(self) -> None:
         """Close every warehouse opened."""

@@ -16,15 +16,25 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from enum import Enum
 
 from reconciler.cases import CaseResult
 from reconciler.lens import AnswerId
 from reconciler.plan import LensPlan
 from reconciler.suite import AnswerResult, Outcome
 
-PROMOTE = "promote"
-BLOCK = "block"
-STAND_DOWN = "stand_down"
+
+class GateVerdict(str, Enum):
+    """What a lens's gate policy decides; the reconcile turns it into the lens's action."""
+
+    PROMOTE = "promote"
+    BLOCK = "block"
+    STAND_DOWN = "stand_down"
+
+
+PROMOTE = GateVerdict.PROMOTE
+BLOCK = GateVerdict.BLOCK
+STAND_DOWN = GateVerdict.STAND_DOWN
 
 
 @dataclass(frozen=True)
@@ -37,7 +47,7 @@ class GateDecision:
         failing: gated answers whose outcome was not correct.
     """
 
-    verdict: str
+    verdict: GateVerdict
     messages: tuple[str, ...]
     failing: tuple[AnswerId, ...] = ()
 

@@ -1,8 +1,6 @@
-"""Operations on serving versions: verify (``dst test``), rollback, status, log, seed.
+"""Operations on serving versions: rollback, status, log, seed.
 
-``dst test`` re-verifies the whole active corpus of the serving version and
-records the run as a ``verify`` deployment (same lens tree, new state), so the
-accuracy trend accrues in ``git log --first-parent refs/dst/serving/<lens>``.
+(``dst test``, which re-verifies a serving version, is :mod:`reconciler.verify`.)
 Rollback writes a new deployment whose content is an older one's; history is
 never rewritten.
 """
@@ -12,25 +10,25 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from reconciler.assets import lens_assets
-from reconciler.bindings import select_stale
-from reconciler.cases import run_cases
 from reconciler.context import Runtime
 from reconciler.errors import UsageError
-from reconciler.fanout import run_answers
 from reconciler.git import refs as refstore
 from reconciler.git import trees as gitstate
-from reconciler.git.crash import crash_point
 from reconciler.lens import LENS_NAME_RE, Oid
 from reconciler.plan import LensPlan
-from reconciler.results import LensRun, RunReport, meta_for, state_for
-from reconciler.suite import Outcome
+from reconciler.results import Action, LensRun, RunReport
+from reconciler.state import DeploymentMeta, RunRecord
 
 if TYPE_CHECKING:
     from reconciler.warehouse.seed import SeedReport
 
 
-def _serving_or_fail(rt: Runtime, name: str) -> refstore.Deployment:
+def serving_or_fail(rt: Runtime, name: str) -> refstore.Deployment:
+    """The serving deployment of lens ``name``.
+
+    Raises:
+        UsageError: nothing serves it (the message lists what does).
+    """
     oid = refstore.ref_target(rt.repo, refstore.serving_ref(name))
     if oid is None:
         served = ", ".join(refstore.served_lenses(rt.repo)) or "none"
@@ -39,109 +37,6 @@ def _serving_or_fail(rt: Runtime, name: str) -> refstore.Deployment:
             fix="promote it first with `dst apply`",
         )
     return refstore.read_deployment(rt.repo, oid)
-
-
-def verify(rt: Runtime, names: list[str]) -> RunReport:
-    """Re-verify every active answer of each named lens's serving version.
-
-    Green answers re-stamp; failures keep their old stamp and are reported. The
-    run is recorded as a ``verify`` deployment by compare-and-swap.
-
-    Returns:
-        The report; exit code 1 when any answer is not correct.
-
-    Raises:
-        UsageError: a lens has no serving version.
-        WarehouseError: the warehouse cannot be reached.
-        RefConflict: the serving ref moved during the run (re-run).
-    """
-    report = RunReport("test", [], refstore.recover(rt.repo))
-    if not names:
-        report.messages.append("nothing is serving yet: promote a lens with `dst apply` first")
-    for name in names:
-        dep = _serving_or_fail(rt, name)
-        lens = gitstate.load_lens_at(rt.repo, gitstate.LensTree(name, dep.lens_tree))
-        assets = lens_assets(lens)
-        _, deps = select_stale(lens, assets, dep.bindings, None)
-        active = len(lens.active_answers())
-        plan = LensPlan(
-            name,
-            lens.config.eval_gate,
-            dep.oid,
-            dep.lens_tree,
-            dep.source,
-            dep.lens_tree,
-            False,
-            active_before=active,
-            active_after=active,
-            deps=deps,
-            assets=assets,
-        )
-        run = LensRun(
-            plan,
-            "verified",
-            previous_score=dict(dep.meta.get("score") or {}),
-            messages=rt.leaner_notes(lens),
-        )
-        executor = rt.warehouse_for(lens)
-        values = rt.values_for(lens, executor)
-        smart, _why = rt.smart_for(lens)
-        embedder, no_embedder = rt.embedder_for(lens)
-        if no_embedder and not any(no_embedder in m for m in run.messages):
-            run.messages.append(f"leaner than production: {no_embedder}")
-        rt.expect(len(lens.active_answers()))
-        run.results = run_answers(
-            lens,
-            lens.active_answers(),
-            executor,
-            values,
-            jobs=rt.jobs_for(lens),
-            smart=smart,
-            progress=rt.progress,
-            announce=rt.answer,
-            embedder=embedder,
-        )
-        run.cases = run_cases(
-            lens, executor, values, smart=smart, progress=rt.progress, embedder=embedder
-        )
-        failing = [r for r in run.results if r.outcome is not Outcome.CORRECT]
-        if failing:
-            run.messages.append(
-                f"{len(failing)} of {len(run.results)} answers failed; they keep their old "
-                f"stamp: fix the definition, or re-certify / retire the answer"
-            )
-        failing_cases = [c for c in run.cases if not c.passed]
-        if failing_cases:
-            run.messages.append(
-                f"{len(failing_cases)} of {len(run.cases)} behavioural cases failed: the lens "
-                f"no longer clarifies, refuses or answers as evals/cases.yaml expects"
-            )
-        if not run.results:
-            run.messages.append("gate SKIPPED: the lens has no active certified answers")
-        bindings, record = state_for(run, dep.source, lens, dep.bindings)
-        s = run.score
-        crash_point("restamp-before")
-        oid = refstore.advance(
-            rt.repo,
-            refstore.serving_ref(name),
-            dep.oid,
-            lens=name,
-            source=dep.source,
-            lens_tree=dep.lens_tree,
-            bindings=bindings,
-            run=record,
-            meta=meta_for(run, "verify", dep.source, dep.oid),
-            message=f"verify {name} {dep.source[:12]} score {s['correct']}/{s['total']}",
-            reason=f"dst test {name}",
-        )
-        crash_point("restamp-after")
-        run.recorded = oid
-        run.serving_after = oid
-        run.action = "verified" if not (failing or failing_cases) else "failed"
-        report.lenses.append(run)
-        if failing or failing_cases:
-            report.exit_code = 1
-    return report
 
 
 def rollback(rt: Runtime, name: str, to: str | None) -> RunReport:
@@ -159,7 +54,7 @@ def rollback(rt: Runtime, name: str, to: str | None) -> RunReport:
         RefConflict: the serving ref moved meanwhile.
     """
     refstore.recover(rt.repo)
-    current = _serving_or_fail(rt, name)
+    current = serving_or_fail(rt, name)
     chain = refstore.history(rt.repo, current.oid)
     if to is None:
         target = next((d for d in chain[1:] if d.lens_tree != current.lens_tree), None)
@@ -181,32 +76,26 @@ def rollback(rt: Runtime, name: str, to: str | None) -> RunReport:
             fix=f"pick a deployment with other content from `dst log {name}`",
         )
     plan = LensPlan(
-        name,
-        str(target.meta.get("gate", "block")),
-        current.oid,
-        current.lens_tree,
-        target.source,
-        target.lens_tree,
-        False,
+        lens=name,
+        gate=target.info.gate or "block",
+        serving=current.oid,
+        serving_tree=current.lens_tree,
+        candidate=target.source,
+        candidate_tree=target.lens_tree,
+        unchanged=False,
     )
-    run = LensRun(plan, "rolled_back", previous_score=dict(current.meta.get("score") or {}))
-    meta: dict[str, Any] = {
-        "action": "rollback",
-        "lens": name,
-        "source": target.source,
-        "previous": current.oid,
-        "score": target.meta.get("score"),
-        "previous_score": current.meta.get("score"),
-        "gate": target.meta.get("gate"),
-        "rollback_to": target.oid,
-        "reason": f"rollback to {target.oid[:12]}",
-    }
-    record = {
-        "schema_version": 1,
-        "lens": name,
-        "rollback_of": current.oid,
-        "rollback_to": target.oid,
-    }
+    meta = DeploymentMeta(
+        action="rollback",
+        lens=name,
+        source=target.source,
+        previous=current.oid,
+        score=target.info.score,
+        previous_score=current.info.score,
+        gate=target.info.gate,
+        rollback_to=target.oid,
+        reason=f"rollback to {target.oid[:12]}",
+    )
+    record = RunRecord(schema_version=1, lens=name, rollback_of=current.oid, rollback_to=target.oid)
     oid = refstore.advance(
         rt.repo,
         refstore.serving_ref(name),
@@ -220,9 +109,14 @@ def rollback(rt: Runtime, name: str, to: str | None) -> RunReport:
         message=f"rollback {name} to {target.oid[:12]} (source {target.source[:12]})",
         reason=f"dst rollback {name}",
     )
-    run.serving_after = oid
-    run.recorded = oid
-    run.messages.append(f"now serving the content of {target.oid[:12]}")
+    run = LensRun(
+        plan,
+        Action.ROLLED_BACK,
+        oid,
+        previous_score=dict(current.info.score or {}),
+        messages=[f"now serving the content of {target.oid[:12]}"],
+        recorded=oid,
+    )
     return RunReport("rollback", [run])
 
 
@@ -256,7 +150,7 @@ def status(rt: Runtime) -> list[LensStatus]:
     repo = rt.repo
     names = set(refstore.served_lenses(repo))
     for prefix in (refstore.ATTEMPTS, refstore.RETIRED):
-        names |= {r[len(prefix) :] for r in repo.references if r.startswith(prefix)}
+        names |= set(refstore.ref_names(repo, prefix))
     names |= set(gitstate.worktree_lens_names(rt.root))
     names = {n for n in names if LENS_NAME_RE.match(n)}
     out = []
@@ -277,7 +171,7 @@ def log(rt: Runtime, name: str, limit: int = 50) -> list[refstore.Deployment]:
     retired = refstore.ref_target(rt.repo, refstore.retired_ref(name))
     if retired is not None and refstore.ref_target(rt.repo, refstore.serving_ref(name)) is None:
         return refstore.history(rt.repo, retired, limit)
-    dep = _serving_or_fail(rt, name)
+    dep = serving_or_fail(rt, name)
     return refstore.history(rt.repo, dep.oid, limit)
 
 

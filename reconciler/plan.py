@@ -10,14 +10,51 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 from reconciler.assets import Asset, lens_assets, oracle_hash
 from reconciler.bindings import Bindings, StaleAnswer, select_stale
 from reconciler.lens import AnswerId, AssetId, Lens, Oid
 
 
-@dataclass(frozen=True)
+class _AssetChangeRecord(TypedDict):
+    asset: str
+    change: str
+    path: str
+
+
+class AssetChangeRecord(_AssetChangeRecord, total=False):
+    """JSON form of an :class:`AssetChange` (``old_path`` only for a move)."""
+
+    old_path: str
+
+
+class StaleRecord(TypedDict):
+    """JSON form of one stale answer: its reasons (``Reason`` values) and their explanations."""
+
+    answer: str
+    reasons: list[str]
+    explain: list[str]
+
+
+class AnswerChangeRecord(TypedDict):
+    """JSON form of one certified-answer change (:func:`diff_answers`)."""
+
+    answer: str
+    change: str
+
+
+class PlanRecord(TypedDict):
+    """The plan part of a lens's JSON object and of ``state/run.json``."""
+
+    changed_assets: list[AssetChangeRecord]
+    stale: list[StaleRecord]
+    changed_answers: list[AnswerChangeRecord]
+    self_test_planned: list[str]
+    starvation: bool
+
+
+@dataclass(frozen=True, kw_only=True)
 class AssetChange:
     """One changed asset between serving and candidate."""
 
@@ -26,17 +63,17 @@ class AssetChange:
     path: str
     old_path: str | None = None
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> AssetChangeRecord:
         """JSON-ready form (``{"asset", "change"}`` plus paths)."""
-        out: dict[str, Any] = {"asset": self.asset, "change": self.change, "path": self.path}
+        out: AssetChangeRecord = {"asset": self.asset, "change": self.change, "path": self.path}
         if self.old_path is not None and self.old_path != self.path:
             out["old_path"] = self.old_path
         return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LensPlan:
-    """The plan for one lens.
+    """The plan for one lens (keyword arguments only).
 
     Attributes:
         lens: lens name.
@@ -78,7 +115,7 @@ class LensPlan:
         selftest = set(self.self_test)
         return tuple(s.answer for s in self.stale if s.answer not in selftest)
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> PlanRecord:
         """The plan part of a lens's JSON object."""
         return {
             "changed_assets": [c.record() for c in self.changed_assets],
@@ -106,14 +143,18 @@ def diff_assets(old: Mapping[AssetId, Asset], new: Mapping[AssetId, Asset]) -> l
     for aid in sorted(set(old) | set(new)):
         before, after = old.get(aid), new.get(aid)
         if before is None and after is not None:
-            changes.append(AssetChange(aid, "added", after.path))
+            changes.append(AssetChange(asset=aid, change="added", path=after.path))
         elif after is None and before is not None:
-            changes.append(AssetChange(aid, "removed", before.path))
+            changes.append(AssetChange(asset=aid, change="removed", path=before.path))
         elif before is not None and after is not None:
             if before.hash != after.hash:
-                changes.append(AssetChange(aid, "modified", after.path, before.path))
+                changes.append(
+                    AssetChange(asset=aid, change="modified", path=after.path, old_path=before.path)
+                )
             elif before.path != after.path:
-                changes.append(AssetChange(aid, "renamed", after.path, before.path))
+                changes.append(
+                    AssetChange(asset=aid, change="renamed", path=after.path, old_path=before.path)
+                )
     return changes
 
 
@@ -166,25 +207,25 @@ def plan_lens(
     active_before = len(serving.active_answers()) if serving is not None else 0
     if candidate is None:
         return LensPlan(
-            name,
-            serving.config.eval_gate if serving else "block",
-            serving_deployment,
-            serving_tree,
-            candidate_commit,
-            None,
-            False,
+            lens=name,
+            gate=serving.config.eval_gate if serving else "block",
+            serving=serving_deployment,
+            serving_tree=serving_tree,
+            candidate=candidate_commit,
+            candidate_tree=None,
+            unchanged=False,
             active_before=active_before,
         )
     gate = candidate.config.eval_gate
     if candidate_tree is not None and candidate_tree == serving_tree:
         return LensPlan(
-            name,
-            gate,
-            serving_deployment,
-            serving_tree,
-            candidate_commit,
-            candidate_tree,
-            True,
+            lens=name,
+            gate=gate,
+            serving=serving_deployment,
+            serving_tree=serving_tree,
+            candidate=candidate_commit,
+            candidate_tree=candidate_tree,
+            unchanged=True,
             active_before=active_before,
             active_after=active_before,
         )
@@ -198,16 +239,16 @@ def plan_lens(
         AnswerId(a.id) for a in active if serving is None or AnswerId(a.id) in created
     )
     return LensPlan(
-        name,
-        gate,
-        serving_deployment,
-        serving_tree,
-        candidate_commit,
-        candidate_tree,
-        False,
-        tuple(diff_assets(old_assets, new_assets)),
-        tuple(stale),
-        self_test,
+        lens=name,
+        gate=gate,
+        serving=serving_deployment,
+        serving_tree=serving_tree,
+        candidate=candidate_commit,
+        candidate_tree=candidate_tree,
+        unchanged=False,
+        changed_assets=tuple(diff_assets(old_assets, new_assets)),
+        stale=tuple(stale),
+        self_test=self_test,
         starvation=active_before >= 1 and not active,
         active_before=active_before,
         active_after=len(active),
@@ -240,11 +281,11 @@ def unchanged_plan(
         serving_deployment, serving_tree: the serving deployment and its lens tree.
     """
     return LensPlan(
-        name,
-        gate,
-        serving_deployment,
-        serving_tree,
-        candidate_commit,
-        serving_tree,
-        True,
+        lens=name,
+        gate=gate,
+        serving=serving_deployment,
+        serving_tree=serving_tree,
+        candidate=candidate_commit,
+        candidate_tree=serving_tree,
+        unchanged=True,
     )

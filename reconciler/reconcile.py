@@ -1,131 +1,296 @@
 """The reconcile: plan → suite → self-test → gate → promote, for every lens.
 
-``dst apply``, ``dst plan``, the pre-push hook and watch mode all call
-:func:`reconcile`; ``--dry-run`` (and ``plan``) is the same tuple of steps without
-the promote step. "Already serving this tree" is success, not work. An apply is
-all-or-nothing across the lenses it touches: if any lens blocks, no serving ref
-moves; otherwise every promoted lens's ref moves in one reference transaction.
+Each lens passes through :data:`LENS_STEPS` (plan, suite, self-test, behavioural
+cases, gate), a tuple of functions
+``(StepContext, LensState) -> LensState`` that return new frozen values; the
+lens's :class:`~reconciler.results.Action` is decided once, after the gate; then
+the one cross-lens step, :func:`reconciler.promote.promote`, moves refs.
+
+* ``dst plan`` runs ``LENS_STEPS[:1]`` (:data:`PLAN_STEPS`): it plans and runs nothing;
+* ``dst apply --dry-run`` and the pre-push hook run :data:`LENS_STEPS` and stop;
+* ``dst apply`` and the Action run :data:`LENS_STEPS`, then promote;
+* watch runs :data:`LENS_STEPS` on the working tree (:func:`check_worktree`);
+* ``dst test`` runs its own prefix-compatible tuple (:mod:`reconciler.verify`).
+
+"Already serving this tree" is success, not work. An apply is all-or-nothing
+across the lenses it touches: if any lens blocks, no serving ref moves; otherwise
+every promoted lens's ref moves in one reference transaction.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass, replace
+from typing import Literal
 
-import pygit2
-
-from reconciler.bindings import Bindings
+from reconciler.candidate import commit_states, worktree_states
 from reconciler.cases import run_cases
 from reconciler.context import Runtime
-from reconciler.errors import DstError, LensLoadError, RefConflict, StateError, UsageError
-from reconciler.fanout import run_answers
-from reconciler.gate import BLOCK, PROMOTE, STAND_DOWN, decide
-from reconciler.generators import SmartCall
+from reconciler.gate import GateVerdict, decide
 from reconciler.git import refs as refstore
 from reconciler.git import trees as gitstate
-from reconciler.lens import Lens, Oid, load_lens
-from reconciler.plan import LensPlan, plan_lens, unchanged_plan
-from reconciler.results import LensRun, RunReport, meta_for, state_for
+from reconciler.lens import Answer, Lens, Oid
+from reconciler.plan import LensPlan, plan_lens
+from reconciler.promote import promote, record_attempts, retire_warning
+from reconciler.results import Action, LensRun, LensState, RunReport
+from reconciler.suite import AnswerResult, Scoring, run_answers
 
-Progress = Callable[[str], None]
-
-
-def load_serving(
-    repo: pygit2.Repository, name: str
-) -> tuple[refstore.Deployment | None, Lens | None]:
-    oid = refstore.ref_target(repo, refstore.serving_ref(name))
-    if oid is None:
-        return None, None
-    dep = refstore.read_deployment(repo, oid)
-    try:
-        return dep, gitstate.load_lens_at(repo, gitstate.LensTree(name, dep.lens_tree))
-    except LensLoadError as exc:
-        raise StateError(
-            f"the serving version of lens {name!r} (deployment {oid[:12]}) no longer loads: "
-            f"{exc.message}",
-            fix=f"it was promoted by a laxer dst; `dst rollback {name} --to DEPLOYMENT` to a "
-            f"version that loads, or delete refs/dst/serving/{name} to re-promote from scratch",
-        ) from None
+Command = Literal["plan", "apply", "watch", "test"]
 
 
-def plan_all(
-    rt: Runtime, to: str, only: str | Collection[str] | None
-) -> tuple[Oid, list[tuple[LensPlan, Lens | None, refstore.Deployment | None]]]:
-    """Plan every lens at revision ``to`` (or just ``only``: one name or several).
+@dataclass(frozen=True)
+class StepContext:
+    """What every step of one command shares.
+
+    Attributes:
+        rt: the runtime (repository, warehouses, progress sink).
+        command: ``plan``, ``apply``, ``watch`` (the working tree) or ``test``.
+        dry_run: the gate runs but no ref moves and nothing is recorded.
+        allow_rewind: promote a candidate that does not contain what serves now.
+    """
+
+    rt: Runtime
+    command: Command
+    dry_run: bool = False
+    allow_rewind: bool = False
+
+
+Step = Callable[[StepContext, LensState], LensState]
+
+
+# -- the steps -------------------------------------------------------------------------
+
+
+def plan_step(ctx: StepContext, state: LensState) -> LensState:
+    """Plan the lens and say what the suite will run (runs nothing).
+
+    A candidate that does not contain the serving source commit is refused
+    (``refused``) unless this is a dry run or ``--allow-rewind``, where it warns.
+    """
+    plan = state.plan or plan_lens(
+        state.name,
+        candidate=state.candidate,
+        candidate_commit=state.candidate_commit,
+        candidate_tree=state.candidate_tree,
+        serving=state.serving_lens,
+        serving_deployment=state.serving,
+        serving_tree=state.serving_tree,
+        bindings=state.serving_bindings,
+    )
+    if state.error:
+        return replace(state, plan=plan)
+    if ctx.command == "plan":
+        notes: list[str] = []
+        if state.candidate is None and not plan.unchanged:
+            notes = [retire_warning(plan)]
+        elif state.candidate is not None:
+            notes = ctx.rt.leaner_notes(state.candidate)
+        return replace(state, plan=plan, messages=(*state.messages, *notes))
+    rewind = _rewind(ctx.rt, plan, state.serving_source)
+    if rewind and not (ctx.dry_run or ctx.allow_rewind):
+        return replace(state, plan=plan, refused=rewind, messages=(*state.messages, rewind))
+    lead = [f"WARNING {rewind}"] if rewind else []
+    if plan.unchanged:
+        notes = ["already serving this lens tree"]
+    elif state.candidate is None and plan.serving is not None:
+        notes = [retire_warning(plan)]
+    elif state.candidate is None:
+        notes = ["lens is not in the candidate and nothing serves it"]
+    else:
+        notes = ctx.rt.leaner_notes(state.candidate)
+    gated = plan.gated if plan.gate != "off" else ()
+    return replace(
+        state,
+        plan=plan,
+        messages=(*state.messages, *lead, *notes),
+        suite=gated,
+        cases_wanted=plan.gate != "off" and bool(plan.gated or plan.self_test),
+    )
+
+
+def suite_step(ctx: StepContext, state: LensState) -> LensState:
+    """Score the planned answers against the warehouse.
+
+    The warehouse opens only when something must run (answers, self-test or
+    cases); when the gate cannot score (no warehouse, no generator tier) the
+    reason waits in ``scoring`` for the later steps and the gate.
+    """
+    if state.settled:
+        return state
+    plan, lens = state.planned, _candidate(state)
+    if not (state.suite or plan.self_test or state.cases_wanted):
+        return state
+    scoring = state.scoring or ctx.rt.scoring_for(lens, strict=ctx.command == "test")
+    if scoring.cannot_score is not None or scoring.executor is None:
+        return replace(state, scoring=scoring)
+    messages = state.messages
+    if scoring.no_embedder and not any(scoring.no_embedder in m for m in messages):
+        messages = (*messages, f"leaner than production: {scoring.no_embedder}")
+    ctx.rt.expect(len(state.suite) + len(plan.self_test))
+    results = _run(ctx, lens, scoring, [lens.answers[aid] for aid in state.suite])
+    return replace(state, scoring=scoring, messages=messages, results=results)
+
+
+def self_test_step(ctx: StepContext, state: LensState) -> LensState:
+    """Run the answers the change creates or re-authors against their just-stored oracle."""
+    plan = state.planned
+    if state.settled or not plan.self_test:
+        return state
+    lens = _candidate(state)
+    scoring = state.scoring or ctx.rt.scoring_for(lens)
+    if scoring.cannot_score is not None or scoring.executor is None:
+        skipped = f"self-test skipped: {scoring.cannot_score}"
+        return replace(state, scoring=scoring, messages=(*state.messages, skipped))
+    answers = [lens.answers[aid] for aid in plan.self_test]
+    verbs: dict[str, str] = dict.fromkeys(plan.self_test, "self-testing")
+    return replace(state, scoring=scoring, self_test=_run(ctx, lens, scoring, answers, verbs))
+
+
+def cases_step(ctx: StepContext, state: LensState) -> LensState:
+    """Run the lens's behavioural cases (``evals/cases.yaml``) when the plan wants them."""
+    if state.settled or not state.cases_wanted:
+        return state
+    lens = _candidate(state)
+    scoring = state.scoring or ctx.rt.scoring_for(lens, strict=ctx.command == "test")
+    if scoring.cannot_score is not None or scoring.executor is None:
+        return replace(state, scoring=scoring)
+    cases = run_cases(
+        lens,
+        scoring.executor,
+        scoring.values,
+        smart=scoring.smart,
+        progress=ctx.rt.progress,
+        embedder=scoring.embedder,
+    )
+    return replace(state, scoring=scoring, cases=tuple(cases))
+
+
+def gate_step(ctx: StepContext, state: LensState) -> LensState:
+    """Apply the lens's gate policy to what ran (:func:`reconciler.gate.decide`)."""
+    if state.settled:
+        return state
+    plan, lens = state.planned, _candidate(state)
+    files = {aid: f"{lens.root}/{lens.sources.get(f'answers/{aid}', '')}" for aid in plan.self_test}
+    decision = decide(
+        plan,
+        state.results,
+        state.self_test,
+        cannot_score=state.scoring.cannot_score if state.scoring else None,
+        files=files,
+        cases=state.cases,
+    )
+    return replace(state, messages=(*state.messages, *decision.messages), verdict=decision.verdict)
+
+
+LENS_STEPS: tuple[Step, ...] = (plan_step, suite_step, self_test_step, cases_step, gate_step)
+"""The steps every lens goes through, in order; promote follows across lenses."""
+
+PLAN_STEPS: tuple[Step, ...] = LENS_STEPS[:1]
+"""``dst plan``: the plan step alone."""
+
+_ACTIONS = {
+    GateVerdict.PROMOTE: Action.PROMOTED,
+    GateVerdict.BLOCK: Action.BLOCKED,
+    GateVerdict.STAND_DOWN: Action.STOOD_DOWN,
+}
+
+
+def run_steps(ctx: StepContext, state: LensState, steps: Iterable[Step]) -> LensState:
+    """``state`` after each of ``steps`` in turn."""
+    for step in steps:
+        state = step(ctx, state)
+    return state
+
+
+def action_of(ctx: StepContext, state: LensState) -> Action:
+    """The lens's own action once its steps are done (before any cross-lens rollback)."""
+    plan = state.planned
+    if state.error:
+        return Action.ERROR
+    if ctx.command == "plan":
+        if plan.unchanged:
+            return Action.UNCHANGED
+        return Action.RETIRE if state.candidate is None else Action.PLANNED
+    if state.refused:
+        return Action.BLOCKED
+    if plan.unchanged:
+        return Action.UNCHANGED
+    if state.candidate is None:
+        return Action.RETIRED if plan.serving is not None else Action.SKIPPED
+    if state.verdict is None:
+        raise RuntimeError(f"lens {state.name}: the gate step did not run")
+    return _ACTIONS[state.verdict]
+
+
+def decide_actions(ctx: StepContext, states: list[LensState]) -> list[tuple[Action, str | None]]:
+    """Every lens's action, decided once: its own, unless the apply rolls back.
 
     Returns:
-        ``(candidate commit, [(plan, candidate lens, serving deployment)])`` sorted by lens.
-
-    Raises:
-        LensLoadError: a candidate lens, or ``dst.yaml``, does not load (exit 2,
-            nothing promoted).
-        UsageError: ``to`` or ``only`` does not resolve.
+        ``(action, why)`` per state, in order; ``why`` is set when a lens that
+        would have moved its ref is ``skipped`` because another lens did not pass.
     """
-    repo = rt.repo
-    commit = gitstate.resolve_commit(repo, to)
-    rt.repo_config_url()  # a broken dst.yaml is bad input now, not a stand-down later
-    trees = gitstate.lens_trees(repo, commit)
-    names = sorted(set(trees) | set(refstore.served_lenses(repo)))
-    if only is not None:
-        wanted = [only] if isinstance(only, str) else sorted(only)
-        for name in wanted:
-            if name not in names:
-                raise UsageError(
-                    f"lens {name!r} is neither in {to} nor serving",
-                    fix=f"use one of: {', '.join(names) or 'none'}",
-                )
-        names = wanted
-    planned: list[tuple[LensPlan, Lens | None, refstore.Deployment | None]] = []
-    for name in names:
-        lens_tree = trees.get(name)
-        same = _serving_unchanged(repo, name, lens_tree, commit)
-        if same is not None:
-            planned.append(same)
-            continue
-        dep, serving_lens = load_serving(repo, name)
-        candidate: Lens | None = None
-        if lens_tree is not None and (dep is None or dep.lens_tree != lens_tree.tree):
-            candidate = gitstate.load_lens_at(repo, lens_tree)
-        elif lens_tree is not None:
-            candidate = serving_lens
-        plan = plan_lens(
-            name,
-            candidate=candidate,
-            candidate_commit=commit,
-            candidate_tree=lens_tree.tree if lens_tree else None,
-            serving=serving_lens,
-            serving_deployment=dep.oid if dep else None,
-            serving_tree=dep.lens_tree if dep else None,
-            bindings=dep.bindings if dep else Bindings(),
+    own = [action_of(ctx, s) for s in states]
+    blocking = [s.name for s, a in zip(states, own, strict=True) if a.blocks]
+    if not blocking or ctx.command == "watch":
+        return [(a, None) for a in own]
+    names = ", ".join(blocking)
+    return [
+        (Action.SKIPPED, f"not {a}: the apply rolls back because {names} did not pass")
+        if a.moves_ref
+        else (a, None)
+        for a in own
+    ]
+
+
+def _candidate(state: LensState) -> Lens:
+    if state.candidate is None:
+        raise RuntimeError(f"lens {state.name}: no candidate to score")
+    return state.candidate
+
+
+def _run(
+    ctx: StepContext,
+    lens: Lens,
+    scoring: Scoring,
+    answers: list[Answer],
+    verbs: dict[str, str] | None = None,
+) -> tuple[AnswerResult, ...]:
+    assert scoring.executor is not None  # callers checked cannot_score
+    return tuple(
+        run_answers(
+            lens,
+            answers,
+            scoring.executor,
+            scoring.values,
+            jobs=scoring.jobs,
+            smart=scoring.smart,
+            progress=ctx.rt.progress,
+            announce=ctx.rt.answer,
+            verbs=verbs,
+            embedder=scoring.embedder,
         )
-        planned.append((plan, candidate, dep))
-    return commit, planned
-
-
-def _serving_unchanged(
-    repo: pygit2.Repository, name: str, lens_tree: gitstate.LensTree | None, commit: Oid
-) -> tuple[LensPlan, None, refstore.Deployment] | None:
-    """The plan of a lens whose candidate tree already serves, or ``None``.
-
-    Only the serving deployment's state is read; the lens tree itself is never
-    opened, so planning a push costs what its changed lenses cost.
-    """
-    if lens_tree is None:
-        return None
-    oid = refstore.ref_target(repo, refstore.serving_ref(name))
-    if oid is None:
-        return None
-    dep = refstore.read_deployment(repo, oid)
-    gate = dep.meta.get("gate")
-    if dep.lens_tree != lens_tree.tree or gate not in ("off", "warn", "block"):
-        return None
-    plan = unchanged_plan(
-        name,
-        gate=str(gate),
-        candidate_commit=commit,
-        serving_deployment=dep.oid,
-        serving_tree=dep.lens_tree,
     )
-    return plan, None, dep
+
+
+def _rewind(rt: Runtime, plan: LensPlan, source: Oid | None) -> str | None:
+    """Why promoting ``plan``'s candidate would undo what serves, or ``None``.
+
+    The serving deployment's source commit must be the candidate or one of its
+    ancestors; otherwise changes promoted from elsewhere (another clone that
+    won a race, a branch since abandoned) would silently disappear.
+    """
+    if source is None or plan.unchanged or plan.candidate is None:
+        return None
+    if gitstate.contains(rt.repo, plan.candidate, source):
+        return None
+    return (
+        f"rewind refused: {plan.candidate[:12]} does not contain {source[:12]}, the commit "
+        f"lens {plan.lens} serves now, so promoting it would undo changes that serve; merge "
+        f"it first (git merge {source[:12]}), or pass --allow-rewind"
+    )
+
+
+# -- the commands ---------------------------------------------------------------------
 
 
 def reconcile(
@@ -144,7 +309,7 @@ def reconcile(
         to: the candidate revision.
         only: the lens (``--lens``) or lenses to apply alone; ``None`` for all.
         dry_run: run the gate but move no ref and record nothing.
-        run_suite: ``False`` for ``dst plan``: plan only.
+        run_suite: ``False`` for ``dst plan``: the plan step only.
         allow_rewind: promote a candidate that does not contain the commit serving
             now (by default that blocks: it would undo what serves; a dry run warns).
 
@@ -154,304 +319,55 @@ def reconcile(
     Raises:
         DstError: bad input or unreadable state (exit 2); nothing is promoted.
     """
-    command = "apply" if run_suite else "plan"
+    ctx = StepContext(rt, "apply" if run_suite else "plan", dry_run, allow_rewind)
     messages = [] if dry_run or not run_suite else refstore.recover(rt.repo)
-    commit, planned = plan_all(rt, to, only)
-    runs: list[LensRun] = []
-    inputs: dict[str, tuple[Lens | None, Bindings]] = {}
-    for plan, candidate, dep in planned:
-        inputs[plan.lens] = (candidate, dep.bindings if dep else Bindings())
-        prev = dict(dep.meta.get("score") or {}) if dep else None
-        if not run_suite:
-            action = "unchanged" if plan.unchanged else "planned"
-            notes = []
-            if candidate is None and not plan.unchanged:
-                action, notes = "retire", [_retire_warning(plan)]
-            elif candidate is not None:
-                notes = rt.leaner_notes(candidate)
-            runs.append(LensRun(plan, action, plan.serving, previous_score=prev, messages=notes))
-            continue
-        rewind = _rewind(rt, plan, dep)
-        if rewind and not (dry_run or allow_rewind):
-            runs.append(LensRun(plan, "blocked", previous_score=prev, messages=[rewind]))
-            continue
-        run = gate_lens(rt, plan, candidate, prev)
-        if rewind:
-            run.messages.insert(0, f"WARNING {rewind}")
-        runs.append(run)
-    report = RunReport(command, runs, messages, dry_run=dry_run)
+    commit, inputs = commit_states(rt, to, only)
+    states = [run_steps(ctx, s, LENS_STEPS if run_suite else PLAN_STEPS) for s in inputs]
+    decided = decide_actions(ctx, states)
+    runs = [
+        LensRun.of(
+            s,
+            action,
+            serving_after=None if action.moves_ref else s.planned.serving,
+            messages=[why] if why else [],
+        )
+        for s, (action, why) in zip(states, decided, strict=True)
+    ]
+    report = RunReport(ctx.command, runs, messages, dry_run=dry_run)
     if to == "HEAD":
         dirty = gitstate.uncommitted_lens_paths(rt.repo)
         if dirty:
             report.messages.append(
                 f"note: {len(dirty)} uncommitted change(s) under lenses/ (e.g. {dirty[0]}) are "
-                f"not part of this {command}; it reads the committed HEAD"
+                f"not part of this {ctx.command}; it reads the committed HEAD"
             )
     if not run_suite:
         return report
-    blocked = [r for r in runs if r.action in ("blocked", "stood_down")]
-    if blocked:
-        names = ", ".join(r.plan.lens for r in blocked)
-        for r in runs:
-            if r.action in ("promoted", "retired"):
-                r.messages.append(
-                    f"not {r.action}: the apply rolls back because {names} did not pass"
-                )
-                r.action = "skipped"
+    if any(r.action.blocks for r in runs):
         report.exit_code = 1
         if not dry_run:
-            _record_attempts(rt, commit, blocked)
-        for r in runs:
-            r.serving_after = r.plan.serving
+            report.lenses = record_attempts(rt, commit, runs)
         return report
-    promoting = [r for r in runs if r.action in ("promoted", "retired")]
     if dry_run:
         for r in runs:
             r.serving_after = r.plan.serving
-        if promoting:
+        if any(r.action.moves_ref for r in runs):
             report.messages.append("dry run: no ref moved")
         return report
-    _promote(rt, commit, [(r, *inputs[r.plan.lens]) for r in promoting])
-    for r in runs:
-        if r.action not in ("promoted", "retired"):
-            r.serving_after = r.plan.serving
+    report.lenses = promote(rt, commit, list(zip(runs, states, strict=True)))
     return report
-
-
-def _rewind(rt: Runtime, plan: LensPlan, dep: refstore.Deployment | None) -> str | None:
-    """Why promoting ``plan``'s candidate would undo what serves, or ``None``.
-
-    The serving deployment's source commit must be the candidate or one of its
-    ancestors; otherwise changes promoted from elsewhere (another clone that
-    won a race, a branch since abandoned) would silently disappear.
-    """
-    if dep is None or plan.unchanged or plan.candidate is None:
-        return None
-    source = dep.source
-    if source == plan.candidate or rt.repo.descendant_of(plan.candidate, source):
-        return None
-    return (
-        f"rewind refused: {plan.candidate[:12]} does not contain {source[:12]}, the commit "
-        f"lens {plan.lens} serves now, so promoting it would undo changes that serve; merge "
-        f"it first (git merge {source[:12]}), or pass --allow-rewind"
-    )
-
-
-def gate_lens(
-    rt: Runtime, plan: LensPlan, candidate: Lens | None, prev: Mapping[str, int] | None
-) -> LensRun:
-    """Run one lens's scoped suite and self-test, then apply its gate policy.
-
-    Args:
-        rt: the runtime (warehouses open lazily, only when an answer must run).
-        plan: the lens plan.
-        candidate: the candidate lens (``None`` when the candidate removes it).
-        prev: the serving deployment's score, for the report.
-
-    Returns:
-        The run, with ``action`` ``promoted`` (what the gate allows), ``blocked``,
-        ``stood_down``, ``unchanged``, ``retired`` (the candidate deletes a
-        serving lens: no suite runs, the promote step retires it) or
-        ``skipped``; nothing is written.
-    """
-    if plan.unchanged:
-        return LensRun(
-            plan,
-            "unchanged",
-            plan.serving,
-            previous_score=prev,
-            messages=["already serving this lens tree"],
-        )
-    if candidate is None:
-        if plan.serving is not None:
-            return LensRun(plan, "retired", previous_score=prev, messages=[_retire_warning(plan)])
-        return LensRun(
-            plan,
-            "skipped",
-            plan.serving,
-            previous_score=prev,
-            messages=["lens is not in the candidate and nothing serves it"],
-        )
-    run = LensRun(plan, "promoted", previous_score=prev, messages=rt.leaner_notes(candidate))
-    cannot_score: str | None = None
-    executor = None
-    smart: SmartCall | None = None
-    needs_warehouse = (plan.gate != "off" and plan.gated) or plan.self_test
-    if needs_warehouse:
-        try:
-            executor = rt.warehouse_for(candidate)
-        except DstError as exc:
-            cannot_score = exc.render()
-        smart, no_smart = rt.smart_for(candidate)
-        if executor is not None and "fast" not in candidate.config.generator.tiers and not smart:
-            cannot_score = f"no generator tier resolves ({no_smart})"
-    embedder = None
-    if executor is not None and cannot_score is None:
-        embedder, no_embedder = rt.embedder_for(candidate)
-        if no_embedder and not any(no_embedder in m for m in run.messages):
-            run.messages.append(f"leaner than production: {no_embedder}")
-        values = rt.values_for(candidate, executor)
-        rt.expect((len(plan.gated) if plan.gate != "off" else 0) + len(plan.self_test))
-        gated = list(plan.gated) if plan.gate != "off" else []
-        # Gated and self-test answers share one bounded pool; results keep plan order.
-        results = run_answers(
-            candidate,
-            [candidate.answers[aid] for aid in [*gated, *plan.self_test]],
-            executor,
-            values,
-            jobs=rt.jobs_for(candidate),
-            smart=smart,
-            progress=rt.progress,
-            announce=rt.answer,
-            verbs=dict.fromkeys(plan.self_test, "self-testing"),
-            embedder=embedder,
-        )
-        run.results.extend(results[: len(gated)])
-        run.self_test.extend(results[len(gated) :])
-    elif plan.self_test and cannot_score is not None:
-        run.messages.append(f"self-test skipped: {cannot_score}")
-    files = {
-        aid: f"{candidate.root}/{candidate.sources.get(f'answers/{aid}', '')}"
-        for aid in plan.self_test
-    }
-    if executor is not None and cannot_score is None and plan.gate != "off":
-        run.cases = run_cases(
-            candidate,
-            executor,
-            rt.values_for(candidate, executor),
-            smart=smart,
-            progress=rt.progress,
-            embedder=embedder,
-        )
-    decision = decide(
-        plan, run.results, run.self_test, cannot_score=cannot_score, files=files, cases=run.cases
-    )
-    run.messages.extend(decision.messages)
-    run.action = {PROMOTE: "promoted", BLOCK: "blocked", STAND_DOWN: "stood_down"}[decision.verdict]
-    return run
-
-
-def _promote(
-    rt: Runtime, commit: Oid, promoting: list[tuple[LensRun, Lens | None, Bindings]]
-) -> None:
-    """Write each promoted (or retired) lens's deployment, then move all their refs in
-    one transaction."""
-    repo = rt.repo
-    updates = []
-    for run, lens, serving_bindings in promoting:
-        plan = run.plan
-        if run.action == "retired":
-            updates += _retirement(rt, commit, run, serving_bindings)
-            continue
-        assert plan.candidate_tree is not None and lens is not None
-        bindings, record = state_for(run, commit, lens, serving_bindings)
-        s = run.score
-        oid = refstore.write_deployment(
-            repo,
-            lens_tree=plan.candidate_tree,
-            bindings=bindings,
-            run=record,
-            meta=meta_for(run, "promote", commit, plan.serving),
-            # A lens that comes back after a retirement continues its history from the
-            # retirement, so a later retirement is a fast-forward of the first.
-            parents=[
-                plan.serving
-                or refstore.ref_target(repo, refstore.retired_ref(plan.lens))
-                or refstore.history_root(repo, plan.lens),
-                commit,
-            ],
-            message=f"promote {plan.lens} {commit[:12]} score {s['correct']}/{s['total']}",
-        )
-        run.recorded = oid
-        run.serving_after = oid
-        updates.append(refstore.RefUpdate(refstore.serving_ref(plan.lens), plan.serving, oid))
-    try:
-        refstore.update_refs(repo, updates, reason=f"dst apply {commit[:12]}")
-    except RefConflict:
-        for run, _, _ in promoting:
-            run.serving_after = run.plan.serving
-        raise
-
-
-def _retire_warning(plan: LensPlan) -> str:
-    answers = plan.active_before
-    return (
-        f"WARNING the candidate deletes lens {plan.lens}: it stops serving ({answers} active "
-        f"certified answer(s) go with it); apply records a retirement deployment and keeps "
-        f"the history at {refstore.retired_ref(plan.lens)}"
-    )
-
-
-def _retirement(
-    rt: Runtime, commit: Oid, run: LensRun, serving_bindings: Bindings
-) -> list[refstore.RefUpdate]:
-    """Write the retirement deployment of a lens the candidate deletes.
-
-    The commit keeps the last served lens tree and bindings, names the
-    candidate as its source and the serving deployment as its first parent;
-    the returned updates remove the serving ref and point
-    ``refs/dst/retired/<lens>`` at it, both by compare-and-swap, so the lens
-    stops serving and its history stays reachable.
-    """
-    repo, plan = rt.repo, run.plan
-    assert plan.serving is not None and plan.serving_tree is not None
-    _, record = state_for(run, commit, None, serving_bindings)
-    oid = refstore.write_deployment(
-        repo,
-        lens_tree=plan.serving_tree,
-        bindings=serving_bindings,
-        run=record,
-        meta=meta_for(run, "retired", commit, plan.serving),
-        parents=[plan.serving, commit],
-        message=f"retire {plan.lens} {commit[:12]} (lens deleted from the source)",
-    )
-    run.recorded = oid
-    run.serving_after = None
-    retired = refstore.retired_ref(plan.lens)
-    return [
-        refstore.RefUpdate(refstore.serving_ref(plan.lens), plan.serving, None),
-        refstore.RefUpdate(retired, refstore.ref_target(repo, retired), oid),
-    ]
-
-
-def _record_attempts(rt: Runtime, commit: Oid, runs: list[LensRun]) -> None:
-    repo = rt.repo
-    for run in runs:
-        plan = run.plan
-        tree = plan.candidate_tree or plan.serving_tree
-        if tree is None:
-            continue
-        ref = refstore.attempts_ref(plan.lens)
-        last = refstore.ref_target(repo, ref)
-        _, record = state_for(run, commit, None, Bindings())
-        try:
-            run.recorded = refstore.advance(
-                repo,
-                ref,
-                last,
-                lens=plan.lens,
-                source=commit,
-                lens_tree=tree,
-                bindings=Bindings(),
-                run=record,
-                meta=meta_for(run, run.action, commit, last),
-                message=f"{run.action} {plan.lens} {commit[:12]} score "
-                f"{run.score['correct']}/{run.score['total']}",
-                reason=f"dst apply {commit[:12]} ({run.action})",
-            )
-        except RefConflict as exc:
-            run.messages.append(f"attempt not recorded: {exc.message}")
 
 
 def check_worktree(rt: Runtime, names: Collection[str] | None = None) -> RunReport:
     """Plan each working-tree lens against its serving version and gate it; promote nothing.
 
-    Each lens is read from ``lenses/<name>/`` on disk, planned against
-    ``refs/dst/serving/<name>``, and its scoped suite (stale gated answers and
-    self-test) runs against the warehouse; the gate policy then decides as it
-    would for ``dst apply --dry-run``. A lens whose files equal the serving lens
-    tree byte for byte is ``unchanged`` without running anything; a serving lens
-    gone from the working tree is ``skipped``.
+    Each lens is read from ``lenses/<name>/`` on disk (:func:`worktree_states`),
+    planned against ``refs/dst/serving/<name>``, and goes through
+    :data:`LENS_STEPS`, deciding as ``dst apply --dry-run`` would (no lens is
+    skipped for another's block: each verdict stands alone). A lens whose files
+    equal the serving lens tree byte for byte is ``unchanged`` without running
+    anything; a serving lens gone from the working tree is ``retired`` (what an
+    apply of it would do).
 
     Args:
         rt: the runtime; warehouses it opens stay open until ``rt.close()``.
@@ -467,65 +383,43 @@ def check_worktree(rt: Runtime, names: Collection[str] | None = None) -> RunRepo
         UsageError: a name in ``names`` is neither on disk nor serving.
         StateError: serving state cannot be read.
     """
-    repo, root = rt.repo, rt.root
-    on_disk = set(gitstate.worktree_lens_names(root))
-    known = sorted(on_disk | set(refstore.served_lenses(repo)))
-    wanted = known
-    if names is not None:
-        wanted = sorted(names)
-        unknown = [n for n in wanted if n not in known]
-        if unknown:
-            raise UsageError(
-                f"lens {unknown[0]!r} is neither in the working tree nor serving",
-                fix=f"use one of: {', '.join(known) or 'none'}",
-            )
-    runs = [_check_lens(rt, name, name in on_disk) for name in wanted]
-    for run in runs:
-        run.serving_after = run.plan.serving
+    ctx = StepContext(rt, "watch", dry_run=True)
+    states = [run_steps(ctx, s, LENS_STEPS) for s in worktree_states(rt, names)]
+    runs = [
+        LensRun.of(s, action, serving_after=s.planned.serving)
+        for s, (action, _) in zip(states, decide_actions(ctx, states), strict=True)
+    ]
     report = RunReport("watch", runs, dry_run=True)
-    if any(r.action == "error" for r in runs):
+    if any(r.action is Action.ERROR for r in runs):
         report.exit_code = 2
-    elif any(r.action in ("blocked", "stood_down") for r in runs):
+    elif any(r.action.blocks for r in runs):
         report.exit_code = 1
     return report
 
 
-def _check_lens(rt: Runtime, name: str, on_disk: bool) -> LensRun:
-    dep, serving = load_serving(rt.repo, name)
-    prev = dict(dep.meta.get("score") or {}) if dep else None
-    candidate = None
-    tree: Oid | None = None
-    if on_disk:
-        try:
-            files = gitstate.worktree_files(rt.root, name)
-            if dep is not None and gitstate.tree_files(rt.repo, dep.lens_tree) == files:
-                # The serving tree itself: the plan short-circuits to "unchanged",
-                # as it does for a commit, and nothing needs parsing.
-                candidate, tree = serving, dep.lens_tree
-            else:
-                candidate = load_lens(name, files)
-        except (LensLoadError, OSError) as exc:
-            # OSError: a file went away between listing and reading (an editor's
-            # save in flight); that save's own event brings the next check.
-            why = exc.render() if isinstance(exc, LensLoadError) else f"{name}: {exc}"
-            plan = LensPlan(
-                name,
-                serving.config.eval_gate if serving else "block",
-                dep.oid if dep else None,
-                dep.lens_tree if dep else None,
-                None,
-                None,
-                False,
-            )
-            return LensRun(plan, "error", previous_score=prev, messages=[why])
-    plan = plan_lens(
-        name,
-        candidate=candidate,
-        candidate_commit=None,
-        candidate_tree=tree,
-        serving=serving,
-        serving_deployment=dep.oid if dep else None,
-        serving_tree=dep.lens_tree if dep else None,
-        bindings=dep.bindings if dep else Bindings(),
-    )
-    return gate_lens(rt, plan, candidate, prev)
+def gate_lens(
+    rt: Runtime, plan: LensPlan, candidate: Lens | None, prev: dict[str, int] | None
+) -> LensRun:
+    """One planned lens through the suite, self-test and gate steps (dry run, nothing written).
+
+    Returns:
+        The run, with the action its own gate decides.
+    """
+    ctx = StepContext(rt, "apply", dry_run=True)
+    state = LensState(name=plan.lens, candidate=candidate, plan=plan, previous_score=prev)
+    state = run_steps(ctx, state, LENS_STEPS)
+    return LensRun.of(state, action_of(ctx, state), serving_after=plan.serving)
+
+
+def plan_all(
+    rt: Runtime, to: str, only: str | Collection[str] | None
+) -> tuple[Oid, list[tuple[LensPlan, Lens | None, LensState]]]:
+    """Plan every lens at ``to`` (the plan step alone, :func:`commit_states`).
+
+    Returns:
+        ``(candidate commit, [(plan, candidate lens, planned state)])`` sorted by lens.
+    """
+    ctx = StepContext(rt, "plan")
+    commit, states = commit_states(rt, to, only)
+    planned = [plan_step(ctx, s) for s in states]
+    return commit, [(s.planned, s.candidate, s) for s in planned]

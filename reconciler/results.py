@@ -1,32 +1,197 @@
-"""What one command did for each lens: run records and the state they leave (pure).
+"""What one command did for each lens: the step values, run records and the state
+they leave (pure).
 
-``apply``, ``deployments`` and ``report`` share these; keeping them here keeps
-rendering free of git and warehouse imports.
+A reconcile carries each lens through its steps as a frozen :class:`LensState`;
+when the steps are done the lens's :class:`Action` is decided once and the
+report's :class:`LensRun` is built from the two. ``reconcile``, ``verify``,
+``history`` and the renderers share these; keeping them here keeps rendering
+free of git and warehouse imports.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from enum import Enum
+from typing import Protocol
 
 from reconciler.bindings import Binding, Bindings, stamp
 from reconciler.cases import CaseResult
+from reconciler.gate import GateVerdict
 from reconciler.lens import AnswerId, Lens, Oid
 from reconciler.plan import LensPlan
-from reconciler.suite import AnswerResult, Outcome, score
+from reconciler.state import DeploymentMeta, RunRecord, Score
+from reconciler.suite import AnswerResult, Outcome, Scoring, score
+
+
+class Action(str, Enum):
+    """What a command did for one lens (the ``action`` of its JSON object, DESIGN §6).
+
+    A ``str`` enum: it compares, hashes, formats and serialises as its value, so
+    text and JSON output read ``promoted`` exactly as before.
+    """
+
+    PROMOTED = "promoted"
+    BLOCKED = "blocked"
+    UNCHANGED = "unchanged"
+    SKIPPED = "skipped"
+    STOOD_DOWN = "stood_down"
+    ERROR = "error"
+    PLANNED = "planned"  # dst plan: the lens would be gated
+    RETIRE = "retire"  # dst plan: the candidate deletes a serving lens
+    RETIRED = "retired"  # apply: the lens stopped serving (a retirement deployment)
+    VERIFIED = "verified"  # dst test: the whole corpus passed
+    FAILED = "failed"  # dst test: some answer or case did not
+    ROLLED_BACK = "rolled_back"
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+    @property
+    def moves_ref(self) -> bool:
+        """The promote step moves this lens's serving ref (a deployment or a retirement)."""
+        return self in (Action.PROMOTED, Action.RETIRED)
+
+    @property
+    def blocks(self) -> bool:
+        """The lens did not pass, so the whole apply rolls back (exit 1)."""
+        return self in (Action.BLOCKED, Action.STOOD_DOWN)
+
+    @property
+    def fails(self) -> bool:
+        """A failing check: it blocks, or the lens did not even load."""
+        return self.blocks or self is Action.ERROR
+
+
+@dataclass(frozen=True, kw_only=True)
+class LensState:
+    """One lens as it passes through the reconcile's steps (each returns a new one).
+
+    The first group is the input: the candidate (a commit's lens tree or the
+    working tree) and what serves now. The plan step fills ``plan`` and says
+    what the suite runs; the suite and self-test steps add results; the gate
+    step adds its verdict. Nothing here is written anywhere.
+
+    Attributes:
+        name: the lens.
+        candidate: the candidate lens; ``None`` when the candidate deletes it
+            (or it did not load: ``error``).
+        candidate_commit: the candidate commit, ``None`` for the working tree.
+        candidate_tree: the candidate lens tree, ``None`` when unknown (working tree).
+        serving_lens: the serving lens, ``None`` when nothing serves (or it was
+            not opened because the candidate tree already serves).
+        serving: the serving deployment commit, ``None`` when nothing serves.
+        serving_tree: its lens tree.
+        serving_source: the source commit it promoted.
+        serving_bindings: its bindings (empty when nothing serves).
+        previous_score: its standing score, for the report.
+        plan: the plan; preset when the candidate tree is known to serve already
+            or the candidate did not load.
+        error: why the candidate did not load (the lens's action is ``error``).
+        refused: why promoting it would undo what serves (it blocks unrun).
+        suite: the answers the suite step scores, in order.
+        cases_wanted: the suite step runs the behavioural cases too.
+        scoring: the warehouse and generator inputs, once a step needed them.
+        results, self_test, cases: what the suite and self-test steps ran.
+        messages: report lines so far, in order.
+        verdict: the gate's decision (``promote`` / ``block`` / ``stand_down``).
+        recorded: the deployment a step wrote (``dst test``'s re-stamp).
+    """
+
+    name: str
+    candidate: Lens | None = None
+    candidate_commit: Oid | None = None
+    candidate_tree: Oid | None = None
+    serving_lens: Lens | None = None
+    serving: Oid | None = None
+    serving_tree: Oid | None = None
+    serving_source: Oid | None = None
+    serving_bindings: Bindings = field(default_factory=Bindings)
+    previous_score: Score | None = None
+    plan: LensPlan | None = None
+    error: str | None = None
+    refused: str | None = None
+    suite: tuple[AnswerId, ...] = ()
+    cases_wanted: bool = False
+    scoring: Scoring | None = None
+    results: tuple[AnswerResult, ...] = ()
+    self_test: tuple[AnswerResult, ...] = ()
+    cases: tuple[CaseResult, ...] = ()
+    messages: tuple[str, ...] = ()
+    verdict: GateVerdict | None = None
+    recorded: Oid | None = None
+
+    @property
+    def planned(self) -> LensPlan:
+        """The plan (after the plan step).
+
+        Raises:
+            RuntimeError: no plan yet (a step ran before the plan step).
+        """
+        if self.plan is None:
+            raise RuntimeError(f"lens {self.name}: a step ran before the plan step")
+        return self.plan
+
+    @property
+    def settled(self) -> bool:
+        """Nothing is left to score: unloadable, refused, unchanged or deleted."""
+        plan = self.planned
+        return bool(self.error or self.refused) or plan.unchanged or self.candidate is None
+
+    @property
+    def score(self) -> dict[str, int]:
+        """The standing score after the steps so far (:func:`standing_score`)."""
+        return standing_score(self.planned, self.results, self.self_test, self.previous_score)
+
+
+def standing_score(
+    plan: LensPlan,
+    results: Sequence[AnswerResult],
+    self_test: Sequence[AnswerResult],
+    previous: Mapping[str, int] | None,
+) -> dict[str, int]:
+    """A lens's standing score after a run, over its whole active corpus.
+
+    An answer that ran counts its outcome; one that did not run counts as
+    ``correct`` when its binding is current (it last ran green and nothing it
+    depends on changed since), else as ``unverified``. So successive
+    deployments' scores form an accuracy trend rather than a tally of whatever a
+    change happened to touch. With no plan of the corpus (an unchanged or
+    removed lens) the previous score carries over.
+
+    Returns:
+        ``{"correct", "wrong", "declined", "error", "inconclusive", "total"}``
+        counts, plus ``unverified`` when the plan knows the corpus.
+    """
+    ran = {r.answer: r for r in [*results, *self_test]}
+    if not plan.deps:
+        if previous and not ran:
+            return dict(previous)
+        return score(list(ran.values()))
+    stale = {s.answer for s in plan.stale}
+    counts = score([])
+    counts["unverified"] = 0
+    for aid in plan.deps:
+        if aid in ran:
+            counts[ran[aid].outcome.value] += 1
+        else:
+            counts["correct" if aid not in stale else "unverified"] += 1
+    counts["total"] = len(plan.deps)
+    return counts
 
 
 @dataclass
 class LensRun:
-    """Everything one command did for one lens (rendered by ``report``).
+    """Everything one command did for one lens (rendered by ``render``).
 
-    ``action`` is one of ``promoted``, ``blocked``, ``unchanged``, ``skipped``,
-    ``stood_down``, ``error`` (DESIGN §6), or ``planned`` for ``dst plan``.
+    ``action`` is decided once, when the lens's steps are done (:class:`Action`).
     """
 
     plan: LensPlan
-    action: str
+    action: Action
     serving_after: Oid | None = None
     results: list[AnswerResult] = field(default_factory=list)
     self_test: list[AnswerResult] = field(default_factory=list)
@@ -35,32 +200,40 @@ class LensRun:
     recorded: Oid | None = None  # deployment or attempt commit written
     cases: list[CaseResult] = field(default_factory=list)  # behavioural cases run
 
+    @classmethod
+    def of(
+        cls,
+        state: LensState,
+        action: Action,
+        *,
+        serving_after: Oid | None = None,
+        messages: Sequence[str] = (),
+    ) -> LensRun:
+        """The report of a lens whose steps ended in ``state``.
+
+        Args:
+            state: the last step's lens state.
+            action: the action decided for it.
+            serving_after: the deployment serving afterwards (the promote step's
+                own, or the plan's serving one).
+            messages: lines to add after the state's own.
+        """
+        return cls(
+            state.planned,
+            Action(action),
+            serving_after,
+            list(state.results),
+            list(state.self_test),
+            state.previous_score,
+            [*state.messages, *messages],
+            state.recorded,
+            list(state.cases),
+        )
+
     @property
     def score(self) -> dict[str, int]:
-        """The lens's standing score after this run, over its whole active corpus.
-
-        An answer that ran counts its outcome; one that did not run counts as
-        ``correct`` when its binding is current (it last ran green and nothing
-        it depends on changed since), else as ``unverified``. So successive
-        deployments' scores form an accuracy trend rather than a tally of
-        whatever a change happened to touch. With no plan of the corpus (an
-        unchanged or removed lens) the previous score carries over.
-        """
-        ran = {r.answer: r for r in [*self.results, *self.self_test]}
-        if not self.plan.deps:
-            if self.previous_score and not ran:
-                return dict(self.previous_score)
-            return score(list(ran.values()))
-        stale = {s.answer for s in self.plan.stale}
-        counts = score([])
-        counts["unverified"] = 0
-        for aid in self.plan.deps:
-            if aid in ran:
-                counts[ran[aid].outcome.value] += 1
-            else:
-                counts["correct" if aid not in stale else "unverified"] += 1
-        counts["total"] = len(self.plan.deps)
-        return counts
+        """The lens's standing score after this run (:func:`standing_score`)."""
+        return standing_score(self.plan, self.results, self.self_test, self.previous_score)
 
 
 @dataclass
@@ -74,9 +247,40 @@ class RunReport:
     dry_run: bool = False
 
 
+class Ran(Protocol):
+    """What a run record is made of: a :class:`LensState` or a :class:`LensRun`."""
+
+    @property
+    def plan(self) -> LensPlan | None: ...  # pragma: no cover - protocol
+
+    @property
+    def results(self) -> Sequence[AnswerResult]: ...  # pragma: no cover - protocol
+
+    @property
+    def self_test(self) -> Sequence[AnswerResult]: ...  # pragma: no cover - protocol
+
+    @property
+    def cases(self) -> Sequence[CaseResult]: ...  # pragma: no cover - protocol
+
+    @property
+    def messages(self) -> Sequence[str]: ...  # pragma: no cover - protocol
+
+    @property
+    def previous_score(self) -> Mapping[str, int] | None: ...  # pragma: no cover - protocol
+
+    @property
+    def score(self) -> dict[str, int]: ...  # pragma: no cover - protocol
+
+
+def _plan_of(run: Ran) -> LensPlan:
+    if run.plan is None:
+        raise RuntimeError("a run record needs a plan")
+    return run.plan
+
+
 def state_for(
-    run: LensRun, source: Oid, lens: Lens | None, bindings: Bindings
-) -> tuple[Bindings, dict[str, Any]]:
+    run: Ran, source: Oid, lens: Lens | None, bindings: Bindings
+) -> tuple[Bindings, RunRecord]:
     """The bindings and ``state/run.json`` a run leaves.
 
     Correct answers (gated or self-test) re-stamp against ``lens``'s asset
@@ -84,7 +288,7 @@ def state_for(
     of answers no longer active are dropped.
     """
     stamps: dict[AnswerId, Binding] = {}
-    plan = run.plan
+    plan = _plan_of(run)
     if lens is not None:
         for r in [*run.results, *run.self_test]:
             if r.outcome is Outcome.CORRECT:
@@ -94,28 +298,36 @@ def state_for(
                     lens, plan.assets, r.answer, plan.deps[r.answer], source, flakes
                 )
     keep = frozenset(AnswerId(a.id) for a in lens.active_answers()) if lens else None
-    run_record = {
-        "schema_version": 1,
-        "lens": plan.lens,
-        "source": source,
-        "plan": plan.record(),
-        "results": [r.record() for r in run.results],
-        "self_test": [r.record() for r in run.self_test],
-        "cases": [c.record() for c in run.cases],
-        "messages": run.messages,
-    }
-    return bindings.restamped(stamps, keep), run_record
+    record = RunRecord(
+        schema_version=1,
+        lens=plan.lens,
+        source=source,
+        plan=plan.record(),
+        results=[r.record() for r in run.results],
+        self_test=[r.record() for r in run.self_test],
+        cases=[c.record() for c in run.cases],
+        messages=list(run.messages),
+    )
+    return bindings.restamped(stamps, keep), record
 
 
-def meta_for(run: LensRun, action: str, source: Oid, previous: Oid | None) -> dict[str, Any]:
-    """``state/meta.json`` for a deployment or attempt written by ``run``."""
-    return {
-        "action": action,
-        "lens": run.plan.lens,
-        "source": source,
-        "previous": previous,
-        "score": run.score,
-        "previous_score": run.previous_score,
-        "gate": run.plan.gate,
-        "reason": run.messages[0] if run.messages else "",
-    }
+def meta_for(run: Ran, action: str, source: Oid, previous: Oid | None) -> DeploymentMeta:
+    """``state/meta.json`` for a deployment or attempt written by ``run``.
+
+    Args:
+        run: the lens's run.
+        action: the recorded action word (``promote``, ``verify``, ``retired``,
+            ``blocked``, ``stood_down``).
+        source: the source commit.
+        previous: the deployment (or attempt) it follows.
+    """
+    return DeploymentMeta(
+        action=str(action),
+        lens=_plan_of(run).lens,
+        source=source,
+        previous=previous,
+        score=run.score,
+        previous_score=dict(run.previous_score) if run.previous_score is not None else None,
+        gate=_plan_of(run).gate,
+        reason=run.messages[0] if run.messages else "",
+    )

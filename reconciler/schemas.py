@@ -17,6 +17,12 @@ A lens file opts in with a first line the YAML language server reads (see
 The schemas are advisory: they cannot express the loader's cross-file checks
 (unknown model references, duplicate names, unsafe SQL, implicit-typing traps),
 which only :func:`reconciler.lens.load_lens` and ``dst validate`` perform.
+
+The state files dst writes into git (:mod:`reconciler.state`: a deployment's
+``state/meta.json`` and ``state/run.json``, the intent record's ``apply.json``)
+are exported the same way, to ``schemas/state/<kind>.schema.json``, for tools
+that read deployments; they allow unknown keys, since a newer dst of the same
+``schema_version`` may add some.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ from reconciler.lens import (
     Model,
     RepoConfig,
 )
+from reconciler.state import ApplyIntent, DeploymentMeta, RunRecord
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 SCHEMAS_DIR = "schemas"
@@ -63,6 +70,18 @@ _FOLDER_KINDS = {
 
 KINDS: tuple[str, ...] = tuple(_KINDS)
 """Every file kind with a schema, in a stable order."""
+
+STATE_DIR = "state"
+"""The sub-directory of ``schemas/`` the state file schemas are written to."""
+
+_STATE_KINDS: dict[str, tuple[type[BaseModel], str]] = {
+    "meta": (DeploymentMeta, "dst deployment state/meta.json"),
+    "run": (RunRecord, "dst deployment state/run.json"),
+    "intent": (ApplyIntent, "dst intent record apply.json (refs/dst/applying)"),
+}
+
+STATE_KINDS: tuple[str, ...] = tuple(_STATE_KINDS)
+"""Every state file kind with a schema, in a stable order."""
 
 
 def schema_id(kind: str) -> str:
@@ -95,6 +114,40 @@ def schema_for(kind: str) -> dict[str, Any]:
     schema["$id"] = schema_id(kind)
     schema["title"] = title
     return schema
+
+
+def state_schema_for(kind: str) -> dict[str, Any]:
+    """The JSON Schema of one state file kind (``meta``, ``run``, ``intent``).
+
+    Returns:
+        A JSON-ready dict (draft 2020-12) with ``$schema``, ``$id``
+        (``urn:dst:schema:state:<kind>``) and ``title`` set.
+
+    Raises:
+        KeyError: ``kind`` is not one of :data:`STATE_KINDS`.
+    """
+    model, title = _STATE_KINDS[kind]
+    schema = model.model_json_schema()
+    schema["$schema"] = SCHEMA_DIALECT
+    schema["$id"] = schema_id(f"{STATE_DIR}:{kind}")
+    schema["title"] = title
+    return schema
+
+
+def write_state_schemas(directory: Path) -> list[Path]:
+    """Write ``<directory>/state/<kind>.schema.json`` for every state kind.
+
+    Returns:
+        The paths written, in :data:`STATE_KINDS` order.
+    """
+    target = directory / STATE_DIR
+    target.mkdir(parents=True, exist_ok=True)
+    written = []
+    for kind in STATE_KINDS:
+        path = target / schema_filename(kind)
+        path.write_text(render(state_schema_for(kind)), encoding="utf-8")
+        written.append(path)
+    return written
 
 
 def schemas() -> dict[str, dict[str, Any]]:
@@ -182,6 +235,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     directory = Path(args[0]) if args else Path(SCHEMAS_DIR)
     for path in write_schemas(directory):
         print(f"wrote {path.as_posix()}")
+    state = write_state_schemas(directory)
+    print(f"and the state file schemas: {', '.join(p.as_posix() for p in state)}")
     return 0
 
 

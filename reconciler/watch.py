@@ -41,7 +41,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-import pygit2
 import watchfiles
 from watchfiles import Change, DefaultFilter
 
@@ -49,10 +48,10 @@ from reconciler.context import Runtime
 from reconciler.errors import DstError, RefConflict, UsageError
 from reconciler.git import refs as refstore
 from reconciler.git import trees as gitstate
-from reconciler.history import verify
 from reconciler.lens import Oid
 from reconciler.reconcile import check_worktree, reconcile
 from reconciler.results import RunReport
+from reconciler.verify import verify
 
 DEFAULT_DEBOUNCE_MS = 300
 # Filesystems whose changes inotify does not see (made on another host, or
@@ -233,16 +232,15 @@ class Schedule:
             self.next_at = now + self.interval_s
 
 
-def current_branch(repo: pygit2.Repository) -> str:
+def current_branch(repo: gitstate.Repository) -> str:
     """The branch HEAD is on (its short name).
 
     Raises:
         UsageError: HEAD is detached.
     """
-    head = repo.references.get("HEAD")
-    target = head.target if head is not None else None
-    if isinstance(target, str) and target.startswith("refs/heads/"):
-        return target[len("refs/heads/") :]
+    branch = refstore.head_branch(repo)
+    if branch is not None:
+        return branch
     raise UsageError(
         "HEAD is detached, so there is no current branch for --reconcile to follow",
         fix="pass --branch NAME",
@@ -269,21 +267,6 @@ class Follower:
         return f"refs/heads/{self.branch}"
 
 
-def recorded_attempt(repo: pygit2.Repository, commit: Oid) -> str | None:
-    """The lens whose ``refs/dst/attempts/<lens>`` records ``commit`` as its source, if any."""
-    for name in sorted(r for r in repo.references if r.startswith(refstore.ATTEMPTS)):
-        oid = refstore.ref_target(repo, name)
-        if oid is None:
-            continue
-        try:
-            dep = refstore.read_deployment(repo, oid)
-        except DstError:
-            continue
-        if dep.meta.get("source") == commit:
-            return name[len(refstore.ATTEMPTS) :]
-    return None
-
-
 def follow(rt: Runtime, follower: Follower) -> RunReport | None:
     """Reconcile the followed branch's tip if it is new; ``None`` when there was nothing to do.
 
@@ -299,7 +282,7 @@ def follow(rt: Runtime, follower: Follower) -> RunReport | None:
     if tip in follower.attempted:
         return None
     follower.attempted.add(tip)
-    lens = recorded_attempt(rt.repo, tip)
+    lens = refstore.attempt_of(rt.repo, tip)
     if lens is not None:
         rt.progress(
             f"{follower.branch} {tip[:12]}: already attempted (refs/dst/attempts/{lens}); "
@@ -345,13 +328,6 @@ def scheduled_verify(rt: Runtime) -> RunReport | None:
 # -- the loop -------------------------------------------------------------------------
 
 
-def _head(repo: pygit2.Repository, fallback: Oid | None) -> Oid | None:
-    try:
-        return None if repo.head_is_unborn else Oid(str(repo.head.target))
-    except (pygit2.GitError, KeyError):
-        return fallback  # HEAD is being rewritten right now; look again next wake-up
-
-
 def _fresh(rt: Runtime) -> Runtime:
     # One runtime per run: warehouses and dimension-value caches live for that
     # run only, so a long-lived loop neither holds the DuckDB file open nor
@@ -389,8 +365,8 @@ class _Loop:
         self.schedule = schedule
         self.on_verdict = on_verdict
         self.clock = clock
-        self.lock = Path(rt.repo.path) / "index.lock"
-        self.head = _head(rt.repo, None)
+        self.lock = gitstate.git_dir(rt.repo) / "index.lock"
+        self.head = refstore.head_commit(rt.repo, None)
         self.started = False
         self.paused: float | None = None  # monotonic time git's lock was first seen
         self.warned: set[str] = set()  # what this pause has said already
@@ -421,7 +397,7 @@ class _Loop:
                 self.paths |= {Path(p).relative_to(self.filt.root).as_posix() for p in fresh}
                 self.first = now if self.first is None else self.first
                 self.last = now
-            head = _head(self.rt.repo, self.head)
+            head = refstore.head_commit(self.rt.repo, self.head)
             if head != self.head:
                 self.head = head
                 self.head_moved = True
@@ -564,7 +540,7 @@ def watch(
     tick_ms = min(max(debounce_ms, _STEP_MS), _MAX_TICK_MS)
     loop = _Loop(
         rt,
-        WatchFilter(root, Path(repo.path).resolve()),
+        WatchFilter(root, gitstate.git_dir(repo).resolve()),
         debounce_s=debounce_ms / 1000,
         tick_s=tick_ms / 1000,
         follower=follower,
@@ -576,32 +552,39 @@ def watch(
     what = f"following branch {follower.branch}" if follower else f"watching {root}"
     try:
         rt.progress(f"dst watch: {what} ({how}); full suite {every}; Ctrl-C stops")
-        while stop is None or not stop.is_set():
-            target = _target(root, polling)
-            ident = _identity(target)
-            changes = watchfiles.watch(
-                target,
-                watch_filter=loop.admit,
-                debounce=_BATCH_CAP_MS,
-                step=_STEP_MS,
-                stop_event=stop,
-                rust_timeout=tick_ms,
-                yield_on_timeout=True,
-                force_polling=True if polling else None,
-                poll_delay_ms=_POLL_DELAY_MS,
-            )
-            try:
-                for batch in changes:
-                    loop.wake(batch)
-                    if stop is not None and stop.is_set():
-                        break
-                    if _target(root, polling) != target or _identity(target) != ident:
-                        break  # lenses/ appeared, vanished or was replaced: watch anew
-            finally:
-                changes.close()
+        _serve(loop, root, polling=polling, tick_ms=tick_ms, stop=stop)
     except KeyboardInterrupt:
         rt.progress("dst watch: interrupted")
         return 130
     finally:
         rt.close()
     return 0
+
+
+def _serve(
+    loop: _Loop, root: Path, *, polling: bool, tick_ms: int, stop: threading.Event | None
+) -> None:
+    """Feed watchfiles' batches (and its timeouts, as ticks) to ``loop`` until ``stop``."""
+    while stop is None or not stop.is_set():
+        target = _target(root, polling)
+        ident = _identity(target)
+        changes = watchfiles.watch(
+            target,
+            watch_filter=loop.admit,
+            debounce=_BATCH_CAP_MS,
+            step=_STEP_MS,
+            stop_event=stop,
+            rust_timeout=tick_ms,
+            yield_on_timeout=True,
+            force_polling=True if polling else None,
+            poll_delay_ms=_POLL_DELAY_MS,
+        )
+        try:
+            for batch in changes:
+                loop.wake(batch)
+                if stop is not None and stop.is_set():
+                    break
+                if _target(root, polling) != target or _identity(target) != ident:
+                    break  # lenses/ appeared, vanished or was replaced: watch anew
+        finally:
+            changes.close()

@@ -72,14 +72,16 @@ def _run(
         for r in results
     )
     plan = LensPlan(
-        lens,
-        gate,
-        Oid("a" * 40),
-        Oid("b" * 40),
-        Oid("c" * 40),
-        Oid("d" * 40),
-        False,
-        changed_assets=(AssetChange(AssetId("metrics/m"), "modified", "metrics/m.yaml"),),
+        lens=lens,
+        gate=gate,
+        serving=Oid("a" * 40),
+        serving_tree=Oid("b" * 40),
+        candidate=Oid("c" * 40),
+        candidate_tree=Oid("d" * 40),
+        unchanged=False,
+        changed_assets=(
+            AssetChange(asset=AssetId("metrics/m"), change="modified", path="metrics/m.yaml"),
+        ),
         stale=stale,
         self_test=tuple(r.answer for r in self_test),
     )
@@ -269,13 +271,13 @@ def test_junit_parses_and_maps_outcomes_to_the_gate() -> None:
         _run("finance", "stood_down", [], messages=["gate STOOD DOWN: no warehouse"]),
     )
     report.lenses[1].plan = LensPlan(
-        "finance",
-        "block",
-        None,
-        None,
-        Oid("c" * 40),
-        Oid("d" * 40),
-        False,
+        lens="finance",
+        gate="block",
+        serving=None,
+        serving_tree=None,
+        candidate=Oid("c" * 40),
+        candidate_tree=Oid("d" * 40),
+        unchanged=False,
         stale=(StaleAnswer(AnswerId("budget"), (StaleReason(Reason.NEVER_VERIFIED),)),),
     )
     xml = junit.to_junit(

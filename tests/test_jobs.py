@@ -9,10 +9,10 @@ import pytest
 
 from reconciler.context import Runtime
 from reconciler.errors import LensLoadError
-from reconciler.fanout import resolve_jobs
 from reconciler.git import trees as gitstate
 from reconciler.lens import load_lens
 from reconciler.reconcile import reconcile
+from reconciler.suite import resolve_jobs
 from tests.benchmarks import synth
 from tests.conftest import dst
 from tests.shop import CUSTOMERS, ORDERS

@@ -37,7 +37,7 @@ def ask(
     """Answer a question the way production does: certified match, else generation + gates."""
     # lazy: reconciler.ask loads the engines, which `dst --help` does not need
     from reconciler.ask import ask as serve
-    from reconciler.reconcile import load_serving
+    from reconciler.candidate import load_serving
 
     rt = runtime(repo, warehouse)
     try:

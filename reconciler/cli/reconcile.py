@@ -2,7 +2,7 @@
 
 ``plan`` and ``apply`` run :func:`reconciler.reconcile.reconcile` (``plan`` without
 the suite, ``apply --dry-run`` without the promote step); ``test`` runs
-:func:`reconciler.history.verify` over the serving versions. Each prints the run
+:func:`reconciler.verify.verify` over the serving versions. Each prints the run
 report (``--format text|json``) and exits with the report's code: 0 promoted,
 unchanged or all green; 1 blocked, stood down or a divergence; 2 bad input
 (raised, and turned into the exit code by :mod:`reconciler.cli.boundary`).
@@ -86,7 +86,7 @@ def test(
     """Re-verify the whole active corpus of serving versions; green answers re-stamp."""
     # lazy: verification loads the engines; `dst --help` does not need them
     from reconciler.git import refs as refstore
-    from reconciler.history import verify
+    from reconciler.verify import verify
 
     rt = runtime(repo, warehouse, jobs)
     if (lens is None) == (not all_lenses):

@@ -58,7 +58,7 @@ def interval_hours(env: Mapping[str, str]) -> float:
 
 
 def _lens_line(run: LensRun, dry_run: bool) -> list[str]:
-    action = run.action
+    action = str(run.action)
     if dry_run and action in ("promoted", "retired"):
         action = f"would {action[:-1]}"
     parts = [f"{run.plan.lens}: {action.replace('_', ' ')}"]

@@ -12,7 +12,6 @@ between the two leaves something :func:`recover` rolls forward.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -22,16 +21,24 @@ import pygit2
 
 from reconciler import __version__
 from reconciler.bindings import Bindings
-from reconciler.errors import RefConflict, StateError
+from reconciler.errors import DstError, RefConflict, StateError
 from reconciler.git import locks as reflocks
 from reconciler.git.crash import crash_point
 from reconciler.lens import Oid
+from reconciler.state import (
+    STATE_SCHEMA,
+    ApplyIntent,
+    DeploymentMeta,
+    IntentUpdate,
+    RunRecord,
+    load,
+)
 
 SERVING = "refs/dst/serving/"
 ATTEMPTS = "refs/dst/attempts/"
 RETIRED = "refs/dst/retired/"
 APPLYING = "refs/dst/applying"
-META_SCHEMA = 1
+META_SCHEMA = STATE_SCHEMA
 
 
 @dataclass(frozen=True)
@@ -41,7 +48,7 @@ class Deployment:
     Attributes:
         oid: the deployment commit.
         lens_tree: tree id of its ``lens/``.
-        meta: ``state/meta.json`` (action, lens, source, previous, score,
+        info: ``state/meta.json`` (action, lens, source, previous, score,
             previous_score, gate …).
         bindings: ``state/bindings.json``.
         previous: the previous deployment (its first parent), ``None`` for the first.
@@ -49,14 +56,19 @@ class Deployment:
 
     oid: Oid
     lens_tree: Oid
-    meta: Mapping[str, Any]
+    info: DeploymentMeta
     bindings: Bindings
     previous: Oid | None
 
     @property
     def source(self) -> Oid:
         """The source commit this deployment promoted."""
-        return Oid(str(self.meta["source"]))
+        return self.info.source
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        """``state/meta.json`` as stored (JSON-ready; what ``dst log --format json`` prints)."""
+        return self.info.record()
 
 
 @dataclass(frozen=True)
@@ -102,7 +114,7 @@ def _blob(repo: pygit2.Repository, oid: pygit2.Oid) -> bytes:
     return bytes(obj.data)
 
 
-def _blob_json(repo: pygit2.Repository, tree: pygit2.Tree, path: str, where: str) -> Any:
+def _state_blob(repo: pygit2.Repository, tree: pygit2.Tree, path: str, where: str) -> bytes:
     try:
         entry = tree[path]
     except KeyError:
@@ -110,10 +122,7 @@ def _blob_json(repo: pygit2.Repository, tree: pygit2.Tree, path: str, where: str
             f"{where}: deployment commit has no {path}",
             fix="the ref does not point at a dst deployment; inspect it",
         ) from None
-    try:
-        return json.loads(_blob(repo, entry.id))
-    except ValueError as exc:
-        raise StateError(f"{where}: {path} is not JSON ({exc})") from None
+    return _blob(repo, entry.id)
 
 
 def read_deployment(repo: pygit2.Repository, oid: Oid) -> Deployment:
@@ -128,32 +137,37 @@ def read_deployment(repo: pygit2.Repository, oid: Oid) -> Deployment:
     if not isinstance(commit, pygit2.Commit):
         raise StateError(f"{where}: not a commit")
     tree = commit.tree
-    meta = _blob_json(repo, tree, "state/meta.json", where)
-    if meta.get("schema_version") != META_SCHEMA:
-        raise StateError(
-            f"{where}: unknown meta schema_version {meta.get('schema_version')!r}",
-            fix="upgrade dst to a version that knows this state",
-        )
+    raw = _state_blob(repo, tree, "state/meta.json", where)
+    meta = load(DeploymentMeta, raw, where=where, name="state/meta.json")
     bindings_raw = _blob(repo, tree["state/bindings.json"].id)
     bindings = Bindings.loads(bindings_raw, where=f"{where} state/bindings.json")
     try:
         lens_tree = Oid(str(tree["lens"].id))
     except KeyError:
         raise StateError(f"{where}: deployment commit has no lens/ tree") from None
-    previous = meta.get("previous")
-    return Deployment(Oid(str(oid)), lens_tree, meta, bindings, Oid(previous) if previous else None)
+    return Deployment(
+        oid=Oid(str(oid)),
+        lens_tree=lens_tree,
+        info=meta,
+        bindings=bindings,
+        previous=meta.previous or None,
+    )
 
 
 def read_run(repo: pygit2.Repository, oid: Oid) -> dict[str, Any]:
-    """A deployment or attempt commit's ``state/run.json`` (plan, results, messages).
+    """A deployment or attempt commit's ``state/run.json`` (plan, results, messages),
+    JSON-ready (:class:`reconciler.state.RunRecord` as stored).
 
     Raises:
-        StateError: the commit has no ``state/run.json`` or it is not JSON.
+        StateError: the commit has no ``state/run.json``, it is not JSON, or its
+            ``schema_version`` is unknown.
     """
     commit = repo.get(oid)
+    where = f"deployment {oid[:12]}"
     if not isinstance(commit, pygit2.Commit):
-        raise StateError(f"deployment {oid[:12]}: not a commit")
-    return dict(_blob_json(repo, commit.tree, "state/run.json", f"deployment {oid[:12]}"))
+        raise StateError(f"{where}: not a commit")
+    raw = _state_blob(repo, commit.tree, "state/run.json", where)
+    return load(RunRecord, raw, where=where, name="state/run.json").record()
 
 
 def _signature(repo: pygit2.Repository) -> pygit2.Signature:
@@ -169,8 +183,8 @@ def write_deployment(
     *,
     lens_tree: Oid,
     bindings: Bindings,
-    run: Mapping[str, Any],
-    meta: Mapping[str, Any],
+    run: RunRecord | Mapping[str, Any],
+    meta: DeploymentMeta | Mapping[str, Any],
     parents: Sequence[Oid],
     message: str,
 ) -> Oid:
@@ -178,25 +192,33 @@ def write_deployment(
 
     Args:
         lens_tree: the promoted lens tree (reused as is).
-        bindings, run, meta: the ``state/`` files; ``meta`` gets ``schema_version``
-            and ``tool_version`` added.
+        bindings, run, meta: the ``state/`` files (a mapping is validated into its
+            model); ``meta`` gets ``schema_version``, ``tool_version`` and
+            ``recorded_at`` added.
         parents: previous deployment (if any) first, then the source commit.
         message: the one-line commit message.
 
     Returns:
         The new commit's oid.
+
+    Raises:
+        pydantic.ValidationError: a mapping does not fit its model (a programming error).
     """
-    full_meta = {
-        "schema_version": META_SCHEMA,
-        "tool_version": __version__,
-        "recorded_at": int(time.time()),
-        **meta,
-    }
+    given = meta.record() if isinstance(meta, DeploymentMeta) else dict(meta)
+    full_meta = DeploymentMeta.model_validate(
+        {
+            "schema_version": META_SCHEMA,
+            "tool_version": __version__,
+            "recorded_at": int(time.time()),
+            **given,
+        }
+    )
+    record = run if isinstance(run, RunRecord) else RunRecord.model_validate(dict(run))
     state = repo.TreeBuilder()
     for name, raw in (
         ("bindings.json", bindings.dumps()),
-        ("run.json", _dumps(run)),
-        ("meta.json", _dumps(full_meta)),
+        ("run.json", record.dumps()),
+        ("meta.json", full_meta.dumps()),
     ):
         state.insert(name, repo.create_blob(raw), pygit2.GIT_FILEMODE_BLOB)
     root = repo.TreeBuilder()
@@ -232,8 +254,8 @@ def advance(
     source: Oid,
     lens_tree: Oid,
     bindings: Bindings,
-    run: Mapping[str, Any],
-    meta: Mapping[str, Any],
+    run: RunRecord | Mapping[str, Any],
+    meta: DeploymentMeta | Mapping[str, Any],
     message: str,
     reason: str,
 ) -> Oid:
@@ -259,10 +281,6 @@ def advance(
     )
     update_refs(repo, [RefUpdate(ref, old, oid)], reason=reason)
     return oid
-
-
-def _dumps(data: Mapping[str, Any]) -> bytes:
-    return (json.dumps(data, indent=2, sort_keys=True, default=str) + "\n").encode()
 
 
 def update_refs(repo: pygit2.Repository, updates: Sequence[RefUpdate], *, reason: str) -> None:
@@ -349,13 +367,13 @@ def _transaction_once(repo: pygit2.Repository, updates: Sequence[RefUpdate], rea
 
 
 def _write_intent(repo: pygit2.Repository, updates: Sequence[RefUpdate], reason: str) -> Oid:
-    record = {
-        "schema_version": META_SCHEMA,
-        "reason": reason,
-        "updates": [{"ref": u.ref, "old": u.old, "new": u.new} for u in updates],
-    }
+    record = ApplyIntent(
+        schema_version=STATE_SCHEMA,
+        reason=reason,
+        updates=tuple(IntentUpdate(ref=u.ref, old=u.old, new=u.new) for u in updates),
+    )
     tb = repo.TreeBuilder()
-    tb.insert("apply.json", repo.create_blob(_dumps(record)), pygit2.GIT_FILEMODE_BLOB)
+    tb.insert("apply.json", repo.create_blob(record.dumps()), pygit2.GIT_FILEMODE_BLOB)
     sig = _signature(repo)
     parents = [pygit2.Oid(hex=u.new) for u in updates if u.new is not None]
     oid = repo.create_commit(None, sig, sig, f"dst applying: {reason}", tb.write(), parents)
@@ -384,16 +402,25 @@ def recover(repo: pygit2.Repository) -> list[str]:
     intent = ref_target(repo, APPLYING)
     if intent is None:
         return []
+    not_intent = StateError(
+        f"{APPLYING} points at {intent[:12]}, which is not a dst intent record",
+        fix=f"inspect it with `git show {intent[:12]}`; if no dst apply wrote it, "
+        f"delete it with `git update-ref -d {APPLYING}`",
+    )
     try:
         commit = repo[intent].peel(pygit2.Commit)
-        record = json.loads(_blob(repo, commit.tree["apply.json"].id))
-        updates = [(str(u["ref"]), u["old"], u["new"]) for u in record["updates"]]
+        raw = _blob(repo, commit.tree["apply.json"].id)
     except (KeyError, ValueError, TypeError, pygit2.GitError, pygit2.InvalidSpecError):
-        raise StateError(
-            f"{APPLYING} points at {intent[:12]}, which is not a dst intent record",
-            fix=f"inspect it with `git show {intent[:12]}`; if no dst apply wrote it, "
-            f"delete it with `git update-ref -d {APPLYING}`",
-        ) from None
+        raise not_intent from None
+    # A newer dst's intent says so (upgrade), never "delete it": it must still roll forward.
+    record = load(
+        ApplyIntent,
+        raw,
+        where=f"{APPLYING} ({intent[:12]})",
+        name="apply.json",
+        malformed=not_intent,
+    )
+    updates = [(u.ref, u.old, u.new) for u in record.updates]
     actual = {ref: ref_target(repo, ref) for ref, _, _ in updates}
     moved = [ref for ref, old, new in updates if actual[ref] not in (old, new)]
     pending = [RefUpdate(ref, old, new) for ref, old, new in updates if actual[ref] == old]
@@ -422,3 +449,47 @@ def history(repo: pygit2.Repository, head: Oid, limit: int = 1000) -> list[Deplo
         out.append(dep)
         current = dep.previous
     return out
+
+
+def head_commit(repo: pygit2.Repository, fallback: Oid | None) -> Oid | None:
+    """The commit HEAD resolves to; ``None`` on an unborn branch.
+
+    ``fallback`` is returned while HEAD cannot be read (git is rewriting it right
+    now); the caller looks again on its next wake-up.
+    """
+    try:
+        return None if repo.head_is_unborn else Oid(str(repo.head.target))
+    except (pygit2.GitError, KeyError):
+        return fallback
+
+
+def head_branch(repo: pygit2.Repository) -> str | None:
+    """The short name of the branch HEAD is on, ``None`` when HEAD is detached."""
+    head = repo.references.get("HEAD")
+    target = head.target if head is not None else None
+    if isinstance(target, str) and target.startswith("refs/heads/"):
+        return target[len("refs/heads/") :]
+    return None
+
+
+def attempt_of(repo: pygit2.Repository, source: Oid) -> str | None:
+    """The lens whose ``refs/dst/attempts/<lens>`` records ``source`` as its source, if any.
+
+    An attempt commit that does not read as a deployment is passed over.
+    """
+    for name in sorted(r for r in repo.references if r.startswith(ATTEMPTS)):
+        oid = ref_target(repo, name)
+        if oid is None:
+            continue
+        try:
+            dep = read_deployment(repo, oid)
+        except DstError:
+            continue
+        if dep.source == source:
+            return name[len(ATTEMPTS) :]
+    return None
+
+
+def ref_names(repo: pygit2.Repository, prefix: str) -> list[str]:
+    """The names after ``prefix`` of every ref that starts with it, sorted."""
+    return sorted(r[len(prefix) :] for r in repo.references if r.startswith(prefix))

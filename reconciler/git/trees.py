@@ -257,3 +257,17 @@ def enclosing_root(path: Path) -> Path | None:
 def init_repository(path: Path) -> None:
     """``git init`` at ``path`` (which must exist): a repository with no commits."""
     pygit2.init_repository(str(path))
+
+
+Repository = pygit2.Repository
+"""The repository handle the core passes around without importing pygit2 itself."""
+
+
+def contains(repo: pygit2.Repository, commit: Oid, ancestor: Oid) -> bool:
+    """Whether ``commit`` is ``ancestor`` or one of its descendants."""
+    return commit == ancestor or bool(repo.descendant_of(commit, ancestor))
+
+
+def git_dir(repo: pygit2.Repository) -> Path:
+    """The repository's git directory (``.git`` or wherever a worktree keeps it)."""
+    return Path(repo.path)

@@ -251,8 +251,8 @@ def bench_parallel(answers: int, latency_s: float, jobs: int, runs: int) -> Row:
         engine.dispose()
     except Exception as exc:
         return Row(name, None, None, 1 / 5, f"skipped: PostgreSQL not usable ({exc})"[:160])
-    from reconciler.fanout import run_answers
     from reconciler.lens import load_lens
+    from reconciler.suite import run_answers
     from reconciler.warehouse.connection import Warehouse
 
     size = synth.Size(1, 4, answers)

@@ -1,0 +1,201 @@
+"""The candidate a reconcile gates, as lens states: a commit's lens trees or the
+working tree, each against what serves it now.
+
+:func:`commit_states` reads a revision (``dst plan``, ``dst apply``, the hook, the
+Action); :func:`worktree_states` reads ``lenses/`` on disk (watch). Either way
+each lens becomes the input :class:`~reconciler.results.LensState` of the
+reconcile's steps. A lens tree that already serves is planned without being
+opened, so the cost of a plan grows with the lenses a change touches, not with
+the repository.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import replace
+
+from reconciler.context import Runtime
+from reconciler.errors import LensLoadError, StateError, UsageError
+from reconciler.git import refs as refstore
+from reconciler.git import trees as gitstate
+from reconciler.lens import Lens, Oid, load_lens
+from reconciler.plan import LensPlan, unchanged_plan
+from reconciler.results import LensState
+
+
+def load_serving(
+    repo: gitstate.Repository, name: str
+) -> tuple[refstore.Deployment | None, Lens | None]:
+    """The serving deployment of lens ``name`` and its lens, or ``(None, None)``.
+
+    Raises:
+        StateError: the deployment is unreadable, or its lens no longer loads.
+    """
+    oid = refstore.ref_target(repo, refstore.serving_ref(name))
+    if oid is None:
+        return None, None
+    dep = refstore.read_deployment(repo, oid)
+    return dep, _serving_lens(repo, name, dep)
+
+
+def _serving_lens(repo: gitstate.Repository, name: str, dep: refstore.Deployment) -> Lens:
+    try:
+        return gitstate.load_lens_at(repo, gitstate.LensTree(name, dep.lens_tree))
+    except LensLoadError as exc:
+        raise StateError(
+            f"the serving version of lens {name!r} (deployment {dep.oid[:12]}) no longer "
+            f"loads: {exc.message}",
+            fix=f"it was promoted by a laxer dst; `dst rollback {name} --to DEPLOYMENT` to a "
+            f"version that loads, or delete refs/dst/serving/{name} to re-promote from scratch",
+        ) from None
+
+
+def serving_state(
+    name: str,
+    dep: refstore.Deployment | None,
+    *,
+    candidate: Lens | None = None,
+    candidate_commit: Oid | None = None,
+    candidate_tree: Oid | None = None,
+    serving_lens: Lens | None = None,
+    plan: LensPlan | None = None,
+    error: str | None = None,
+) -> LensState:
+    """The input state of lens ``name``: its candidate, against serving deployment ``dep``."""
+    state = LensState(
+        name=name,
+        candidate=candidate,
+        candidate_commit=candidate_commit,
+        candidate_tree=candidate_tree,
+        serving_lens=serving_lens,
+        plan=plan,
+        error=error,
+        messages=(error,) if error else (),
+    )
+    if dep is None:
+        return state
+    return replace(
+        state,
+        serving=dep.oid,
+        serving_tree=dep.lens_tree,
+        serving_source=dep.source,
+        serving_bindings=dep.bindings,
+        previous_score=dict(dep.info.score or {}),
+    )
+
+
+def _select(names: list[str], only: str | Collection[str] | None, where: str) -> list[str]:
+    if only is None:
+        return names
+    wanted = [only] if isinstance(only, str) else sorted(only)
+    unknown = [n for n in wanted if n not in names]
+    if unknown:
+        raise UsageError(
+            f"lens {unknown[0]!r} is neither in {where} nor serving",
+            fix=f"use one of: {', '.join(names) or 'none'}",
+        )
+    return wanted
+
+
+def commit_states(
+    rt: Runtime, to: str, only: str | Collection[str] | None
+) -> tuple[Oid, list[LensState]]:
+    """The input state of every lens at revision ``to`` (or just ``only``: one name or several).
+
+    A lens whose candidate tree already serves gets its (unchanged) plan
+    without its tree being opened, so planning a push costs what its changed
+    lenses cost.
+
+    Returns:
+        ``(candidate commit, states sorted by lens)``.
+
+    Raises:
+        LensLoadError: a candidate lens, or ``dst.yaml``, does not load (exit 2,
+            nothing promoted).
+        UsageError: ``to`` or ``only`` does not resolve.
+    """
+    repo = rt.repo
+    commit = gitstate.resolve_commit(repo, to)
+    rt.repo_config_url()  # a broken dst.yaml is bad input now, not a stand-down later
+    trees = gitstate.lens_trees(repo, commit)
+    names = _select(sorted(set(trees) | set(refstore.served_lenses(repo))), only, to)
+    states = []
+    for name in names:
+        lens_tree = trees.get(name)
+        oid = refstore.ref_target(repo, refstore.serving_ref(name))
+        dep = refstore.read_deployment(repo, oid) if oid is not None else None
+        tree = lens_tree.tree if lens_tree else None
+        if dep is not None and dep.lens_tree == tree and dep.info.gate in ("off", "warn", "block"):
+            plan = unchanged_plan(
+                name,
+                gate=str(dep.info.gate),
+                candidate_commit=commit,
+                serving_deployment=dep.oid,
+                serving_tree=dep.lens_tree,
+            )
+            states.append(serving_state(name, dep, candidate_commit=commit, plan=plan))
+            continue
+        serving = _serving_lens(repo, name, dep) if dep is not None else None
+        candidate = serving
+        if lens_tree is None:
+            candidate = None
+        elif dep is None or dep.lens_tree != lens_tree.tree:
+            candidate = gitstate.load_lens_at(repo, lens_tree)
+        states.append(
+            serving_state(
+                name,
+                dep,
+                candidate=candidate,
+                candidate_commit=commit,
+                candidate_tree=tree,
+                serving_lens=serving,
+            )
+        )
+    return commit, states
+
+
+def worktree_states(rt: Runtime, names: Collection[str] | None) -> list[LensState]:
+    """The input state of each working-tree lens (``lenses/<name>/`` on disk).
+
+    A lens whose files equal the serving lens tree byte for byte is planned as
+    that tree (so it is ``unchanged`` without parsing); one that does not load
+    carries the error (file and line) and a placeholder plan.
+
+    Raises:
+        UsageError: a name in ``names`` is neither on disk nor serving.
+        StateError: serving state cannot be read.
+    """
+    on_disk = set(gitstate.worktree_lens_names(rt.root))
+    known = sorted(on_disk | set(refstore.served_lenses(rt.repo)))
+    wanted = known if names is None else _select(known, names, "the working tree")
+    return [_worktree_state(rt, name, name in on_disk) for name in wanted]
+
+
+def _worktree_state(rt: Runtime, name: str, on_disk: bool) -> LensState:
+    dep, serving = load_serving(rt.repo, name)
+    if not on_disk:
+        return serving_state(name, dep, serving_lens=serving)
+    try:
+        files = gitstate.worktree_files(rt.root, name)
+        if dep is not None and gitstate.tree_files(rt.repo, dep.lens_tree) == files:
+            # The serving tree itself: the plan short-circuits to "unchanged",
+            # as it does for a commit, and nothing needs parsing.
+            return serving_state(
+                name, dep, candidate=serving, candidate_tree=dep.lens_tree, serving_lens=serving
+            )
+        candidate = load_lens(name, files)
+    except (LensLoadError, OSError) as exc:
+        # OSError: a file went away between listing and reading (an editor's
+        # save in flight); that save's own event brings the next check.
+        why = exc.render() if isinstance(exc, LensLoadError) else f"{name}: {exc}"
+        plan = LensPlan(
+            lens=name,
+            gate=serving.config.eval_gate if serving else "block",
+            serving=dep.oid if dep else None,
+            serving_tree=dep.lens_tree if dep else None,
+            candidate=None,
+            candidate_tree=None,
+            unchanged=False,
+        )
+        return serving_state(name, dep, serving_lens=serving, plan=plan, error=why)
+    return serving_state(name, dep, candidate=candidate, serving_lens=serving)

@@ -1,0 +1,164 @@
+"""The promote step: the one step of the reconcile that works across lenses.
+
+When no lens blocks, every lens whose action moves its ref
+(:attr:`~reconciler.results.Action.moves_ref`) gets a deployment commit — a
+promotion, or the retirement of a lens the candidate deletes — and all their
+serving refs move in one compare-and-swap reference transaction
+(:func:`reconciler.git.refs.update_refs`). When a lens blocks, nothing serving
+moves and each blocking lens's run is recorded under ``refs/dst/attempts/``
+instead (:func:`record_attempts`), so ``dst status`` shows why and watch does not
+retry the same commit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from reconciler.bindings import Bindings
+from reconciler.context import Runtime
+from reconciler.errors import RefConflict
+from reconciler.git import refs as refstore
+from reconciler.lens import Oid
+from reconciler.plan import LensPlan
+from reconciler.results import Action, LensRun, LensState, meta_for, state_for
+
+
+def promote(rt: Runtime, commit: Oid, lenses: list[tuple[LensRun, LensState]]) -> list[LensRun]:
+    """Write each promoted (or retired) lens's deployment, then move all their refs at once.
+
+    Args:
+        rt: the runtime.
+        commit: the candidate commit (every deployment's source).
+        lenses: every lens's run with the state its steps ended in; runs whose
+            action does not move a ref pass through unchanged.
+
+    Returns:
+        The runs, in order, the moved ones with ``recorded`` and ``serving_after``
+        set to their new deployment (``None`` after a retirement).
+
+    Raises:
+        RefConflict: a serving ref moved since the plan; no ref moved (re-plan).
+    """
+    repo = rt.repo
+    updates: list[refstore.RefUpdate] = []
+    out: list[LensRun] = []
+    for run, state in lenses:
+        if not run.action.moves_ref:
+            out.append(run)
+            continue
+        if run.action is Action.RETIRED:
+            oid, moves = _retirement(rt, commit, run, state.serving_bindings)
+            out.append(replace(run, recorded=oid, serving_after=None))
+        else:
+            oid, moves = _deployment(rt, commit, run, state)
+            out.append(replace(run, recorded=oid, serving_after=oid))
+        updates += moves
+    refstore.update_refs(repo, updates, reason=f"dst apply {commit[:12]}")
+    return out
+
+
+def _deployment(
+    rt: Runtime, commit: Oid, run: LensRun, state: LensState
+) -> tuple[Oid, list[refstore.RefUpdate]]:
+    """Write one promoted lens's deployment commit; the ref update that serves it."""
+    repo, plan = rt.repo, run.plan
+    if plan.candidate_tree is None or state.candidate is None:
+        raise RuntimeError(f"lens {plan.lens}: promoted without a candidate tree")
+    bindings, record = state_for(run, commit, state.candidate, state.serving_bindings)
+    s = run.score
+    oid = refstore.write_deployment(
+        repo,
+        lens_tree=plan.candidate_tree,
+        bindings=bindings,
+        run=record,
+        meta=meta_for(run, "promote", commit, plan.serving),
+        # A lens that comes back after a retirement continues its history from the
+        # retirement, so a later retirement is a fast-forward of the first.
+        parents=[
+            plan.serving
+            or refstore.ref_target(repo, refstore.retired_ref(plan.lens))
+            or refstore.history_root(repo, plan.lens),
+            commit,
+        ],
+        message=f"promote {plan.lens} {commit[:12]} score {s['correct']}/{s['total']}",
+    )
+    return oid, [refstore.RefUpdate(refstore.serving_ref(plan.lens), plan.serving, oid)]
+
+
+def retire_warning(plan: LensPlan) -> str:
+    """The loud line for a candidate that deletes a serving lens."""
+    answers = plan.active_before
+    return (
+        f"WARNING the candidate deletes lens {plan.lens}: it stops serving ({answers} active "
+        f"certified answer(s) go with it); apply records a retirement deployment and keeps "
+        f"the history at {refstore.retired_ref(plan.lens)}"
+    )
+
+
+def _retirement(
+    rt: Runtime, commit: Oid, run: LensRun, serving_bindings: Bindings
+) -> tuple[Oid, list[refstore.RefUpdate]]:
+    """Write the retirement deployment of a lens the candidate deletes.
+
+    The commit keeps the last served lens tree and bindings, names the
+    candidate as its source and the serving deployment as its first parent;
+    the returned updates remove the serving ref and point
+    ``refs/dst/retired/<lens>`` at it, both by compare-and-swap, so the lens
+    stops serving and its history stays reachable.
+    """
+    repo, plan = rt.repo, run.plan
+    if plan.serving is None or plan.serving_tree is None:
+        raise RuntimeError(f"lens {plan.lens}: retired while nothing serves it")
+    _, record = state_for(run, commit, None, serving_bindings)
+    oid = refstore.write_deployment(
+        repo,
+        lens_tree=plan.serving_tree,
+        bindings=serving_bindings,
+        run=record,
+        meta=meta_for(run, "retired", commit, plan.serving),
+        parents=[plan.serving, commit],
+        message=f"retire {plan.lens} {commit[:12]} (lens deleted from the source)",
+    )
+    retired = refstore.retired_ref(plan.lens)
+    return oid, [
+        refstore.RefUpdate(refstore.serving_ref(plan.lens), plan.serving, None),
+        refstore.RefUpdate(retired, refstore.ref_target(repo, retired), oid),
+    ]
+
+
+def record_attempts(rt: Runtime, commit: Oid, runs: list[LensRun]) -> list[LensRun]:
+    """Record each blocking lens's run under ``refs/dst/attempts/<lens>`` (never served).
+
+    Returns:
+        The runs, in order, the recorded ones with ``recorded`` set; a lost
+        compare-and-swap adds "attempt not recorded" to the run's messages instead.
+    """
+    return [_attempt(rt, commit, run) if run.action.blocks else run for run in runs]
+
+
+def _attempt(rt: Runtime, commit: Oid, run: LensRun) -> LensRun:
+    repo, plan = rt.repo, run.plan
+    tree = plan.candidate_tree or plan.serving_tree
+    if tree is None:
+        return run
+    ref = refstore.attempts_ref(plan.lens)
+    last = refstore.ref_target(repo, ref)
+    _, record = state_for(run, commit, None, Bindings())
+    try:
+        oid = refstore.advance(
+            repo,
+            ref,
+            last,
+            lens=plan.lens,
+            source=commit,
+            lens_tree=tree,
+            bindings=Bindings(),
+            run=record,
+            meta=meta_for(run, run.action, commit, last),
+            message=f"{run.action} {plan.lens} {commit[:12]} score "
+            f"{run.score['correct']}/{run.score['total']}",
+            reason=f"dst apply {commit[:12]} ({run.action})",
+        )
+    except RefConflict as exc:
+        return replace(run, messages=[*run.messages, f"attempt not recorded: {exc.message}"])
+    return replace(run, recorded=oid)

@@ -1,0 +1,137 @@
+"""``dst test``: re-verify the whole active corpus of what serves (DESIGN §5).
+
+Each serving lens goes through :data:`VERIFY_STEPS` — the full-corpus plan, the
+same suite and cases steps the reconcile runs (one scoring set-up:
+:meth:`reconciler.context.Runtime.scoring_for`), and the re-stamp — so green
+answers re-stamp, failures keep their old stamp and are reported, and the run
+is recorded as a ``verify`` deployment (same lens tree, new state) by
+compare-and-swap, so the accuracy trend accrues in
+``git log --first-parent refs/dst/serving/<lens>``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from reconciler.assets import lens_assets
+from reconciler.bindings import select_stale
+from reconciler.candidate import serving_state
+from reconciler.context import Runtime
+from reconciler.git import refs as refstore
+from reconciler.git import trees as gitstate
+from reconciler.git.crash import crash_point
+from reconciler.history import serving_or_fail
+from reconciler.lens import AnswerId
+from reconciler.plan import LensPlan
+from reconciler.reconcile import Step, StepContext, cases_step, run_steps, suite_step
+from reconciler.results import Action, LensRun, LensState, RunReport, meta_for, state_for
+from reconciler.suite import Outcome
+
+
+def full_corpus_plan(ctx: StepContext, state: LensState) -> LensState:
+    """Plan the serving version against itself: every active answer runs, and the cases."""
+    lens = state.candidate
+    if lens is None or state.serving is None or state.serving_tree is None:
+        raise RuntimeError(f"lens {state.name}: dst test needs a serving version")
+    assets = lens_assets(lens)
+    _, deps = select_stale(lens, assets, state.serving_bindings, None)
+    active = tuple(AnswerId(a.id) for a in lens.active_answers())
+    plan = LensPlan(
+        lens=state.name,
+        gate=lens.config.eval_gate,
+        serving=state.serving,
+        serving_tree=state.serving_tree,
+        candidate=state.serving_source,
+        candidate_tree=state.serving_tree,
+        unchanged=False,
+        active_before=len(active),
+        active_after=len(active),
+        deps=deps,
+        assets=assets,
+    )
+    notes = ctx.rt.leaner_notes(lens)
+    return replace(
+        state, plan=plan, messages=(*state.messages, *notes), suite=active, cases_wanted=True
+    )
+
+
+def restamp(ctx: StepContext, state: LensState) -> LensState:
+    """Say what failed, then record the run as a ``verify`` deployment (compare-and-swap).
+
+    Raises:
+        RefConflict: the serving ref moved during the run (re-run).
+    """
+    failing = [r for r in state.results if r.outcome is not Outcome.CORRECT]
+    notes: list[str] = []
+    if failing:
+        notes.append(
+            f"{len(failing)} of {len(state.results)} answers failed; they keep their old "
+            f"stamp: fix the definition, or re-certify / retire the answer"
+        )
+    failing_cases = [c for c in state.cases if not c.passed]
+    if failing_cases:
+        notes.append(
+            f"{len(failing_cases)} of {len(state.cases)} behavioural cases failed: the lens "
+            f"no longer clarifies, refuses or answers as evals/cases.yaml expects"
+        )
+    if not state.results:
+        notes.append("gate SKIPPED: the lens has no active certified answers")
+    state = replace(state, messages=(*state.messages, *notes))
+    source, serving, tree = state.serving_source, state.serving, state.serving_tree
+    if source is None or serving is None or tree is None:
+        raise RuntimeError(f"lens {state.name}: dst test needs a serving version")
+    bindings, record = state_for(state, source, state.candidate, state.serving_bindings)
+    s = state.score
+    crash_point("restamp-before")
+    oid = refstore.advance(
+        ctx.rt.repo,
+        refstore.serving_ref(state.name),
+        serving,
+        lens=state.name,
+        source=source,
+        lens_tree=tree,
+        bindings=bindings,
+        run=record,
+        meta=meta_for(state, "verify", source, serving),
+        message=f"verify {state.name} {source[:12]} score {s['correct']}/{s['total']}",
+        reason=f"dst test {state.name}",
+    )
+    crash_point("restamp-after")
+    return replace(state, recorded=oid)
+
+
+VERIFY_STEPS: tuple[Step, ...] = (full_corpus_plan, suite_step, cases_step, restamp)
+"""``dst test``: the full-corpus plan, the reconcile's suite and cases steps, the re-stamp."""
+
+
+def verify(rt: Runtime, names: list[str]) -> RunReport:
+    """Re-verify every active answer of each named lens's serving version.
+
+    Green answers re-stamp; failures keep their old stamp and are reported. The
+    run is recorded as a ``verify`` deployment by compare-and-swap.
+
+    Returns:
+        The report; exit code 1 when any answer or behavioural case is not correct.
+
+    Raises:
+        UsageError: a lens has no serving version.
+        WarehouseError: the warehouse cannot be reached.
+        RefConflict: the serving ref moved during the run (re-run).
+    """
+    report = RunReport("test", [], refstore.recover(rt.repo))
+    if not names:
+        report.messages.append("nothing is serving yet: promote a lens with `dst apply` first")
+    ctx = StepContext(rt, "test")
+    for name in names:
+        dep = serving_or_fail(rt, name)
+        lens = gitstate.load_lens_at(rt.repo, gitstate.LensTree(name, dep.lens_tree))
+        state = serving_state(name, dep, candidate=lens, serving_lens=lens)
+        state = run_steps(ctx, state, VERIFY_STEPS)
+        passed = all(r.outcome is Outcome.CORRECT for r in state.results) and all(
+            c.passed for c in state.cases
+        )
+        action = Action.VERIFIED if passed else Action.FAILED
+        report.lenses.append(LensRun.of(state, action, serving_after=state.recorded))
+        if not passed:
+            report.exit_code = 1
+    return report

@@ -1,0 +1,209 @@
+"""State files as typed records, the Action vocabulary and the reconcile's step tuple.
+
+Deployments written by earlier dst versions must keep loading byte for byte; an
+unknown ``schema_version`` is a typed error; the committed state schemas match
+the models.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pygit2
+import pytest
+
+from reconciler.bindings import Bindings
+from reconciler.errors import StateError
+from reconciler.git import refs as refstore
+from reconciler.lens import Oid
+from reconciler.plan import LensPlan
+from reconciler.reconcile import LENS_STEPS, PLAN_STEPS, cases_step, suite_step
+from reconciler.results import Action
+from reconciler.schemas import STATE_KINDS, main, render, state_schema_for
+from reconciler.state import DeploymentMeta, RunRecord
+from reconciler.verify import VERIFY_STEPS
+from tests.conftest import PROJECT, commit
+
+# meta.json exactly as the dst before typed state wrote it (sorted, indented).
+OLD_META = {
+    "action": "promote",
+    "gate": "block",
+    "lens": "a",
+    "previous": None,
+    "previous_score": None,
+    "reason": "gate SKIPPED: the lens has no active certified answers",
+    "recorded_at": 1767225600,
+    "schema_version": 1,
+    "score": {"correct": 0, "declined": 0, "error": 0, "total": 0, "wrong": 0},
+    "tool_version": "0.1.0",
+}
+
+
+def _raw_deployment(repo: pygit2.Repository, source: str, meta: bytes, run: bytes) -> Oid:
+    lens_tree = repo.revparse_single(f"{source}:lenses/a").id
+    state = repo.TreeBuilder()
+    for name, raw in (
+        ("bindings.json", Bindings().dumps()),
+        ("run.json", run),
+        ("meta.json", meta),
+    ):
+        state.insert(name, repo.create_blob(raw), pygit2.GIT_FILEMODE_BLOB)
+    root = repo.TreeBuilder()
+    root.insert("lens", lens_tree, pygit2.GIT_FILEMODE_TREE)
+    root.insert("state", state.write(), pygit2.GIT_FILEMODE_TREE)
+    sig = pygit2.Signature("t", "t@localhost", 0, 0)
+    oid = repo.create_commit(None, sig, sig, "old", root.write(), [pygit2.Oid(hex=source)])
+    return Oid(str(oid))
+
+
+def _dumps(data: object) -> bytes:
+    return (json.dumps(data, indent=2, sort_keys=True) + "\n").encode()
+
+
+@pytest.fixture
+def source(repo: Path) -> tuple[pygit2.Repository, str]:
+    sha = commit(repo, {"lenses/a/lens.yaml": "name: a\n"}, "one lens")
+    return pygit2.Repository(str(repo)), sha
+
+
+def test_an_old_deployment_loads_and_round_trips_byte_for_byte(
+    source: tuple[pygit2.Repository, str],
+) -> None:
+    repo, sha = source
+    meta = {**OLD_META, "source": sha}
+    run = {"schema_version": 1, "lens": "a", "source": sha, "results": [], "messages": []}
+    oid = _raw_deployment(repo, sha, _dumps(meta), _dumps(run))
+    dep = refstore.read_deployment(repo, oid)
+    assert dep.source == sha and dep.previous is None
+    assert dep.info.score == meta["score"] and dep.info.gate == "block"
+    assert dep.meta == meta
+    assert dep.info.dumps() == _dumps(meta)
+    assert refstore.read_run(repo, oid) == run
+
+
+def test_written_meta_keeps_the_keys_it_was_given(source: tuple[pygit2.Repository, str]) -> None:
+    repo, sha = source
+    tree = Oid(str(repo.revparse_single(f"{sha}:lenses/a").id))
+    given = DeploymentMeta(action="promote", lens="a", source=Oid(sha), previous=None)
+    oid = refstore.write_deployment(
+        repo,
+        lens_tree=tree,
+        bindings=Bindings(),
+        run=RunRecord(schema_version=1, lens="a"),
+        meta=given,
+        parents=[Oid(sha)],
+        message="promote a",
+    )
+    stored = json.loads(repo[oid].peel(pygit2.Commit).tree["state/meta.json"].data)
+    assert set(stored) == {
+        "schema_version",
+        "tool_version",
+        "recorded_at",
+        "action",
+        "lens",
+        "source",
+        "previous",
+    }
+    assert "rollback_to" not in stored
+    run = json.loads(repo[oid].peel(pygit2.Commit).tree["state/run.json"].data)
+    assert run == {"schema_version": 1, "lens": "a"}
+
+
+@pytest.mark.parametrize("version", [2, None, "1"])
+def test_unknown_meta_schema_version_is_a_state_error(
+    source: tuple[pygit2.Repository, str], version: object
+) -> None:
+    repo, sha = source
+    meta = {**OLD_META, "source": sha, "schema_version": version}
+    oid = _raw_deployment(repo, sha, _dumps(meta), _dumps({"schema_version": 1}))
+    with pytest.raises(StateError) as info:
+        refstore.read_deployment(repo, oid)
+    assert f"unknown meta schema_version {version!r}" in info.value.message
+    assert "upgrade dst" in info.value.render()
+
+
+def test_unknown_run_schema_version_and_bad_types_are_state_errors(
+    source: tuple[pygit2.Repository, str],
+) -> None:
+    repo, sha = source
+    newer = _raw_deployment(
+        repo, sha, _dumps({**OLD_META, "source": sha}), b'{"schema_version": 9}'
+    )
+    with pytest.raises(StateError, match=r"unknown state/run\.json schema_version 9"):
+        refstore.read_run(repo, newer)
+    bad = {**OLD_META, "source": sha, "score": "high"}
+    broken = _raw_deployment(repo, sha, _dumps(bad), _dumps({"schema_version": 1}))
+    with pytest.raises(StateError, match="score"):
+        refstore.read_deployment(repo, broken)
+
+
+@pytest.mark.parametrize("kind", STATE_KINDS)
+def test_committed_state_schema_is_current(kind: str) -> None:
+    path = PROJECT / "schemas" / "state" / f"{kind}.schema.json"
+    assert path.is_file(), f"{path.name} is missing: run `python -m reconciler.schemas`"
+    assert path.read_text(encoding="utf-8") == render(state_schema_for(kind))
+
+
+def test_module_entry_writes_the_state_schemas(tmp_path: Path) -> None:
+    assert main([str(tmp_path)]) == 0
+    written = sorted(p.name for p in (tmp_path / "state").glob("*.json"))
+    assert written == sorted(f"{kind}.schema.json" for kind in STATE_KINDS)
+
+
+def test_action_is_a_str_enum_with_predicates() -> None:
+    assert f"{Action.STOOD_DOWN}" == str(Action.STOOD_DOWN) == "stood_down"
+    assert json.dumps({"action": Action.PROMOTED}) == '{"action": "promoted"}'
+    assert Action("blocked") is Action.BLOCKED and Action.BLOCKED == "blocked"
+    assert {a for a in Action if a.moves_ref} == {Action.PROMOTED, Action.RETIRED}
+    assert {a for a in Action if a.blocks} == {Action.BLOCKED, Action.STOOD_DOWN}
+    assert {a for a in Action if a.fails} == {Action.BLOCKED, Action.STOOD_DOWN, Action.ERROR}
+
+
+def test_plan_takes_keywords_only() -> None:
+    fields = {f.name for f in dataclasses.fields(LensPlan) if f.kw_only}
+    assert {"lens", "gate", "serving", "candidate", "unchanged"} <= fields
+    positional: tuple[object, ...] = ("a", "block", None, None, None, None, False)
+    with pytest.raises(TypeError):
+        LensPlan(*positional)
+
+
+def test_plan_dry_run_and_test_share_the_step_tuple() -> None:
+    assert [s.__name__ for s in LENS_STEPS] == [
+        "plan_step",
+        "suite_step",
+        "self_test_step",
+        "cases_step",
+        "gate_step",
+    ]
+    assert LENS_STEPS[:1] == PLAN_STEPS
+    assert VERIFY_STEPS[1:3] == (suite_step, cases_step)
+
+
+def _intent(repo: pygit2.Repository, raw: bytes) -> None:
+    tb = repo.TreeBuilder()
+    tb.insert("apply.json", repo.create_blob(raw), pygit2.GIT_FILEMODE_BLOB)
+    sig = pygit2.Signature("t", "t@localhost", 0, 0)
+    oid = repo.create_commit(None, sig, sig, "intent", tb.write(), [])
+    repo.references.create(refstore.APPLYING, oid, force=True)
+
+
+def test_an_old_intent_rolls_forward_and_a_newer_one_is_not_deleted(
+    source: tuple[pygit2.Repository, str],
+) -> None:
+    repo, sha = source
+    ref = refstore.serving_ref("a")
+    old = {"schema_version": 1, "reason": "t", "updates": [{"ref": ref, "old": None, "new": sha}]}
+    _intent(repo, _dumps(old))
+    assert refstore.recover(repo) == [f"rolled forward {ref} to {sha[:12]}"]
+    assert refstore.ref_target(repo, ref) == sha
+    assert refstore.ref_target(repo, refstore.APPLYING) is None
+    _intent(repo, _dumps({**old, "schema_version": 2}))
+    with pytest.raises(StateError) as newer:
+        refstore.recover(repo)
+    assert "unknown apply.json schema_version 2" in newer.value.message
+    assert "update-ref -d" not in newer.value.render()
+    _intent(repo, b'{"schema_version": 1, "updates": [{"ref": 1}]}')
+    with pytest.raises(StateError, match="not a dst intent record"):
+        refstore.recover(repo)
