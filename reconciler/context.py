@@ -109,6 +109,7 @@ class Runtime:
 
     def resolve_url(self, lens: Lens | None) -> tuple[str, str]:
         """``(url, where it came from)`` by DESIGN §7 precedence."""
+        # lazy: SQLAlchemy loads only when a command reaches a warehouse
         from reconciler.warehouse.connection import resolve_url
 
         return resolve_url(
@@ -125,6 +126,7 @@ class Runtime:
         Raises:
             WarehouseError: it cannot be reached (the gate stands down with this).
         """
+        # lazy: SQLAlchemy loads only when a command reaches a warehouse
         from reconciler.warehouse.connection import Warehouse
 
         url, _ = self.resolve_url(lens)
@@ -163,19 +165,18 @@ class Runtime:
         other warehouse's entries expire after ``DST_PROFILE_TTL_S`` seconds. Only
         the redacted URL is hashed and recorded.
         """
-        from sqlalchemy.engine import make_url
-
+        # lazy: SQLAlchemy loads only when a command reaches a warehouse
         from reconciler.warehouse.connection import redact
+        from reconciler.warehouse.urls import url_facts
 
         directory = self.root / ".dst" / "profiles"
         ttl = ttl_from_env(self.env)
         try:
-            parsed = make_url(url)
-        except Exception:  # an unparseable URL never reaches here; be safe anyway
+            facts = url_facts(url)
+        except ValueError:  # an unparseable URL never reaches here; be safe anyway
             return None
-        backend = parsed.get_backend_name()
-        if backend in ("duckdb", "sqlite"):
-            database = parsed.database or ""
+        if facts.backend in ("duckdb", "sqlite"):
+            database = facts.database or ""
             if database in ("", ":memory:") or database.startswith(("file:", "md:")):
                 return None
             version = file_version(Path(database))
@@ -194,6 +195,7 @@ class Runtime:
         """
         if lens.config.generator.retrieval != "embedding":
             return None, ""
+        # lazy: the optional embed extra
         from reconciler.assembly.embedding import load_embedder
 
         try:
@@ -212,6 +214,7 @@ class Runtime:
         notes = []
         if "smart" in lens.config.generator.tiers:
             # Imported here: it pulls in the warehouse drivers, which a plan never needs.
+            # lazy: the openai client, only with a smart tier
             from reconciler.generators import smart
 
             settings, why = smart.resolve(lens, self.env)
@@ -229,6 +232,7 @@ class Runtime:
 
         Settings by :func:`reconciler.generators.smart.resolve` (environment, then ``lens.yaml``).
         """
+        # lazy: the openai client, only with a smart tier
         from reconciler.generators import smart
 
         settings, why = smart.resolve(lens, self.env)

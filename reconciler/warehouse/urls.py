@@ -27,11 +27,14 @@ class UrlFacts:
         dialect: the sqlglot dialect of that backend; ``duckdb`` when sqlglot has none.
         password: the password part as written (``None`` when there is none); it may be
             an environment reference such as ``${PGPASSWORD}``.
+        database: the database part (a file path for DuckDB and SQLite, ``:memory:`` or
+            ``""`` for an in-memory one); ``None`` when the URL has none.
     """
 
     backend: str
     dialect: str
     password: str | None
+    database: str | None = None
 
 
 def url_facts(url: str) -> UrlFacts:
@@ -48,4 +51,4 @@ def url_facts(url: str) -> UrlFacts:
     dialect = _SQLGLOT_DIALECT.get(backend, backend)
     password = None if parsed.password is None else str(parsed.password)
     known = Dialect.get(dialect) is not None
-    return UrlFacts(backend, dialect if known else DEFAULT_DIALECT, password)
+    return UrlFacts(backend, dialect if known else DEFAULT_DIALECT, password, parsed.database)
