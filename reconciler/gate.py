@@ -1,7 +1,12 @@
 """Gate policies (DESIGN §5), as one pure decision per lens.
 
-* ``block``: any gated stale answer whose outcome is not ``correct`` (wrong,
-  declined, error, inconclusive) blocks; the apply rolls back.
+* ``block``: a gated stale answer that is wrong, error or inconclusive blocks;
+  the apply rolls back. A *declined* one blocks when it has a green baseline (a
+  stamp: the generator reproduced it before, so the lens lost reach). One the
+  generator never reproduced is *unreached*: listed loudly as untested with the
+  generator's reason, never a block (``strict_declines: true`` makes every
+  declined stale answer block). When every answer that ran is unreached, the
+  gate says it verified nothing.
 * ``warn``: the same findings, printed loudly; promotion proceeds.
 * ``off``: no suite.
 * nothing certified, never: publish with a loud ``gate SKIPPED``.
@@ -44,12 +49,41 @@ class GateDecision:
     Attributes:
         verdict: ``promote``, ``block`` or ``stand_down``.
         messages: loud lines for the report (findings, SKIPPED, alerts).
-        failing: gated answers whose outcome was not correct.
+        failing: gated answers whose outcome counts against the gate.
+        unreached: declined answers (gated or self-test) the generator never
+            reproduced; untested, not failing.
     """
 
     verdict: GateVerdict
     messages: tuple[str, ...]
     failing: tuple[AnswerId, ...] = ()
+    unreached: tuple[AnswerId, ...] = ()
+
+
+UNREACHED = "untested: unreached by the generator"
+"""How the report names an answer the generator never reproduced (DESIGN §5)."""
+
+VERIFIED_NOTHING = "gate verified nothing"
+
+
+def unreached_answers(
+    plan: LensPlan, results: Sequence[AnswerResult], self_test: Sequence[AnswerResult]
+) -> list[AnswerResult]:
+    """The declined answers that have no green baseline, in run order.
+
+    A gated answer counts unless the lens sets ``strict_declines``; a self-test
+    answer (an alert either way) counts whenever it has no stamp.
+    """
+    gated = [] if plan.strict_declines else list(results)
+    return [
+        r
+        for r in [*gated, *self_test]
+        if r.outcome is Outcome.DECLINED and r.answer not in plan.stamped and not r.oracle_failed
+    ]
+
+
+def _reason(result: AnswerResult) -> str:
+    return result.detail.removeprefix("generator declined: ")
 
 
 def decide(
@@ -78,7 +112,11 @@ def decide(
     mode = plan.gate
     messages: list[str] = []
     broken: list[str] = []
+    unreached = unreached_answers(plan, results, self_test)
+    untested = {r.answer for r in unreached}
     for r in self_test:
+        if r.answer in untested:
+            continue
         if r.oracle_failed:
             # Not a divergence: the certified SQL the change brings does not run.
             where = (files or {}).get(r.answer, r.answer)
@@ -108,9 +146,24 @@ def decide(
         )
     # Each failure's detail travels with its result (both executed results
     # included); the messages only summarise.
-    failing = tuple(r.answer for r in results if r.outcome is not Outcome.CORRECT)
+    failing = tuple(
+        r.answer for r in results if r.outcome is not Outcome.CORRECT and r.answer not in untested
+    )
     failing += tuple(r.answer for r in self_test if r.oracle_failed)
     messages = broken + messages
+    if unreached:
+        messages.append(
+            f"WARNING {len(unreached)} certified answer(s) land untested: the generator has "
+            f"never reproduced them (teach the lens a synonym, metric or exemplar, or retire them)"
+        )
+        messages += [f"{r.answer}: {UNREACHED}: {_reason(r)}" for r in unreached]
+    ran = [*results, *self_test]
+    if ran and len(unreached) == len(ran):
+        messages.insert(
+            0,
+            f"{VERIFIED_NOTHING}: all {len(ran)} stale answer(s) are unreached by the generator",
+        )
+    done = tuple(r.answer for r in unreached)
     bad_cases = [c for c in cases if not c.passed]
     messages += [f"case FAILED {c.question!r}: {c.detail}" for c in bad_cases]
     what = ", ".join(
@@ -122,7 +175,7 @@ def decide(
         if part
     )
     if what and mode == "block":
-        return GateDecision(BLOCK, (f"gate BLOCKED: {what} failed", *messages), failing)
+        return GateDecision(BLOCK, (f"gate BLOCKED: {what} failed", *messages), failing, done)
     if what:
         messages.insert(0, f"WARNING gate findings: {what} failed; promoting under eval_gate: warn")
-    return GateDecision(PROMOTE, tuple(messages), failing)
+    return GateDecision(PROMOTE, tuple(messages), failing, done)

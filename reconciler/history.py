@@ -95,6 +95,8 @@ def rollback(rt: Runtime, name: str, to: str | None) -> RunReport:
         rollback_to=target.oid,
         reason=f"rollback to {target.oid[:12]}",
     )
+    if target.info.reach is not None:  # the reach of the content it serves again
+        meta = meta.model_copy(update={"reach": target.info.reach})
     record = RunRecord(schema_version=1, lens=name, rollback_of=current.oid, rollback_to=target.oid)
     oid = refstore.advance(
         rt.repo,

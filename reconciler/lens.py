@@ -104,12 +104,15 @@ class LensConfig(Strict):
 
     ``generation_fields`` lists the part that feeds generation; only that part is
     the ``lens/<name>`` asset, so editing ``description`` or ``eval_gate`` makes
-    nothing stale.
+    nothing stale. ``strict_declines`` is gate policy like ``eval_gate`` (it never
+    feeds generation), so it stays out of the asset too: with it, every declined
+    stale answer blocks, reached before or not (DESIGN §5).
     """
 
     name: str
     description: str = ""
     eval_gate: Literal["off", "warn", "block"] = "block"
+    strict_declines: bool = Field(default=False, strict=True)
     warehouse: str | None = Field(default=None, pattern=_URL_RE)
     dialect: str = "duckdb"
     row_cap: int = Field(default=MAX_ROW_CAP, ge=1, le=MAX_ROW_CAP, strict=True)

@@ -90,6 +90,13 @@ class LensPlan:
         starvation: the active certified corpus goes from ≥ 1 to 0.
         active_before, active_after: active answers at serving and candidate.
         deps: each active answer's dependency set with chains (for stamping).
+        stamped: active answers with a binding at the serving version: the
+            generator reproduced them once (their green baseline, DESIGN §5).
+        strict_declines: every declined stale answer blocks (``lens.yaml``).
+        removed_active: answers active at serving that the candidate retires,
+            drafts or deletes, with what the serving version last knew of each
+            (``correct at <commit>`` when it carries a green stamp, else
+            ``never reproduced``).
     """
 
     lens: str
@@ -108,6 +115,9 @@ class LensPlan:
     deps: Mapping[AnswerId, Mapping[AssetId, tuple[AssetId, ...]]] = field(default_factory=dict)
     assets: Mapping[AssetId, Asset] = field(default_factory=dict)
     changed_answers: tuple[tuple[AnswerId, str], ...] = ()
+    stamped: frozenset[AnswerId] = frozenset()
+    strict_declines: bool = False
+    removed_active: tuple[tuple[AnswerId, str], ...] = ()
 
     @property
     def gated(self) -> tuple[AnswerId, ...]:
@@ -235,6 +245,12 @@ def plan_lens(
     active = candidate.active_answers()
     changed_answers = diff_answers(serving, candidate)
     created = {aid for aid, change in changed_answers if change in ("added", "reauthored")}
+    active_ids = {AnswerId(a.id) for a in active}
+    removed = tuple(
+        (AnswerId(a.id), _last_outcome(bindings, AnswerId(a.id)))
+        for a in (serving.active_answers() if serving is not None else [])
+        if AnswerId(a.id) not in active_ids
+    )
     self_test = tuple(
         AnswerId(a.id) for a in active if serving is None or AnswerId(a.id) in created
     )
@@ -255,7 +271,15 @@ def plan_lens(
         deps=deps,
         assets=new_assets,
         changed_answers=tuple(changed_answers),
+        stamped=frozenset(aid for aid in deps if aid in bindings.answers),
+        strict_declines=candidate.config.strict_declines,
+        removed_active=removed,
     )
+
+
+def _last_outcome(bindings: Bindings, aid: AnswerId) -> str:
+    binding = bindings.answers.get(aid)
+    return f"correct at {binding.source[:12]}" if binding else "never reproduced"
 
 
 def unchanged_plan(

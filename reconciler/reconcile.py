@@ -32,7 +32,7 @@ from reconciler.git import trees as gitstate
 from reconciler.lens import Answer, Lens, Oid
 from reconciler.plan import LensPlan, plan_lens
 from reconciler.promote import promote, record_attempts, retire_warning
-from reconciler.results import Action, LensRun, LensState, RunReport
+from reconciler.results import Action, LensRun, LensState, RunReport, shrink_notes
 from reconciler.suite import AnswerResult, Scoring, run_answers
 
 Command = Literal["plan", "apply", "watch", "test"]
@@ -97,7 +97,7 @@ def plan_step(ctx: StepContext, state: LensState) -> LensState:
     elif state.candidate is None:
         notes = ["lens is not in the candidate and nothing serves it"]
     else:
-        notes = ctx.rt.leaner_notes(state.candidate)
+        notes = [*shrink_notes(plan), *ctx.rt.leaner_notes(state.candidate)]
     gated = plan.gated if plan.gate != "off" else ()
     return replace(
         state,
@@ -179,7 +179,12 @@ def gate_step(ctx: StepContext, state: LensState) -> LensState:
         files=files,
         cases=state.cases,
     )
-    return replace(state, messages=(*state.messages, *decision.messages), verdict=decision.verdict)
+    return replace(
+        state,
+        messages=(*state.messages, *decision.messages),
+        verdict=decision.verdict,
+        unreached=decision.unreached,
+    )
 
 
 LENS_STEPS: tuple[Step, ...] = (plan_step, suite_step, self_test_step, cases_step, gate_step)

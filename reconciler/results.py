@@ -20,7 +20,7 @@ from reconciler.cases import CaseResult
 from reconciler.gate import GateVerdict
 from reconciler.lens import AnswerId, Lens, Oid
 from reconciler.plan import LensPlan
-from reconciler.state import DeploymentMeta, RunRecord, Score
+from reconciler.state import DeploymentMeta, Reach, RunRecord, Score
 from reconciler.suite import AnswerResult, Outcome, Scoring, score
 
 
@@ -98,6 +98,8 @@ class LensState:
         results, self_test, cases: what the suite and self-test steps ran.
         messages: report lines so far, in order.
         verdict: the gate's decision (``promote`` / ``block`` / ``stand_down``).
+        unreached: declined answers the generator never reproduced (untested,
+            not failing; DESIGN §5).
         recorded: the deployment a step wrote (``dst test``'s re-stamp).
     """
 
@@ -122,6 +124,7 @@ class LensState:
     cases: tuple[CaseResult, ...] = ()
     messages: tuple[str, ...] = ()
     verdict: GateVerdict | None = None
+    unreached: tuple[AnswerId, ...] = ()
     recorded: Oid | None = None
 
     @property
@@ -145,6 +148,51 @@ class LensState:
     def score(self) -> dict[str, int]:
         """The standing score after the steps so far (:func:`standing_score`)."""
         return standing_score(self.planned, self.results, self.self_test, self.previous_score)
+
+    @property
+    def reach(self) -> Reach | None:
+        """The lens's reach after the steps so far (:func:`reach_of`)."""
+        return reach_of(self.planned, self.results, self.self_test)
+
+
+def reach_of(
+    plan: LensPlan, results: Sequence[AnswerResult], self_test: Sequence[AnswerResult]
+) -> Reach | None:
+    """The share of the active corpus the generator reproduces, after a run (DESIGN §5).
+
+    An answer is reached when it carries a green stamp after the run: it ran
+    ``correct`` now, or it did not run and was stamped before. One that ran and
+    was not correct is not reached, whatever stamp it keeps.
+
+    Returns:
+        ``{"reached", "total"}`` over the plan's active answers, or ``None`` when
+        the plan does not know the corpus (an unchanged or removed lens).
+    """
+    if not plan.deps:
+        return None
+    ran = {r.answer: r.outcome for r in [*results, *self_test]}
+    reached = sum(
+        1
+        for aid in plan.deps
+        if (ran[aid] is Outcome.CORRECT if aid in ran else aid in plan.stamped)
+    )
+    return {"reached": reached, "total": len(plan.deps)}
+
+
+def shrink_notes(plan: LensPlan) -> list[str]:
+    """The loud line of a change that retires, drafts or deletes active answers (DESIGN §5).
+
+    Returns:
+        One line naming how many active answers the change removes and what the
+        serving version last knew of each; none when it removes none.
+    """
+    if not plan.removed_active:
+        return []
+    what = ", ".join(f"{aid} ({last})" for aid, last in plan.removed_active)
+    return [
+        f"WARNING corpus shrinks: this change removes {len(plan.removed_active)} active "
+        f"certified answer(s) ({plan.active_before} → {plan.active_after}); last outcomes: {what}"
+    ]
 
 
 def standing_score(
@@ -199,6 +247,7 @@ class LensRun:
     messages: list[str] = field(default_factory=list)
     recorded: Oid | None = None  # deployment or attempt commit written
     cases: list[CaseResult] = field(default_factory=list)  # behavioural cases run
+    unreached: tuple[AnswerId, ...] = ()  # declined, never reproduced: untested
 
     @classmethod
     def of(
@@ -228,12 +277,18 @@ class LensRun:
             [*state.messages, *messages],
             state.recorded,
             list(state.cases),
+            state.unreached,
         )
 
     @property
     def score(self) -> dict[str, int]:
         """The lens's standing score after this run (:func:`standing_score`)."""
         return standing_score(self.plan, self.results, self.self_test, self.previous_score)
+
+    @property
+    def reach(self) -> Reach | None:
+        """The lens's reach after this run (:func:`reach_of`)."""
+        return reach_of(self.plan, self.results, self.self_test)
 
 
 @dataclass
@@ -270,6 +325,9 @@ class Ran(Protocol):
 
     @property
     def score(self) -> dict[str, int]: ...  # pragma: no cover - protocol
+
+    @property
+    def reach(self) -> Reach | None: ...  # pragma: no cover - protocol
 
 
 def _plan_of(run: Ran) -> LensPlan:
@@ -321,7 +379,9 @@ def meta_for(run: Ran, action: str, source: Oid, previous: Oid | None) -> Deploy
         source: the source commit.
         previous: the deployment (or attempt) it follows.
     """
-    return DeploymentMeta(
+    # Set only when known: a record keeps the keys it was built with, so a lens
+    # whose corpus the run did not plan writes the same meta as before.
+    meta = DeploymentMeta(
         action=str(action),
         lens=_plan_of(run).lens,
         source=source,
@@ -331,3 +391,5 @@ def meta_for(run: Ran, action: str, source: Oid, previous: Oid | None) -> Deploy
         gate=_plan_of(run).gate,
         reason=run.messages[0] if run.messages else "",
     )
+    reach = run.reach
+    return meta if reach is None else meta.model_copy(update={"reach": reach})

@@ -39,6 +39,9 @@ Score = dict[str, int]
 """Outcome counts: ``{"correct", "wrong", "declined", "error", "inconclusive", "total"}``
 (plus ``unverified`` for a standing score)."""
 
+Reach = dict[str, int]
+"""``{"reached": n, "total": m}``: of ``m`` active answers, ``n`` reproduced by the generator."""
+
 
 class _State(BaseModel):
     model_config = ConfigDict(frozen=True, extra="allow")
@@ -70,6 +73,8 @@ class DeploymentMeta(_State):
         previous_score: the score of the deployment it replaced.
         gate: the gate mode (``off`` / ``warn`` / ``block``).
         reason: the run's first message (why it blocked, what it warned).
+        reach: ``{"reached", "total"}``: active answers the generator reproduces,
+            of all active ones (absent in deployments written before it existed).
         rollback_to: for a rollback, the deployment whose content it serves again.
     """
 
@@ -83,6 +88,7 @@ class DeploymentMeta(_State):
     previous_score: Score | None = None
     gate: str | None = None
     reason: str = ""
+    reach: Reach | None = None
     rollback_to: Oid | None = None
 
 

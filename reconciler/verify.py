@@ -48,6 +48,8 @@ def full_corpus_plan(ctx: StepContext, state: LensState) -> LensState:
         active_after=len(active),
         deps=deps,
         assets=assets,
+        stamped=frozenset(aid for aid in deps if aid in state.serving_bindings.answers),
+        strict_declines=lens.config.strict_declines,
     )
     notes = ctx.rt.leaner_notes(lens)
     return replace(

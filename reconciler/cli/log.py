@@ -38,7 +38,7 @@ def log(
     """Deployment history of a lens (first-parent history of its serving ref), with its trend."""
     # lazy: reconciler.history loads the engines, which `dst --help` does not need
     from reconciler.history import log as do_log
-    from reconciler.render.trend import percent, points, summary_lines
+    from reconciler.render.trend import corpus_marks, percent, points, summary_lines
 
     deps = do_log(runtime(repo), lens)
     trend = points([(d.oid, d.meta) for d in deps])
@@ -71,12 +71,16 @@ def log(
             )
         )
         return 0
+    marks = corpus_marks(trend)
     for d in deps:
         p = by_oid[d.oid]
+        reach = d.info.reach
         print(
             f"{d.oid[:12]}  {d.meta.get('action', ''):<9} source "
             f"{str(d.meta.get('source', ''))[:12]}  score {short_score(d.meta.get('score'))}"
             f"  accuracy {percent(p.accuracy)}, wrong {percent(p.wrong_rate)}"
+            + (f"  reach {reach.get('reached', 0)}/{reach.get('total', 0)}" if reach else "")
+            + (f"  [{marks[d.oid]}]" if d.oid in marks else "")
         )
     for line in summary_lines(trend):
         print(line)

@@ -67,12 +67,19 @@ def _lens_line(run: LensRun, dry_run: bool) -> list[str]:
         parts.append(f"{score.get('correct', 0)}/{score['total']} correct")
         if score.get("wrong"):
             parts.append(f"{score['wrong']} wrong")
-    failing = [r.answer for r in run.results if r.outcome.value != "correct"]
-    alerts = [r.answer for r in run.self_test if r.outcome.value != "correct"]
+    untested = set(run.unreached)
+    failing = [
+        r.answer for r in run.results if r.outcome.value != "correct" and r.answer not in untested
+    ]
+    alerts = [
+        r.answer for r in run.self_test if r.outcome.value != "correct" and r.answer not in untested
+    ]
     if failing:
         parts.append("failing: " + ", ".join(failing))
     if alerts:
         parts.append("self-test alerts: " + ", ".join(alerts))
+    if untested:
+        parts.append("unreached: " + ", ".join(run.unreached))
     extra: list[str] = []
     notes = [m for m in run.messages if not m.startswith(("self-test ALERT", "already serving"))]
     if notes and not failing:

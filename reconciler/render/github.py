@@ -23,7 +23,9 @@ blocked, stood down or errored. A gated answer that is ``wrong``,
 ``inconclusive``, ``error`` or ``declined`` is a ``<failure>`` whatever the gate
 mode: JUnit reports outcomes, the exit code reports the policy, and ``declined``
 counts against the gate (DESIGN §5), so showing it as skipped would paint a
-blocked gate green. A self-test divergence is an alert: ``<system-out>``, not a
+blocked gate green. The exception is an *unreached* answer (declined, never
+reproduced, so it does not block): a warning annotation and ``<skipped>``,
+untested. A self-test divergence is an alert: ``<system-out>``, not a
 failure — unless the answer's own certified SQL does not run, which the gate
 treats as bad input. ``<skipped>`` marks stale answers the suite did not run
 (gate ``off`` or stood down).
@@ -234,10 +236,14 @@ def lens_annotations(run: LensRun, locations: Locations, *, dry_run: bool) -> li
     blocking = "error" if plan.gate == "block" else "warning"
     out: list[Annotation] = []
     for r in run.results:
-        if r.outcome is not Outcome.CORRECT:
+        if r.answer in run.unreached:
+            out.append(_answer_annotation(run, r, "warning", "untested", locations))
+        elif r.outcome is not Outcome.CORRECT:
             out.append(_answer_annotation(run, r, blocking, "gate", locations))
     for r in run.self_test:
-        if r.oracle_failed:
+        if r.answer in run.unreached:
+            out.append(_answer_annotation(run, r, "warning", "untested", locations))
+        elif r.oracle_failed:
             out.append(_answer_annotation(run, r, blocking, "certified SQL", locations))
         elif r.outcome is not Outcome.CORRECT:
             out.append(_answer_annotation(run, r, "warning", "self-test alert", locations))
@@ -431,10 +437,10 @@ def _lens_md(run: LensRun, locations: Locations, dry_run: bool) -> list[str]:
             + _md_table(("answer", "reasons"), stale, limit=LIST_ROWS)
         )
     for r in run.results:
-        if r.outcome is not Outcome.CORRECT:
+        if r.outcome is not Outcome.CORRECT and r.answer not in run.unreached:
             chunks.append(_failure_md(run, r, "✗ failing", locations))
     for r in run.self_test:
-        if r.outcome is not Outcome.CORRECT:
+        if r.outcome is not Outcome.CORRECT and r.answer not in run.unreached:
             kind = "✗ certified SQL broken:" if r.oracle_failed else "⚠️ self-test alert"
             chunks.append(_failure_md(run, r, kind, locations))
     return chunks

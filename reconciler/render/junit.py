@@ -2,8 +2,9 @@
 
 One ``<testsuite>`` per lens, one ``<testcase>`` per scored answer; a wrong,
 declined, error or inconclusive outcome is a ``<failure>`` whose text holds both
-executed results. XML 1.0 cannot carry every character, so text is passed
-through :data:`_XML_INVALID` first (invalid code points become U+FFFD).
+executed results; an unreached answer (declined, never reproduced) is
+``<skipped>``. XML 1.0 cannot carry every character, so text is passed through
+:data:`_XML_INVALID` first (invalid code points become U+FFFD).
 """
 
 from __future__ import annotations
@@ -72,6 +73,10 @@ def _testcase(
         if result.flaky:
             ET.SubElement(case, "system-out").text = _xml_text(result.detail)
         return None
+    if result.answer in run.unreached:
+        message = f"untested: unreached by the generator: {result.detail}"
+        ET.SubElement(case, "skipped", message=_xml_text(message[:500]))
+        return "skipped"
     if kind == "gate" or result.oracle_failed:
         failure = ET.SubElement(
             case, "failure", type=result.outcome.value, message=_xml_text(result.detail[:500])
@@ -115,8 +120,11 @@ def to_junit(report: RunReport, locations: Locations | None = None) -> str:
             for result in results:
                 ran.add(result.answer)
                 counts["tests"] += 1
-                if _testcase(suite, run, result, kind, locations):
+                verdict = _testcase(suite, run, result, kind, locations)
+                if verdict == "failure":
                     counts["failures"] += 1
+                elif verdict == "skipped":
+                    counts["skipped"] += 1
         for aid in plan.gated:
             if aid not in ran and run.action != "unchanged":
                 case = ET.SubElement(suite, "testcase", classname=f"dst.{plan.lens}.gate", name=aid)

@@ -5,6 +5,9 @@ The JSON object is the stable contract of DESIGN §6::
     {"schema_version": 1, "command": ..., "lenses": [{"lens", "gate", "serving_before",
      "serving_after", "candidate", "action", "changed_assets", "stale", "self_test",
      "results", "score", "previous_score", "messages"}]}
+
+plus, additively, ``"reach": {"reached", "total"}`` (``null`` when the run did not
+plan the lens's corpus).
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ def lens_object(run: LensRun, *, explain: bool = False) -> dict[str, Any]:
         "results": [r.record() for r in run.results],
         "cases": [c.record() for c in run.cases],
         "score": _score(run.score),
+        "reach": run.reach,
         "previous_score": _score(run.previous_score) if run.previous_score else None,
         "starvation": plan.starvation,
         "recorded": run.recorded,
@@ -88,6 +92,14 @@ def _fmt_score(s: Mapping[str, int] | None) -> str:
     if s.get("unverified"):
         text += f", unverified {s['unverified']}"
     return text
+
+
+def fmt_reach(reach: Mapping[str, int] | None) -> str:
+    """``1/2 active answers reproduced by the generator (50%)``, or ``n/a``."""
+    if not reach or not reach.get("total"):
+        return "n/a"
+    n, m = reach.get("reached", 0), reach["total"]
+    return f"{n}/{m} active answers reproduced by the generator ({100 * n / m:.0f}%)"
 
 
 def _cell(value: object) -> str:
@@ -178,9 +190,11 @@ def to_text(report: RunReport, *, explain: bool = False) -> str:
             lines.append(f"  self-test: {', '.join(plan.self_test)}")
         if run.results or run.self_test:
             lines.append(f"  score: {_fmt_score(run.score)}")
+            if run.reach is not None:
+                lines.append(f"  reach: {fmt_reach(run.reach)}")
             lines.append(f"  previous score: {_fmt_score(run.previous_score)}")
         for r in [*run.results, *run.self_test]:
-            if r.outcome is not Outcome.CORRECT:
+            if r.outcome is not Outcome.CORRECT and r.answer not in run.unreached:
                 lines += _failure(r)
         if run.cases:
             passed = sum(c.passed for c in run.cases)

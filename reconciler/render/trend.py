@@ -88,11 +88,34 @@ def percent(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.0f}%"
 
 
+def corpus_size(point: TrendPoint) -> int | None:
+    """The active corpus size a deployment's score covers, ``None`` without a score."""
+    total = point.score.get("total")
+    return int(total) if total is not None else None
+
+
+def corpus_marks(trend: Sequence[TrendPoint]) -> dict[str, str]:
+    """``{deployment: "corpus 18 → 17"}`` for each deployment whose corpus size
+    differs from the scored deployment before it (DESIGN §5: the score never hides a
+    shrinking corpus); deployments without a score neither mark nor reset it."""
+    marks: dict[str, str] = {}
+    before: int | None = None
+    for p in trend:
+        size = corpus_size(p)
+        if size is None:
+            continue
+        if before is not None and size != before:
+            marks[p.deployment] = f"corpus {before} → {size}"
+        before = size
+    return marks
+
+
 def summary_lines(trend: Sequence[TrendPoint]) -> list[str]:
     """The text trend under ``dst log``: accuracy and wrong-rate sparklines, oldest → newest.
 
     Returns:
-        Three lines (a heading, accuracy, wrong-rate), or none for an empty trend.
+        Three lines (a heading, accuracy, wrong-rate), a fourth listing corpus-size
+        changes when there are any, or none for an empty trend.
     """
     if not trend:
         return []
@@ -103,8 +126,15 @@ def summary_lines(trend: Sequence[TrendPoint]) -> list[str]:
     now_wrong = percent(latest.wrong_rate) if latest else "n/a"
     scored = [a for a in acc if a is not None]
     low = percent(min(scored)) if scored else "n/a"
-    return [
+    lines = [
         f"trend over {len(trend)} deployment(s), oldest → newest:",
         f"  accuracy   {sparkline(acc)}  now {now_acc} (lowest {low})",
         f"  wrong-rate {sparkline(wrong)}  now {now_wrong}",
     ]
+    marks = corpus_marks(trend)
+    if marks:
+        # one character per deployment under the sparklines: where the corpus changed size
+        where = "".join("^" if p.deployment in marks else " " for p in trend)
+        changes = "; ".join(f"{m} at {oid[:12]}" for oid, m in marks.items())
+        lines.append(f"  corpus     {where}  {changes}")
+    return lines
