@@ -19,8 +19,9 @@ from reconciler.assets import asset_hashes
 from reconciler.gate import BLOCK, PROMOTE, decide
 from reconciler.lens import AnswerId, AssetId, Oid, load_lens
 from reconciler.plan import LensPlan
+from reconciler.render import github, junit
 from reconciler.render.trend import corpus_marks, points, summary_lines
-from reconciler.results import reach_of
+from reconciler.results import Action, LensRun, RunReport, reach_of
 from reconciler.state import DeploymentMeta, load
 from reconciler.suite import AnswerResult, Outcome
 from tests.conftest import CORPORA, commit, dst
@@ -134,6 +135,7 @@ def test_an_unreached_answer_lands_untested_and_the_lens_keeps_taking_changes(
     log = dst(shop, "log", "shop")
     assert log.code == 0
     assert log.stdout.count("reach 1/2") == 2, log.stdout
+    assert "reach 1/2" in dst(shop, "status").stdout
 
 
 def test_a_reached_answer_that_declines_blocks(shop: Path) -> None:
@@ -276,6 +278,20 @@ def test_the_baseline_rule_in_process() -> None:
     correct = AnswerResult(AnswerId("b"), Outcome.CORRECT, (), "matches")
     assert reach_of(_plan(stamped=stamped), [correct], []) == {"reached": 2, "total": 2}
     assert reach_of(_plan(stamped=stamped), [_declined("a")], []) == {"reached": 0, "total": 2}
+
+
+def test_github_and_junit_show_an_unreached_answer_as_untested_not_failing() -> None:
+    plan = _plan(stamped=frozenset({AnswerId("a")}))
+    correct = AnswerResult(AnswerId("a"), Outcome.CORRECT, (), "matches")
+    run = LensRun(plan, Action.PROMOTED, results=[correct, _declined("b")], unreached=("b",))
+    report = RunReport("apply", [run])
+    levels = {a.title: a.level for a in github.lens_annotations(run, {}, dry_run=False)}
+    assert levels["dst untested: l/b is declined"] == "warning"
+    assert levels["dst l: promoted"] == "warning"
+    assert "**Reach** 1/2 reproduced (50.0%)" in github.job_summary(report)
+    xml = junit.to_junit(report)
+    assert 'skipped message="untested: unreached by the generator: generator declined' in xml
+    assert "<failure" not in xml
 
 
 def test_corpus_marks_sit_beside_the_trend() -> None:

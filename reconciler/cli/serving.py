@@ -53,6 +53,13 @@ def status(repo: RepoOpt = None, fmt: FormatOpt = Format.text) -> int:
     return 0
 
 
+def _reach(reach: Any) -> str:
+    """``, reach 2/18`` of a recorded reach, nothing for a deployment without one."""
+    if not isinstance(reach, dict) or not reach.get("total"):
+        return ""
+    return f", reach {reach.get('reached', 0)}/{reach['total']}"
+
+
 def _status_lines(r: Any, known: bool, unknown: str) -> list[str]:
     """One lens of ``dst status``: what serves (or retired it), then a newer last attempt."""
     sm, am = r.serving_meta, r.attempt_meta
@@ -60,7 +67,7 @@ def _status_lines(r: Any, known: bool, unknown: str) -> list[str]:
         (
             f"serving {r.serving[:12]} ({sm.get('action')}, source "
             f"{str(sm.get('source', ''))[:12]}, score "
-            f"{short_score(sm.get('score'))})"
+            f"{short_score(sm.get('score'))}{_reach(sm.get('reach'))})"
         )
         if r.serving
         else ("nothing serving" if known else unknown)

@@ -184,6 +184,14 @@ def score_line(score: Mapping[str, int] | None) -> str:
     return text + (" · " + ", ".join(others) if others else "")
 
 
+def reach_line(reach: Mapping[str, int] | None) -> str:
+    """``2/18 reproduced (11.1%)``: active answers the generator reproduces, or ``n/a``."""
+    if not reach or not reach.get("total"):
+        return "n/a"
+    n, m = reach.get("reached", 0), reach["total"]
+    return f"{n}/{m} reproduced ({_pct(n, m)})"
+
+
 def _action(run: LensRun, dry_run: bool) -> str:
     if dry_run and run.action in ("promoted", "retired"):
         return f"would {run.action[:-1]} (dry run)"
@@ -257,6 +265,8 @@ def lens_annotations(run: LensRun, locations: Locations, *, dry_run: bool) -> li
     text = [f"{lens}: {_action(run, dry_run)} (gate: {plan.gate})"]
     if run.results or run.self_test:
         text.append(f"score {score_line(run.score)}; previous {score_line(run.previous_score)}")
+        if run.reach is not None:
+            text.append(f"reach {reach_line(run.reach)}")
     text += run.messages
     head = Annotation(level, lens, f"dst {lens}: {_action(run, dry_run)}", "\n".join(text))
     return sorted([head, *out], key=lambda a: _LEVELS.index(a.level))
@@ -420,8 +430,10 @@ def _lens_md(run: LensRun, locations: Locations, dry_run: bool) -> list[str]:
     ]
     if run.messages:
         head.append("\n".join(f"> {_md_cell(m)}" for m in run.messages) + "\n")
+    reach = f"  \n**Reach** {reach_line(run.reach)}" if run.reach is not None else ""
     head.append(
-        f"**Score** {score_line(run.score)}  \n**Previous** {score_line(run.previous_score)}\n"
+        f"**Score** {score_line(run.score)}{reach}  \n"
+        f"**Previous** {score_line(run.previous_score)}\n"
     )
     chunks = ["\n".join(head)]
     if plan.changed_assets:
