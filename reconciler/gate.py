@@ -151,6 +151,12 @@ def decide(
     )
     failing += tuple(r.answer for r in self_test if r.oracle_failed)
     messages = broken + messages
+    lost = [r.answer for r in results if r.outcome is Outcome.DECLINED and r.answer in plan.stamped]
+    if lost:
+        messages.append(
+            f"lost reach: {', '.join(lost)} declined, but the generator reproduced "
+            f"{'it' if len(lost) == 1 else 'them'} before (a green stamp at the serving version)"
+        )
     if unreached:
         messages.append(
             f"WARNING {len(unreached)} certified answer(s) land untested: the generator has "

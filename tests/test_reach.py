@@ -152,6 +152,7 @@ def test_a_reached_answer_that_declines_blocks(shop: Path) -> None:
     assert outcomes["revenue_by_channel"] == "declined"
     assert obj["messages"][0] == "gate BLOCKED: 1 answer(s) failed"
     assert obj["reach"] == {"reached": 0, "total": 2}  # the lens lost reach
+    assert "lost reach: revenue_by_channel declined" in obj["messages"][1]
     assert any(m.startswith(UNTESTED) for m in obj["messages"])  # still listed, still no block
     text = dst(shop, "apply")
     assert text.code == 1
