@@ -114,6 +114,7 @@ def decide(
     broken: list[str] = []
     unreached = unreached_answers(plan, results, self_test)
     untested = {r.answer for r in unreached}
+    done = tuple(r.answer for r in unreached)
     for r in self_test:
         if r.answer in untested:
             continue
@@ -123,26 +124,34 @@ def decide(
             broken.append(f"certified SQL does not run: {where} (sql:): {r.detail}")
         elif r.outcome is not Outcome.CORRECT:
             messages.append(f"self-test ALERT: {r.answer} is {r.outcome.value} — {r.detail}")
+    if unreached:  # listed on every path, gate off included (the self-test still ran)
+        messages.append(
+            f"WARNING {len(unreached)} certified answer(s) land untested: the generator has "
+            f"never reproduced them (teach the lens a synonym, metric or exemplar, or retire them)"
+        )
+        messages += [f"{r.answer}: {UNREACHED}: {_reason(r)}" for r in unreached]
     if mode == "off":
-        return GateDecision(PROMOTE, ("gate off: no suite ran", *messages))
+        return GateDecision(PROMOTE, ("gate off: no suite ran", *messages), unreached=done)
     if plan.starvation:
         line = (
             f"starvation: this change takes the active certified corpus from "
             f"{plan.active_before} to 0"
         )
         if mode == "block":
-            return GateDecision(BLOCK, (f"{line}; apply aborted", *messages))
+            return GateDecision(BLOCK, (f"{line}; apply aborted", *messages), unreached=done)
         messages.insert(0, f"WARNING {line}")
     if plan.active_after == 0 and plan.active_before == 0:
         return GateDecision(
-            PROMOTE, ("gate SKIPPED: the lens has no active certified answers", *messages)
+            PROMOTE,
+            ("gate SKIPPED: the lens has no active certified answers", *messages),
+            unreached=done,
         )
     if cannot_score is not None and plan.gated:
         line = f"gate STOOD DOWN: {cannot_score}"
         if mode == "block":
-            return GateDecision(STAND_DOWN, (line, *messages))
+            return GateDecision(STAND_DOWN, (line, *messages), unreached=done)
         return GateDecision(
-            PROMOTE, (f"WARNING {line}; promoting under eval_gate: warn", *messages)
+            PROMOTE, (f"WARNING {line}; promoting under eval_gate: warn", *messages), unreached=done
         )
     # Each failure's detail travels with its result (both executed results
     # included); the messages only summarise.
@@ -157,19 +166,12 @@ def decide(
             f"lost reach: {', '.join(lost)} declined, but the generator reproduced "
             f"{'it' if len(lost) == 1 else 'them'} before (a green stamp at the serving version)"
         )
-    if unreached:
-        messages.append(
-            f"WARNING {len(unreached)} certified answer(s) land untested: the generator has "
-            f"never reproduced them (teach the lens a synonym, metric or exemplar, or retire them)"
-        )
-        messages += [f"{r.answer}: {UNREACHED}: {_reason(r)}" for r in unreached]
     ran = [*results, *self_test]
     if ran and len(unreached) == len(ran):
         messages.insert(
             0,
             f"{VERIFIED_NOTHING}: all {len(ran)} stale answer(s) are unreached by the generator",
         )
-    done = tuple(r.answer for r in unreached)
     bad_cases = [c for c in cases if not c.passed]
     messages += [f"case FAILED {c.question!r}: {c.detail}" for c in bad_cases]
     what = ", ".join(
