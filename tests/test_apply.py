@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 from pathlib import Path
@@ -12,23 +11,15 @@ import pytest
 import yaml
 
 from tests.conftest import PROJECT, commit, dst, git
+from tests.helpers.examples import (
+    answers_bound_to,
+    deployment_json,
+    double_metric,
+    promote_all,
+    serving,
+)
 
 LENSES = ("finance", "sales")
-
-
-def serving(repo: Path, lens: str) -> str | None:
-    ref = pygit2.Repository(str(repo)).references.get(f"refs/dst/serving/{lens}")
-    return None if ref is None else str(ref.target)
-
-
-def deployment_json(repo: Path, oid: str, path: str) -> dict:
-    return json.loads(git(repo, "show", f"{oid}:{path}"))
-
-
-def promote_all(repo: Path) -> None:
-    done = dst(repo, "apply", "--format", "json")
-    assert done.code == 0, done.stdout + done.stderr
-    assert {x["action"] for x in done.json()["lenses"]} == {"promoted"}
 
 
 def test_quick_start_in_a_temporary_clone_of_the_project(tmp_path: Path) -> None:
@@ -89,36 +80,13 @@ def test_seed_apply_promotes_every_example_lens_then_unchanged(lens_repo: Path) 
     assert all(serving(lens_repo, n) == first.lens(n)["serving_after"] for n in LENSES)
 
 
-def _double_metric(repo: Path, metric: str, gate: str | None = None) -> str:
-    path = repo / "lenses" / "sales" / "metrics" / f"{metric}.yaml"
-    data = yaml.safe_load(path.read_text())
-    files = {
-        str(path.relative_to(repo)): path.read_text().replace(
-            f"expression: {data['expression']}", f"expression: ({data['expression']}) * 2"
-        )
-    }
-    if gate is not None:
-        lens_yaml = repo / "lenses" / "sales" / "lens.yaml"
-        files["lenses/sales/lens.yaml"] = re.sub(
-            r"eval_gate: \w+", f"eval_gate: {gate}", lens_yaml.read_text()
-        )
-    return commit(repo, files, f"double {metric}")
-
-
-def _answers_bound_to(repo: Path, lens: str, asset: str) -> set[str]:
-    oid = serving(repo, lens)
-    assert oid is not None
-    bindings = deployment_json(repo, oid, "state/bindings.json")["answers"]
-    return {a for a, b in bindings.items() if asset in b["assets"]}
-
-
 def test_doubling_a_metric_stales_exactly_its_answers_and_blocks(lens_repo: Path) -> None:
     promote_all(lens_repo)
     before = serving(lens_repo, "sales")
-    users = _answers_bound_to(lens_repo, "sales", "metrics/units_sold")
+    users = answers_bound_to(lens_repo, "sales", "metrics/units_sold")
     all_answers = {p.stem for p in (lens_repo / "lenses/sales/answers").glob("*.yaml")}
     assert 0 < len(users) < len(all_answers)
-    _double_metric(lens_repo, "units_sold")
+    double_metric(lens_repo, "units_sold")
 
     plan = dst(lens_repo, "plan", "--format", "json")
     assert plan.code == 0, plan.stderr
@@ -154,8 +122,8 @@ def test_doubling_a_metric_stales_exactly_its_answers_and_blocks(lens_repo: Path
 def test_same_edit_under_warn_promotes_with_findings(lens_repo: Path) -> None:
     promote_all(lens_repo)
     before = serving(lens_repo, "sales")
-    users = _answers_bound_to(lens_repo, "sales", "metrics/units_sold")
-    _double_metric(lens_repo, "units_sold", gate="warn")
+    users = answers_bound_to(lens_repo, "sales", "metrics/units_sold")
+    double_metric(lens_repo, "units_sold", gate="warn")
     applied = dst(lens_repo, "apply", "--format", "json")
     assert applied.code == 0, applied.stderr
     sales = applied.lens("sales")
@@ -263,7 +231,7 @@ def test_rollback_restores_earlier_content_as_a_new_deployment(lens_repo: Path) 
     promote_all(lens_repo)
     first = serving(lens_repo, "sales")
     assert first is not None
-    _double_metric(lens_repo, "units_sold", gate="warn")
+    double_metric(lens_repo, "units_sold", gate="warn")
     assert dst(lens_repo, "apply").code == 0
     second = serving(lens_repo, "sales")
     rolled = dst(lens_repo, "rollback", "sales", "--format", "json")

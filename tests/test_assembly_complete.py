@@ -29,7 +29,7 @@ from reconciler.suite import ValueCache, run_answer
 from reconciler.warehouse.connection import Warehouse
 from tests.conftest import commit, dst
 from tests.figures import record
-from tests.test_lens_and_assets import REVENUE, files
+from tests.helpers.certified import REVENUE, files
 
 
 def _lens_from(directory: Path, name: str) -> Lens:

@@ -25,7 +25,7 @@ from reconciler.interop.importers.cortex import import_cortex
 from reconciler.lens import Lens, load_lens
 from reconciler.resultset import ResultSet
 from tests.conftest import CORPORA, EXAMPLE_LENSES, dst
-from tests.test_import_cortex import duckdb_runner, read_lens_dir, seeded
+from tests.helpers.interop import duckdb_runner, read_lens_dir, seeded
 
 CORTEX = CORPORA / "cortex-analyst"
 

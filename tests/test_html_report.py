@@ -14,7 +14,7 @@ import pytest
 
 from reconciler.render.html import DIFF_ROW_COLOUR, divergence_marks, render
 from tests.conftest import dst
-from tests.test_apply import _answers_bound_to, _double_metric, promote_all
+from tests.helpers.examples import answers_bound_to, double_metric, promote_all
 
 
 class _Page(HTMLParser):
@@ -46,8 +46,8 @@ def blocked(
     repo = tmp_path_factory.mktemp("report") / "repo"
     shutil.copytree(_seeded_template, repo, symlinks=True)
     promote_all(repo)
-    users = _answers_bound_to(repo, "sales", "metrics/units_sold")
-    _double_metric(repo, "units_sold")
+    users = answers_bound_to(repo, "sales", "metrics/units_sold")
+    double_metric(repo, "units_sold")
     applied = dst(repo, "apply", "--format", "json")
     assert applied.code == 1, applied.stdout + applied.stderr
     (repo / "run.json").write_text(applied.stdout)

@@ -24,7 +24,7 @@ from reconciler.interop.importers.dbt_source import collect
 from reconciler.lens import load_lens
 from reconciler.schemas import kind_of, schema_comment
 from tests.conftest import CORPORA, dst
-from tests.test_import_cortex import read_lens_dir
+from tests.helpers.interop import read_lens_dir
 
 MANIFESTS = CORPORA / "metricflow" / "semantic_manifest_yamls"
 SNAPSHOTS = CORPORA / "metricflow" / "source_table_snapshots"

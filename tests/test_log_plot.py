@@ -10,7 +10,7 @@ import pytest
 
 from reconciler.render.trend import BLOCKS, sparkline
 from tests.conftest import dst
-from tests.test_apply import _answers_bound_to, _double_metric, promote_all
+from tests.helpers.examples import answers_bound_to, double_metric, promote_all
 
 
 def _block(rate: float) -> str:
@@ -29,8 +29,8 @@ def two_deployments(
     lens_repo = tmp_path_factory.mktemp("log") / "repo"
     shutil.copytree(_seeded_template, lens_repo, symlinks=True)
     promote_all(lens_repo)
-    wrong = len(_answers_bound_to(lens_repo, "sales", "metrics/units_sold"))
-    _double_metric(lens_repo, "units_sold", gate="warn")
+    wrong = len(answers_bound_to(lens_repo, "sales", "metrics/units_sold"))
+    double_metric(lens_repo, "units_sold", gate="warn")
     applied = dst(lens_repo, "apply", "--format", "json")
     assert applied.code == 0, applied.stderr
     total = applied.lens("sales")["score"]["total"]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import GIT_ENV, dst
-from tests.test_apply import promote_all
+from tests.helpers.examples import promote_all
 
 
 @pytest.fixture(scope="module")

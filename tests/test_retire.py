@@ -9,19 +9,10 @@ import pygit2
 import pytest
 
 from tests.conftest import commit, dst, git
+from tests.helpers.bare_lenses import FINANCE, SALES
 
 SERVING = "refs/dst/serving/sales"
 RETIRED = "refs/dst/retired/sales"
-# Lenses with nothing certified publish without a warehouse ("gate SKIPPED"),
-# which keeps these tests about refs, not about the suite.
-SALES = {
-    "lenses/sales/lens.yaml": "name: sales\n",
-    "lenses/sales/models/orders.yaml": "name: orders\ntable: orders\n",
-}
-FINANCE = {
-    "lenses/finance/lens.yaml": "name: finance\n",
-    "lenses/finance/models/ledger.yaml": "name: ledger\ntable: ledger\n",
-}
 
 
 @pytest.fixture

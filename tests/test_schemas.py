@@ -214,7 +214,7 @@ def test_lens_with_modelines_still_loads() -> None:
 
 def test_cortex_import_writes_modelines_and_schema_valid_files() -> None:
     from reconciler.interop.importers.cortex import import_cortex
-    from tests.test_import_cortex import SMALL_MODEL
+    from tests.helpers.interop import SMALL_MODEL
 
     files, _ = import_cortex(
         SMALL_MODEL.encode(), model_path="shop.yaml", lens="shop", data_dir=None
