@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import pty
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -497,7 +498,8 @@ loaded = {{m.split(".")[0] for m in sys.modules}}
 banned = sorted(loaded & {set(STDLIB_ONLY_BANNED)!r})
 assert not banned, banned
 ours = sorted(m for m in sys.modules if m.startswith("reconciler."))
-assert ours == ["reconciler.cli.entry", "reconciler.errors", "reconciler.cli.hook"], ours
+expected = ["reconciler.cli", "reconciler.cli.entry", "reconciler.cli.hook", "reconciler.errors"]
+assert ours == expected, ours
 """
     done = _run(
         pair.clone,
@@ -618,7 +620,11 @@ def test_the_script_falls_back_to_python_when_dst_is_not_on_path(
 ) -> None:
     fake_bin = tmp_path / "pybin"
     fake_bin.mkdir()
-    (fake_bin / "python3").symlink_to(sys.executable)
+    # A wrapper, not a symlink: a symlinked virtualenv interpreter does not find its
+    # pyvenv.cfg, so it would not see the environment dst is installed in.
+    python3 = fake_bin / "python3"
+    python3.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n')
+    python3.chmod(0o755)
     head = pair.rev("HEAD")
     env = {"PATH": f"{fake_bin}{os.pathsep}/usr/bin{os.pathsep}/bin"}
     script = str(hooks.hooks_dir(pair.clone) / "pre-push")
