@@ -10,7 +10,7 @@ import pygit2
 import pytest
 import yaml
 
-from tests.conftest import PROJECT, commit, dst, git
+from tests.helpers import PROJECT, commit, git, invoke
 from tests.helpers.examples import (
     answers_bound_to,
     deployment_json,
@@ -27,22 +27,22 @@ def test_quick_start_in_a_temporary_clone_of_the_project(tmp_path: Path) -> None
         pytest.skip("the project is not a git checkout, so there is nothing to clone")
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", str(PROJECT), str(clone)], check=True)
-    seeded = dst(clone, "seed")
+    seeded = invoke(clone, "seed")
     assert seeded.code == 0, seeded.stderr
-    first = dst(clone, "apply", "--format", "json")
+    first = invoke(clone, "apply", "--format", "json")
     assert first.code == 0, first.stderr
     assert {x["lens"]: x["action"] for x in first.json()["lenses"]} == dict.fromkeys(
         LENSES, "promoted"
     )
-    status = dst(clone, "status")
+    status = invoke(clone, "status")
     for name in LENSES:
         assert f"{name}: serving {str(serving(clone, name))[:12]}" in status.stdout
-    again = dst(clone, "apply", "--format", "json")
+    again = invoke(clone, "apply", "--format", "json")
     assert {x["action"] for x in again.json()["lenses"]} == {"unchanged"}
 
 
 def test_seed_apply_promotes_every_example_lens_then_unchanged(lens_repo: Path) -> None:
-    first = dst(lens_repo, "apply", "--format", "json")
+    first = invoke(lens_repo, "apply", "--format", "json")
     assert first.code == 0, first.stderr
     report = first.json()
     assert report["schema_version"] == 1
@@ -55,7 +55,7 @@ def test_seed_apply_promotes_every_example_lens_then_unchanged(lens_repo: Path) 
         outcomes = {r["outcome"] for r in obj["self_test"]}
         assert outcomes == {"correct"}, [r for r in obj["self_test"] if r["outcome"] != "correct"]
         assert obj["score"]["correct"] == obj["score"]["total"] >= 15
-    status = dst(lens_repo, "status")
+    status = invoke(lens_repo, "status")
     assert status.code == 0
     for name in LENSES:
         oid = serving(lens_repo, name)
@@ -74,7 +74,7 @@ def test_seed_apply_promotes_every_example_lens_then_unchanged(lens_repo: Path) 
         # the first parent is an empty root, so first-parent history ends at the lens
         assert git(lens_repo, "log", "-1", "--format=%P", root) == ""
         assert len(git(lens_repo, "log", "--first-parent", "--format=%H", oid).split()) == 2
-    second = dst(lens_repo, "apply", "--format", "json")
+    second = invoke(lens_repo, "apply", "--format", "json")
     assert second.code == 0
     assert {x["action"] for x in second.json()["lenses"]} == {"unchanged"}
     assert all(serving(lens_repo, n) == first.lens(n)["serving_after"] for n in LENSES)
@@ -88,7 +88,7 @@ def test_doubling_a_metric_stales_exactly_its_answers_and_blocks(lens_repo: Path
     assert 0 < len(users) < len(all_answers)
     double_metric(lens_repo, "units_sold")
 
-    plan = dst(lens_repo, "plan", "--format", "json")
+    plan = invoke(lens_repo, "plan", "--format", "json")
     assert plan.code == 0, plan.stderr
     sales = plan.lens("sales")
     assert {s["answer"] for s in sales["stale"]} == users
@@ -98,7 +98,7 @@ def test_doubling_a_metric_stales_exactly_its_answers_and_blocks(lens_repo: Path
     ]
     assert plan.lens("finance")["stale"] == []
 
-    applied = dst(lens_repo, "apply")
+    applied = invoke(lens_repo, "apply")
     assert applied.code == 1, applied.stdout + applied.stderr
     assert serving(lens_repo, "sales") == before
     out = applied.stdout
@@ -124,7 +124,7 @@ def test_same_edit_under_warn_promotes_with_findings(lens_repo: Path) -> None:
     before = serving(lens_repo, "sales")
     users = answers_bound_to(lens_repo, "sales", "metrics/units_sold")
     double_metric(lens_repo, "units_sold", gate="warn")
-    applied = dst(lens_repo, "apply", "--format", "json")
+    applied = invoke(lens_repo, "apply", "--format", "json")
     assert applied.code == 0, applied.stderr
     sales = applied.lens("sales")
     assert sales["action"] == "promoted"
@@ -138,7 +138,7 @@ def test_same_edit_under_warn_promotes_with_findings(lens_repo: Path) -> None:
     # the next change to the lens, even a comment, re-selects them
     orders = lens_repo / "lenses/sales/models/orders.yaml"
     commit(lens_repo, {"lenses/sales/models/orders.yaml": "# c\n" + orders.read_text()}, "c")
-    replan = dst(lens_repo, "plan", "--format", "json")
+    replan = invoke(lens_repo, "plan", "--format", "json")
     assert {s["answer"] for s in replan.lens("sales")["stale"]} == users
 
 
@@ -165,13 +165,13 @@ def test_formatting_comments_key_order_and_renames_make_nothing_stale(lens_repo:
     )
     git(lens_repo, "mv", "lenses/sales/metrics/units_sold.yaml", "lenses/sales/metrics/units.yaml")
     git(lens_repo, "commit", "-q", "-m", "rename a file")
-    plan = dst(lens_repo, "plan", "--format", "json")
+    plan = invoke(lens_repo, "plan", "--format", "json")
     assert plan.code == 0, plan.stderr
     obj = plan.lens("sales")
     assert obj["stale"] == []
     assert obj["self_test"] == []
     assert [c["change"] for c in obj["changed_assets"]] == ["renamed"]
-    applied = dst(lens_repo, "apply", "--format", "json")
+    applied = invoke(lens_repo, "apply", "--format", "json")
     assert applied.code == 0
     assert applied.lens("sales")["results"] == []
 
@@ -189,7 +189,7 @@ def test_retiring_the_last_active_answer_blocks_then_warns(lens_repo: Path) -> N
     promote_all(lens_repo)
     before = serving(lens_repo, "finance")
     commit(lens_repo, _set_status(lens_repo, "finance", "retired"), "retire everything")
-    blocked = dst(lens_repo, "apply", "--format", "json")
+    blocked = invoke(lens_repo, "apply", "--format", "json")
     assert blocked.code == 1
     fin = blocked.lens("finance")
     assert fin["action"] == "blocked" and fin["starvation"] is True
@@ -205,7 +205,7 @@ def test_retiring_the_last_active_answer_blocks_then_warns(lens_repo: Path) -> N
         },
         "warn",
     )
-    warned = dst(lens_repo, "apply", "--format", "json")
+    warned = invoke(lens_repo, "apply", "--format", "json")
     assert warned.code == 0, warned.stderr
     fin = warned.lens("finance")
     assert fin["action"] == "promoted"
@@ -221,7 +221,7 @@ def test_lens_with_no_answers_publishes_with_gate_skipped(lens_repo: Path) -> No
         },
         "a lens with nothing certified",
     )
-    applied = dst(lens_repo, "apply", "--lens", "empty")
+    applied = invoke(lens_repo, "apply", "--lens", "empty")
     assert applied.code == 0, applied.stderr
     assert "gate SKIPPED" in applied.stdout
     assert serving(lens_repo, "empty") is not None
@@ -232,9 +232,9 @@ def test_rollback_restores_earlier_content_as_a_new_deployment(lens_repo: Path) 
     first = serving(lens_repo, "sales")
     assert first is not None
     double_metric(lens_repo, "units_sold", gate="warn")
-    assert dst(lens_repo, "apply").code == 0
+    assert invoke(lens_repo, "apply").code == 0
     second = serving(lens_repo, "sales")
-    rolled = dst(lens_repo, "rollback", "sales", "--format", "json")
+    rolled = invoke(lens_repo, "rollback", "sales", "--format", "json")
     assert rolled.code == 0, rolled.stderr
     third = serving(lens_repo, "sales")
     assert third not in (first, second)
@@ -246,10 +246,10 @@ def test_rollback_restores_earlier_content_as_a_new_deployment(lens_repo: Path) 
     ).splitlines()
     assert [h.split()[0] for h in history[:3]] == [third, second, first]
     assert history[0].split()[1] == "rollback"
-    log = dst(lens_repo, "log", "sales", "--format", "json")
+    log = invoke(lens_repo, "log", "sales", "--format", "json")
     assert [d["action"] for d in log.json()["deployments"]] == ["rollback", "promote", "promote"]
     # rolling back to the rollback target explicitly is also a new record
-    again = dst(lens_repo, "rollback", "sales", "--to", second)
+    again = invoke(lens_repo, "rollback", "sales", "--to", second)
     assert again.code == 0
     assert git(lens_repo, "rev-parse", "refs/dst/serving/sales:lens") == git(
         lens_repo, "rev-parse", f"{second}:lens"
@@ -259,7 +259,7 @@ def test_rollback_restores_earlier_content_as_a_new_deployment(lens_repo: Path) 
 def test_dst_test_verifies_and_records_a_verify_deployment(lens_repo: Path) -> None:
     promote_all(lens_repo)
     before = serving(lens_repo, "finance")
-    done = dst(lens_repo, "test", "finance", "--format", "json")
+    done = invoke(lens_repo, "test", "finance", "--format", "json")
     assert done.code == 0, done.stdout + done.stderr
     fin = done.lens("finance")
     assert fin["score"]["correct"] == fin["score"]["total"] >= 15

@@ -30,7 +30,7 @@ from reconciler.git import trees as gitstate
 from reconciler.lens import Oid, RepoConfig
 from reconciler.loader import load_yaml, validate
 from tests.figures import record
-from tests.helpers import FIXTURES, GIT_ENV, commit, dst, git, run
+from tests.helpers import FIXTURES, GIT_ENV, commit, dst, git, invoke
 
 GOOD_LENS = "name: shop\n"
 ANSWER = """\
@@ -196,7 +196,7 @@ def _promoted_shop(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path.mkdir()
     git(path, "init", "-q", "-b", "main")
     _write(path, {".gitignore": b".dst/\n", **BASE})
-    promoted = run(path, "apply")
+    promoted = invoke(path, "apply")
     assert promoted.code == 0, promoted.stderr
     return path
 
@@ -210,7 +210,7 @@ def test_bad_input_through_the_command_line_exits_2_and_moves_no_ref(
     before = _dst_refs(repo)
     bad = CASES[case]
     _write(repo, bad.files)
-    done = run(repo, "apply", "--format", "json")
+    done = invoke(repo, "apply", "--format", "json")
     assert done.code == 2, (done.stdout, done.stderr)
     error = json.loads(done.stdout)["error"]
     shown = f"{error['message']}\n  fix: {error['fix']}"
@@ -242,8 +242,8 @@ def test_bad_input_through_a_spawned_dst_exits_2_for_plan_and_apply(
 
 def test_unknown_revision_and_lens_are_usage_errors(repo: Path) -> None:
     commit(repo, {"lenses/shop/lens.yaml": GOOD_LENS}, "lens")
-    assert run(repo, "plan", "--to", "no-such-branch").code == 2
-    missing = run(repo, "apply", "--lens", "nope", "--format", "json")
+    assert invoke(repo, "plan", "--to", "no-such-branch").code == 2
+    missing = invoke(repo, "apply", "--lens", "nope", "--format", "json")
     assert missing.code == 2
     assert missing.json()["error"]["type"] == "UsageError"
 
@@ -258,18 +258,18 @@ def test_relative_date_question_without_as_of_is_rejected(repo: Path) -> None:
         },
         "relative",
     )
-    done = run(repo, "plan")
+    done = invoke(repo, "plan")
     assert done.code == 2
     assert "lenses/shop/answers/total.yaml:2" in done.stderr
     assert "as_of" in done.stderr
 
 
 def test_new_answer_whose_sql_does_not_run_blocks_naming_its_file(lens_repo: Path) -> None:
-    assert run(lens_repo, "apply").code == 0
+    assert invoke(lens_repo, "apply").code == 0
     before = pygit2.Repository(str(lens_repo)).references["refs/dst/serving/sales"].target
     answer = ANSWER.format(sql="SELECT SUM(quantity) FROM no_such_table")
     commit(lens_repo, {"lenses/sales/answers/broken.yaml": answer}, "broken oracle")
-    done = run(lens_repo, "apply")
+    done = invoke(lens_repo, "apply")
     assert done.code == 1, done.stdout + done.stderr
     assert "certified SQL does not run: lenses/sales/answers/broken.yaml" in done.stdout
     after = pygit2.Repository(str(lens_repo)).references["refs/dst/serving/sales"].target
@@ -279,7 +279,7 @@ def test_new_answer_whose_sql_does_not_run_blocks_naming_its_file(lens_repo: Pat
 def test_a_foreign_intent_ref_is_a_state_error_not_a_crash(repo: Path) -> None:
     commit(repo, {"lenses/shop/lens.yaml": GOOD_LENS}, "lens")
     git(repo, "update-ref", "refs/dst/applying", "HEAD")
-    done = run(repo, "apply")
+    done = invoke(repo, "apply")
     assert done.code == 2, done.stderr
     assert "not a dst intent record" in done.stderr and "update-ref -d" in done.stderr
 

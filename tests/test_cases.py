@@ -8,7 +8,7 @@ import pytest
 
 from reconciler.git import trees as gitstate
 from reconciler.lens import load_lens
-from tests.conftest import EXAMPLE_LENSES, PROJECT, commit, dst, git
+from tests.helpers import EXAMPLE_LENSES, PROJECT, commit, git, invoke
 
 
 @pytest.mark.parametrize("name", ["sales", "finance"])
@@ -20,8 +20,8 @@ def test_example_lenses_cover_all_three_shapes(name: str) -> None:
 
 
 def test_dst_test_runs_every_case_and_passes(lens_repo: Path) -> None:
-    assert dst(lens_repo, "apply").code == 0
-    done = dst(lens_repo, "test", "--all", "--format", "json")
+    assert invoke(lens_repo, "apply").code == 0
+    done = invoke(lens_repo, "test", "--all", "--format", "json")
     assert done.code == 0, done.stdout + done.stderr
     for name in ("sales", "finance"):
         cases = done.lens(name)["cases"]
@@ -39,26 +39,26 @@ def regress(repo: Path, gate: str) -> None:
 
 
 def test_a_lens_that_regresses_into_refusing_fails_dst_test(lens_repo: Path) -> None:
-    assert dst(lens_repo, "apply").code == 0
+    assert invoke(lens_repo, "apply").code == 0
     regress(lens_repo, "warn")
-    promoted = dst(lens_repo, "apply", "--lens", "sales", "--format", "json")
+    promoted = invoke(lens_repo, "apply", "--lens", "sales", "--format", "json")
     assert promoted.code == 0, promoted.stderr
     assert any("behavioural case" in m for m in promoted.lens("sales")["messages"])
-    done = dst(lens_repo, "test", "sales", "--format", "json")
+    done = invoke(lens_repo, "test", "sales", "--format", "json")
     assert done.code == 1
     failed = [c for c in done.lens("sales")["cases"] if not c["passed"]]
     assert [(c["question"], c["expect"], c["got"]) for c in failed] == [
         ("Net revenue by category in 2024", "answer", "refuse")
     ]
-    text = dst(lens_repo, "test", "sales")
+    text = invoke(lens_repo, "test", "sales")
     assert text.code == 1 and "FAILED 'Net revenue by category in 2024'" in text.stdout
 
 
 def test_the_gate_blocks_a_refusing_regression(lens_repo: Path) -> None:
-    assert dst(lens_repo, "apply").code == 0
+    assert invoke(lens_repo, "apply").code == 0
     before = git(lens_repo, "rev-parse", "refs/dst/serving/sales")
     regress(lens_repo, "block")
-    blocked = dst(lens_repo, "apply", "--lens", "sales", "--format", "json")
+    blocked = invoke(lens_repo, "apply", "--lens", "sales", "--format", "json")
     assert blocked.code == 1
     sales = blocked.lens("sales")
     assert sales["action"] == "blocked"

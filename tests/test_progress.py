@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import GIT_ENV, dst
+from tests.helpers import GIT_ENV, invoke
 from tests.helpers.examples import promote_all
 
 
@@ -25,11 +25,11 @@ def promoted(_seeded_template: Path, tmp_path_factory: pytest.TempPathFactory) -
 
 
 def test_lines_without_a_terminal_and_none_with_quiet(promoted: Path) -> None:
-    plain = dst(promoted, "test", "finance", "--format", "json")
+    plain = invoke(promoted, "test", "finance", "--format", "json")
     assert plain.code == 0, plain.stderr
     total = plain.lens("finance")["score"]["total"]
     assert plain.stderr.count("finance: verifying ") == total
-    quiet = dst(promoted, "test", "finance", "--quiet", "--format", "json")
+    quiet = invoke(promoted, "test", "finance", "--quiet", "--format", "json")
     assert quiet.code == 0, quiet.stderr
     assert quiet.stderr == ""
     assert quiet.lens("finance")["score"]["total"] == total

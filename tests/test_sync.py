@@ -21,7 +21,7 @@ from reconciler.git import sync
 from reconciler.git.sync import SyncAction
 from reconciler.history import status
 from reconciler.lens import Oid
-from tests.conftest import PROJECT, commit, dst, git
+from tests.helpers import PROJECT, commit, git, invoke
 from tests.helpers.sync import first_parents, hermetic_git, ref_entry, ref_value, repository
 
 __all__ = ["hermetic_git"]  # autouse: every test here runs git hermetically
@@ -33,7 +33,7 @@ TRACKED_SALES = "refs/dst-remote/origin/serving/sales"
 
 @functools.cache
 def _sync_wired() -> bool:
-    return dst(PROJECT, "sync", "--help").code == 0
+    return invoke(PROJECT, "sync", "--help").code == 0
 
 
 needs_cli = pytest.mark.skipif(
@@ -52,7 +52,7 @@ class Origin:
         """``git clone`` the origin into ``name`` and seed its warehouse."""
         git(self.base, "clone", "-q", *options, url or str(self.bare), name)
         path = self.base / name
-        seeded = dst(path, "seed")
+        seeded = invoke(path, "seed")
         assert seeded.code == 0, seeded.stderr
         return path
 
@@ -72,7 +72,7 @@ def _promote(clone: Path, note: str, lens: str = "sales", skill: str = "time.md"
     """Commit an edit to one skill of ``lens``, apply it, return the new serving commit."""
     path = f"lenses/{lens}/skills/{skill}"
     commit(clone, {path: (clone / path).read_text() + f"\n{note}\n"}, note)
-    done = dst(clone, "apply", "--lens", lens)
+    done = invoke(clone, "apply", "--lens", lens)
     assert done.code == 0, done.stdout + done.stderr
     oid = ref_value(clone, f"refs/dst/serving/{lens}")
     assert oid is not None
@@ -116,7 +116,7 @@ def test_two_promoters_push_exactly_one_wins_and_the_loser_re_plans(origin: Orig
     merge = re.findall(r"`([^`]+)`", diverged.fix)[1].split()
     assert merge[:3] == ["git", "merge", "--no-edit"]
     git(b, *merge[1:])  # the winner's change is kept, not rewound
-    replanned = dst(b, "apply", "--lens", "sales")
+    replanned = invoke(b, "apply", "--lens", "sales")
     assert replanned.code == 0, replanned.stdout + replanned.stderr
     again = sync.push(repository(b))
     assert again.exit_code == 0
@@ -318,15 +318,15 @@ def test_cli_race_one_push_wins_the_other_is_told_to_re_plan(origin: Origin) -> 
     won = _promote(a, "Weeks start on Monday.")
     lost = _promote(b, "Fiscal weeks start on Sunday.")
 
-    first = dst(a, "sync", "--push")
+    first = invoke(a, "sync", "--push")
     assert first.code == 0, first.stdout + first.stderr
-    second = dst(b, "sync", "--push")
+    second = invoke(b, "sync", "--push")
     assert second.code == 1, second.stdout + second.stderr
     assert "rejected: another promoter won lens sales" in second.stdout
     assert "re-plan" in second.stdout
     assert origin.ref(SALES) == won
 
-    fetched = dst(b, "sync", "--fetch", "--format", "json")
+    fetched = invoke(b, "sync", "--fetch", "--format", "json")
     assert fetched.code == 1, fetched.stderr
     record = fetched.json()
     assert record["exit_code"] == 1
@@ -340,18 +340,18 @@ def test_cli_race_one_push_wins_the_other_is_told_to_re_plan(origin: Origin) -> 
 def test_cli_status_says_unknown_until_sync_fetch(origin: Origin) -> None:
     a = origin.clone("a")
     _promote(a, "Weeks start on Monday.")
-    synced = dst(a, "sync")
+    synced = invoke(a, "sync")
     assert synced.code == 0, synced.stdout + synced.stderr
     assert "lens sales: serving pushed to origin" in synced.stdout
 
     fresh = origin.clone("fresh")
-    before = dst(fresh, "status")
+    before = invoke(fresh, "status")
     assert before.code == 0, before.stderr
     assert "serving state unknown — run dst sync --fetch" in before.stdout
     assert "nothing serving" not in before.stdout
-    fetched = dst(fresh, "sync", "--fetch")
+    fetched = invoke(fresh, "sync", "--fetch")
     assert fetched.code == 0, fetched.stdout + fetched.stderr
-    after = dst(fresh, "status")
+    after = invoke(fresh, "status")
     assert "sales: serving" in after.stdout
     assert "serving state unknown" not in after.stdout
 
@@ -359,7 +359,7 @@ def test_cli_status_says_unknown_until_sync_fetch(origin: Origin) -> None:
 @needs_cli
 def test_cli_unknown_remote_exits_2_naming_it(origin: Origin) -> None:
     a = origin.clone("a")
-    done = dst(a, "sync", "--remote", "upstream")
+    done = invoke(a, "sync", "--remote", "upstream")
     assert done.code == 2, done.stdout + done.stderr
     assert "'upstream'" in done.stderr
     assert "remotes: origin" in done.stderr
@@ -368,19 +368,19 @@ def test_cli_unknown_remote_exits_2_naming_it(origin: Origin) -> None:
 def test_gates_refuse_a_clone_that_never_fetched_serving_state(
     lens_repo: Path, tmp_path: Path
 ) -> None:
-    assert dst(lens_repo, "apply").code == 0
+    assert invoke(lens_repo, "apply").code == 0
     origin = tmp_path / "origin.git"
     git(tmp_path, "init", "-q", "--bare", "-b", "main", str(origin))
     git(lens_repo, "push", "-q", str(origin), "main", "refs/dst/*:refs/dst/*")
     clone = tmp_path / "fresh"
     git(tmp_path, "clone", "-q", str(origin), str(clone))
-    assert dst(clone, "seed").code == 0
+    assert invoke(clone, "seed").code == 0
     git(clone, "checkout", "-q", "-b", "change")
     skill = clone / "lenses/sales/skills/time.md"
     commit(clone, {"lenses/sales/skills/time.md": skill.read_text() + "\nMore.\n"}, "edit")
-    check = dst(clone, "ci", "check", "--base", "main")
+    check = invoke(clone, "ci", "check", "--base", "main")
     assert check.code == 2, check.stdout + check.stderr
     assert "serving state unknown" in check.stderr and "dst sync --fetch" in check.stderr
-    assert dst(clone, "sync", "--fetch").code == 0
-    again = dst(clone, "ci", "check", "--base", "main")
+    assert invoke(clone, "sync", "--fetch").code == 0
+    again = invoke(clone, "ci", "check", "--base", "main")
     assert again.code == 0, again.stdout + again.stderr

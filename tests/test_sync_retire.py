@@ -16,7 +16,7 @@ import pytest
 
 from reconciler.git import sync
 from reconciler.git.sync import SyncAction
-from tests.conftest import commit, dst, git
+from tests.helpers import commit, git, invoke
 from tests.helpers.bare_lenses import FINANCE as FINANCE_FILES
 from tests.helpers.bare_lenses import SALES as SALES_FILES
 from tests.helpers.sync import first_parents, hermetic_git, ref_entry, ref_value, repository
@@ -45,7 +45,7 @@ def _clone(origin: Path, name: str) -> Path:
 
 
 def _apply(clone: Path, *args: str) -> None:
-    done = dst(clone, "apply", *args)
+    done = invoke(clone, "apply", *args)
     assert done.code == 0, done.stdout + done.stderr
 
 
@@ -88,13 +88,13 @@ def test_the_apply_workflow_retires_a_deleted_lens_on_the_remote(origin: Path) -
 
     # what .github/workflows/lens-apply.yml runs on the default branch
     runner = _clone(origin, "runner")
-    assert dst(runner, "sync", "--fetch").code == 0
+    assert invoke(runner, "sync", "--fetch").code == 0
     commit(runner, {"lenses/sales": None}, "drop the sales lens")
-    applied = dst(runner, "ci", "apply", "--format", "json")
+    applied = invoke(runner, "ci", "apply", "--format", "json")
     assert applied.code == 0, applied.stdout + applied.stderr
     retired = ref_value(runner, RETIRED)
     assert retired is not None and _parent(runner, retired) == served
-    pushed = dst(runner, "sync", "--push", "--format", "json")
+    pushed = invoke(runner, "sync", "--push", "--format", "json")
     assert pushed.code == 0, pushed.stdout + pushed.stderr
     record = pushed.json()
     sales = {
@@ -107,18 +107,18 @@ def test_the_apply_workflow_retires_a_deleted_lens_on_the_remote(origin: Path) -
     assert ref_value(runner, TRACKED_SERVING) is None
     assert ref_value(runner, TRACKED_RETIRED) == retired
 
-    again = dst(runner, "sync", "--push")
+    again = invoke(runner, "sync", "--push")
     assert again.code == 0, again.stdout + again.stderr
     assert "lens sales: retired up to date" in again.stdout
     assert "serving retired" not in again.stdout
 
     # the other promoter takes the retirement as a fast-forward
-    fetched = dst(a, "sync", "--fetch")
+    fetched = invoke(a, "sync", "--fetch")
     assert fetched.code == 0, fetched.stdout + fetched.stderr
     assert f"lens sales: serving retired by {retired[:12]} from origin" in fetched.stdout
     assert "1 retired" in fetched.stdout
     assert (ref_value(a, SERVING), ref_value(a, RETIRED)) == (None, retired)
-    status = dst(a, "status")
+    status = invoke(a, "status")
     assert f"retired by {retired[:12]}" in status.stdout
     quiet = sync.fetch(repository(a))
     assert quiet.exit_code == 0
@@ -167,7 +167,7 @@ def test_a_lens_promoted_again_on_the_remote_is_not_retired_there(origin: Path) 
     assert _parent(b, retired) == served
     _revise(b, "budgets", lens="finance")
 
-    refused = dst(b, "sync", "--push", "--format", "json")
+    refused = invoke(b, "sync", "--push", "--format", "json")
     assert refused.code == 1, refused.stdout + refused.stderr
     entries = {(r["ref"], r["action"]): r for r in refused.json()["refs"]}
     deletion = entries[(SERVING, "rejected")]
@@ -178,7 +178,7 @@ def test_a_lens_promoted_again_on_the_remote_is_not_retired_there(origin: Path) 
     assert ref_value(origin, SERVING) == promoted, "the lease kept the newer promotion serving"
     assert ref_value(origin, RETIRED) is None
     assert ref_value(origin, FINANCE) == finance, "the atomic push moved nothing"
-    text = dst(b, "sync", "--push")
+    text = invoke(b, "sync", "--push")
     assert text.code == 1 and "rejected: lens sales was promoted again on origin" in text.stdout
 
     fetched = sync.fetch(repository(b))

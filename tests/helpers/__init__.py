@@ -5,7 +5,7 @@ Two ways to run ``dst``:
 * :func:`dst` spawns ``python -m reconciler`` — for the flows that need a
   process of their own (the quick start, a real ``git push`` through the hook,
   closed pipes, signals, imports at start-up).
-* :func:`run` calls :func:`reconciler.cli.entry.main` in this process with the
+* :func:`invoke` calls :func:`reconciler.cli.entry.main` in this process with the
   same working directory, environment and (empty) stdin a spawn would get, and
   returns the same :class:`Result`. Use it where a test only checks output and
   exit code: it saves the interpreter start and imports of every command.
@@ -142,7 +142,9 @@ def _process_state(cwd: Path, env: Mapping[str, str]) -> Iterator[None]:
         os.environ.update(saved_env)
 
 
-def run(repo: Path, *args: str, env: Mapping[str, str] | None = None, stdin: bytes = b"") -> Result:
+def invoke(
+    repo: Path, *args: str, env: Mapping[str, str] | None = None, stdin: bytes = b""
+) -> Result:
     """Run the real ``dst`` command line in this process, as :func:`dst` would spawn it.
 
     Calls :func:`reconciler.cli.entry.main` with ``args`` in ``repo``, the

@@ -9,7 +9,7 @@ from pathlib import Path
 import pygit2
 import yaml
 
-from tests.helpers import commit, dst, git
+from tests.helpers import commit, git, invoke
 
 
 def serving(repo: Path, lens: str) -> str | None:
@@ -25,7 +25,7 @@ def deployment_json(repo: Path, oid: str, path: str) -> dict:
 
 def promote_all(repo: Path) -> None:
     """``dst apply``: every lens must be promoted."""
-    done = dst(repo, "apply", "--format", "json")
+    done = invoke(repo, "apply", "--format", "json")
     assert done.code == 0, done.stdout + done.stderr
     assert {x["action"] for x in done.json()["lenses"]} == {"promoted"}
 
