@@ -19,6 +19,8 @@ from tests.helpers import Result as Result
 from tests.helpers import commit as commit
 from tests.helpers import dst as dst
 from tests.helpers import git as git
+from tests.helpers import invoke
+from tests.helpers.examples import promote_all
 
 
 @pytest.fixture
@@ -42,7 +44,7 @@ def _seeded_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (base / ".gitignore").write_text(".dst/\n")
     git(base, "add", "-A")
     git(base, "commit", "-q", "-m", "example lenses")
-    seeded = dst(base, "seed")
+    seeded = invoke(base, "seed")
     assert seeded.code == 0, seeded.stderr
     return base
 
@@ -52,6 +54,22 @@ def lens_repo(_seeded_template: Path, tmp_path: Path) -> Path:
     """A clone-like copy of a repository holding the example lenses, already seeded."""
     path = tmp_path / "lens_repo"
     shutil.copytree(_seeded_template, path, symlinks=True)
+    return path
+
+
+@pytest.fixture(scope="session")
+def _promoted_template(_seeded_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("promoted") / "repo"
+    shutil.copytree(_seeded_template, path, symlinks=True)
+    promote_all(path)
+    return path
+
+
+@pytest.fixture
+def promoted_repo(_promoted_template: Path, tmp_path: Path) -> Path:
+    """``lens_repo`` after ``dst apply`` promoted every example lens (built once, copied)."""
+    path = tmp_path / "lens_repo"
+    shutil.copytree(_promoted_template, path, symlinks=True)
     return path
 
 

@@ -264,15 +264,14 @@ def test_relative_date_question_without_as_of_is_rejected(repo: Path) -> None:
     assert "as_of" in done.stderr
 
 
-def test_new_answer_whose_sql_does_not_run_blocks_naming_its_file(lens_repo: Path) -> None:
-    assert invoke(lens_repo, "apply").code == 0
-    before = pygit2.Repository(str(lens_repo)).references["refs/dst/serving/sales"].target
+def test_new_answer_whose_sql_does_not_run_blocks_naming_its_file(promoted_repo: Path) -> None:
+    before = pygit2.Repository(str(promoted_repo)).references["refs/dst/serving/sales"].target
     answer = ANSWER.format(sql="SELECT SUM(quantity) FROM no_such_table")
-    commit(lens_repo, {"lenses/sales/answers/broken.yaml": answer}, "broken oracle")
-    done = invoke(lens_repo, "apply")
+    commit(promoted_repo, {"lenses/sales/answers/broken.yaml": answer}, "broken oracle")
+    done = invoke(promoted_repo, "apply")
     assert done.code == 1, done.stdout + done.stderr
     assert "certified SQL does not run: lenses/sales/answers/broken.yaml" in done.stdout
-    after = pygit2.Repository(str(lens_repo)).references["refs/dst/serving/sales"].target
+    after = pygit2.Repository(str(promoted_repo)).references["refs/dst/serving/sales"].target
     assert after == before
 
 

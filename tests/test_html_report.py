@@ -14,7 +14,7 @@ import pytest
 
 from reconciler.render.html import DIFF_ROW_COLOUR, divergence_marks, render
 from tests.helpers import invoke
-from tests.helpers.examples import answers_bound_to, double_metric, promote_all
+from tests.helpers.examples import answers_bound_to, double_metric
 
 
 class _Page(HTMLParser):
@@ -40,12 +40,11 @@ def _parse(text: str) -> _Page:
 
 @pytest.fixture(scope="module")
 def blocked(
-    _seeded_template: Path, tmp_path_factory: pytest.TempPathFactory
+    _promoted_template: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[Path, set[str]]:
     """sales promoted, then a doubled metric makes its certified answers wrong: blocked."""
     repo = tmp_path_factory.mktemp("report") / "repo"
-    shutil.copytree(_seeded_template, repo, symlinks=True)
-    promote_all(repo)
+    shutil.copytree(_promoted_template, repo, symlinks=True)
     users = answers_bound_to(repo, "sales", "metrics/units_sold")
     double_metric(repo, "units_sold")
     applied = invoke(repo, "apply", "--format", "json")

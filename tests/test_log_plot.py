@@ -10,7 +10,7 @@ import pytest
 
 from reconciler.render.trend import BLOCKS, sparkline
 from tests.helpers import dst, invoke
-from tests.helpers.examples import answers_bound_to, double_metric, promote_all
+from tests.helpers.examples import answers_bound_to, double_metric
 
 
 def _block(rate: float) -> str:
@@ -20,15 +20,14 @@ def _block(rate: float) -> str:
 
 @pytest.fixture(scope="module")
 def two_deployments(
-    _seeded_template: Path, tmp_path_factory: pytest.TempPathFactory
+    _promoted_template: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[Path, int, int]:
     """sales promoted green, then promoted under ``warn`` with a doubled metric's answers wrong.
 
     Built once for the module: the tests only read its history.
     """
     lens_repo = tmp_path_factory.mktemp("log") / "repo"
-    shutil.copytree(_seeded_template, lens_repo, symlinks=True)
-    promote_all(lens_repo)
+    shutil.copytree(_promoted_template, lens_repo, symlinks=True)
     wrong = len(answers_bound_to(lens_repo, "sales", "metrics/units_sold"))
     double_metric(lens_repo, "units_sold", gate="warn")
     applied = invoke(lens_repo, "apply", "--format", "json")

@@ -13,14 +13,12 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import GIT_ENV, invoke
-from tests.helpers.examples import promote_all
 
 
 @pytest.fixture(scope="module")
-def promoted(_seeded_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def promoted(_promoted_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     repo = tmp_path_factory.mktemp("progress") / "repo"
-    shutil.copytree(_seeded_template, repo, symlinks=True)
-    promote_all(repo)
+    shutil.copytree(_promoted_template, repo, symlinks=True)
     return repo
 
 

@@ -366,12 +366,11 @@ def test_cli_unknown_remote_exits_2_naming_it(origin: Origin) -> None:
 
 
 def test_gates_refuse_a_clone_that_never_fetched_serving_state(
-    lens_repo: Path, tmp_path: Path
+    promoted_repo: Path, tmp_path: Path
 ) -> None:
-    assert invoke(lens_repo, "apply").code == 0
     origin = tmp_path / "origin.git"
     git(tmp_path, "init", "-q", "--bare", "-b", "main", str(origin))
-    git(lens_repo, "push", "-q", str(origin), "main", "refs/dst/*:refs/dst/*")
+    git(promoted_repo, "push", "-q", str(origin), "main", "refs/dst/*:refs/dst/*")
     clone = tmp_path / "fresh"
     git(tmp_path, "clone", "-q", str(origin), str(clone))
     assert invoke(clone, "seed").code == 0
