@@ -10,7 +10,7 @@ import pygit2
 import pytest
 import yaml
 
-from tests.helpers import PROJECT, commit, git, invoke
+from tests.helpers import PROJECT, commit, dst, git, invoke
 from tests.helpers.examples import (
     answers_bound_to,
     deployment_json,
@@ -24,19 +24,20 @@ LENSES = ("finance", "sales")
 def test_quick_start_in_a_temporary_clone_of_the_project(tmp_path: Path) -> None:
     if not (PROJECT / ".git").exists():
         pytest.skip("the project is not a git checkout, so there is nothing to clone")
+    # The README's quick start, as a user runs it: the real console entry in its own processes.
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", str(PROJECT), str(clone)], check=True)
-    seeded = invoke(clone, "seed")
+    seeded = dst(clone, "seed")
     assert seeded.code == 0, seeded.stderr
-    first = invoke(clone, "apply", "--format", "json")
+    first = dst(clone, "apply", "--format", "json")
     assert first.code == 0, first.stderr
     assert {x["lens"]: x["action"] for x in first.json()["lenses"]} == dict.fromkeys(
         LENSES, "promoted"
     )
-    status = invoke(clone, "status")
+    status = dst(clone, "status")
     for name in LENSES:
         assert f"{name}: serving {str(serving(clone, name))[:12]}" in status.stdout
-    again = invoke(clone, "apply", "--format", "json")
+    again = dst(clone, "apply", "--format", "json")
     assert {x["action"] for x in again.json()["lenses"]} == {"unchanged"}
 
 

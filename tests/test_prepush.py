@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from reconciler.git import hooks
-from tests.conftest import GIT_ENV, PROJECT, commit, dst, git
+from tests.helpers import GIT_ENV, PROJECT, commit, git, invoke
 
 ZERO = "0" * 40
 BIN = str(Path(sys.executable).parent)  # where this interpreter's `dst` script lives
@@ -106,9 +106,9 @@ def _push_template(
     subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(origin)], check=True)
     git(_seeded_template, "push", "-q", str(origin), "main")
     subprocess.run(["git", "clone", "-q", str(origin), str(clone)], check=True, env=_env(base))
-    seeded = dst(clone, "seed")
+    seeded = invoke(clone, "seed")
     assert seeded.code == 0, seeded.stderr
-    applied = dst(clone, "apply")
+    applied = invoke(clone, "apply")
     assert applied.code == 0, applied.stdout + applied.stderr
     return origin, clone
 
@@ -724,14 +724,14 @@ def test_hooks_sub_app_installs_and_uninstalls(repo: Path) -> None:
 
 
 def test_dst_hooks_install_through_the_command_line(repo: Path) -> None:
-    first = dst(repo, "hooks", "install", "--format", "json")
+    first = invoke(repo, "hooks", "install", "--format", "json")
     assert first.code == 0, first.stderr
     assert first.json()["action"] == "installed"
-    again = dst(repo, "hooks", "install")
+    again = invoke(repo, "hooks", "install")
     assert again.code == 0 and "already current" in again.stdout
-    gone = dst(repo, "hooks", "uninstall", "--format", "json")
+    gone = invoke(repo, "hooks", "uninstall", "--format", "json")
     assert gone.code == 0 and gone.json()["action"] == "removed"
-    outside = dst(repo, "hooks", "install", "--repo", str(repo.parent / "nowhere"))
+    outside = invoke(repo, "hooks", "install", "--repo", str(repo.parent / "nowhere"))
     assert outside.code == 2
 
 
