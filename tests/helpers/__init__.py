@@ -23,6 +23,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -129,14 +130,20 @@ class _Stream(io.TextIOWrapper):
 
 @contextlib.contextmanager
 def _process_state(cwd: Path, env: Mapping[str, str]) -> Iterator[None]:
-    """Set the working directory and environment; restore both afterwards."""
-    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    """Set the working directory and environment; restore both afterwards.
+
+    ``tempfile`` caches its directory on first use; it is reset so that a
+    ``TMPDIR`` in ``env`` counts, as it would in a new process.
+    """
+    saved_env, saved_cwd, saved_tmp = dict(os.environ), os.getcwd(), tempfile.tempdir
     os.environ.clear()
     os.environ.update(env)
     os.chdir(cwd)
+    tempfile.tempdir = None
     try:
         yield
     finally:
+        tempfile.tempdir = saved_tmp
         os.chdir(saved_cwd)
         os.environ.clear()
         os.environ.update(saved_env)
