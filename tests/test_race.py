@@ -15,7 +15,7 @@ from reconciler import reconcile as apply_mod
 from reconciler.context import Runtime
 from reconciler.errors import RefConflict
 from reconciler.git import refs as refstore
-from tests.conftest import GIT_ENV, commit, dst, git
+from tests.helpers import GIT_ENV, commit, dst, git
 
 
 def _serving(repo: Path) -> str:

@@ -157,8 +157,9 @@ def invoke(
     Calls :func:`reconciler.cli.entry.main` with ``args`` in ``repo``, the
     environment of :func:`command_env` and ``stdin`` on a non-terminal stdin,
     capturing stdout and stderr. The exit code is the ``SystemExit`` code
-    (0 when ``main`` returns). Working directory, environment and the standard
-    streams are restored afterwards.
+    (0 when ``main`` returns); any other exception escaping ``main`` propagates to
+    the test (a spawned process would exit 1 printing it). Working directory,
+    environment and the standard streams are restored afterwards.
     """
     from reconciler.cli.entry import main
 
