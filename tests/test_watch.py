@@ -43,7 +43,7 @@ from reconciler.watch import (
     polling_reason,
     watch,
 )
-from tests.conftest import GIT_ENV, commit, dst, git
+from tests.helpers import GIT_ENV, commit, git, invoke
 
 DEBOUNCE_MS = 150
 QUIET_S = 2.0  # many debounce periods: long enough for a spurious run to show up
@@ -363,7 +363,7 @@ def test_files_the_tool_writes_and_files_outside_lenses_trigger_nothing(promoted
         (promoted / ".dst" / "sub" / "y").write_text("scratch")
         (promoted / "README.md").write_text("not a lens\n")
         # Re-seeding rewrites the embedded warehouse, which the loop must not hold open.
-        seeded = dst(promoted, "seed")
+        seeded = invoke(promoted, "seed")
         assert seeded.code == 0, seeded.stderr
         runs = loop.quiet()
     assert [v.trigger for v in runs] == ["start"]
@@ -467,7 +467,7 @@ def test_the_schedule_re_verifies_every_serving_lens(promoted: Path) -> None:
         "sales": "verified",
     }
     assert _serving(promoted, "finance") != before
-    log = dst(promoted, "log", "finance", "--format", "json")
+    log = invoke(promoted, "log", "finance", "--format", "json")
     assert log.code == 0, log.stderr
     assert log.json()["deployments"][0]["action"] == "verify"
 
@@ -520,10 +520,10 @@ def test_once_prints_a_verdict_and_exits_0_or_1(
 
 
 def test_dst_watch_is_wired_into_the_console_script(promoted: Path) -> None:
-    helped = dst(promoted, "watch", "--help")
+    helped = invoke(promoted, "watch", "--help")
     if helped.code != 0:
         pytest.skip("cli.py does not register `dst watch` yet")
-    done = dst(promoted, "watch", "--once")
+    done = invoke(promoted, "watch", "--once")
     assert done.code == 0, done.stdout + done.stderr
     assert "sales: UNCHANGED" in done.stdout
 
