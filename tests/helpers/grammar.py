@@ -16,7 +16,7 @@ from typing import Any
 import duckdb
 import yaml
 
-from reconciler.assembly.retrieval import assemble
+from reconciler.assembly.request import assemble
 from reconciler.generators import DimensionValues, Generation, generate
 from reconciler.lens import Lens
 from tests.helpers import FIXTURES
