@@ -498,7 +498,15 @@ loaded = {{m.split(".")[0] for m in sys.modules}}
 banned = sorted(loaded & {set(STDLIB_ONLY_BANNED)!r})
 assert not banned, banned
 ours = sorted(m for m in sys.modules if m.startswith("reconciler."))
-expected = ["reconciler.cli", "reconciler.cli.entry", "reconciler.cli.hook", "reconciler.errors"]
+expected = [
+    "reconciler.cli",
+    "reconciler.cli.boundary",
+    "reconciler.cli.entry",
+    "reconciler.cli.hook",
+    "reconciler.errors",
+    "reconciler.git",
+    "reconciler.git.push",
+]
 assert ours == expected, ours
 """
     done = _run(
