@@ -234,8 +234,7 @@ def _resolve_span(rt: Any, event: Event, span: _Span) -> tuple[str, str, list[st
         rt.root,
         base_rev,
         head_oid,
-        max_deepen=span.max_deepen,
-        deepen_by=span.deepen_by,
+        deepening=prbase.Deepening(span.max_deepen, span.deepen_by),
         default_branch=event.default_branch or _origin_head(git, span.remote),
         remote=span.remote,
     )
