@@ -100,13 +100,15 @@ def rollback(rt: Runtime, name: str, to: str | None) -> RunReport:
         rt.repo,
         refstore.serving_ref(name),
         current.oid,
-        lens=name,
-        source=target.source,
-        lens_tree=target.lens_tree,
-        bindings=target.bindings,
-        run=record,
-        meta=meta,
-        message=f"rollback {name} to {target.oid[:12]} (source {target.source[:12]})",
+        refstore.NewDeployment(
+            lens=name,
+            source=target.source,
+            lens_tree=target.lens_tree,
+            bindings=target.bindings,
+            run=record,
+            meta=meta,
+            message=f"rollback {name} to {target.oid[:12]} (source {target.source[:12]})",
+        ),
         reason=f"dst rollback {name}",
     )
     run = LensRun(

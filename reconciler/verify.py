@@ -87,13 +87,15 @@ def restamp(ctx: StepContext, state: LensState) -> LensState:
         ctx.rt.repo,
         refstore.serving_ref(state.name),
         serving,
-        lens=state.name,
-        source=source,
-        lens_tree=tree,
-        bindings=bindings,
-        run=record,
-        meta=meta_for(state, "verify", source, serving),
-        message=f"verify {state.name} {source[:12]} score {s['correct']}/{s['total']}",
+        refstore.NewDeployment(
+            lens=state.name,
+            source=source,
+            lens_tree=tree,
+            bindings=bindings,
+            run=record,
+            meta=meta_for(state, "verify", source, serving),
+            message=f"verify {state.name} {source[:12]} score {s['correct']}/{s['total']}",
+        ),
         reason=f"dst test {state.name}",
     )
     crash_point("restamp-after")
