@@ -255,19 +255,9 @@ def _run(
     answers: list[Answer],
     verbs: dict[str, str] | None = None,
 ) -> tuple[AnswerResult, ...]:
-    assert scoring.executor is not None  # callers checked cannot_score
     return tuple(
         run_answers(
-            lens,
-            answers,
-            scoring.executor,
-            scoring.values,
-            jobs=scoring.jobs,
-            smart=scoring.smart,
-            progress=ctx.rt.progress,
-            announce=ctx.rt.answer,
-            verbs=verbs,
-            embedder=scoring.embedder,
+            lens, answers, scoring, progress=ctx.rt.progress, announce=ctx.rt.answer, verbs=verbs
         )
     )
 
