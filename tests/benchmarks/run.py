@@ -325,7 +325,7 @@ def bench_watch(work: Path, idle_s: float, runs: int) -> list[Row]:
 
     from reconciler.context import Runtime
     from reconciler.reconcile import reconcile
-    from reconciler.watch import Verdict, watch
+    from reconciler.watch import Verdict, WatchSettings, watch
 
     repo = _example_repo(work, "watch", 0)
     rt = Runtime(pygit2.Repository(str(repo)), env={}, progress=lambda _m: None)
@@ -346,8 +346,7 @@ def bench_watch(work: Path, idle_s: float, runs: int) -> list[Row]:
         target=watch,
         kwargs={
             "rt": loop_rt,
-            "interval_hours": 0,
-            "debounce_ms": debounce_ms,
+            "settings": WatchSettings(interval_hours=0, debounce_ms=debounce_ms),
             "on_verdict": record,
             "stop": stop,
         },
