@@ -14,7 +14,8 @@ from reconciler.context import Runtime
 from reconciler.errors import UsageError
 from reconciler.git import refs as refstore
 from reconciler.git import trees as gitstate
-from reconciler.lens import LENS_NAME_RE, Oid
+from reconciler.ids import Oid
+from reconciler.lens import LENS_NAME_RE
 from reconciler.plan import LensPlan
 from reconciler.results import Action, LensRun, RunReport
 from reconciler.state import DeploymentMeta, RunRecord

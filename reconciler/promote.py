@@ -18,7 +18,7 @@ from reconciler.bindings import Bindings
 from reconciler.context import Runtime
 from reconciler.errors import RefConflict
 from reconciler.git import refs as refstore
-from reconciler.lens import Oid
+from reconciler.ids import Oid
 from reconciler.plan import LensPlan
 from reconciler.results import Action, LensRun, LensState, meta_for, state_for
 

@@ -29,7 +29,8 @@ from reconciler.context import Runtime
 from reconciler.gate import GateVerdict, decide
 from reconciler.git import refs as refstore
 from reconciler.git import trees as gitstate
-from reconciler.lens import Answer, Lens, Oid
+from reconciler.ids import Oid
+from reconciler.lens import Answer, Lens
 from reconciler.plan import LensPlan, plan_lens
 from reconciler.promote import promote, record_attempts, retire_warning
 from reconciler.results import Action, LensRun, LensState, RunReport

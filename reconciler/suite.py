@@ -35,7 +35,8 @@ from reconciler.compare.diff import Verdict, compare
 from reconciler.compare.ordering import order_keys
 from reconciler.errors import DstError
 from reconciler.generators import DimensionValues, SmartCall, generate
-from reconciler.lens import MAX_JOBS, Answer, AnswerId, Lens
+from reconciler.ids import AnswerId
+from reconciler.lens import MAX_JOBS, Answer, Lens
 from reconciler.resultset import Executor, ResultSet
 
 MAX_ATTEMPTS = 2

@@ -21,7 +21,7 @@ from reconciler.git import refs as refstore
 from reconciler.git import trees as gitstate
 from reconciler.git.crash import crash_point
 from reconciler.history import serving_or_fail
-from reconciler.lens import AnswerId
+from reconciler.ids import AnswerId
 from reconciler.plan import LensPlan
 from reconciler.reconcile import Step, StepContext, cases_step, run_steps, suite_step
 from reconciler.results import Action, LensRun, LensState, RunReport, meta_for, state_for

@@ -47,7 +47,7 @@ from reconciler.context import Runtime
 from reconciler.errors import DstError, RefConflict, UsageError
 from reconciler.git import refs as refstore
 from reconciler.git import trees as gitstate
-from reconciler.lens import Oid
+from reconciler.ids import Oid
 from reconciler.reconcile import check_worktree, reconcile
 from reconciler.results import RunReport
 from reconciler.verify import verify

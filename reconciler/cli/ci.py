@@ -82,7 +82,7 @@ def _locations(rt: Any, report: RunReport) -> dict[tuple[str, str], Where]:
     """Answer files and ``sql:`` lines at the candidate, for annotations and JUnit."""
     # lazy: lens loading and the renderer load pydantic and sqlglot, unneeded by `dst --help`
     from reconciler.git import trees as gitstate
-    from reconciler.lens import Oid
+    from reconciler.ids import Oid
     from reconciler.render.github import locate
 
     repo = rt.repo

@@ -24,7 +24,7 @@ from reconciler.bindings import Bindings
 from reconciler.errors import DstError, RefConflict, StateError
 from reconciler.git import locks as reflocks
 from reconciler.git.crash import crash_point
-from reconciler.lens import Oid
+from reconciler.ids import Oid
 from reconciler.state import (
     STATE_SCHEMA,
     ApplyIntent,
