@@ -14,7 +14,8 @@ from reconciler.context import Runtime
 from reconciler.errors import UsageError
 from reconciler.git import refs as refstore
 from reconciler.git import trees as gitstate
-from reconciler.lens import LENS_NAME_RE, Oid
+from reconciler.ids import Oid
+from reconciler.lens import LENS_NAME_RE
 from reconciler.plan import LensPlan
 from reconciler.results import Action, LensRun, RunReport
 from reconciler.state import DeploymentMeta, RunRecord
@@ -100,13 +101,15 @@ def rollback(rt: Runtime, name: str, to: str | None) -> RunReport:
         rt.repo,
         refstore.serving_ref(name),
         current.oid,
-        lens=name,
-        source=target.source,
-        lens_tree=target.lens_tree,
-        bindings=target.bindings,
-        run=record,
-        meta=meta,
-        message=f"rollback {name} to {target.oid[:12]} (source {target.source[:12]})",
+        refstore.NewDeployment(
+            lens=name,
+            source=target.source,
+            lens_tree=target.lens_tree,
+            bindings=target.bindings,
+            run=record,
+            meta=meta,
+            message=f"rollback {name} to {target.oid[:12]} (source {target.source[:12]})",
+        ),
         reason=f"dst rollback {name}",
     )
     run = LensRun(

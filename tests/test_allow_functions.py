@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from reconciler.assets import asset_hashes
-from reconciler.lens import AssetId, load_lens
+from reconciler.ids import AssetId
+from reconciler.lens import load_lens
 from tests.helpers import commit, invoke
 from tests.shop import CUSTOMERS, LENS, ORDERS
 

@@ -23,7 +23,8 @@ from reconciler.assets import asset_hashes, dependency_set, lens_assets
 from reconciler.context import Runtime
 from reconciler.errors import UsageError
 from reconciler.generators import generate
-from reconciler.lens import AnswerId, Lens, load_lens
+from reconciler.ids import AnswerId
+from reconciler.lens import Lens, load_lens
 from reconciler.resultset import ResultSet
 from reconciler.suite import ValueCache, run_answer
 from reconciler.warehouse.connection import Warehouse

@@ -27,7 +27,8 @@ import yaml
 
 from reconciler.errors import InputError, LensLoadError
 from reconciler.git import trees as gitstate
-from reconciler.lens import Oid, RepoConfig
+from reconciler.ids import Oid
+from reconciler.lens import RepoConfig
 from reconciler.loader import load_yaml, validate
 from tests.figures import record
 from tests.helpers import FIXTURES, GIT_ENV, commit, dst, git, invoke

@@ -33,7 +33,7 @@ import pygit2
 import pytest
 
 from reconciler.git import refs as refstore
-from reconciler.lens import Oid
+from reconciler.ids import Oid
 from tests.crashkit import Launcher, commit_variant, new_repo, stress_size
 from tests.figures import record
 

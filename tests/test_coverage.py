@@ -11,7 +11,8 @@ from reconciler.assembly.retrieval import retrieve
 from reconciler.assets import dependency_set, lens_assets
 from reconciler.coverage import coverage, percent
 from reconciler.git import trees as gitstate
-from reconciler.lens import AssetId, Lens, load_lens
+from reconciler.ids import AssetId
+from reconciler.lens import Lens, load_lens
 from tests.helpers import PROJECT, commit, invoke
 from tests.shop import CUSTOMERS, LENS, ORDER_COUNT, ORDERS, REVENUE
 

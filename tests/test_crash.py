@@ -46,7 +46,7 @@ from reconciler.errors import StaleLock
 from reconciler.git import refs as refstore
 from reconciler.git import trees as gitstate
 from reconciler.git.locks import LOCK_WAIT_ENV, ref_locks
-from reconciler.lens import Oid
+from reconciler.ids import Oid
 from tests.crashkit import LENSES, Finished, Launcher, commit_variant, new_repo, stress_size
 from tests.figures import record
 from tests.helpers import git

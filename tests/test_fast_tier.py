@@ -20,7 +20,8 @@ from reconciler.assembly.text import normalize, tokenize
 from reconciler.errors import LensLoadError
 from reconciler.generators import DimensionValues, generate
 from reconciler.generators.fast import parse
-from reconciler.lens import AnswerId, Lens, load_lens
+from reconciler.ids import AnswerId
+from reconciler.lens import Lens, load_lens
 from tests.helpers.grammar import (
     CRM,
     CRM_SCHEMA,

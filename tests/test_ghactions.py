@@ -20,7 +20,7 @@ import pytest
 from reconciler.bindings import Reason, StaleAnswer, StaleReason
 from reconciler.errors import UsageError
 from reconciler.git import base as prbase
-from reconciler.lens import AnswerId, AssetId, Oid
+from reconciler.ids import AnswerId, AssetId, Oid
 from reconciler.plan import AssetChange, LensPlan
 from reconciler.render import github as ghactions
 from reconciler.render import junit

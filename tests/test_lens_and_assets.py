@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from reconciler.assets import lens_assets
 from reconciler.bindings import Bindings, Reason, select_stale, stamp
 from reconciler.errors import LensLoadError
-from reconciler.lens import AnswerId, Lens, load_lens
+from reconciler.ids import AnswerId
+from reconciler.lens import Lens, load_lens
 from reconciler.loader import load_yaml
 from reconciler.plan import LensPlan, plan_lens
 from tests.helpers.certified import REVENUE, files

@@ -10,7 +10,7 @@ import pytest
 from reconciler.bindings import Bindings
 from reconciler.errors import RefConflict
 from reconciler.git import refs as refstore
-from reconciler.lens import Oid
+from reconciler.ids import Oid
 from tests.helpers import commit
 
 

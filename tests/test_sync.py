@@ -20,7 +20,7 @@ from reconciler.git import refs as refstore
 from reconciler.git import sync
 from reconciler.git.sync import SyncAction
 from reconciler.history import status
-from reconciler.lens import Oid
+from reconciler.ids import Oid
 from tests.helpers import PROJECT, commit, git, invoke
 from tests.helpers.sync import first_parents, hermetic_git, ref_entry, ref_value, repository
 

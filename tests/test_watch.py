@@ -39,6 +39,7 @@ from reconciler.watch import (
     Schedule,
     Verdict,
     WatchFilter,
+    WatchSettings,
     decide_polling,
     polling_reason,
     watch,
@@ -96,6 +97,9 @@ def _double_units_sold(text: str) -> str:
     return text.replace("expression: SUM(quantity)", "expression: SUM(quantity) * 2")
 
 
+_SETTINGS = ("interval_hours", "debounce_ms", "poll", "reconcile_mode", "branch")
+
+
 class Loop:
     """``watch`` in a background thread, recording verdicts and progress lines."""
 
@@ -113,7 +117,9 @@ class Loop:
 
     def _main(self, rt: Runtime, options: dict[str, Any]) -> None:
         try:
-            self.code = watch(rt, stop=self.stop, on_verdict=self._record, **options)
+            named = {k: options.pop(k) for k in _SETTINGS if k in options}
+            settings = WatchSettings(**named)
+            self.code = watch(rt, settings, stop=self.stop, on_verdict=self._record, **options)
         except BaseException as exc:  # surfaced by wait() and close()
             self.error = exc
         finally:
@@ -476,9 +482,7 @@ def test_reconcile_mode_refuses_a_missing_branch(promoted: Path) -> None:
     with pytest.raises(UsageError, match="nope"):
         watch(
             _runtime(promoted),
-            interval_hours=0,
-            reconcile_mode=True,
-            branch="nope",
+            WatchSettings(interval_hours=0, reconcile_mode=True, branch="nope"),
             on_verdict=lambda _v: None,
         )
 
