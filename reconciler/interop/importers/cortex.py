@@ -50,14 +50,15 @@ from reconciler.interop.importers import (
     write_lens,
     written_paths,
 )
+from reconciler.interop.importers.cortex_seeds import seed_files
 from reconciler.interop.importers.logical import (
     LogicalSqlError,
     LogicalTable,
     parse_column_expression,
 )
-from reconciler.interop.importers.seeds import build_seeds, parse_ddl
 from reconciler.interop.importers.verified import (
     SOURCE_DIALECT,
+    VerifiedQuery,
     answer_yaml,
     check_oracles,
     pin_as_of,
@@ -196,19 +197,7 @@ def import_cortex(
     _relationships(ctx, root.get("relationships"), tables)
     metrics = _metrics(ctx, root["tables"], tables, dialect)
 
-    files: dict[str, bytes] = {}
-    seed_rows: dict[str, int] = {}
-    if data_dir is not None:
-        plan = build_seeds(data_dir, parse_ddl(ddl), {m: t.table for m, t in tables.items()})
-        ctx.unmapped.extend(plan.unmapped)
-        ctx.notes.extend(plan.notes)
-        for seed in plan.tables.values():
-            files[f"seeds/{seed.table}.csv"] = seed.csv
-            seed_rows[seed.table] = seed.rows
-        for missing in sorted({t.table for t in tables.values()} - set(plan.tables)):
-            ctx.note(f"no CSV in the data directory fills table {missing}")
-        _check_seed_columns(ctx, tables, {t: s.csv for t, s in plan.tables.items()})
-
+    files, seed_rows = seed_files(ctx, tables, data_dir, ddl)
     logical = [t.logical_table() for t in tables.values()]
     queries = read_verified_queries(root.get("verified_queries"), logical, ctx, dialect=dialect)
     pinned = pin_as_of(queries, as_of, ctx)
@@ -231,12 +220,7 @@ def import_cortex(
     # Editors that read the modeline validate each file against schemas/ as it is typed.
     files = {rel: with_schema_comment(rel, data) for rel, data in files.items()}
     load_lens(lens, files)  # the importer's own contract: what it returns loads
-    drafts = [q for q in queries if q.problems]
-    for query in drafts:
-        ctx.lose(
-            f"verified_queries[{query.name!r}]",
-            f"written as draft answers/{query.id}.yaml - {'; '.join(query.problems)}",
-        )
+    drafts = _report_drafts(ctx, queries)
     report = ImportReport(
         lens=lens,
         written=written_paths(lens, files),
@@ -250,6 +234,17 @@ def import_cortex(
         notes=tuple(ctx.notes),
     )
     return files, report
+
+
+def _report_drafts(ctx: _Ctx, queries: Sequence[VerifiedQuery]) -> list[VerifiedQuery]:
+    """The verified queries written as drafts, each recorded in ``ctx`` with its problems."""
+    drafts = [q for q in queries if q.problems]
+    for query in drafts:
+        ctx.lose(
+            f"verified_queries[{query.name!r}]",
+            f"written as draft answers/{query.id}.yaml - {'; '.join(query.problems)}",
+        )
+    return drafts
 
 
 def _texts(value: Any) -> tuple[tuple[str, ...], int]:
@@ -494,32 +489,6 @@ def _table_metric(ctx: _Ctx, raw: Any, table: _Table, where: str, dialect: str) 
         model=table.model,
         expression=tree.transform(physical).sql(dialect=dialect),
     )
-
-
-def _check_seed_columns(
-    ctx: _Ctx, tables: Mapping[str, _Table], seeds: Mapping[str, bytes]
-) -> None:
-    """Report model columns that read a physical column its seed CSV lacks.
-
-    Without DDL a CSV header is taken at its word, and COPY-style loaders ignore
-    headers, so a header that does not name the physical columns shows up here.
-    """
-    for table in tables.values():
-        if table.table not in seeds:
-            continue
-        first_line = seeds[table.table].split(b"\n", 1)[0].decode("utf-8")
-        header = {name.strip().lower() for name in first_line.split(",")}
-        wanted: set[str] = set()
-        for sql in table.source_columns.values():
-            tree = parse_column_expression(sql, SOURCE_DIALECT)
-            wanted.update(col.name for col in tree.find_all(exp.Column))
-        absent = sorted(wanted - header)
-        if absent:
-            ctx.lose(
-                f"seeds/{table.table}.csv",
-                f"has no column {', '.join(absent)}, which models/{table.model}.yaml reads; "
-                "pass the table's DDL so CSV columns are named by position",
-            )
 
 
 def _is_numeric(data_type: str) -> bool:
