@@ -56,26 +56,7 @@ def rollback(rt: Runtime, name: str, to: str | None) -> RunReport:
     """
     refstore.recover(rt.repo)
     current = serving_or_fail(rt, name)
-    chain = refstore.history(rt.repo, current.oid)
-    if to is None:
-        target = next((d for d in chain[1:] if d.lens_tree != current.lens_tree), None)
-        if target is None:
-            raise UsageError(
-                f"lens {name!r} has no earlier deployment with other content",
-                fix="pass --to DEPLOYMENT (see `dst log`)",
-            )
-    else:
-        oid = gitstate.resolve_commit(rt.repo, to)
-        target = next((d for d in chain if d.oid == oid), None)
-        if target is None:
-            raise UsageError(
-                f"{to} is not a deployment of lens {name!r}", fix=f"pick one from `dst log {name}`"
-            )
-    if target.lens_tree == current.lens_tree:
-        raise UsageError(
-            f"{to} serves the same lens content as the current deployment",
-            fix=f"pick a deployment with other content from `dst log {name}`",
-        )
+    target = _rollback_target(rt, name, current, to)
     plan = LensPlan(
         lens=name,
         gate=target.info.gate or "block",
@@ -121,6 +102,38 @@ def rollback(rt: Runtime, name: str, to: str | None) -> RunReport:
         recorded=oid,
     )
     return RunReport("rollback", [run])
+
+
+def _rollback_target(
+    rt: Runtime, name: str, current: refstore.Deployment, to: str | None
+) -> refstore.Deployment:
+    """The deployment whose content a rollback of ``name`` serves again (see :func:`rollback`).
+
+    Raises:
+        UsageError: no earlier content exists, ``to`` is not a deployment of this lens,
+            or it serves the same lens content as ``current``.
+    """
+    chain = refstore.history(rt.repo, current.oid)
+    if to is None:
+        target = next((d for d in chain[1:] if d.lens_tree != current.lens_tree), None)
+        if target is None:
+            raise UsageError(
+                f"lens {name!r} has no earlier deployment with other content",
+                fix="pass --to DEPLOYMENT (see `dst log`)",
+            )
+        return target
+    oid = gitstate.resolve_commit(rt.repo, to)
+    found = next((d for d in chain if d.oid == oid), None)
+    if found is None:
+        raise UsageError(
+            f"{to} is not a deployment of lens {name!r}", fix=f"pick one from `dst log {name}`"
+        )
+    if found.lens_tree == current.lens_tree:
+        raise UsageError(
+            f"{to} serves the same lens content as the current deployment",
+            fix=f"pick a deployment with other content from `dst log {name}`",
+        )
+    return found
 
 
 @dataclass(frozen=True)
