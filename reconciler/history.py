@@ -204,6 +204,7 @@ def seed(rt: Runtime, url: str | None = None) -> SeedReport:
         UsageError: two lenses seed one table with different bytes.
         WarehouseError: ``url`` cannot be seeded (nothing is committed).
     """
+    # lazy: SQLAlchemy and DuckDB load only for `dst seed`, not for status or log
     from reconciler.warehouse.seed import seed as build
 
     seeds: list[tuple[str, str, bytes]] = []
