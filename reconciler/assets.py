@@ -25,7 +25,8 @@ import sqlglot
 from reconciler import guard
 from reconciler.assembly.request import assemble
 from reconciler.errors import UnsafeSqlError
-from reconciler.lens import Answer, AnswerId, AssetId, Lens, Metric, Model
+from reconciler.ids import AnswerId, AssetId
+from reconciler.lens import Answer, Lens, Metric, Model
 
 HASH_SCHEME = 1
 

@@ -19,7 +19,8 @@ from typing import Any
 
 from reconciler.assets import HASH_SCHEME, Asset, dependency_set, oracle_hash
 from reconciler.errors import StateError
-from reconciler.lens import AnswerId, AssetId, Lens
+from reconciler.ids import AnswerId, AssetId
+from reconciler.lens import Lens
 
 BINDINGS_SCHEMA = 1
 

@@ -18,7 +18,8 @@ from reconciler.context import Runtime
 from reconciler.errors import LensLoadError, StateError, UsageError
 from reconciler.git import refs as refstore
 from reconciler.git import trees as gitstate
-from reconciler.lens import Lens, Oid, load_lens
+from reconciler.ids import Oid
+from reconciler.lens import Lens, load_lens
 from reconciler.plan import LensPlan, unchanged_plan
 from reconciler.results import LensState
 

@@ -49,8 +49,9 @@ from reconciler.assets import asset_hashes
 from reconciler.errors import LensLoadError, UsageError
 from reconciler.files import write_new_file
 from reconciler.generators import DimensionValues, SmartCall, generate
+from reconciler.ids import AnswerId
 from reconciler.interop.importers import dump_yaml, slugify
-from reconciler.lens import Answer, AnswerId, Lens, Provenance, load_lens
+from reconciler.lens import Answer, Lens, Provenance, load_lens
 from reconciler.loader import load_yaml
 from reconciler.schemas import with_schema_comment
 

@@ -221,6 +221,7 @@ class Runtime:
             if settings is None:
                 notes.append(f"leaner than production: {why}")
         if lens.config.generator.retrieval == "embedding":
+            # lazy: the optional embed extra
             from reconciler.assembly.embedding import extra_missing
 
             if missing := extra_missing():

@@ -26,7 +26,8 @@ from typing import Any
 
 from reconciler.assembly.retrieval import retrieve
 from reconciler.assets import dependency_set, lens_assets
-from reconciler.lens import AnswerId, AssetId, Lens, LensName
+from reconciler.ids import AnswerId, AssetId, LensName
+from reconciler.lens import Lens
 
 COVERED_KINDS = ("models", "metrics", "exemplars")
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from reconciler.cases import CaseResult
-from reconciler.lens import AnswerId
+from reconciler.ids import AnswerId
 from reconciler.plan import LensPlan
 from reconciler.suite import AnswerResult, Outcome
 

@@ -14,7 +14,8 @@ from reconciler.context import Runtime
 from reconciler.errors import UsageError
 from reconciler.git import refs as refstore
 from reconciler.git import trees as gitstate
-from reconciler.lens import LENS_NAME_RE, Oid
+from reconciler.ids import Oid
+from reconciler.lens import LENS_NAME_RE
 from reconciler.plan import LensPlan
 from reconciler.results import Action, LensRun, RunReport
 from reconciler.state import DeploymentMeta, RunRecord
@@ -55,26 +56,7 @@ def rollback(rt: Runtime, name: str, to: str | None) -> RunReport:
     """
     refstore.recover(rt.repo)
     current = serving_or_fail(rt, name)
-    chain = refstore.history(rt.repo, current.oid)
-    if to is None:
-        target = next((d for d in chain[1:] if d.lens_tree != current.lens_tree), None)
-        if target is None:
-            raise UsageError(
-                f"lens {name!r} has no earlier deployment with other content",
-                fix="pass --to DEPLOYMENT (see `dst log`)",
-            )
-    else:
-        oid = gitstate.resolve_commit(rt.repo, to)
-        target = next((d for d in chain if d.oid == oid), None)
-        if target is None:
-            raise UsageError(
-                f"{to} is not a deployment of lens {name!r}", fix=f"pick one from `dst log {name}`"
-            )
-    if target.lens_tree == current.lens_tree:
-        raise UsageError(
-            f"{to} serves the same lens content as the current deployment",
-            fix=f"pick a deployment with other content from `dst log {name}`",
-        )
+    target = _rollback_target(rt, name, current, to)
     plan = LensPlan(
         lens=name,
         gate=target.info.gate or "block",
@@ -102,13 +84,15 @@ def rollback(rt: Runtime, name: str, to: str | None) -> RunReport:
         rt.repo,
         refstore.serving_ref(name),
         current.oid,
-        lens=name,
-        source=target.source,
-        lens_tree=target.lens_tree,
-        bindings=target.bindings,
-        run=record,
-        meta=meta,
-        message=f"rollback {name} to {target.oid[:12]} (source {target.source[:12]})",
+        refstore.NewDeployment(
+            lens=name,
+            source=target.source,
+            lens_tree=target.lens_tree,
+            bindings=target.bindings,
+            run=record,
+            meta=meta,
+            message=f"rollback {name} to {target.oid[:12]} (source {target.source[:12]})",
+        ),
         reason=f"dst rollback {name}",
     )
     run = LensRun(
@@ -120,6 +104,38 @@ def rollback(rt: Runtime, name: str, to: str | None) -> RunReport:
         recorded=oid,
     )
     return RunReport("rollback", [run])
+
+
+def _rollback_target(
+    rt: Runtime, name: str, current: refstore.Deployment, to: str | None
+) -> refstore.Deployment:
+    """The deployment whose content a rollback of ``name`` serves again (see :func:`rollback`).
+
+    Raises:
+        UsageError: no earlier content exists, ``to`` is not a deployment of this lens,
+            or it serves the same lens content as ``current``.
+    """
+    chain = refstore.history(rt.repo, current.oid)
+    if to is None:
+        target = next((d for d in chain[1:] if d.lens_tree != current.lens_tree), None)
+        if target is None:
+            raise UsageError(
+                f"lens {name!r} has no earlier deployment with other content",
+                fix="pass --to DEPLOYMENT (see `dst log`)",
+            )
+        return target
+    oid = gitstate.resolve_commit(rt.repo, to)
+    found = next((d for d in chain if d.oid == oid), None)
+    if found is None:
+        raise UsageError(
+            f"{to} is not a deployment of lens {name!r}", fix=f"pick one from `dst log {name}`"
+        )
+    if found.lens_tree == current.lens_tree:
+        raise UsageError(
+            f"{to} serves the same lens content as the current deployment",
+            fix=f"pick a deployment with other content from `dst log {name}`",
+        )
+    return found
 
 
 @dataclass(frozen=True)
@@ -190,6 +206,7 @@ def seed(rt: Runtime, url: str | None = None) -> SeedReport:
         UsageError: two lenses seed one table with different bytes.
         WarehouseError: ``url`` cannot be seeded (nothing is committed).
     """
+    # lazy: SQLAlchemy and DuckDB load only for `dst seed`, not for status or log
     from reconciler.warehouse.seed import seed as build
 
     seeds: list[tuple[str, str, bytes]] = []

@@ -17,19 +17,15 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Annotated, ClassVar, Literal, NewType
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from sqlglot.dialects.dialect import Dialect
 
 from reconciler import guard
 from reconciler.errors import LensLoadError
+from reconciler.ids import AnswerId, LensName
 from reconciler.loader import Document, load_yaml, validate
-
-LensName = NewType("LensName", str)
-AnswerId = NewType("AnswerId", str)
-AssetId = NewType("AssetId", str)
-Oid = NewType("Oid", str)
 
 MAX_ROW_CAP = 1000
 LENS_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")

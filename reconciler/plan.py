@@ -14,7 +14,8 @@ from typing import TypedDict
 
 from reconciler.assets import Asset, lens_assets, oracle_hash
 from reconciler.bindings import Bindings, StaleAnswer, select_stale
-from reconciler.lens import AnswerId, AssetId, Lens, Oid
+from reconciler.ids import AnswerId, AssetId, Oid
+from reconciler.lens import Lens
 
 
 class _AssetChangeRecord(TypedDict):

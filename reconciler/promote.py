@@ -18,7 +18,7 @@ from reconciler.bindings import Bindings
 from reconciler.context import Runtime
 from reconciler.errors import RefConflict
 from reconciler.git import refs as refstore
-from reconciler.lens import Oid
+from reconciler.ids import Oid
 from reconciler.plan import LensPlan
 from reconciler.results import Action, LensRun, LensState, meta_for, state_for
 
@@ -149,14 +149,16 @@ def _attempt(rt: Runtime, commit: Oid, run: LensRun) -> LensRun:
             repo,
             ref,
             last,
-            lens=plan.lens,
-            source=commit,
-            lens_tree=tree,
-            bindings=Bindings(),
-            run=record,
-            meta=meta_for(run, run.action, commit, last),
-            message=f"{run.action} {plan.lens} {commit[:12]} score "
-            f"{run.score['correct']}/{run.score['total']}",
+            refstore.NewDeployment(
+                lens=plan.lens,
+                source=commit,
+                lens_tree=tree,
+                bindings=Bindings(),
+                run=record,
+                meta=meta_for(run, run.action, commit, last),
+                message=f"{run.action} {plan.lens} {commit[:12]} score "
+                f"{run.score['correct']}/{run.score['total']}",
+            ),
             reason=f"dst apply {commit[:12]} ({run.action})",
         )
     except RefConflict as exc:

@@ -29,7 +29,8 @@ from reconciler.context import Runtime
 from reconciler.gate import GateVerdict, decide
 from reconciler.git import refs as refstore
 from reconciler.git import trees as gitstate
-from reconciler.lens import Answer, Lens, Oid
+from reconciler.ids import Oid
+from reconciler.lens import Answer, Lens
 from reconciler.plan import LensPlan, plan_lens
 from reconciler.promote import promote, record_attempts, retire_warning
 from reconciler.results import Action, LensRun, LensState, RunReport, shrink_notes
@@ -260,19 +261,9 @@ def _run(
     answers: list[Answer],
     verbs: dict[str, str] | None = None,
 ) -> tuple[AnswerResult, ...]:
-    assert scoring.executor is not None  # callers checked cannot_score
     return tuple(
         run_answers(
-            lens,
-            answers,
-            scoring.executor,
-            scoring.values,
-            jobs=scoring.jobs,
-            smart=scoring.smart,
-            progress=ctx.rt.progress,
-            announce=ctx.rt.answer,
-            verbs=verbs,
-            embedder=scoring.embedder,
+            lens, answers, scoring, progress=ctx.rt.progress, announce=ctx.rt.answer, verbs=verbs
         )
     )
 

@@ -18,7 +18,8 @@ from typing import Protocol
 from reconciler.bindings import Binding, Bindings, stamp
 from reconciler.cases import CaseResult
 from reconciler.gate import GateVerdict
-from reconciler.lens import AnswerId, Lens, Oid
+from reconciler.ids import AnswerId, Oid
+from reconciler.lens import Lens
 from reconciler.plan import LensPlan
 from reconciler.state import DeploymentMeta, Reach, RunRecord, Score
 from reconciler.suite import AnswerResult, Outcome, Scoring, score

@@ -30,7 +30,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from reconciler.errors import StateError
-from reconciler.lens import Oid
+from reconciler.ids import Oid
 
 STATE_SCHEMA: Literal[1] = 1
 """The ``schema_version`` of every state file this dst writes and reads."""

@@ -35,7 +35,8 @@ from reconciler.compare.diff import Verdict, compare
 from reconciler.compare.ordering import order_keys
 from reconciler.errors import DstError
 from reconciler.generators import DimensionValues, SmartCall, generate
-from reconciler.lens import MAX_JOBS, Answer, AnswerId, Lens
+from reconciler.ids import AnswerId
+from reconciler.lens import MAX_JOBS, Answer, Lens
 from reconciler.resultset import Executor, ResultSet
 
 MAX_ATTEMPTS = 2
@@ -315,35 +316,45 @@ def resolve_jobs(cli_jobs: int | None, lens: Lens) -> int:
 def run_answers(
     lens: Lens,
     answers: Sequence[Answer],
-    executor: Executor,
-    values: DimensionValues,
+    scoring: Scoring,
     *,
-    jobs: int = 1,
-    smart: SmartCall | None = None,
     progress: Callable[[str], None] = lambda _msg: None,
     announce: Callable[[str], None] = lambda _msg: None,
     verbs: Mapping[str, str] | None = None,
-    embedder: Embedder | None = None,
 ) -> list[AnswerResult]:
-    """Verify ``answers`` of ``lens``, up to ``jobs`` at a time (:func:`run_answer`).
+    """Verify ``answers`` of ``lens``, up to ``scoring.jobs`` at a time (:func:`run_answer`).
 
     Args:
-        lens, executor, values, smart, progress, embedder: as for :func:`run_answer`;
-            ``executor`` must be safe to call from several threads (the
-            ``Warehouse`` is: one pooled connection per statement).
+        lens, progress: as for :func:`run_answer`.
         answers: the answers, in the order their results are wanted.
-        jobs: answers in flight at once (1 runs them one by one on this thread).
+        scoring: the warehouse (it must be reachable, and safe to call from several
+            threads: the ``Warehouse`` is, one pooled connection per statement),
+            the generator inputs and ``jobs``, the answers in flight at once (1 runs
+            them one by one on this thread).
         announce: receives ``<lens>: <verb> <answer id>`` as each answer starts.
         verbs: ``{answer id: verb}`` where it is not ``verifying`` (``self-testing``).
 
     Returns:
         One result per answer, in the order of ``answers``.
+
+    Raises:
+        ValueError: ``scoring.executor`` is ``None`` (the gate cannot score).
     """
+    executor = scoring.executor
+    if executor is None:
+        raise ValueError(f"lens {lens.name}: no warehouse to score with")
+    jobs = scoring.jobs
 
     def one(answer: Answer) -> AnswerResult:
         announce(f"{lens.name}: {(verbs or {}).get(answer.id, 'verifying')} {answer.id}")
         return run_answer(
-            lens, answer, executor, values, progress=progress, smart=smart, embedder=embedder
+            lens,
+            answer,
+            executor,
+            scoring.values,
+            progress=progress,
+            smart=scoring.smart,
+            embedder=scoring.embedder,
         )
 
     if jobs <= 1 or len(answers) <= 1:

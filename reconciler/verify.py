@@ -21,7 +21,7 @@ from reconciler.git import refs as refstore
 from reconciler.git import trees as gitstate
 from reconciler.git.crash import crash_point
 from reconciler.history import serving_or_fail
-from reconciler.lens import AnswerId
+from reconciler.ids import AnswerId
 from reconciler.plan import LensPlan
 from reconciler.reconcile import Step, StepContext, cases_step, run_steps, suite_step
 from reconciler.results import Action, LensRun, LensState, RunReport, meta_for, state_for
@@ -89,13 +89,15 @@ def restamp(ctx: StepContext, state: LensState) -> LensState:
         ctx.rt.repo,
         refstore.serving_ref(state.name),
         serving,
-        lens=state.name,
-        source=source,
-        lens_tree=tree,
-        bindings=bindings,
-        run=record,
-        meta=meta_for(state, "verify", source, serving),
-        message=f"verify {state.name} {source[:12]} score {s['correct']}/{s['total']}",
+        refstore.NewDeployment(
+            lens=state.name,
+            source=source,
+            lens_tree=tree,
+            bindings=bindings,
+            run=record,
+            meta=meta_for(state, "verify", source, serving),
+            message=f"verify {state.name} {source[:12]} score {s['correct']}/{s['total']}",
+        ),
         reason=f"dst test {state.name}",
     )
     crash_point("restamp-after")

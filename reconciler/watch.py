@@ -22,11 +22,10 @@ wake-up instead, and the loop wakes at least once per tick even when nothing
 changes. While ``.git/index.lock`` exists git is mid-operation, so work waits and
 runs once, after the lock is gone.
 
-Every run opens its warehouses afresh and closes them when it ends, so the
-embedded DuckDB file is never held open between runs (``dst seed`` can rewrite it
-while watch runs). Ref updates are compare-and-swap (``refstore``), so an
-interrupt leaves nothing half-written; the loop closes its warehouses and
-returns 130.
+Every run opens its warehouses afresh and closes them when it ends (``dst seed``
+can rewrite the embedded DuckDB file while watch runs). Ref updates are
+compare-and-swap, so an interrupt leaves nothing half-written: the loop closes
+its warehouses and returns 130.
 """
 
 from __future__ import annotations
@@ -48,7 +47,7 @@ from reconciler.context import Runtime
 from reconciler.errors import DstError, RefConflict, UsageError
 from reconciler.git import refs as refstore
 from reconciler.git import trees as gitstate
-from reconciler.lens import Oid
+from reconciler.ids import Oid
 from reconciler.reconcile import check_worktree, reconcile
 from reconciler.results import RunReport
 from reconciler.verify import verify
@@ -482,14 +481,32 @@ def _identity(path: Path) -> tuple[int, int] | None:
     return st.st_dev, st.st_ino
 
 
+@dataclass(frozen=True)
+class WatchSettings:
+    """What ``dst watch`` was asked to do.
+
+    Attributes:
+        interval_hours: hours between scheduled full-suite runs; 0 disables them.
+        debounce_ms: quiet time after the last edit before a check, milliseconds;
+            also the tick (capped at 1 s) at which HEAD, the branch, the schedule
+            and ``index.lock`` are looked at when nothing changes.
+        poll: ``True`` forces polling; ``None`` polls only on network/FUSE mounts.
+        reconcile_mode: follow ``branch`` and reconcile its new commits for real
+            instead of checking the working tree.
+        branch: the branch to follow (default: the current one).
+    """
+
+    interval_hours: float
+    debounce_ms: int = DEFAULT_DEBOUNCE_MS
+    poll: bool | None = None
+    reconcile_mode: bool = False
+    branch: str | None = None
+
+
 def watch(
     rt: Runtime,
+    settings: WatchSettings,
     *,
-    interval_hours: float,
-    debounce_ms: int = DEFAULT_DEBOUNCE_MS,
-    poll: bool | None = None,
-    reconcile_mode: bool = False,
-    branch: str | None = None,
     on_verdict: Callable[[Verdict], None],
     stop: threading.Event | None = None,
     clock: Callable[[], float] = time.time,
@@ -505,14 +522,7 @@ def watch(
 
     Args:
         rt: the runtime; closed when the loop ends.
-        interval_hours: hours between scheduled full-suite runs; 0 disables them.
-        debounce_ms: quiet time after the last edit before a check, milliseconds;
-            also the tick (capped at 1 s) at which HEAD, the branch, the schedule
-            and ``index.lock`` are looked at when nothing changes.
-        poll: ``True`` forces polling; ``None`` polls only on network/FUSE mounts.
-        reconcile_mode: follow ``branch`` and reconcile its new commits for real
-            instead of checking the working tree.
-        branch: the branch to follow (default: the current one).
+        settings: interval, debounce, polling and the branch to follow.
         stop: set it (from another thread) to end the loop; checked every 50 ms
             while waiting and after every run.
         on_verdict: receives every run's verdict, on the loop's thread
@@ -527,28 +537,28 @@ def watch(
         UsageError: a negative debounce, a detached HEAD without ``branch``, or
             a branch that does not exist.
     """
-    if debounce_ms < 0:
-        raise UsageError(f"--debounce-ms {debounce_ms} is negative", fix="pass 0 or more")
+    if settings.debounce_ms < 0:
+        raise UsageError(f"--debounce-ms {settings.debounce_ms} is negative", fix="pass 0 or more")
     repo = rt.repo
     root = rt.root
     follower: Follower | None = None
-    if reconcile_mode:
-        follower = Follower(branch or current_branch(repo))
+    if settings.reconcile_mode:
+        follower = Follower(settings.branch or current_branch(repo))
         if refstore.ref_target(repo, follower.ref) is None:
             raise UsageError(f"branch {follower.branch!r} does not exist", fix="pass --branch NAME")
-    polling, how = decide_polling(root, poll, mounts)
-    tick_ms = min(max(debounce_ms, _STEP_MS), _MAX_TICK_MS)
+    polling, how = decide_polling(root, settings.poll, mounts)
+    tick_ms = min(max(settings.debounce_ms, _STEP_MS), _MAX_TICK_MS)
     loop = _Loop(
         rt,
         WatchFilter(root, gitstate.git_dir(repo).resolve()),
-        debounce_s=debounce_ms / 1000,
+        debounce_s=settings.debounce_ms / 1000,
         tick_s=tick_ms / 1000,
         follower=follower,
-        schedule=Schedule.every(interval_hours, clock()),
+        schedule=Schedule.every(settings.interval_hours, clock()),
         on_verdict=on_verdict,
         clock=clock,
     )
-    every = f"every {interval_hours:g} h" if interval_hours > 0 else "disabled"
+    every = f"every {settings.interval_hours:g} h" if settings.interval_hours > 0 else "disabled"
     what = f"following branch {follower.branch}" if follower else f"watching {root}"
     try:
         rt.progress(f"dst watch: {what} ({how}); full suite {every}; Ctrl-C stops")

@@ -22,10 +22,12 @@ from pathlib import Path
 
 from reconciler.git.crash import CRASH_ENV
 from reconciler.git.locks import LOCK_WAIT_ENV
-from tests.conftest import GIT_ENV, commit, git
+from tests.helpers import GIT_ENV, commit, git
 from tests.shop import CUSTOMERS, LENS, ORDERS
 
 LAUNCHER = Path(__file__).with_name("warm_launcher.py")
+STRESS_ENV = "DST_STRESS"
+"""``DST_STRESS=full`` runs the stress tests (marked ``slow``) at their full size."""
 LENSES = ("depot", "shop")  # depot reads the tables shop seeds
 
 METRIC = b"""\
@@ -47,6 +49,19 @@ provenance:
 """
 ORDERS_CSV = b"order_id,order_date,customer_id,amount\n1,2024-01-02,1,10.5\n2,2024-02-03,2,20\n"
 CUSTOMERS_CSV = b"customer_id,segment\n1,retail\n2,wholesale\n"
+
+
+def stress_size(variable: str, *, small: int, full: int) -> int:
+    """A stress test's size: ``$variable`` if set, else ``full`` under ``DST_STRESS=full``.
+
+    By default the crash harness and the racing promoters run ``small``: the same
+    properties are asserted over fewer kills or rounds. CI (``.ci/run``) runs them at
+    full size after the README's test command.
+    """
+    chosen = os.environ.get(variable)
+    if chosen:
+        return int(chosen)
+    return full if os.environ.get(STRESS_ENV) == "full" else small
 
 
 def lens_files(name: str, variant: int) -> dict[str, str | bytes | None]:

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.benchmarks import accuracy
-from tests.conftest import CORPORA
 from tests.figures import record
+from tests.helpers import CORPORA
 
 
 @pytest.fixture(scope="module")

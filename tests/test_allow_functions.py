@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from reconciler.assets import asset_hashes
-from reconciler.lens import AssetId, load_lens
-from tests.conftest import commit, dst
+from reconciler.ids import AssetId
+from reconciler.lens import load_lens
+from tests.helpers import commit, invoke
 from tests.shop import CUSTOMERS, LENS, ORDERS
 
 # DuckDB's query_table() reads a table named by a string: read-only, but the guard denies
@@ -41,7 +42,7 @@ def shop(repo: Path, lens_yaml: bytes) -> None:
 
 def test_a_denied_function_is_refused_at_load_naming_the_file_and_line(repo: Path) -> None:
     shop(repo, LENS)
-    done = dst(repo, "validate")
+    done = invoke(repo, "validate")
     assert done.code == 2
     assert "lenses/shop/answers/order_rows.yaml:3" in done.stderr
     assert "query_table()" in done.stderr
@@ -49,9 +50,9 @@ def test_a_denied_function_is_refused_at_load_naming_the_file_and_line(repo: Pat
 
 def test_an_allow_listed_function_loads_and_its_oracle_runs(repo: Path) -> None:
     shop(repo, LENS + b"allow_functions: [query_table]\n")
-    assert dst(repo, "validate").code == 0
-    assert dst(repo, "seed").code == 0
-    applied = dst(repo, "apply", "--format", "json")
+    assert invoke(repo, "validate").code == 0
+    assert invoke(repo, "seed").code == 0
+    applied = invoke(repo, "apply", "--format", "json")
     assert applied.code == 0, applied.stdout + applied.stderr
     (result,) = applied.lens("shop")["self_test"]
     assert result["answer"] == "order_rows"
@@ -70,7 +71,7 @@ def test_the_allow_list_allows_only_what_it_names(repo: Path) -> None:
         },
         "glob is still denied",
     )
-    done = dst(repo, "validate")
+    done = invoke(repo, "validate")
     assert done.code == 2 and "glob()" in done.stderr
 
 

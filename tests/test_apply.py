@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 from pathlib import Path
@@ -11,29 +10,21 @@ import pygit2
 import pytest
 import yaml
 
-from tests.conftest import PROJECT, commit, dst, git
+from tests.helpers import PROJECT, commit, dst, git, invoke
+from tests.helpers.examples import (
+    answers_bound_to,
+    deployment_json,
+    double_metric,
+    serving,
+)
 
 LENSES = ("finance", "sales")
-
-
-def serving(repo: Path, lens: str) -> str | None:
-    ref = pygit2.Repository(str(repo)).references.get(f"refs/dst/serving/{lens}")
-    return None if ref is None else str(ref.target)
-
-
-def deployment_json(repo: Path, oid: str, path: str) -> dict:
-    return json.loads(git(repo, "show", f"{oid}:{path}"))
-
-
-def promote_all(repo: Path) -> None:
-    done = dst(repo, "apply", "--format", "json")
-    assert done.code == 0, done.stdout + done.stderr
-    assert {x["action"] for x in done.json()["lenses"]} == {"promoted"}
 
 
 def test_quick_start_in_a_temporary_clone_of_the_project(tmp_path: Path) -> None:
     if not (PROJECT / ".git").exists():
         pytest.skip("the project is not a git checkout, so there is nothing to clone")
+    # The README's quick start, as a user runs it: the real console entry in its own processes.
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", str(PROJECT), str(clone)], check=True)
     seeded = dst(clone, "seed")
@@ -51,7 +42,7 @@ def test_quick_start_in_a_temporary_clone_of_the_project(tmp_path: Path) -> None
 
 
 def test_seed_apply_promotes_every_example_lens_then_unchanged(lens_repo: Path) -> None:
-    first = dst(lens_repo, "apply", "--format", "json")
+    first = invoke(lens_repo, "apply", "--format", "json")
     assert first.code == 0, first.stderr
     report = first.json()
     assert report["schema_version"] == 1
@@ -64,7 +55,7 @@ def test_seed_apply_promotes_every_example_lens_then_unchanged(lens_repo: Path) 
         outcomes = {r["outcome"] for r in obj["self_test"]}
         assert outcomes == {"correct"}, [r for r in obj["self_test"] if r["outcome"] != "correct"]
         assert obj["score"]["correct"] == obj["score"]["total"] >= 15
-    status = dst(lens_repo, "status")
+    status = invoke(lens_repo, "status")
     assert status.code == 0
     for name in LENSES:
         oid = serving(lens_repo, name)
@@ -83,44 +74,20 @@ def test_seed_apply_promotes_every_example_lens_then_unchanged(lens_repo: Path) 
         # the first parent is an empty root, so first-parent history ends at the lens
         assert git(lens_repo, "log", "-1", "--format=%P", root) == ""
         assert len(git(lens_repo, "log", "--first-parent", "--format=%H", oid).split()) == 2
-    second = dst(lens_repo, "apply", "--format", "json")
+    second = invoke(lens_repo, "apply", "--format", "json")
     assert second.code == 0
     assert {x["action"] for x in second.json()["lenses"]} == {"unchanged"}
     assert all(serving(lens_repo, n) == first.lens(n)["serving_after"] for n in LENSES)
 
 
-def _double_metric(repo: Path, metric: str, gate: str | None = None) -> str:
-    path = repo / "lenses" / "sales" / "metrics" / f"{metric}.yaml"
-    data = yaml.safe_load(path.read_text())
-    files = {
-        str(path.relative_to(repo)): path.read_text().replace(
-            f"expression: {data['expression']}", f"expression: ({data['expression']}) * 2"
-        )
-    }
-    if gate is not None:
-        lens_yaml = repo / "lenses" / "sales" / "lens.yaml"
-        files["lenses/sales/lens.yaml"] = re.sub(
-            r"eval_gate: \w+", f"eval_gate: {gate}", lens_yaml.read_text()
-        )
-    return commit(repo, files, f"double {metric}")
-
-
-def _answers_bound_to(repo: Path, lens: str, asset: str) -> set[str]:
-    oid = serving(repo, lens)
-    assert oid is not None
-    bindings = deployment_json(repo, oid, "state/bindings.json")["answers"]
-    return {a for a, b in bindings.items() if asset in b["assets"]}
-
-
-def test_doubling_a_metric_stales_exactly_its_answers_and_blocks(lens_repo: Path) -> None:
-    promote_all(lens_repo)
-    before = serving(lens_repo, "sales")
-    users = _answers_bound_to(lens_repo, "sales", "metrics/units_sold")
-    all_answers = {p.stem for p in (lens_repo / "lenses/sales/answers").glob("*.yaml")}
+def test_doubling_a_metric_stales_exactly_its_answers_and_blocks(promoted_repo: Path) -> None:
+    before = serving(promoted_repo, "sales")
+    users = answers_bound_to(promoted_repo, "sales", "metrics/units_sold")
+    all_answers = {p.stem for p in (promoted_repo / "lenses/sales/answers").glob("*.yaml")}
     assert 0 < len(users) < len(all_answers)
-    _double_metric(lens_repo, "units_sold")
+    double_metric(promoted_repo, "units_sold")
 
-    plan = dst(lens_repo, "plan", "--format", "json")
+    plan = invoke(promoted_repo, "plan", "--format", "json")
     assert plan.code == 0, plan.stderr
     sales = plan.lens("sales")
     assert {s["answer"] for s in sales["stale"]} == users
@@ -130,9 +97,9 @@ def test_doubling_a_metric_stales_exactly_its_answers_and_blocks(lens_repo: Path
     ]
     assert plan.lens("finance")["stale"] == []
 
-    applied = dst(lens_repo, "apply")
+    applied = invoke(promoted_repo, "apply")
     assert applied.code == 1, applied.stdout + applied.stderr
-    assert serving(lens_repo, "sales") == before
+    assert serving(promoted_repo, "sales") == before
     out = applied.stdout
     assert "sales: BLOCKED" in out
     total = len(all_answers)
@@ -144,19 +111,18 @@ def test_doubling_a_metric_stales_exactly_its_answers_and_blocks(lens_repo: Path
     assert out.count("oracle result:") >= len(users)
     assert out.count("generated result:") >= len(users)
     # the blocked run is recorded as an attempt, never served
-    attempt = pygit2.Repository(str(lens_repo)).references.get("refs/dst/attempts/sales")
+    attempt = pygit2.Repository(str(promoted_repo)).references.get("refs/dst/attempts/sales")
     assert attempt is not None
-    assert deployment_json(lens_repo, str(attempt.target), "state/meta.json")["action"] == (
+    assert deployment_json(promoted_repo, str(attempt.target), "state/meta.json")["action"] == (
         "blocked"
     )
 
 
-def test_same_edit_under_warn_promotes_with_findings(lens_repo: Path) -> None:
-    promote_all(lens_repo)
-    before = serving(lens_repo, "sales")
-    users = _answers_bound_to(lens_repo, "sales", "metrics/units_sold")
-    _double_metric(lens_repo, "units_sold", gate="warn")
-    applied = dst(lens_repo, "apply", "--format", "json")
+def test_same_edit_under_warn_promotes_with_findings(promoted_repo: Path) -> None:
+    before = serving(promoted_repo, "sales")
+    users = answers_bound_to(promoted_repo, "sales", "metrics/units_sold")
+    double_metric(promoted_repo, "units_sold", gate="warn")
+    applied = invoke(promoted_repo, "apply", "--format", "json")
     assert applied.code == 0, applied.stderr
     sales = applied.lens("sales")
     assert sales["action"] == "promoted"
@@ -164,19 +130,18 @@ def test_same_edit_under_warn_promotes_with_findings(lens_repo: Path) -> None:
     assert {r["answer"] for r in sales["results"] if r["outcome"] == "wrong"} == users
     assert any(m.startswith("WARNING gate findings") for m in sales["messages"])
     # failures keep their old stamp, so they stay stale for the next apply
-    bindings = deployment_json(lens_repo, sales["serving_after"], "state/bindings.json")
+    bindings = deployment_json(promoted_repo, sales["serving_after"], "state/bindings.json")
     for answer in users:
         assert "metrics/units_sold" in bindings["answers"][answer]["assets"]
     # the next change to the lens, even a comment, re-selects them
-    orders = lens_repo / "lenses/sales/models/orders.yaml"
-    commit(lens_repo, {"lenses/sales/models/orders.yaml": "# c\n" + orders.read_text()}, "c")
-    replan = dst(lens_repo, "plan", "--format", "json")
+    orders = promoted_repo / "lenses/sales/models/orders.yaml"
+    commit(promoted_repo, {"lenses/sales/models/orders.yaml": "# c\n" + orders.read_text()}, "c")
+    replan = invoke(promoted_repo, "plan", "--format", "json")
     assert {s["answer"] for s in replan.lens("sales")["stale"]} == users
 
 
-def test_formatting_comments_key_order_and_renames_make_nothing_stale(lens_repo: Path) -> None:
-    promote_all(lens_repo)
-    sales = lens_repo / "lenses" / "sales"
+def test_formatting_comments_key_order_and_renames_make_nothing_stale(promoted_repo: Path) -> None:
+    sales = promoted_repo / "lenses" / "sales"
     metric = sales / "metrics" / "net_revenue.yaml"
     data = yaml.safe_load(metric.read_text())
     reordered = "# reordered and re-indented\n" + yaml.safe_dump(
@@ -187,23 +152,28 @@ def test_formatting_comments_key_order_and_renames_make_nothing_stale(lens_repo:
     answer_path = sorted((sales / "answers").glob("*.yaml"))[0]
     answer_text = answer_path.read_text().replace("SELECT", "select  -- comment\n  ", 1)
     commit(
-        lens_repo,
+        promoted_repo,
         {
-            str(metric.relative_to(lens_repo)): reordered,
-            str(model_path.relative_to(lens_repo)): model_text,
-            str(answer_path.relative_to(lens_repo)): answer_text,
+            str(metric.relative_to(promoted_repo)): reordered,
+            str(model_path.relative_to(promoted_repo)): model_text,
+            str(answer_path.relative_to(promoted_repo)): answer_text,
         },
         "formatting only",
     )
-    git(lens_repo, "mv", "lenses/sales/metrics/units_sold.yaml", "lenses/sales/metrics/units.yaml")
-    git(lens_repo, "commit", "-q", "-m", "rename a file")
-    plan = dst(lens_repo, "plan", "--format", "json")
+    git(
+        promoted_repo,
+        "mv",
+        "lenses/sales/metrics/units_sold.yaml",
+        "lenses/sales/metrics/units.yaml",
+    )
+    git(promoted_repo, "commit", "-q", "-m", "rename a file")
+    plan = invoke(promoted_repo, "plan", "--format", "json")
     assert plan.code == 0, plan.stderr
     obj = plan.lens("sales")
     assert obj["stale"] == []
     assert obj["self_test"] == []
     assert [c["change"] for c in obj["changed_assets"]] == ["renamed"]
-    applied = dst(lens_repo, "apply", "--format", "json")
+    applied = invoke(promoted_repo, "apply", "--format", "json")
     assert applied.code == 0
     assert applied.lens("sales")["results"] == []
 
@@ -217,19 +187,18 @@ def _set_status(repo: Path, lens: str, status: str) -> dict[str, str]:
     return files
 
 
-def test_retiring_the_last_active_answer_blocks_then_warns(lens_repo: Path) -> None:
-    promote_all(lens_repo)
-    before = serving(lens_repo, "finance")
-    commit(lens_repo, _set_status(lens_repo, "finance", "retired"), "retire everything")
-    blocked = dst(lens_repo, "apply", "--format", "json")
+def test_retiring_the_last_active_answer_blocks_then_warns(promoted_repo: Path) -> None:
+    before = serving(promoted_repo, "finance")
+    commit(promoted_repo, _set_status(promoted_repo, "finance", "retired"), "retire everything")
+    blocked = invoke(promoted_repo, "apply", "--format", "json")
     assert blocked.code == 1
     fin = blocked.lens("finance")
     assert fin["action"] == "blocked" and fin["starvation"] is True
     assert any("starvation" in m for m in fin["messages"])
-    assert serving(lens_repo, "finance") == before
-    lens_yaml = lens_repo / "lenses/finance/lens.yaml"
+    assert serving(promoted_repo, "finance") == before
+    lens_yaml = promoted_repo / "lenses/finance/lens.yaml"
     commit(
-        lens_repo,
+        promoted_repo,
         {
             "lenses/finance/lens.yaml": re.sub(
                 r"eval_gate: \w+", "eval_gate: warn", lens_yaml.read_text()
@@ -237,7 +206,7 @@ def test_retiring_the_last_active_answer_blocks_then_warns(lens_repo: Path) -> N
         },
         "warn",
     )
-    warned = dst(lens_repo, "apply", "--format", "json")
+    warned = invoke(promoted_repo, "apply", "--format", "json")
     assert warned.code == 0, warned.stderr
     fin = warned.lens("finance")
     assert fin["action"] == "promoted"
@@ -253,49 +222,47 @@ def test_lens_with_no_answers_publishes_with_gate_skipped(lens_repo: Path) -> No
         },
         "a lens with nothing certified",
     )
-    applied = dst(lens_repo, "apply", "--lens", "empty")
+    applied = invoke(lens_repo, "apply", "--lens", "empty")
     assert applied.code == 0, applied.stderr
     assert "gate SKIPPED" in applied.stdout
     assert serving(lens_repo, "empty") is not None
 
 
-def test_rollback_restores_earlier_content_as_a_new_deployment(lens_repo: Path) -> None:
-    promote_all(lens_repo)
-    first = serving(lens_repo, "sales")
+def test_rollback_restores_earlier_content_as_a_new_deployment(promoted_repo: Path) -> None:
+    first = serving(promoted_repo, "sales")
     assert first is not None
-    _double_metric(lens_repo, "units_sold", gate="warn")
-    assert dst(lens_repo, "apply").code == 0
-    second = serving(lens_repo, "sales")
-    rolled = dst(lens_repo, "rollback", "sales", "--format", "json")
+    double_metric(promoted_repo, "units_sold", gate="warn")
+    assert invoke(promoted_repo, "apply").code == 0
+    second = serving(promoted_repo, "sales")
+    rolled = invoke(promoted_repo, "rollback", "sales", "--format", "json")
     assert rolled.code == 0, rolled.stderr
-    third = serving(lens_repo, "sales")
+    third = serving(promoted_repo, "sales")
     assert third not in (first, second)
-    assert git(lens_repo, "rev-parse", f"{third}:lens") == git(
-        lens_repo, "rev-parse", f"{first}:lens"
+    assert git(promoted_repo, "rev-parse", f"{third}:lens") == git(
+        promoted_repo, "rev-parse", f"{first}:lens"
     )
     history = git(
-        lens_repo, "log", "--first-parent", "--format=%H %s", "refs/dst/serving/sales"
+        promoted_repo, "log", "--first-parent", "--format=%H %s", "refs/dst/serving/sales"
     ).splitlines()
     assert [h.split()[0] for h in history[:3]] == [third, second, first]
     assert history[0].split()[1] == "rollback"
-    log = dst(lens_repo, "log", "sales", "--format", "json")
+    log = invoke(promoted_repo, "log", "sales", "--format", "json")
     assert [d["action"] for d in log.json()["deployments"]] == ["rollback", "promote", "promote"]
     # rolling back to the rollback target explicitly is also a new record
-    again = dst(lens_repo, "rollback", "sales", "--to", second)
+    again = invoke(promoted_repo, "rollback", "sales", "--to", second)
     assert again.code == 0
-    assert git(lens_repo, "rev-parse", "refs/dst/serving/sales:lens") == git(
-        lens_repo, "rev-parse", f"{second}:lens"
+    assert git(promoted_repo, "rev-parse", "refs/dst/serving/sales:lens") == git(
+        promoted_repo, "rev-parse", f"{second}:lens"
     )
 
 
-def test_dst_test_verifies_and_records_a_verify_deployment(lens_repo: Path) -> None:
-    promote_all(lens_repo)
-    before = serving(lens_repo, "finance")
-    done = dst(lens_repo, "test", "finance", "--format", "json")
+def test_dst_test_verifies_and_records_a_verify_deployment(promoted_repo: Path) -> None:
+    before = serving(promoted_repo, "finance")
+    done = invoke(promoted_repo, "test", "finance", "--format", "json")
     assert done.code == 0, done.stdout + done.stderr
     fin = done.lens("finance")
     assert fin["score"]["correct"] == fin["score"]["total"] >= 15
-    after = serving(lens_repo, "finance")
+    after = serving(promoted_repo, "finance")
     assert after != before
-    assert git(lens_repo, "log", "-1", "--format=%P", after).split()[0] == before
-    assert deployment_json(lens_repo, str(after), "state/meta.json")["action"] == "verify"
+    assert git(promoted_repo, "log", "-1", "--format=%P", after).split()[0] == before
+    assert deployment_json(promoted_repo, str(after), "state/meta.json")["action"] == "verify"

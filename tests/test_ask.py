@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import commit, dst
+from tests.helpers import commit, invoke
 from tests.llm_double import serve
 
 SCALAR_SQL = "SELECT SUM(quantity * unit_price) AS revenue FROM orders"
@@ -27,7 +27,7 @@ SECRET = "sk-test-SECRET-do-not-print-4242"
 
 
 def ask(repo: Path, question: str, *extra: str, env: dict[str, str] | None = None) -> Any:
-    done = dst(repo, "ask", question, "--lens", "sales", "--format", "json", *extra, env=env)
+    done = invoke(repo, "ask", question, "--lens", "sales", "--format", "json", *extra, env=env)
     assert done.code == 0, done.stderr
     return done.json()
 
@@ -42,7 +42,7 @@ def copy_of(template: Path, where: Path) -> Path:
 def served(_seeded_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The example lenses with sales promoted (``dst ask`` writes nothing, so tests share it)."""
     repo = copy_of(_seeded_template, tmp_path_factory.mktemp("served"))
-    applied = dst(repo, "apply", "--lens", "sales")
+    applied = invoke(repo, "apply", "--lens", "sales")
     assert applied.code == 0, applied.stderr
     return repo
 
@@ -54,7 +54,7 @@ def served_with_smart(_seeded_template: Path, tmp_path_factory: pytest.TempPathF
     path = repo / "lenses" / "sales" / "lens.yaml"
     text = path.read_text().replace("tiers: [fast]", "tiers: [fast, smart]")
     commit(repo, {"lenses/sales/lens.yaml": text}, "sales: smart tier after fast")
-    applied = dst(repo, "apply", "--lens", "sales", "--format", "json")
+    applied = invoke(repo, "apply", "--lens", "sales", "--format", "json")
     assert applied.code == 0, applied.stderr
     assert applied.lens("sales")["action"] == "promoted"
     return repo
@@ -112,7 +112,7 @@ def test_ask_reads_the_serving_version_not_the_working_tree(served: Path) -> Non
 
 
 def test_lens_that_never_served_is_a_usage_error(lens_repo: Path) -> None:
-    done = dst(lens_repo, "ask", "How many orders?", "--lens", "sales")
+    done = invoke(lens_repo, "ask", "How many orders?", "--lens", "sales")
     assert done.code == 2
     assert "no serving version" in done.stderr and "dst apply" in done.stderr
 
@@ -156,7 +156,7 @@ def test_smart_decline_and_endpoint_failure_are_declines(served_with_smart: Path
     assert "no customer names" in out["message"] and out["rows"] == []
     with serve(lambda _m: "unused", status=500) as llm:
         env = {**smart_env(llm.base_url), "DST_LLM_API_KEY": SECRET}
-        done = dst(
+        done = invoke(
             served_with_smart,
             "ask",
             SCALAR_Q,
@@ -177,7 +177,7 @@ def test_api_key_is_sent_but_never_printed(served_with_smart: Path) -> None:
     with serve(lambda _m: FAN_OUT_SQL) as llm:
         env = smart_env(llm.base_url)
         for fmt in ("json", "text"):
-            done = dst(
+            done = invoke(
                 served_with_smart, "ask", BREAKDOWN_Q, "--lens", "sales", "--format", fmt, env=env
             )
             assert done.code == 0, done.stderr

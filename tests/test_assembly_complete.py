@@ -23,13 +23,14 @@ from reconciler.assets import asset_hashes, dependency_set, lens_assets
 from reconciler.context import Runtime
 from reconciler.errors import UsageError
 from reconciler.generators import generate
-from reconciler.lens import AnswerId, Lens, load_lens
+from reconciler.ids import AnswerId
+from reconciler.lens import Lens, load_lens
 from reconciler.resultset import ResultSet
 from reconciler.suite import ValueCache, run_answer
 from reconciler.warehouse.connection import Warehouse
-from tests.conftest import commit, dst
 from tests.figures import record
-from tests.test_lens_and_assets import REVENUE, files
+from tests.helpers import commit, invoke
+from tests.helpers.certified import REVENUE, files
 
 
 def _lens_from(directory: Path, name: str) -> Lens:
@@ -262,9 +263,9 @@ def test_plan_apply_and_test_state_a_leaner_run(lens_repo: Path) -> None:
     for args in (("plan",), ("apply", "--lens", "sales"), ("test", "sales")):
         # Text first, as a dry run for apply (the JSON apply then promotes).
         dry = ("--dry-run",) if args[0] == "apply" else ()
-        text = dst(lens_repo, *args, *dry)
+        text = invoke(lens_repo, *args, *dry)
         assert "leaner than production" in text.stdout, (args, text.stdout)
-        done = dst(lens_repo, *args, "--format", "json")
+        done = invoke(lens_repo, *args, "--format", "json")
         assert done.code in (0, 1), done.stderr
         messages = done.lens("sales")["messages"]
         leaner = [m for m in messages if m.startswith("leaner than production")]

@@ -18,7 +18,7 @@ import yaml
 
 from reconciler.git.trees import worktree_files
 from reconciler.lens import load_lens
-from tests.conftest import GIT_ENV, PROJECT, commit, dst, git
+from tests.helpers import GIT_ENV, PROJECT, commit, git, invoke
 
 QUESTION = "Net revenue by category in 2023"
 NEW_ID = "net_revenue_by_category_in_2023"
@@ -30,9 +30,9 @@ def answer_files(repo: Path) -> dict[str, bytes]:
 
 
 def test_certified_answer_loads_validates_and_apply_self_tests_it(lens_repo: Path) -> None:
-    first = dst(lens_repo, "apply", "--lens", "sales", "--format", "json")
+    first = invoke(lens_repo, "apply", "--lens", "sales", "--format", "json")
     assert first.code == 0, first.stderr
-    done = dst(
+    done = invoke(
         lens_repo, "certify", "--lens", "sales", "--question", QUESTION, "--yes", "--by", "Pat Lee"
     )
     assert done.code == 0, done.stderr
@@ -53,9 +53,9 @@ def test_certified_answer_loads_validates_and_apply_self_tests_it(lens_repo: Pat
         r"dst certify \(generator tier fast; run \d{8}T\d{6}Z-[0-9a-f]{8}\)",
         answer.provenance.source,
     )
-    assert dst(lens_repo, "validate", "lenses/sales").code == 0
+    assert invoke(lens_repo, "validate", "lenses/sales").code == 0
     commit(lens_repo, {}, "certify an answer")
-    applied = dst(lens_repo, "apply", "--lens", "sales", "--format", "json")
+    applied = invoke(lens_repo, "apply", "--lens", "sales", "--format", "json")
     assert applied.code == 0, applied.stdout + applied.stderr
     sales = applied.lens("sales")
     assert sales["action"] == "promoted"
@@ -64,7 +64,7 @@ def test_certified_answer_loads_validates_and_apply_self_tests_it(lens_repo: Pat
 
 def test_declined_question_exits_1_and_writes_nothing(lens_repo: Path) -> None:
     before = answer_files(lens_repo)
-    done = dst(
+    done = invoke(
         lens_repo,
         "certify",
         "--lens",
@@ -89,20 +89,20 @@ def test_declined_question_exits_1_and_writes_nothing(lens_repo: Path) -> None:
 @pytest.mark.parametrize("by", [None, "", "   "])
 def test_yes_without_a_named_person_exits_2(lens_repo: Path, by: str | None) -> None:
     args = ["certify", "--lens", "sales", "--question", QUESTION, "--yes"]
-    done = dst(lens_repo, *args, *(["--by", by] if by is not None else []))
+    done = invoke(lens_repo, *args, *(["--by", by] if by is not None else []))
     assert done.code == 2
     assert "--yes needs --by NAME" in done.stderr and "fix:" in done.stderr
     assert not (lens_repo / ANSWERS / f"{NEW_ID}.yaml").exists()
 
 
 def test_no_terminal_and_no_yes_exits_2_with_the_fix(lens_repo: Path) -> None:
-    done = dst(lens_repo, "certify", "--lens", "sales", "--question", QUESTION)
+    done = invoke(lens_repo, "certify", "--lens", "sales", "--question", QUESTION)
     assert done.code == 2
     assert "no terminal to confirm on" in done.stderr
     assert "--yes --by" in done.stderr and "--dry-run" in done.stderr
     assert not (lens_repo / ANSWERS / f"{NEW_ID}.yaml").exists()
     # --dry-run needs no terminal: it shows the SQL and the result, and writes nothing
-    shown = dst(lens_repo, "certify", "--lens", "sales", "--question", QUESTION, "--dry-run")
+    shown = invoke(lens_repo, "certify", "--lens", "sales", "--question", QUESTION, "--dry-run")
     assert shown.code == 0, shown.stderr
     assert "FROM orders" in shown.stdout and "6 rows, 2 columns" in shown.stdout
     assert not (lens_repo / ANSWERS / f"{NEW_ID}.yaml").exists()
@@ -110,7 +110,7 @@ def test_no_terminal_and_no_yes_exits_2_with_the_fix(lens_repo: Path) -> None:
 
 def test_existing_answer_id_or_question_is_refused(lens_repo: Path) -> None:
     before = answer_files(lens_repo)
-    by_id = dst(
+    by_id = invoke(
         lens_repo,
         "certify",
         "--lens",
@@ -126,7 +126,7 @@ def test_existing_answer_id_or_question_is_refused(lens_repo: Path) -> None:
     assert by_id.code == 2
     assert "lenses/sales/answers/net_revenue_2024.yaml already holds answer" in by_id.stderr
     # the question slugs to an existing id
-    by_slug = dst(
+    by_slug = invoke(
         lens_repo,
         "certify",
         "--lens",
@@ -140,7 +140,7 @@ def test_existing_answer_id_or_question_is_refused(lens_repo: Path) -> None:
     assert by_slug.code == 2
     assert "lenses/sales/answers/net_revenue_by_region.yaml" in by_slug.stderr
     # the same question under another id would make the certified match ambiguous
-    twin = dst(
+    twin = invoke(
         lens_repo,
         "certify",
         "--lens",
@@ -161,7 +161,7 @@ def test_existing_answer_id_or_question_is_refused(lens_repo: Path) -> None:
 def test_hand_written_sql_is_executed_shown_and_recorded(lens_repo: Path, tmp_path: Path) -> None:
     sql = tmp_path / "orders.sql"
     sql.write_text("SELECT COUNT(*) AS orders FROM orders WHERE status = 'completed'\n")
-    done = dst(
+    done = invoke(
         lens_repo,
         "certify",
         "--lens",
@@ -188,7 +188,7 @@ def test_hand_written_sql_is_executed_shown_and_recorded(lens_repo: Path, tmp_pa
     assert "hand-written SQL from orders.sql" in done.stderr  # the preview goes to stderr
     stored = yaml.safe_load((lens_repo / obj["path"]).read_text())
     assert stored["sql"].strip() == sql.read_text().strip()
-    assert dst(lens_repo, "validate", "lenses/sales").code == 0
+    assert invoke(lens_repo, "validate", "lenses/sales").code == 0
 
 
 @pytest.mark.parametrize(
@@ -204,7 +204,7 @@ def test_unsafe_or_over_cap_sql_is_refused(
     before = answer_files(lens_repo)
     path = tmp_path / "q.sql"
     path.write_text(sql)
-    done = dst(
+    done = invoke(
         lens_repo,
         "certify",
         "--lens",

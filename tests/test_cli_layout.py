@@ -64,8 +64,9 @@ def test_no_engine_is_imported_in_cli() -> None:
 
 
 def test_function_level_imports_say_why() -> None:
+    """Anywhere in the package, not only in cli/: a lazy import is there for start-up cost."""
     missing = []
-    for path in _cli_modules():
+    for path in sorted((PROJECT / "reconciler").rglob("*.py")):
         lines = path.read_text(encoding="utf-8").splitlines()
         tree = ast.parse("\n".join(lines))
         for func in ast.walk(tree):
@@ -74,11 +75,17 @@ def test_function_level_imports_say_why() -> None:
             body = [n for n in ast.walk(func) if isinstance(n, ast.Import | ast.ImportFrom)]
             firsts = [n for n in body if not _follows_import(lines, n.lineno)]
             missing += [
-                f"{path.name}:{n.lineno}"
+                f"{path.relative_to(PROJECT).as_posix()}:{n.lineno}"
                 for n in firsts
-                if not lines[n.lineno - 2].strip().startswith("#")
+                if not _says_why(lines, n.lineno)
             ]
     assert missing == []
+
+
+def _says_why(lines: list[str], lineno: int) -> bool:
+    """A comment on the line above (alone, or after a ``try:``) or at the end of the import."""
+    above = lines[lineno - 2].strip()
+    return above.startswith(("#", "try:  #")) or "  # " in lines[lineno - 1]
 
 
 def _follows_import(lines: list[str], lineno: int) -> bool:

@@ -1,7 +1,8 @@
 """Eight processes race promote, rollback and test-restamp on one lens: no update is lost.
 
 Eight command streams (``tests/warm_launcher.py`` forks, eight warm processes)
-run fifty rounds each against one repository. Each round picks, from a seeded
+run ``DST_RACE_ROUNDS`` rounds each against one repository (5 by default; 50 under
+``DST_STRESS=full``, as CI runs it). Each round picks, from a seeded
 RNG, ``dst apply --lens shop --to C --allow-rewind`` for one of several
 candidate commits, ``dst rollback shop`` or ``dst test shop``, with ``--format
 json``. A round that moved the serving ref records ``serving_before →
@@ -29,14 +30,15 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pygit2
+import pytest
 
 from reconciler.git import refs as refstore
-from reconciler.lens import Oid
-from tests.crashkit import Launcher, commit_variant, new_repo
+from reconciler.ids import Oid
+from tests.crashkit import Launcher, commit_variant, new_repo, stress_size
 from tests.figures import record
 
 PROCESSES = 8
-ROUNDS = int(os.environ.get("DST_RACE_ROUNDS", "50"))
+ROUNDS = stress_size("DST_RACE_ROUNDS", small=5, full=50)
 SEED = int(os.environ.get("DST_RACE_SEED") or random.SystemRandom().randrange(1 << 31))
 CANDIDATES = 6
 REF = refstore.serving_ref("shop")
@@ -69,6 +71,7 @@ def _round(launcher: Launcher, path: Path, rng: random.Random, candidates: list[
     return op, Oid(before), Oid(after), detail
 
 
+@pytest.mark.slow
 def test_eight_processes_racing_lose_no_update(tmp_path: Path) -> None:
     path = new_repo(tmp_path / "repo")
     launchers = [Launcher(tmp_path / f"launcher-{i}") for i in range(PROCESSES)]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import CORPORA, commit, dst
+from tests.helpers import CORPORA, commit, invoke
 
 MODELS = {
     "revenue": ("revenue_timeseries/revenue_timeseries.yaml", "revenue_timeseries/data"),
@@ -32,7 +32,7 @@ def cortex() -> Path:
 def test_both_cortex_models_import_seed_and_apply(cortex: Path, repo: Path) -> None:
     verified: dict[str, int] = {}
     for lens, (model, data) in MODELS.items():
-        done = dst(
+        done = invoke(
             repo,
             "import",
             "cortex",
@@ -49,8 +49,8 @@ def test_both_cortex_models_import_seed_and_apply(cortex: Path, repo: Path) -> N
         source = yaml.safe_load((cortex / model).read_text())
         verified[lens] = len(source.get("verified_queries") or [])
     commit(repo, {}, "import both Cortex models")
-    assert dst(repo, "seed").code == 0
-    applied = dst(repo, "apply", "--format", "json")
+    assert invoke(repo, "seed").code == 0
+    applied = invoke(repo, "apply", "--format", "json")
     assert applied.code == 0, applied.stdout + applied.stderr
     lines = []
     for lens, count in verified.items():

@@ -11,8 +11,9 @@ from reconciler.assembly.retrieval import retrieve
 from reconciler.assets import dependency_set, lens_assets
 from reconciler.coverage import coverage, percent
 from reconciler.git import trees as gitstate
-from reconciler.lens import AssetId, Lens, load_lens
-from tests.conftest import PROJECT, commit, dst
+from reconciler.ids import AssetId
+from reconciler.lens import Lens, load_lens
+from tests.helpers import PROJECT, commit, invoke
 from tests.shop import CUSTOMERS, LENS, ORDER_COUNT, ORDERS, REVENUE
 
 STOCK = b"""\
@@ -161,7 +162,7 @@ def test_example_lenses_are_consistent(name: str) -> None:
 
 @functools.cache
 def _coverage_wired() -> bool:
-    return dst(PROJECT, "coverage", "--help").code == 0
+    return invoke(PROJECT, "coverage", "--help").code == 0
 
 
 needs_cli = pytest.mark.skipif(
@@ -182,27 +183,27 @@ def test_cli_reports_at_a_revision_and_rejects_bad_input(repo: Path) -> None:
     )
     commit(repo, _lens_paths(files), "bind the stock model")
 
-    now = dst(repo, "coverage", "--format", "json")
+    now = invoke(repo, "coverage", "--format", "json")
     assert now.code == 0, now.stderr
     assert (now.json()["schema_version"], now.json()["command"]) == (1, "coverage")
     assert now.lens("shop")["asset_coverage"] == {"covered": 4, "total": 7, "percent": 57.14}
 
-    before = dst(repo, "coverage", "shop", "--to", first, "--format", "json")
+    before = invoke(repo, "coverage", "shop", "--to", first, "--format", "json")
     assert before.code == 0, before.stderr
     shop = before.lens("shop")
     assert shop["asset_coverage"]["covered"] == 3
     assert shop["unmentioned_metrics"] == ["stock_units"]
 
-    text = dst(repo, "coverage", "shop", "--to", first)
+    text = invoke(repo, "coverage", "shop", "--to", first)
     assert text.code == 0, text.stderr
     assert "shop: assets 42.9% (3/7" in text.stdout
     assert "cases 66.7% (2/3" in text.stdout
     assert "unbound: models/stock (lenses/shop/models/stock.yaml)" in text.stdout
     assert "no case names: metrics/stock_units" in text.stdout
 
-    unknown = dst(repo, "coverage", "nope")
+    unknown = invoke(repo, "coverage", "nope")
     assert unknown.code == 2
     assert "shop" in unknown.stderr
-    bad_rev = dst(repo, "coverage", "--to", "no-such-branch", "--format", "json")
+    bad_rev = invoke(repo, "coverage", "--to", "no-such-branch", "--format", "json")
     assert bad_rev.code == 2
     assert bad_rev.json()["error"]["type"] == "UsageError"

@@ -8,7 +8,7 @@ import yaml
 
 from reconciler.git import trees as gitstate
 from reconciler.lens import load_lens
-from tests.conftest import commit, dst, git
+from tests.helpers import commit, git, invoke
 
 LEGACY = """\
 cases:
@@ -32,7 +32,7 @@ def with_legacy(repo: Path) -> Path:
 
 def test_legacy_cases_stop_the_lens_loading_with_the_migration_as_fix(lens_repo: Path) -> None:
     with_legacy(lens_repo)
-    done = dst(lens_repo, "validate", "lenses/sales")
+    done = invoke(lens_repo, "validate", "lenses/sales")
     assert done.code == 2
     assert "lenses/sales/evals/cases.yaml:2" in done.stderr
     assert "dst evals migrate --lens sales" in done.stderr
@@ -40,11 +40,11 @@ def test_legacy_cases_stop_the_lens_loading_with_the_migration_as_fix(lens_repo:
 
 def test_migrate_writes_answers_keeps_behavioural_cases_and_applies(lens_repo: Path) -> None:
     cases = with_legacy(lens_repo)
-    dry = dst(lens_repo, "evals", "migrate", "--lens", "sales", "--by", "Ada", "--dry-run")
+    dry = invoke(lens_repo, "evals", "migrate", "--lens", "sales", "--by", "Ada", "--dry-run")
     assert dry.code == 0, dry.stderr
     assert "would write lenses/sales/answers/net_revenue_in_2023.yaml" in dry.stdout
     assert cases.read_text() == LEGACY  # a dry run writes nothing
-    done = dst(
+    done = invoke(
         lens_repo, "evals", "migrate", "--lens", "sales", "--by", " Ada ", "--format", "json"
     )
     assert done.code == 0, done.stderr
@@ -62,7 +62,7 @@ def test_migrate_writes_answers_keeps_behavioural_cases_and_applies(lens_repo: P
     )
     assert raw["sql"].startswith("SELECT COUNT(*)")
     commit(lens_repo, {}, "migrate legacy value cases")
-    applied = dst(lens_repo, "apply", "--lens", "sales", "--format", "json")
+    applied = invoke(lens_repo, "apply", "--lens", "sales", "--format", "json")
     assert applied.code == 0, applied.stdout + applied.stderr
     self_test = {r["answer"]: r["outcome"] for r in applied.lens("sales")["self_test"]}
     assert set(self_test) >= {"net_revenue_in_2023", "number_of_orders_in_2024"}
@@ -70,10 +70,10 @@ def test_migrate_writes_answers_keeps_behavioural_cases_and_applies(lens_repo: P
 
 
 def test_migrate_needs_a_person_and_something_to_migrate(lens_repo: Path) -> None:
-    nothing = dst(lens_repo, "evals", "migrate", "--lens", "sales", "--by", "Ada")
+    nothing = invoke(lens_repo, "evals", "migrate", "--lens", "sales", "--by", "Ada")
     assert nothing.code == 2 and "no legacy value case" in nothing.stderr
     cases = with_legacy(lens_repo)
-    blank = dst(lens_repo, "evals", "migrate", "--lens", "sales", "--by", "  ")
+    blank = invoke(lens_repo, "evals", "migrate", "--lens", "sales", "--by", "  ")
     assert blank.code == 2 and "only a named person certifies" in blank.stderr
     assert cases.read_text() == LEGACY
     assert not (lens_repo / "lenses/sales/answers/net_revenue_in_2023.yaml").exists()
@@ -84,7 +84,7 @@ def test_a_broken_legacy_entry_is_named_and_nothing_is_written(lens_repo: Path) 
     path.write_text(
         "cases:\n  - question: fine\n    sql: SELECT 1\n  - question: ''\n    sql: SELECT 2\n"
     )
-    done = dst(lens_repo, "evals", "migrate", "--lens", "sales", "--by", "Ada")
+    done = invoke(lens_repo, "evals", "migrate", "--lens", "sales", "--by", "Ada")
     assert done.code == 2
     assert "evals/cases.yaml:4" in done.stderr and "needs both question" in done.stderr
     assert not (lens_repo / "lenses/sales/answers/fine.yaml").exists()

@@ -20,7 +20,7 @@ from reconciler.trust import (
     semantic_cardinality,
     trust_state_from_evaluations,
 )
-from tests.conftest import EXAMPLE_LENSES, PROJECT
+from tests.helpers import EXAMPLE_LENSES, PROJECT
 
 MANY = tuple((region, 1.0) for region in ("East", "West", "North"))
 FAN_OUT_SQL = (

@@ -24,8 +24,8 @@ from reconciler.interop.exporters.cortex import export_cortex
 from reconciler.interop.importers.cortex import import_cortex
 from reconciler.lens import Lens, load_lens
 from reconciler.resultset import ResultSet
-from tests.conftest import CORPORA, EXAMPLE_LENSES, dst
-from tests.test_import_cortex import duckdb_runner, read_lens_dir, seeded
+from tests.helpers import CORPORA, EXAMPLE_LENSES, invoke
+from tests.helpers.interop import duckdb_runner, read_lens_dir, seeded
 
 CORTEX = CORPORA / "cortex-analyst"
 
@@ -75,9 +75,9 @@ def test_export_cli_writes_the_file_and_refuses_to_overwrite(repo: Path, tmp_pat
     if not CORTEX.is_dir():
         pytest.skip(f"Cortex corpus not found under {CORPORA} (set DST_CORPORA)")
     source = CORTEX / "sfdc_sales" / "sfdc_sales.yaml"
-    assert dst(repo, "import", "cortex", str(source), "--lens", "sfdc").code == 0
+    assert invoke(repo, "import", "cortex", str(source), "--lens", "sfdc").code == 0
     out = tmp_path / "sfdc.yaml"
-    done = dst(repo, "export", "cortex", "sfdc", "--out", str(out), "--format", "json")
+    done = invoke(repo, "export", "cortex", "sfdc", "--out", str(out), "--format", "json")
     assert done.code == 0, done.stderr
     report = done.json()
     written = yaml.safe_load(out.read_text())
@@ -88,9 +88,9 @@ def test_export_cli_writes_the_file_and_refuses_to_overwrite(repo: Path, tmp_pat
         ctes = {c.alias_or_name for c in tree.find_all(exp.CTE)}
         tables = {t.name for t in tree.find_all(exp.Table)} - ctes
         assert tables and all(t.startswith("__") for t in tables), query["name"]
-    again = dst(repo, "export", "cortex", "sfdc", "--out", str(out))
+    again = invoke(repo, "export", "cortex", "sfdc", "--out", str(out))
     assert again.code == 2 and "already exists" in again.stderr
-    missing = dst(repo, "export", "cortex", "nope")
+    missing = invoke(repo, "export", "cortex", "nope")
     assert missing.code == 2 and "no such lens" in missing.stderr
 
 

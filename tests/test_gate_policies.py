@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pygit2
 
-from tests.conftest import commit, dst, git
+from tests.helpers import commit, git, invoke
 
 NEW_ANSWER = """\
 id: {id}
@@ -28,9 +28,8 @@ def serving(repo: Path, lens: str) -> str | None:
     return None if ref is None else str(ref.target)
 
 
-def test_new_answer_that_diverges_is_an_alert_never_a_block(lens_repo: Path) -> None:
-    assert dst(lens_repo, "apply").code == 0
-    before = serving(lens_repo, "sales")
+def test_new_answer_that_diverges_is_an_alert_never_a_block(promoted_repo: Path) -> None:
+    before = serving(promoted_repo, "sales")
     # the human certified a wrong oracle (2023 instead of 2024): the generator disagrees
     answer = NEW_ANSWER.format(
         id="units_2024",
@@ -38,43 +37,41 @@ def test_new_answer_that_diverges_is_an_alert_never_a_block(lens_repo: Path) -> 
         sql="SELECT SUM(quantity) FROM orders WHERE status = 'completed' "
         "AND EXTRACT(year FROM order_date) = 2023",
     )
-    commit(lens_repo, {"lenses/sales/answers/units_2024.yaml": answer}, "certify a new answer")
-    plan = dst(lens_repo, "plan", "--format", "json").lens("sales")
+    commit(promoted_repo, {"lenses/sales/answers/units_2024.yaml": answer}, "certify a new answer")
+    plan = invoke(promoted_repo, "plan", "--format", "json").lens("sales")
     assert [s["answer"] for s in plan["stale"]] == ["units_2024"]
     assert plan["stale"][0]["reasons"] == ["new", "never_verified"]
-    applied = dst(lens_repo, "apply", "--format", "json")
+    applied = invoke(promoted_repo, "apply", "--format", "json")
     assert applied.code == 0, applied.stderr
     sales = applied.lens("sales")
-    assert sales["action"] == "promoted" and serving(lens_repo, "sales") != before
+    assert sales["action"] == "promoted" and serving(promoted_repo, "sales") != before
     assert sales["results"] == []
     assert [(r["answer"], r["outcome"]) for r in sales["self_test"]] == [("units_2024", "wrong")]
     assert any(m.startswith("self-test ALERT: units_2024") for m in sales["messages"])
 
 
-def test_gate_stands_down_without_a_warehouse(lens_repo: Path) -> None:
-    assert dst(lens_repo, "apply").code == 0
-    before = serving(lens_repo, "sales")
-    shutil.rmtree(lens_repo / ".dst")
-    skill = lens_repo / "lenses/sales/skills/time.md"
-    commit(lens_repo, {"lenses/sales/skills/time.md": skill.read_text() + "\nMore.\n"}, "skill")
-    applied = dst(lens_repo, "apply", "--format", "json")
+def test_gate_stands_down_without_a_warehouse(promoted_repo: Path) -> None:
+    before = serving(promoted_repo, "sales")
+    shutil.rmtree(promoted_repo / ".dst")
+    skill = promoted_repo / "lenses/sales/skills/time.md"
+    commit(promoted_repo, {"lenses/sales/skills/time.md": skill.read_text() + "\nMore.\n"}, "skill")
+    applied = invoke(promoted_repo, "apply", "--format", "json")
     assert applied.code == 1
     sales = applied.lens("sales")
     assert sales["action"] == "stood_down"
     assert any("gate STOOD DOWN" in m and "dst seed" in m for m in sales["messages"])
-    assert serving(lens_repo, "sales") == before
-    attempt = pygit2.Repository(str(lens_repo)).references.get("refs/dst/attempts/sales")
+    assert serving(promoted_repo, "sales") == before
+    attempt = pygit2.Repository(str(promoted_repo)).references.get("refs/dst/attempts/sales")
     assert attempt is not None
-    status = dst(lens_repo, "status")
+    status = invoke(promoted_repo, "status")
     assert "last attempt" in status.stdout and "STOOD DOWN" in status.stdout
 
 
-def test_a_result_over_the_row_cap_is_never_a_pass(lens_repo: Path) -> None:
-    assert dst(lens_repo, "apply").code == 0
-    lens_yaml = lens_repo / "lenses/sales/lens.yaml"
+def test_a_result_over_the_row_cap_is_never_a_pass(promoted_repo: Path) -> None:
+    lens_yaml = promoted_repo / "lenses/sales/lens.yaml"
     text = re.sub(r"row_cap: \d+", "row_cap: 3", lens_yaml.read_text())
-    commit(lens_repo, {"lenses/sales/lens.yaml": text}, "tiny row cap")
-    applied = dst(lens_repo, "apply", "--format", "json")
+    commit(promoted_repo, {"lenses/sales/lens.yaml": text}, "tiny row cap")
+    applied = invoke(promoted_repo, "apply", "--format", "json")
     assert applied.code == 1
     results = applied.lens("sales")["results"]
     over = [r for r in results if "row_cap=3" in r["detail"] or r["outcome"] == "inconclusive"]
@@ -82,7 +79,7 @@ def test_a_result_over_the_row_cap_is_never_a_pass(lens_repo: Path) -> None:
 
 
 def test_dry_run_gates_but_moves_nothing(lens_repo: Path) -> None:
-    done = dst(lens_repo, "apply", "--dry-run", "--format", "json")
+    done = invoke(lens_repo, "apply", "--dry-run", "--format", "json")
     assert done.code == 0, done.stderr
     assert {x["action"] for x in done.json()["lenses"]} == {"promoted"}
     assert serving(lens_repo, "sales") is None and serving(lens_repo, "finance") is None
@@ -91,25 +88,26 @@ def test_dry_run_gates_but_moves_nothing(lens_repo: Path) -> None:
 
 
 def test_promoting_a_commit_that_lacks_the_serving_one_is_a_refused_rewind(
-    lens_repo: Path,
+    promoted_repo: Path,
 ) -> None:
-    assert dst(lens_repo, "apply").code == 0
-    base = git(lens_repo, "rev-parse", "HEAD")
-    skill = lens_repo / "lenses/sales/skills/time.md"
+    base = git(promoted_repo, "rev-parse", "HEAD")
+    skill = promoted_repo / "lenses/sales/skills/time.md"
     original = skill.read_text()
-    serving_source = commit(lens_repo, {"lenses/sales/skills/time.md": original + "\nA.\n"}, "a")
-    assert dst(lens_repo, "apply").code == 0
-    before = serving(lens_repo, "sales")
-    git(lens_repo, "checkout", "-q", "-b", "elsewhere", base)
-    commit(lens_repo, {"lenses/sales/skills/time.md": original + "\nB.\n"}, "b")
-    dry = dst(lens_repo, "apply", "--dry-run", "--lens", "sales", "--format", "json")
+    serving_source = commit(
+        promoted_repo, {"lenses/sales/skills/time.md": original + "\nA.\n"}, "a"
+    )
+    assert invoke(promoted_repo, "apply").code == 0
+    before = serving(promoted_repo, "sales")
+    git(promoted_repo, "checkout", "-q", "-b", "elsewhere", base)
+    commit(promoted_repo, {"lenses/sales/skills/time.md": original + "\nB.\n"}, "b")
+    dry = invoke(promoted_repo, "apply", "--dry-run", "--lens", "sales", "--format", "json")
     assert dry.code == 0
     assert any(m.startswith("WARNING rewind refused") for m in dry.lens("sales")["messages"])
-    refused = dst(lens_repo, "apply", "--lens", "sales")
+    refused = invoke(promoted_repo, "apply", "--lens", "sales")
     assert refused.code == 1
     assert f"does not contain {serving_source[:12]}" in refused.stdout
     assert "--allow-rewind" in refused.stdout
-    assert serving(lens_repo, "sales") == before
-    forced = dst(lens_repo, "apply", "--lens", "sales", "--allow-rewind")
+    assert serving(promoted_repo, "sales") == before
+    forced = invoke(promoted_repo, "apply", "--lens", "sales", "--allow-rewind")
     assert forced.code == 0, forced.stdout
-    assert serving(lens_repo, "sales") != before
+    assert serving(promoted_repo, "sales") != before

@@ -20,13 +20,13 @@ import pytest
 from reconciler.bindings import Reason, StaleAnswer, StaleReason
 from reconciler.errors import UsageError
 from reconciler.git import base as prbase
-from reconciler.lens import AnswerId, AssetId, Oid
+from reconciler.ids import AnswerId, AssetId, Oid
 from reconciler.plan import AssetChange, LensPlan
 from reconciler.render import github as ghactions
 from reconciler.render import junit
 from reconciler.results import LensRun, RunReport
 from reconciler.suite import AnswerResult, Outcome
-from tests.conftest import commit, dst, git
+from tests.helpers import commit, git, invoke
 
 # ------------------------------------------------------------------ builders
 
@@ -400,7 +400,7 @@ def _double(repo: Path, metric: str) -> str:
 
 
 def _promote(repo: Path) -> None:
-    done = dst(repo, "apply", "--format", "json", env=_no_github())
+    done = invoke(repo, "apply", "--format", "json", env=_no_github())
     assert done.code == 0, done.stdout + done.stderr
 
 
@@ -413,7 +413,7 @@ def test_ci_check_on_a_breaking_branch_annotates_summarises_and_writes_junit(
     summary = tmp_path / "summary.md"
     summary.write_text("earlier step\n")
     junit = tmp_path / "out.xml"
-    done = dst(
+    done = invoke(
         lens_repo,
         "ci",
         "check",
@@ -490,7 +490,7 @@ def test_shallow_clone_deepens_until_it_finds_the_merge_base(
 ) -> None:
     origin, fork = _shallow_setup(lens_repo, tmp_path)
     clone = _shallow_clone(origin, tmp_path / "shallow")
-    done = dst(
+    done = invoke(
         clone,
         "ci",
         "check",
@@ -514,12 +514,12 @@ def test_shallow_clone_without_enough_history_fails_loudly(lens_repo: Path, tmp_
     origin, _ = _shallow_setup(lens_repo, tmp_path)
     clone = _shallow_clone(origin, tmp_path / "shallow")
     args = ("ci", "check", "--base", "main", "--deepen-by", "1", "--max-deepen", "0")
-    done = dst(clone, *args, "--format", "json", env=_no_github())
+    done = invoke(clone, *args, "--format", "json", env=_no_github())
     assert done.code == 2, done.stdout + done.stderr
     error = done.json()["error"]
     assert error["message"].startswith("insufficient history: no merge base of main")
     assert "fetch-depth: 0" in error["fix"]
-    annotated = dst(clone, *args, "--format", "github", env=_no_github())
+    annotated = invoke(clone, *args, "--format", "github", env=_no_github())
     assert annotated.code == 2
     assert annotated.stdout.startswith("::error title=dst ci check::insufficient history")
 
@@ -542,7 +542,7 @@ def test_pull_request_merge_commit_is_checked_against_its_first_parent_and_never
     }
     payload.write_text(json.dumps(event))
     env = _no_github(GITHUB_EVENT_NAME="pull_request", GITHUB_EVENT_PATH=str(payload))
-    done = dst(clone, "ci", "check", "--format", "json", env=env)
+    done = invoke(clone, "ci", "check", "--format", "json", env=env)
     assert done.code == 1, done.stdout + done.stderr
     report = done.json()
     assert [x["lens"] for x in report["lenses"]] == ["sales"]
@@ -550,7 +550,7 @@ def test_pull_request_merge_commit_is_checked_against_its_first_parent_and_never
         f"pull request head {pr_head[:12]}: checked as GitHub's merge commit"
     )
     assert f"against {base[:12]}" in report["messages"][0]
-    refused = dst(clone, "ci", "apply", "--format", "json", env=env)
+    refused = invoke(clone, "ci", "apply", "--format", "json", env=env)
     assert refused.code == 2
     assert refused.json()["error"]["message"].startswith("refusing to apply on a pull_request")
     assert git(clone, "for-each-ref", "--format=%(objectname)", "refs/dst/serving/sales") == git(
@@ -560,7 +560,7 @@ def test_pull_request_merge_commit_is_checked_against_its_first_parent_and_never
 
 def test_ci_apply_promotes_on_the_default_branch(lens_repo: Path, tmp_path: Path) -> None:
     summary = tmp_path / "summary.md"
-    done = dst(lens_repo, "ci", "apply", "--format", "github", env=_no_github(summary))
+    done = invoke(lens_repo, "ci", "apply", "--format", "github", env=_no_github(summary))
     assert done.code == 0, done.stdout + done.stderr
     assert "::notice title=dst sales%3A promoted::" in done.stdout
     assert git(lens_repo, "for-each-ref", "--format=%(refname)", "refs/dst/serving/") == (

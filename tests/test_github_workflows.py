@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import PROJECT
+from tests.helpers import PROJECT
 
 GITHUB = PROJECT / ".github"
 WORKFLOWS = sorted((GITHUB / "workflows").glob("*.yml"))

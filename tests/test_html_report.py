@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from reconciler.render.html import DIFF_ROW_COLOUR, divergence_marks, render
-from tests.conftest import dst
-from tests.test_apply import _answers_bound_to, _double_metric, promote_all
+from tests.helpers import invoke
+from tests.helpers.examples import answers_bound_to, double_metric
 
 
 class _Page(HTMLParser):
@@ -40,15 +40,14 @@ def _parse(text: str) -> _Page:
 
 @pytest.fixture(scope="module")
 def blocked(
-    _seeded_template: Path, tmp_path_factory: pytest.TempPathFactory
+    _promoted_template: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[Path, set[str]]:
     """sales promoted, then a doubled metric makes its certified answers wrong: blocked."""
     repo = tmp_path_factory.mktemp("report") / "repo"
-    shutil.copytree(_seeded_template, repo, symlinks=True)
-    promote_all(repo)
-    users = _answers_bound_to(repo, "sales", "metrics/units_sold")
-    _double_metric(repo, "units_sold")
-    applied = dst(repo, "apply", "--format", "json")
+    shutil.copytree(_promoted_template, repo, symlinks=True)
+    users = answers_bound_to(repo, "sales", "metrics/units_sold")
+    double_metric(repo, "units_sold")
+    applied = invoke(repo, "apply", "--format", "json")
     assert applied.code == 1, applied.stdout + applied.stderr
     (repo / "run.json").write_text(applied.stdout)
     return repo, users
@@ -59,7 +58,7 @@ def test_report_of_the_last_recorded_run_shows_every_divergence(
 ) -> None:
     repo, wrong = blocked
     out = repo / "report.html"
-    done = dst(repo, "report", "--html", str(out), "--lens", "sales", "--format", "json")
+    done = invoke(repo, "report", "--html", str(out), "--lens", "sales", "--format", "json")
     assert done.code == 0, done.stderr
     assert done.json()["lenses"] == ["sales"]
     text = out.read_text()
@@ -81,7 +80,7 @@ def test_report_from_a_saved_json_run_matches_its_results(
 ) -> None:
     repo, wrong = blocked
     out = repo / "saved.html"
-    done = dst(repo, "report", "--html", str(out), "--from", str(repo / "run.json"))
+    done = invoke(repo, "report", "--html", str(out), "--from", str(repo / "run.json"))
     assert done.code == 0, done.stderr
     text = out.read_text()
     assert "exit code 1" in text
@@ -92,7 +91,7 @@ def test_report_rejects_a_file_that_is_not_a_run(tmp_path: Path, blocked: tuple[
     repo, _ = blocked
     bad = tmp_path / "bad.json"
     bad.write_text('{\n  "lenses": [\n')
-    done = dst(repo, "report", "--html", str(tmp_path / "x.html"), "--from", str(bad))
+    done = invoke(repo, "report", "--html", str(tmp_path / "x.html"), "--from", str(bad))
     assert done.code == 2
     assert f"{bad}:3: not JSON" in done.stderr
     assert not (tmp_path / "x.html").exists()
@@ -148,7 +147,7 @@ WIDTH, HEIGHT = 1100, 1600
 def test_report_renders_in_headless_chromium(blocked: tuple[Path, set[str]]) -> None:
     repo, wrong = blocked
     out = repo / "browser.html"
-    assert dst(repo, "report", "--html", str(out), "--lens", "sales").code == 0
+    assert invoke(repo, "report", "--html", str(out), "--lens", "sales").code == 0
     flags = [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"]
     dom = subprocess.run(
         [*flags, "--dump-dom", out.as_uri()], capture_output=True, text=True, timeout=120

@@ -7,7 +7,6 @@ The corpus tests read the real Snowflake samples from ``../shared/corpora`` (or
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -17,10 +16,11 @@ import yaml
 
 from reconciler import guard
 from reconciler.errors import InputError, UsageError
-from reconciler.interop.importers import OracleRun, OracleRunner, write_lens
+from reconciler.interop.importers import write_lens
 from reconciler.interop.importers.cortex import import_cortex
 from reconciler.interop.importers.logical import LogicalSqlError, LogicalTable, compile_logical
 from reconciler.lens import MAX_ROW_CAP, RELATIVE_DATE_RE, Lens, load_lens
+from tests.helpers.interop import SMALL_MODEL, duckdb_runner, read_lens_dir, seeded
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -40,37 +40,6 @@ def corpus_dir() -> Path:
             "(set DST_CORPORA to the corpora directory to run these tests)"
         )
     return path
-
-
-def seeded(seeds: Mapping[str, bytes], folder: Path) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB with one table per seed CSV, loaded by read_csv(header=true)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    con = duckdb.connect()
-    for table, data in seeds.items():
-        path = folder / f"{table}.csv"
-        path.write_bytes(data)
-        con.execute(f"CREATE TABLE \"{table}\" AS SELECT * FROM read_csv('{path}', header=true)")
-    return con
-
-
-def duckdb_runner(folder: Path) -> OracleRunner:
-    """An OracleRunner over a fresh in-memory DuckDB seeded in ``folder``."""
-
-    def run(seeds: Mapping[str, bytes], queries: Sequence[str]) -> list[OracleRun]:
-        con = seeded(seeds, folder)
-        outcomes = []
-        for sql in queries:
-            try:
-                outcomes.append(OracleRun(rows=len(con.execute(sql).fetchmany(MAX_ROW_CAP + 1))))
-            except duckdb.Error as exc:
-                outcomes.append(OracleRun(error=str(exc)))
-        return outcomes
-
-    return run
-
-
-def read_lens_dir(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
 
 
 def seeds_of(lens: Lens, root: Path) -> dict[str, bytes]:
@@ -229,52 +198,6 @@ def test_a_query_over_an_unknown_table_does_not_compile() -> None:
         compile_logical("SELECT * FROM __customers", [ORDERS])
 
 
-SMALL_MODEL = """\
-name: shop
-description: A tiny shop.
-tables:
-  - name: orders
-    base_table: {database: db, schema: s, table: RAW_ORDERS}
-    dimensions:
-      - name: status
-        expr: st
-        data_type: TEXT
-        synonyms: ['  ', state]
-        cortex_search_service_name: status_search
-    time_dimensions:
-      - name: ordered_on
-        expr: day
-        data_type: DATE
-    measures:
-      - name: order_total
-        expr: amt * qty
-        data_type: NUMBER
-      - name: orders_count
-        expr: id
-        default_aggregation: count_distinct
-        data_type: NUMBER
-verified_queries:
-  - name: Paid revenue
-    question: What is the paid revenue?
-    sql: SELECT SUM(order_total) AS revenue FROM __orders WHERE status = 'paid'
-    verified_at: 1714752498
-    verified_by: ana
-  - name: Customers
-    question: How many customers are there?
-    sql: SELECT COUNT(*) FROM __customers
-    verified_at: 1714752498
-    verified_by: ana
-  - name: Bad column
-    question: What is the discount?
-    sql: SELECT SUM(discount) FROM __orders
-    verified_at: 1714752498
-    verified_by: ana
-  - name: Orders today
-    question: How many orders today?
-    sql: SELECT COUNT(*) AS n FROM __orders WHERE ordered_on = CURRENT_DATE
-    verified_at: 1715187400
-    verified_by: ana
-"""
 SMALL_DDL = b"USE ROLE x; CREATE TABLE RAW_ORDERS (ID INT, DAY DATE, AMT FLOAT, QTY INT, ST TEXT);"
 
 

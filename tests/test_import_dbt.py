@@ -23,8 +23,8 @@ from reconciler.interop.importers.dbt import import_dbt
 from reconciler.interop.importers.dbt_source import collect
 from reconciler.lens import load_lens
 from reconciler.schemas import kind_of, schema_comment
-from tests.conftest import CORPORA, dst
-from tests.test_import_cortex import read_lens_dir
+from tests.helpers import CORPORA, invoke
+from tests.helpers.interop import read_lens_dir
 
 MANIFESTS = CORPORA / "metricflow" / "semantic_manifest_yamls"
 SNAPSHOTS = CORPORA / "metricflow" / "source_table_snapshots"
@@ -65,7 +65,7 @@ def not_imported(unmapped: tuple[str, ...], kind: str) -> Counter[str]:
 
 
 def seeded_warehouse(repo: Path) -> duckdb.DuckDBPyConnection:
-    done = dst(repo, "seed", "--format", "json")
+    done = invoke(repo, "seed", "--format", "json")
     assert done.code == 0, done.stderr
     return duckdb.connect(done.json()["warehouse"], read_only=True)
 
@@ -129,7 +129,7 @@ def _measure_name(metric: dict[str, Any]) -> str:
 
 def test_simple_manifest_lens_validates_seeds_and_every_metric_runs(repo: Path) -> None:
     source = need(MANIFESTS) / "simple_manifest"
-    done = dst(
+    done = invoke(
         repo,
         "import", "dbt", str(source), "--lens", "mf",
         "--data", str(SNAPSHOTS / "simple_model"), "--format", "json",
@@ -143,7 +143,7 @@ def test_simple_manifest_lens_validates_seeds_and_every_metric_runs(repo: Path) 
         kind = kind_of(rel)
         assert kind is not None
         assert path.read_text().startswith(schema_comment(kind, rel)), rel
-    valid = dst(repo, "validate", "lenses/mf")
+    valid = invoke(repo, "validate", "lenses/mf")
     assert valid.code == 0, valid.stderr
     lens = load_lens("mf", read_lens_dir(lens_dir))
     con = seeded_warehouse(repo)
@@ -174,7 +174,7 @@ def test_simple_manifest_lens_validates_seeds_and_every_metric_runs(repo: Path) 
 
 def test_legacy_jaffle_metrics_map_onto_the_documented_model(repo: Path) -> None:
     project = need(JAFFLE)
-    done = dst(repo, "import", "dbt", str(project), "--lens", "jaffle", "--format", "json")
+    done = invoke(repo, "import", "dbt", str(project), "--lens", "jaffle", "--format", "json")
     assert done.code == 0, done.stderr
     report = done.json()
     lens = load_lens("jaffle", read_lens_dir(repo / "lenses" / "jaffle"))
@@ -203,7 +203,7 @@ def test_legacy_jaffle_metrics_map_onto_the_documented_model(repo: Path) -> None
     # dbt seeds are the raw tables dbt transforms; no lens model reads them
     assert report["seeds"] == {}
     assert "no data file fills table orders" in report["notes"]
-    assert dst(repo, "validate", "lenses/jaffle").code == 0
+    assert invoke(repo, "validate", "lenses/jaffle").code == 0
 
 
 FOLDED = """\
@@ -252,11 +252,11 @@ def test_bad_input_is_exit_2_with_file_and_line(repo: Path, tmp_path: Path) -> N
     bad.write_text("metric:\n  name: ok\n  type: simple\n---\nsemantic_model:\n  description: x\n")
     with pytest.raises(LensLoadError, match=r"bad.yaml:6"):
         import_dbt({"bad.yaml": bad.read_bytes()}, source_name="bad.yaml", lens="x")
-    done = dst(repo, "import", "dbt", str(bad), "--lens", "x")
+    done = invoke(repo, "import", "dbt", str(bad), "--lens", "x")
     assert done.code == 2 and "bad.yaml:6" in done.stderr
     broken = tmp_path / "broken.yaml"
     broken.write_text("semantic_models:\n  - name: a\n    measures: [\n")
-    done = dst(repo, "import", "dbt", str(broken), "--lens", "x", "--format", "json")
+    done = invoke(repo, "import", "dbt", str(broken), "--lens", "x", "--format", "json")
     assert done.code == 2 and "broken.yaml:" in done.json()["error"]["message"]
     assert not (repo / "lenses" / "x").exists()
 
@@ -264,10 +264,12 @@ def test_bad_input_is_exit_2_with_file_and_line(repo: Path, tmp_path: Path) -> N
 def test_an_existing_lens_is_kept_unless_overwrite(repo: Path, tmp_path: Path) -> None:
     source = tmp_path / "m.yaml"
     source.write_text(FOLDED)
-    assert dst(repo, "import", "dbt", str(source), "--lens", "s").code == 0
-    again = dst(repo, "import", "dbt", str(source), "--lens", "s")
+    assert invoke(repo, "import", "dbt", str(source), "--lens", "s").code == 0
+    again = invoke(repo, "import", "dbt", str(source), "--lens", "s")
     assert again.code == 2 and "already exists" in again.stderr
-    replaced = dst(repo, "import", "dbt", str(source), "--lens", "s", "--format", "json")
+    replaced = invoke(repo, "import", "dbt", str(source), "--lens", "s", "--format", "json")
     assert replaced.code == 2
-    ok = dst(repo, "import", "dbt", str(source), "--lens", "s", "--overwrite", "--format", "json")
+    ok = invoke(
+        repo, "import", "dbt", str(source), "--lens", "s", "--overwrite", "--format", "json"
+    )
     assert ok.code == 0 and json.loads(ok.stdout)["metrics"] == 2

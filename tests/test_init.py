@@ -10,7 +10,7 @@ from reconciler.git.trees import worktree_files
 from reconciler.lens import RepoConfig, load_lens
 from reconciler.loader import load_yaml, validate
 from reconciler.schemas import kind_of, schema_comment
-from tests.conftest import commit, dst, git
+from tests.helpers import commit, git, invoke
 
 
 def tree_bytes(root: Path) -> dict[str, bytes]:
@@ -22,7 +22,7 @@ def tree_bytes(root: Path) -> dict[str, bytes]:
 
 
 def test_init_in_an_existing_repo_validates_and_refuses_a_second_run(repo: Path) -> None:
-    done = dst(repo, "init", "--lens", "shop", "--format", "json")
+    done = invoke(repo, "init", "--lens", "shop", "--format", "json")
     assert done.code == 0, done.stderr
     obj = done.json()
     assert (obj["lens"], obj["git_initialized"]) == ("shop", False)
@@ -51,12 +51,12 @@ def test_init_in_an_existing_repo_validates_and_refuses_a_second_run(repo: Path)
     assert lens.answers and {a.status for a in lens.answers.values()} == {"draft"}
     assert lens.active_answers() == []
     assert validate(RepoConfig, load_yaml("dst.yaml", (repo / "dst.yaml").read_bytes()))
-    checked = dst(repo, "validate")
+    checked = invoke(repo, "validate")
     assert checked.code == 0, checked.stderr
     assert "lenses/shop: ok" in checked.stdout
 
     before = tree_bytes(repo)
-    again = dst(repo, "init", "--lens", "shop")
+    again = invoke(repo, "init", "--lens", "shop")
     assert again.code == 2
     assert "lenses/shop/lens.yaml already exists" in again.stderr and "fix:" in again.stderr
     assert tree_bytes(repo) == before
@@ -65,29 +65,29 @@ def test_init_in_an_existing_repo_validates_and_refuses_a_second_run(repo: Path)
 def test_init_outside_git_needs_git_flag_then_creates_the_repo(tmp_path: Path) -> None:
     target = tmp_path / "Sales Data"
     target.mkdir()
-    refused = dst(target, "init")
+    refused = invoke(target, "init")
     assert refused.code == 2
     assert "not inside a git repository" in refused.stderr and "--git" in refused.stderr
     assert list(target.iterdir()) == []
-    done = dst(target, "init", "--git")
+    done = invoke(target, "init", "--git")
     assert done.code == 0, done.stderr
     assert "initialized lens sales-data" in done.stdout and "new git repository" in done.stdout
     assert (target / ".git").is_dir()
     assert (target / ".gitignore").read_text() == ".dst/\n"
     for step in ("dst seed", "dst validate", "dst hooks install", "dst apply"):
         assert step in done.stdout
-    assert dst(target, "validate").code == 0
+    assert invoke(target, "validate").code == 0
 
 
 def test_init_refuses_a_subdirectory_of_a_repo_and_bad_input(repo: Path) -> None:
     sub = repo / "sub"
     sub.mkdir()
-    inside = dst(repo, "init", str(sub))
+    inside = invoke(repo, "init", str(sub))
     assert inside.code == 2
     assert "dst reads lenses/ at the repository root" in inside.stderr
-    bad_name = dst(repo, "init", "--lens", "Bad Name")
+    bad_name = invoke(repo, "init", "--lens", "Bad Name")
     assert bad_name.code == 2 and "not a valid lens name" in bad_name.stderr
-    secret = dst(repo, "init", "--warehouse", "postgresql://me:hunter2@db/analytics")
+    secret = invoke(repo, "init", "--warehouse", "postgresql://me:hunter2@db/analytics")
     assert secret.code == 2
     assert "password" in secret.stderr and "hunter2" not in secret.stderr
     assert not (repo / "lenses").exists() and not (repo / "dst.yaml").exists()
@@ -95,36 +95,36 @@ def test_init_refuses_a_subdirectory_of_a_repo_and_bad_input(repo: Path) -> None
 
 def test_init_with_a_warehouse_url_writes_dst_yaml_and_the_dialect(repo: Path) -> None:
     url = "postgresql://analyst:${PGPASSWORD}@db.example.com:5432/analytics"
-    done = dst(repo, "init", "--lens", "pg", "--warehouse", url)
+    done = invoke(repo, "init", "--lens", "pg", "--warehouse", url)
     assert done.code == 0, done.stderr
     config = validate(RepoConfig, load_yaml("dst.yaml", (repo / "dst.yaml").read_bytes()))
     assert config.warehouse == url
     lens_yaml = yaml.safe_load((repo / "lenses/pg/lens.yaml").read_text())
     assert lens_yaml["dialect"] == "postgres"
     # a second lens keeps dst.yaml and the schemas; a new --warehouse would overwrite it
-    second = dst(repo, "init", "--lens", "other", "--format", "json")
+    second = invoke(repo, "init", "--lens", "other", "--format", "json")
     assert second.code == 0, second.stderr
     assert "dst.yaml" in second.json()["kept"]
-    clash = dst(repo, "init", "--lens", "third", "--warehouse", "duckdb:///x.duckdb")
+    clash = invoke(repo, "init", "--lens", "third", "--warehouse", "duckdb:///x.duckdb")
     assert clash.code == 2 and "dst.yaml already exists" in clash.stderr
 
 
 def test_init_seed_apply_then_certify_the_first_answer(repo: Path) -> None:
-    assert dst(repo, "init", "--lens", "shop").code == 0
+    assert invoke(repo, "init", "--lens", "shop").code == 0
     args = ["certify", "--lens", "shop", "--question", "Revenue by region", "--yes"]
-    unseeded = dst(repo, *args, "--by", "Pat Lee")
+    unseeded = invoke(repo, *args, "--by", "Pat Lee")
     assert unseeded.code == 2 and "dst seed" in unseeded.stderr
-    assert dst(repo, "seed").code == 0
+    assert invoke(repo, "seed").code == 0
     commit(repo, {}, "add lens shop")
-    first = dst(repo, "apply", "--format", "json")
+    first = invoke(repo, "apply", "--format", "json")
     assert first.code == 0, first.stdout + first.stderr
     shop = first.lens("shop")
     assert shop["action"] == "promoted"
     assert any("gate SKIPPED" in m for m in shop["messages"])
-    certified = dst(repo, *args, "--by", "Pat Lee")
+    certified = invoke(repo, *args, "--by", "Pat Lee")
     assert certified.code == 0, certified.stderr
     commit(repo, {}, "certify revenue by region")
-    second = dst(repo, "apply", "--format", "json")
+    second = invoke(repo, "apply", "--format", "json")
     assert second.code == 0, second.stdout + second.stderr
     shop = second.lens("shop")
     assert shop["action"] == "promoted"

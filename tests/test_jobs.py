@@ -14,7 +14,7 @@ from reconciler.lens import load_lens
 from reconciler.reconcile import reconcile
 from reconciler.suite import resolve_jobs
 from tests.benchmarks import synth
-from tests.conftest import dst
+from tests.helpers import invoke
 from tests.shop import CUSTOMERS, ORDERS
 
 
@@ -47,7 +47,7 @@ def test_jobs_1_and_8_give_the_same_results_in_the_same_order(lens_repo: Path) -
 
 @pytest.mark.parametrize("value", ["0", "-3", "65", "many"])
 def test_a_bad_jobs_value_exits_2(lens_repo: Path, value: str) -> None:
-    done = dst(lens_repo, "apply", "--dry-run", "--jobs", value)
+    done = invoke(lens_repo, "apply", "--dry-run", "--jobs", value)
     assert done.code == 2, done.stdout + done.stderr
     assert "--jobs" in done.stderr
 

@@ -10,7 +10,8 @@ from reconciler.assembly import memo as lensmemo
 from reconciler.assembly.joins import join_index, join_paths
 from reconciler.assembly.retrieval import retrieve, time_models
 from reconciler.context import Runtime
-from reconciler.lens import Column, Join, Lens, LensConfig, LensName, Model
+from reconciler.ids import LensName
+from reconciler.lens import Column, Join, Lens, LensConfig, Model
 from reconciler.reconcile import reconcile
 
 

@@ -10,50 +10,12 @@ from hypothesis import strategies as st
 from reconciler.assets import lens_assets
 from reconciler.bindings import Bindings, Reason, select_stale, stamp
 from reconciler.errors import LensLoadError
-from reconciler.lens import AnswerId, Lens, load_lens
+from reconciler.ids import AnswerId
+from reconciler.lens import Lens, load_lens
 from reconciler.loader import load_yaml
 from reconciler.plan import LensPlan, plan_lens
-from tests.shop import CUSTOMERS, LENS, ORDERS
-
-REVENUE = b"""\
-name: revenue
-label: Revenue
-synonyms: [sales]
-model: orders
-expression: SUM(amount)
-"""
-COUNT = b"""\
-name: order_count
-label: Number of orders
-synonyms: [orders]
-model: orders
-expression: COUNT(*)
-"""
-ANSWER = """\
-id: {id}
-question: {q}
-sql: {sql}
-status: active
-provenance:
-  certified_by: Ana
-  certified_at: "2025-01-01"
-"""
-
-
-def files() -> dict[str, bytes]:
-    return {
-        "lens.yaml": LENS,
-        "models/orders.yaml": ORDERS,
-        "models/customers.yaml": CUSTOMERS,
-        "metrics/revenue.yaml": REVENUE,
-        "metrics/order_count.yaml": COUNT,
-        "answers/rev.yaml": ANSWER.format(
-            id="rev", q="What was total revenue?", sql="SELECT SUM(amount) FROM orders"
-        ).encode(),
-        "answers/cnt.yaml": ANSWER.format(
-            id="cnt", q="How many orders?", sql="SELECT COUNT(*) FROM orders"
-        ).encode(),
-    }
+from tests.helpers.certified import REVENUE, files
+from tests.shop import CUSTOMERS, ORDERS
 
 
 def test_loads_and_indexes_by_declared_name() -> None:

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from reconciler.render.trend import BLOCKS, sparkline
-from tests.conftest import dst
-from tests.test_apply import _answers_bound_to, _double_metric, promote_all
+from tests.helpers import dst, invoke
+from tests.helpers.examples import answers_bound_to, double_metric
 
 
 def _block(rate: float) -> str:
@@ -20,18 +20,17 @@ def _block(rate: float) -> str:
 
 @pytest.fixture(scope="module")
 def two_deployments(
-    _seeded_template: Path, tmp_path_factory: pytest.TempPathFactory
+    _promoted_template: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[Path, int, int]:
     """sales promoted green, then promoted under ``warn`` with a doubled metric's answers wrong.
 
     Built once for the module: the tests only read its history.
     """
     lens_repo = tmp_path_factory.mktemp("log") / "repo"
-    shutil.copytree(_seeded_template, lens_repo, symlinks=True)
-    promote_all(lens_repo)
-    wrong = len(_answers_bound_to(lens_repo, "sales", "metrics/units_sold"))
-    _double_metric(lens_repo, "units_sold", gate="warn")
-    applied = dst(lens_repo, "apply", "--format", "json")
+    shutil.copytree(_promoted_template, lens_repo, symlinks=True)
+    wrong = len(answers_bound_to(lens_repo, "sales", "metrics/units_sold"))
+    double_metric(lens_repo, "units_sold", gate="warn")
+    applied = invoke(lens_repo, "apply", "--format", "json")
     assert applied.code == 0, applied.stderr
     total = applied.lens("sales")["score"]["total"]
     return lens_repo, wrong, total
@@ -47,7 +46,7 @@ def test_log_json_gains_rates_and_text_shows_both_sparklines(
     two_deployments: tuple[Path, int, int],
 ) -> None:
     repo, wrong, total = two_deployments
-    as_json = dst(repo, "log", "sales", "--format", "json")
+    as_json = invoke(repo, "log", "sales", "--format", "json")
     assert as_json.code == 0, as_json.stderr
     newest, oldest = as_json.json()["deployments"]
     assert oldest["accuracy"] == 1.0 and oldest["wrong_rate"] == 0.0
@@ -55,7 +54,7 @@ def test_log_json_gains_rates_and_text_shows_both_sparklines(
     assert newest["accuracy"] == pytest.approx((total - wrong) / total)
     assert newest["wrong_rate"] == pytest.approx(wrong / total)
 
-    text = dst(repo, "log", "sales")
+    text = invoke(repo, "log", "sales")
     assert text.code == 0, text.stderr
     lines = text.stdout.splitlines()
     accuracy = next(line for line in lines if line.strip().startswith("accuracy "))
@@ -71,7 +70,7 @@ def test_log_plot_writes_an_800_by_400_png(two_deployments: tuple[Path, int, int
     image = pytest.importorskip("matplotlib.image")
     repo, _, _ = two_deployments
     out = repo / "trend.png"
-    done = dst(repo, "log", "sales", "--plot", str(out), "--format", "json")
+    done = invoke(repo, "log", "sales", "--plot", str(out), "--format", "json")
     assert done.code == 0, done.stderr
     assert len(done.json()["deployments"]) == 2  # stdout stays one JSON object
     raw = out.read_bytes()
@@ -98,6 +97,7 @@ def test_plot_without_matplotlib_exits_2_naming_the_extra(
     (shadow / "matplotlib").mkdir(parents=True)
     (shadow / "matplotlib" / "__init__.py").write_text("raise ImportError('not installed')\n")
     out = lens_repo / "never.png"
+    # PYTHONPATH is read at start-up: this one needs a process of its own.
     done = dst(lens_repo, "log", "sales", "--plot", str(out), env={"PYTHONPATH": str(shadow)})
     assert done.code == 2, done.stdout + done.stderr
     assert "pip install 'dst-reconciler[plot]'" in done.stderr

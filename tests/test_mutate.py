@@ -21,7 +21,7 @@ from reconciler.mutation.formatting import (
     rewrap_sql,
 )
 from reconciler.mutation.operators import OPERATORS, Edit, semantic_mutants
-from tests.conftest import EXAMPLE_LENSES, commit, dst, git
+from tests.helpers import EXAMPLE_LENSES, commit, git, invoke
 from tests.shop import CUSTOMERS, LENS, ORDERS
 
 PROVENANCE = 'provenance:\n  certified_by: Test Author\n  certified_at: "2025-01-01"\n'
@@ -254,14 +254,14 @@ def _refs(path: Path) -> dict[str, str]:
 def test_mutate_reports_score_blocks_metric_mutants_and_leaves_refs_alone(
     shop_repo: Path, tmp_path: Path
 ) -> None:
-    assert dst(shop_repo, "seed").code == 0
-    applied = dst(shop_repo, "apply")
+    assert invoke(shop_repo, "seed").code == 0
+    applied = invoke(shop_repo, "apply")
     assert applied.code == 0, applied.stdout + applied.stderr
     refs_before, head_before = _refs(shop_repo), git(shop_repo, "rev-parse", "HEAD")
     assert "refs/dst/serving/shop" in refs_before
     scratch = tmp_path / "tmp"
     scratch.mkdir()
-    done = dst(shop_repo, "mutate", "shop", "--format", "json", env={"TMPDIR": str(scratch)})
+    done = invoke(shop_repo, "mutate", "shop", "--format", "json", env={"TMPDIR": str(scratch)})
     assert done.code == 0, done.stdout + done.stderr
     report = done.json()
     assert report["schema_version"] == 1 and report["command"] == "mutate"
@@ -293,10 +293,10 @@ def test_mutate_reports_score_blocks_metric_mutants_and_leaves_refs_alone(
 
 
 def test_mutate_needs_a_seeded_warehouse(shop_repo: Path) -> None:
-    done = dst(shop_repo, "mutate", "shop")
+    done = invoke(shop_repo, "mutate", "shop")
     assert done.code == 2, done.stdout + done.stderr
     assert "dst seed" in done.stderr
-    unknown = dst(shop_repo, "mutate", "nope", "--format", "json")
+    unknown = invoke(shop_repo, "mutate", "nope", "--format", "json")
     assert unknown.code == 2
     assert unknown.json()["error"]["type"] == "UsageError"
 
@@ -305,11 +305,11 @@ def test_mutate_example_lenses_prints_score_and_no_formatting_false_stale(
     lens_repo: Path,
 ) -> None:
     refs_before = _refs(lens_repo)
-    text = dst(lens_repo, "mutate", "sales", "--limit", "1")
+    text = invoke(lens_repo, "mutate", "sales", "--limit", "1")
     assert text.code == 0, text.stdout + text.stderr
     assert "mutation score: " in text.stdout
     assert "formatting false-stale: 0.0% (0/" in text.stdout
-    done = dst(lens_repo, "mutate", "finance", "--limit", "1", "--format", "json")
+    done = invoke(lens_repo, "mutate", "finance", "--limit", "1", "--format", "json")
     assert done.code == 0, done.stdout + done.stderr
     (lens,) = done.json()["lenses"]
     assert lens["formatting_false_stale"]["false_stale"] == 0

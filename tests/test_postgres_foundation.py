@@ -20,8 +20,8 @@ import sqlalchemy as sa
 from reconciler.errors import WarehouseError
 from reconciler.warehouse.seed import seed
 from tests import pg
-from tests.conftest import commit, dst, git
 from tests.figures import record
+from tests.helpers import commit, git, invoke
 from tests.shop import CUSTOMERS, LENS, ORDER_COUNT, ORDERS, REVENUE
 
 ANSWERS = {
@@ -74,7 +74,7 @@ def pg_shop(repo: Path) -> Iterator[tuple[Path, dict[str, str]]]:
             files[f"lenses/shop/answers/{aid}.yaml"] = _answer(aid, question, sql)
         commit(repo, files, "shop lens")
         started = time.monotonic()
-        seeded = dst(repo, "seed", "--warehouse", scratch.owner_url, "--format", "json")
+        seeded = invoke(repo, "seed", "--warehouse", scratch.owner_url, "--format", "json")
         assert seeded.code == 0, seeded.stdout + seeded.stderr
         assert seeded.json()["tables"] == {"customers": 3, "orders": 5}
         owner = pg.engine(scratch.owner_url)
@@ -120,7 +120,7 @@ def test_seed_loads_typed_tables_through_the_duckdb_reader(
 
 def test_apply_block_and_rollback_on_postgres(pg_shop: tuple[Path, dict[str, str]]) -> None:
     repo, env = pg_shop
-    first = dst(repo, "apply", "--format", "json", env=env)
+    first = invoke(repo, "apply", "--format", "json", env=env)
     assert first.code == 0, first.stdout + first.stderr
     shop = first.lens("shop")
     assert shop["action"] == "promoted"
@@ -132,7 +132,7 @@ def test_apply_block_and_rollback_on_postgres(pg_shop: tuple[Path, dict[str, str
     # a breaking change: revenue doubled; its answers go stale, diverge and block
     doubled = REVENUE.replace(b"SUM(amount)", b"SUM(amount) * 2").decode()
     commit(repo, {"lenses/shop/metrics/revenue.yaml": doubled}, "double revenue")
-    blocked = dst(repo, "apply", "--format", "json", env=env)
+    blocked = invoke(repo, "apply", "--format", "json", env=env)
     assert blocked.code == 1, blocked.stdout + blocked.stderr
     shop = blocked.lens("shop")
     assert shop["action"] == "blocked"
@@ -143,11 +143,11 @@ def test_apply_block_and_rollback_on_postgres(pg_shop: tuple[Path, dict[str, str
     # under warn the same change promotes; rollback then restores the first content
     lens_yaml = LENS.decode() + "eval_gate: warn\n"
     commit(repo, {"lenses/shop/lens.yaml": lens_yaml}, "warn")
-    warned = dst(repo, "apply", "--format", "json", env=env)
+    warned = invoke(repo, "apply", "--format", "json", env=env)
     assert warned.code == 0, warned.stdout + warned.stderr
     second = _serving(repo)
     assert second not in (None, promoted)
-    rolled = dst(repo, "rollback", "shop", "--format", "json", env=env)
+    rolled = invoke(repo, "rollback", "shop", "--format", "json", env=env)
     assert rolled.code == 0, rolled.stdout + rolled.stderr
     third = _serving(repo)
     assert third not in (promoted, second)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import pty
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -21,7 +22,7 @@ import pytest
 import yaml
 
 from reconciler.git import hooks
-from tests.conftest import GIT_ENV, PROJECT, commit, dst, git
+from tests.helpers import GIT_ENV, PROJECT, commit, git, invoke
 
 ZERO = "0" * 40
 BIN = str(Path(sys.executable).parent)  # where this interpreter's `dst` script lives
@@ -105,9 +106,9 @@ def _push_template(
     subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(origin)], check=True)
     git(_seeded_template, "push", "-q", str(origin), "main")
     subprocess.run(["git", "clone", "-q", str(origin), str(clone)], check=True, env=_env(base))
-    seeded = dst(clone, "seed")
+    seeded = invoke(clone, "seed")
     assert seeded.code == 0, seeded.stderr
-    applied = dst(clone, "apply")
+    applied = invoke(clone, "apply")
     assert applied.code == 0, applied.stdout + applied.stderr
     return origin, clone
 
@@ -497,7 +498,16 @@ loaded = {{m.split(".")[0] for m in sys.modules}}
 banned = sorted(loaded & {set(STDLIB_ONLY_BANNED)!r})
 assert not banned, banned
 ours = sorted(m for m in sys.modules if m.startswith("reconciler."))
-assert ours == ["reconciler.cli.entry", "reconciler.errors", "reconciler.cli.hook"], ours
+expected = [
+    "reconciler.cli",
+    "reconciler.cli.boundary",
+    "reconciler.cli.entry",
+    "reconciler.cli.hook",
+    "reconciler.errors",
+    "reconciler.git",
+    "reconciler.git.push",
+]
+assert ours == expected, ours
 """
     done = _run(
         pair.clone,
@@ -618,7 +628,11 @@ def test_the_script_falls_back_to_python_when_dst_is_not_on_path(
 ) -> None:
     fake_bin = tmp_path / "pybin"
     fake_bin.mkdir()
-    (fake_bin / "python3").symlink_to(sys.executable)
+    # A wrapper, not a symlink: a symlinked virtualenv interpreter does not find its
+    # pyvenv.cfg, so it would not see the environment dst is installed in.
+    python3 = fake_bin / "python3"
+    python3.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n')
+    python3.chmod(0o755)
     head = pair.rev("HEAD")
     env = {"PATH": f"{fake_bin}{os.pathsep}/usr/bin{os.pathsep}/bin"}
     script = str(hooks.hooks_dir(pair.clone) / "pre-push")
@@ -718,14 +732,14 @@ def test_hooks_sub_app_installs_and_uninstalls(repo: Path) -> None:
 
 
 def test_dst_hooks_install_through_the_command_line(repo: Path) -> None:
-    first = dst(repo, "hooks", "install", "--format", "json")
+    first = invoke(repo, "hooks", "install", "--format", "json")
     assert first.code == 0, first.stderr
     assert first.json()["action"] == "installed"
-    again = dst(repo, "hooks", "install")
+    again = invoke(repo, "hooks", "install")
     assert again.code == 0 and "already current" in again.stdout
-    gone = dst(repo, "hooks", "uninstall", "--format", "json")
+    gone = invoke(repo, "hooks", "uninstall", "--format", "json")
     assert gone.code == 0 and gone.json()["action"] == "removed"
-    outside = dst(repo, "hooks", "install", "--repo", str(repo.parent / "nowhere"))
+    outside = invoke(repo, "hooks", "install", "--repo", str(repo.parent / "nowhere"))
     assert outside.code == 2
 
 

@@ -12,24 +12,22 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import GIT_ENV, dst
-from tests.test_apply import promote_all
+from tests.helpers import GIT_ENV, invoke
 
 
 @pytest.fixture(scope="module")
-def promoted(_seeded_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def promoted(_promoted_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     repo = tmp_path_factory.mktemp("progress") / "repo"
-    shutil.copytree(_seeded_template, repo, symlinks=True)
-    promote_all(repo)
+    shutil.copytree(_promoted_template, repo, symlinks=True)
     return repo
 
 
 def test_lines_without_a_terminal_and_none_with_quiet(promoted: Path) -> None:
-    plain = dst(promoted, "test", "finance", "--format", "json")
+    plain = invoke(promoted, "test", "finance", "--format", "json")
     assert plain.code == 0, plain.stderr
     total = plain.lens("finance")["score"]["total"]
     assert plain.stderr.count("finance: verifying ") == total
-    quiet = dst(promoted, "test", "finance", "--quiet", "--format", "json")
+    quiet = invoke(promoted, "test", "finance", "--quiet", "--format", "json")
     assert quiet.code == 0, quiet.stderr
     assert quiet.stderr == ""
     assert quiet.lens("finance")["score"]["total"] == total

@@ -15,7 +15,7 @@ from reconciler import reconcile as apply_mod
 from reconciler.context import Runtime
 from reconciler.errors import RefConflict
 from reconciler.git import refs as refstore
-from tests.conftest import GIT_ENV, commit, dst, git
+from tests.helpers import GIT_ENV, commit, dst, git
 
 
 def _serving(repo: Path) -> str:
@@ -32,45 +32,45 @@ def _edit(repo: Path) -> None:
 
 
 def test_loser_of_the_compare_and_swap_refuses_with_replan(
-    lens_repo: Path, monkeypatch: pytest.MonkeyPatch
+    promoted_repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert dst(lens_repo, "apply").code == 0
-    base = _serving(lens_repo)
-    _edit(lens_repo)
+    base = _serving(promoted_repo)
+    _edit(promoted_repo)
     real_update = refstore.update_refs
     raced: dict[str, Any] = {}
 
     def racing_update(repo: pygit2.Repository, updates: Any, *, reason: str) -> None:
         # Another process promotes the same candidate between our plan and our swap.
         if not raced:
-            raced["other"] = dst(lens_repo, "apply", "--lens", "sales")
+            raced["other"] = dst(promoted_repo, "apply", "--lens", "sales")
         real_update(repo, updates, reason=reason)
 
     monkeypatch.setattr(refstore, "update_refs", racing_update)
-    monkeypatch.chdir(lens_repo)
+    monkeypatch.chdir(promoted_repo)
     rt = Runtime(
-        pygit2.Repository(str(lens_repo)), progress=lambda _m: None, env={**os.environ, **GIT_ENV}
+        pygit2.Repository(str(promoted_repo)),
+        progress=lambda _m: None,
+        env={**os.environ, **GIT_ENV},
     )
     with pytest.raises(RefConflict) as info:
         apply_mod.reconcile(rt, only="sales")
     rt.close()
     assert raced["other"].code == 0, raced["other"].stderr
     assert "re-plan" in info.value.render()
-    winner = _serving(lens_repo)
+    winner = _serving(promoted_repo)
     assert winner != base
     # the winner's update is not lost: it is what serves, and its parent is the base we all saw
-    assert git(lens_repo, "log", "-1", "--format=%P", winner).split()[0] == base
+    assert git(promoted_repo, "log", "-1", "--format=%P", winner).split()[0] == base
 
 
-def test_two_processes_racing_never_lose_an_update(lens_repo: Path) -> None:
-    assert dst(lens_repo, "apply").code == 0
-    base = _serving(lens_repo)
-    _edit(lens_repo)
-    env = {**os.environ, **GIT_ENV, "HOME": str(lens_repo)}
+def test_two_processes_racing_never_lose_an_update(promoted_repo: Path) -> None:
+    base = _serving(promoted_repo)
+    _edit(promoted_repo)
+    env = {**os.environ, **GIT_ENV, "HOME": str(promoted_repo)}
     procs = [
         subprocess.Popen(
             [sys.executable, "-m", "reconciler", "apply", "--lens", "sales"],
-            cwd=lens_repo,
+            cwd=promoted_repo,
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -88,5 +88,5 @@ def test_two_processes_racing_never_lose_an_update(lens_repo: Path) -> None:
     assert promoted == 1, text
     assert replan + unchanged == 1, text
     assert codes in ([0, 1], [0, 0]), text
-    history = git(lens_repo, "log", "--first-parent", "--format=%H", "refs/dst/serving/sales")
+    history = git(promoted_repo, "log", "--first-parent", "--format=%H", "refs/dst/serving/sales")
     assert history.splitlines()[1] == base

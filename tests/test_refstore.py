@@ -10,8 +10,8 @@ import pytest
 from reconciler.bindings import Bindings
 from reconciler.errors import RefConflict
 from reconciler.git import refs as refstore
-from reconciler.lens import Oid
-from tests.conftest import commit
+from reconciler.ids import Oid
+from tests.helpers import commit
 
 
 def _deploy(repo: pygit2.Repository, source: str, previous: Oid | None, lens: str) -> Oid:

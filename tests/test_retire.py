@@ -8,27 +8,18 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from tests.conftest import commit, dst, git
+from tests.helpers import commit, git, invoke
+from tests.helpers.bare_lenses import FINANCE, SALES
 
 SERVING = "refs/dst/serving/sales"
 RETIRED = "refs/dst/retired/sales"
-# Lenses with nothing certified publish without a warehouse ("gate SKIPPED"),
-# which keeps these tests about refs, not about the suite.
-SALES = {
-    "lenses/sales/lens.yaml": "name: sales\n",
-    "lenses/sales/models/orders.yaml": "name: orders\ntable: orders\n",
-}
-FINANCE = {
-    "lenses/finance/lens.yaml": "name: finance\n",
-    "lenses/finance/models/ledger.yaml": "name: ledger\ntable: ledger\n",
-}
 
 
 @pytest.fixture
 def lens_repo(repo: Path) -> Path:
     """Two small lenses, both serving."""
     commit(repo, {**SALES, **FINANCE}, "two lenses")
-    assert dst(repo, "apply").code == 0
+    assert invoke(repo, "apply").code == 0
     return repo
 
 
@@ -43,20 +34,20 @@ def test_deleting_a_serving_lens_retires_it_with_a_recorded_deployment(lens_repo
     served_tree = str(pygit2.Repository(str(lens_repo))[served].peel(pygit2.Commit).tree["lens"].id)
     candidate = commit(lens_repo, {"lenses/sales": None}, "drop the sales lens")
 
-    planned = dst(lens_repo, "plan", "--format", "json")
+    planned = invoke(lens_repo, "plan", "--format", "json")
     assert planned.code == 0, planned.stderr
     sales = planned.lens("sales")
     assert sales["action"] == "retire"
     assert any(m.startswith("WARNING") and RETIRED in m for m in sales["messages"])
-    assert "RETIRE" in dst(lens_repo, "plan").stdout
+    assert "RETIRE" in invoke(lens_repo, "plan").stdout
 
-    dry = dst(lens_repo, "apply", "--dry-run", "--format", "json")
+    dry = invoke(lens_repo, "apply", "--dry-run", "--format", "json")
     assert dry.code == 0 and dry.lens("sales")["action"] == "retired"
     assert dry.lens("sales")["serving_after"] == served
-    assert "WOULD RETIRE (dry run)" in dst(lens_repo, "apply", "--dry-run").stdout
+    assert "WOULD RETIRE (dry run)" in invoke(lens_repo, "apply", "--dry-run").stdout
     assert ref(lens_repo, SERVING) == served and ref(lens_repo, RETIRED) is None
 
-    applied = dst(lens_repo, "apply", "--format", "json")
+    applied = invoke(lens_repo, "apply", "--format", "json")
     assert applied.code == 0, applied.stderr
     sales = applied.lens("sales")
     assert sales["action"] == "retired" and sales["serving_after"] is None
@@ -78,16 +69,16 @@ def test_deleting_a_serving_lens_retires_it_with_a_recorded_deployment(lens_repo
     history = git(lens_repo, "log", "--first-parent", "--format=%H", RETIRED).split()
     assert history[:2] == [retired, served]
 
-    status = dst(lens_repo, "status", "--format", "json")
+    status = invoke(lens_repo, "status", "--format", "json")
     row = next(x for x in status.json()["lenses"] if x["lens"] == "sales")
     assert row["serving"] is None and row["retired"] == retired
     assert row["retired_meta"]["action"] == "retired"
-    assert f"retired by {retired[:12]}" in dst(lens_repo, "status").stdout
-    log = dst(lens_repo, "log", "sales", "--format", "json")
+    assert f"retired by {retired[:12]}" in invoke(lens_repo, "status").stdout
+    log = invoke(lens_repo, "log", "sales", "--format", "json")
     assert log.code == 0, log.stderr
     assert [d["action"] for d in log.json()["deployments"][:2]] == ["retired", "promote"]
 
-    again = dst(lens_repo, "apply", "--format", "json")
+    again = invoke(lens_repo, "apply", "--format", "json")
     assert again.code == 0, again.stderr
     assert "sales" not in {x["lens"] for x in again.json()["lenses"]}
     assert ref(lens_repo, RETIRED) == retired
@@ -97,12 +88,12 @@ def test_retirement_rolls_back_with_the_rest_of_a_blocked_apply(lens_repo: Path)
     base = git(lens_repo, "rev-parse", "HEAD")
     served = ref(lens_repo, SERVING)
     commit(lens_repo, {"lenses/finance/lens.yaml": "name: finance\ndescription: v2\n"}, "v2")
-    assert dst(lens_repo, "apply", "--lens", "finance").code == 0
+    assert invoke(lens_repo, "apply", "--lens", "finance").code == 0
     # From a branch that lacks finance's serving commit, finance is a refused
     # rewind (blocked), so the whole apply rolls back: sales is not retired.
     git(lens_repo, "checkout", "-q", "-b", "old", base)
     commit(lens_repo, {"lenses/sales": None}, "drop sales")
-    applied = dst(lens_repo, "apply", "--format", "json")
+    applied = invoke(lens_repo, "apply", "--format", "json")
     assert applied.code == 1, applied.stdout
     assert applied.lens("finance")["action"] == "blocked"
     sales = applied.lens("sales")
@@ -114,13 +105,13 @@ def test_retirement_rolls_back_with_the_rest_of_a_blocked_apply(lens_repo: Path)
 def test_a_candidate_without_the_serving_commit_does_not_retire(lens_repo: Path) -> None:
     base = git(lens_repo, "rev-parse", "HEAD")
     commit(lens_repo, {"lenses/sales/lens.yaml": "name: sales\ndescription: v2\n"}, "newer")
-    assert dst(lens_repo, "apply").code == 0
+    assert invoke(lens_repo, "apply").code == 0
     served = ref(lens_repo, SERVING)
     # A branch cut before the newer commit that drops the lens: retiring it
     # from there would undo a promotion nobody reviewed against the deletion.
     git(lens_repo, "checkout", "-q", "-b", "old", base)
     commit(lens_repo, {"lenses/sales": None}, "drop sales on an old branch")
-    applied = dst(lens_repo, "apply", "--format", "json")
+    applied = invoke(lens_repo, "apply", "--format", "json")
     assert applied.code == 1
     assert applied.lens("sales")["action"] == "blocked"
     assert ref(lens_repo, SERVING) == served and ref(lens_repo, RETIRED) is None
@@ -128,13 +119,13 @@ def test_a_candidate_without_the_serving_commit_does_not_retire(lens_repo: Path)
 
 def test_a_retired_lens_can_come_back(lens_repo: Path) -> None:
     commit(lens_repo, {"lenses/sales": None}, "drop sales")
-    assert dst(lens_repo, "apply", "--lens", "sales").code == 0
+    assert invoke(lens_repo, "apply", "--lens", "sales").code == 0
     retired = ref(lens_repo, RETIRED)
     assert retired is not None and ref(lens_repo, SERVING) is None
     commit(lens_repo, dict(SALES), "sales is back")
-    back = dst(lens_repo, "apply", "--format", "json")
+    back = invoke(lens_repo, "apply", "--format", "json")
     assert back.code == 0, back.stderr
     assert back.lens("sales")["action"] == "promoted"
     assert ref(lens_repo, SERVING) is not None and ref(lens_repo, RETIRED) == retired
-    status = dst(lens_repo, "status")
+    status = invoke(lens_repo, "status")
     assert "sales: serving" in status.stdout

@@ -27,7 +27,7 @@ from reconciler.schemas import (
     schemas,
     with_schema_comment,
 )
-from tests.conftest import EXAMPLE_LENSES, PROJECT, dst
+from tests.helpers import EXAMPLE_LENSES, PROJECT, invoke
 
 SCHEMAS = PROJECT / "schemas"
 REGENERATE = "run `python -m reconciler.schemas` from the repository root and commit schemas/"
@@ -214,7 +214,7 @@ def test_lens_with_modelines_still_loads() -> None:
 
 def test_cortex_import_writes_modelines_and_schema_valid_files() -> None:
     from reconciler.interop.importers.cortex import import_cortex
-    from tests.test_import_cortex import SMALL_MODEL
+    from tests.helpers.interop import SMALL_MODEL
 
     files, _ = import_cortex(
         SMALL_MODEL.encode(), model_path="shop.yaml", lens="shop", data_dir=None
@@ -236,7 +236,7 @@ def test_cortex_import_writes_modelines_and_schema_valid_files() -> None:
 
 @pytest.fixture(scope="module")
 def _validate_wired(tmp_path_factory: pytest.TempPathFactory) -> None:
-    done = dst(tmp_path_factory.mktemp("help"), "validate", "--help")
+    done = invoke(tmp_path_factory.mktemp("help"), "validate", "--help")
     if done.code != 0:
         pytest.skip("dst validate is not wired into reconciler/cli/app.py yet")
 
@@ -252,7 +252,7 @@ def lenses_copy(_validate_wired: None, tmp_path: Path) -> Path:
 
 
 def test_validate_example_lenses(lenses_copy: Path) -> None:
-    done = dst(lenses_copy, "validate", "--format", "json")
+    done = invoke(lenses_copy, "validate", "--format", "json")
     assert done.code == 0, done.stderr
     report = done.json()
     assert report["schema_version"] == 1 and report["command"] == "validate"
@@ -266,12 +266,12 @@ def test_validate_wrong_key_names_file_and_line(lenses_copy: Path) -> None:
     lines.insert(1, "labell: Net revenue")
     path.write_text("\n".join(lines) + "\n")
 
-    done = dst(lenses_copy, "validate", "lenses/sales/metrics/net_revenue.yaml")
+    done = invoke(lenses_copy, "validate", "lenses/sales/metrics/net_revenue.yaml")
     assert done.code == 2
     assert "lenses/sales/metrics/net_revenue.yaml:2: unknown key 'labell'" in done.stderr
     assert "fix:" in done.stderr
 
-    done = dst(lenses_copy, "validate", "--format", "json")
+    done = invoke(lenses_copy, "validate", "--format", "json")
     assert done.code == 2
     assert done.lens("finance")["valid"] is True
     error = done.lens("sales")["error"]
@@ -281,7 +281,7 @@ def test_validate_wrong_key_names_file_and_line(lenses_copy: Path) -> None:
 
 
 def test_validate_many_files_of_one_lens_checks_it_once(lenses_copy: Path) -> None:
-    done = dst(
+    done = invoke(
         lenses_copy,
         "validate",
         "lenses/sales/lens.yaml",
@@ -296,6 +296,6 @@ def test_validate_many_files_of_one_lens_checks_it_once(lenses_copy: Path) -> No
 
 def test_validate_path_outside_a_lens_is_usage_error(lenses_copy: Path) -> None:
     (lenses_copy / "notes.yaml").write_text("a: 1\n")
-    done = dst(lenses_copy, "validate", "notes.yaml")
+    done = invoke(lenses_copy, "validate", "notes.yaml")
     assert done.code == 2
     assert "not inside a lens directory" in done.stderr

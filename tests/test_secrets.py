@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import GIT_ENV, Result, commit, dst, git
 from tests.figures import record
+from tests.helpers import GIT_ENV, Result, commit, git, invoke
 
 PG = "127.0.0.1:5432/test"
 # Characters a password may hold: URL-escaped in the URL, raw in the driver.
@@ -91,7 +91,7 @@ class Recorder:
     def run(
         self, *args: str, env: dict[str, str] | None = None, ok: tuple[int, ...] = (0, 1, 2)
     ) -> Result:
-        done = dst(self.repo, *args, env={**self.env, **(env or {})})
+        done = invoke(self.repo, *args, env={**self.env, **(env or {})})
         label = " ".join(args)
         assert done.code in ok, (label, done.code, done.stdout, done.stderr)
         assert done.code != 3 and "unexpected error" not in done.stderr, (label, done.stderr)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import commit, dst, git
+from tests.helpers import commit, git, invoke
 from tests.llm_double import serve
 from tests.shop import CUSTOMERS, ORDERS
 
@@ -34,10 +34,10 @@ def reply(_messages: list[dict[str, str]]) -> str:
 def promoted(repo: Path) -> None:
     """The lens and its answer promoted through the smart tier (the answer self-tests)."""
     commit(repo, {**FILES, "lenses/shop/answers/order_rows.yaml": ANSWER}, "shop lens")
-    assert dst(repo, "seed").code == 0
+    assert invoke(repo, "seed").code == 0
     with serve(reply) as llm:
         env = {"DST_LLM_BASE_URL": llm.base_url, "DST_LLM_MODEL": "double-1"}
-        done = dst(repo, "apply", "--format", "json", env=env)
+        done = invoke(repo, "apply", "--format", "json", env=env)
     assert done.code == 0, done.stdout + done.stderr
     assert [r["outcome"] for r in done.lens("shop")["self_test"]] == ["correct"]
 
@@ -47,7 +47,7 @@ def test_without_a_smart_tier_the_gate_stands_down_loudly(repo: Path) -> None:
     before = git(repo, "rev-parse", "refs/dst/serving/shop")
     orders = ORDERS.replace(b"facts:\n", b"facts:\n  - name: discount\n    data_type: number\n")
     commit(repo, {"lenses/shop/models/orders.yaml": orders}, "orders: a new fact")
-    done = dst(repo, "apply", "--format", "json")
+    done = invoke(repo, "apply", "--format", "json")
     assert done.code == 1
     shop = done.lens("shop")
     assert shop["action"] == "stood_down"
@@ -62,7 +62,7 @@ def test_with_a_smart_tier_the_gate_scores_through_it(repo: Path) -> None:
     commit(repo, {"lenses/shop/models/orders.yaml": orders}, "orders: a new fact")
     with serve(reply) as llm:
         env = {"DST_LLM_BASE_URL": llm.base_url, "DST_LLM_MODEL": "double-1"}
-        done = dst(repo, "apply", "--format", "json", env=env)
+        done = invoke(repo, "apply", "--format", "json", env=env)
     assert done.code == 0, done.stdout + done.stderr
     (result,) = done.lens("shop")["results"]
     assert (result["answer"], result["outcome"]) == ("order_rows", "correct")

@@ -17,7 +17,7 @@ import pytest
 from reconciler.bindings import Bindings
 from reconciler.errors import StateError
 from reconciler.git import refs as refstore
-from reconciler.lens import Oid
+from reconciler.ids import Oid
 from reconciler.plan import LensPlan
 from reconciler.reconcile import LENS_STEPS, PLAN_STEPS, cases_step, suite_step
 from reconciler.results import Action

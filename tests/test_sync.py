@@ -12,7 +12,6 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import pygit2
 import pytest
 
 from reconciler.context import Runtime
@@ -21,8 +20,11 @@ from reconciler.git import refs as refstore
 from reconciler.git import sync
 from reconciler.git.sync import SyncAction
 from reconciler.history import status
-from reconciler.lens import Oid
-from tests.conftest import GIT_ENV, PROJECT, commit, dst, git
+from reconciler.ids import Oid
+from tests.helpers import PROJECT, commit, git, invoke
+from tests.helpers.sync import first_parents, hermetic_git, ref_entry, ref_value, repository
+
+__all__ = ["hermetic_git"]  # autouse: every test here runs git hermetically
 
 SALES = "refs/dst/serving/sales"
 FINANCE = "refs/dst/serving/finance"
@@ -31,20 +33,12 @@ TRACKED_SALES = "refs/dst-remote/origin/serving/sales"
 
 @functools.cache
 def _sync_wired() -> bool:
-    return dst(PROJECT, "sync", "--help").code == 0
+    return invoke(PROJECT, "sync", "--help").code == 0
 
 
 needs_cli = pytest.mark.skipif(
     not _sync_wired(), reason="`dst sync` is not registered in reconciler/cli/app.py yet"
 )
-
-
-@pytest.fixture(autouse=True)
-def _hermetic_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # sync runs the real git executable with this process's environment
-    for key, value in GIT_ENV.items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.setenv("HOME", str(tmp_path))
 
 
 @dataclass
@@ -58,13 +52,13 @@ class Origin:
         """``git clone`` the origin into ``name`` and seed its warehouse."""
         git(self.base, "clone", "-q", *options, url or str(self.bare), name)
         path = self.base / name
-        seeded = dst(path, "seed")
+        seeded = invoke(path, "seed")
         assert seeded.code == 0, seeded.stderr
         return path
 
     def ref(self, name: str) -> str | None:
         """The origin's value of ``name``."""
-        return _ref(self.bare, name)
+        return ref_value(self.bare, name)
 
 
 @pytest.fixture
@@ -74,31 +68,15 @@ def origin(lens_repo: Path, tmp_path: Path) -> Origin:
     return Origin(bare, tmp_path)
 
 
-def _repo(path: Path) -> pygit2.Repository:
-    return pygit2.Repository(str(path))
-
-
-def _ref(path: Path, name: str) -> str | None:
-    return refstore.ref_target(_repo(path), name)
-
-
 def _promote(clone: Path, note: str, lens: str = "sales", skill: str = "time.md") -> str:
     """Commit an edit to one skill of ``lens``, apply it, return the new serving commit."""
     path = f"lenses/{lens}/skills/{skill}"
     commit(clone, {path: (clone / path).read_text() + f"\n{note}\n"}, note)
-    done = dst(clone, "apply", "--lens", lens)
+    done = invoke(clone, "apply", "--lens", lens)
     assert done.code == 0, done.stdout + done.stderr
-    oid = _ref(clone, f"refs/dst/serving/{lens}")
+    oid = ref_value(clone, f"refs/dst/serving/{lens}")
     assert oid is not None
     return oid
-
-
-def _entry(report: sync.SyncReport, phase: str, ref: str) -> sync.RefSync:
-    return next(r for r in report.refs if r.phase == phase and r.ref == ref)
-
-
-def _first_parents(path: Path, ref: str) -> list[str]:
-    return git(path, "log", "--first-parent", "--format=%H", ref).splitlines()
 
 
 def test_two_promoters_push_exactly_one_wins_and_the_loser_re_plans(origin: Origin) -> None:
@@ -107,28 +85,28 @@ def test_two_promoters_push_exactly_one_wins_and_the_loser_re_plans(origin: Orig
     lost_dep = _promote(b, "Revenue excludes tax.", skill="revenue.md")
     assert won_dep != lost_dep
 
-    won = sync.push(_repo(a))
+    won = sync.push(repository(a))
     assert won.exit_code == 0
-    assert _entry(won, "push", SALES).action is SyncAction.PUSHED
-    lost = sync.push(_repo(b))
+    assert ref_entry(won, "push", SALES).action is SyncAction.PUSHED
+    lost = sync.push(repository(b))
     assert lost.exit_code == 1
-    rejected = _entry(lost, "push", SALES)
+    rejected = ref_entry(lost, "push", SALES)
     assert rejected.action is SyncAction.REJECTED
     assert "another promoter won lens sales" in rejected.message
     assert "re-plan" in rejected.message
     assert origin.ref(SALES) == won_dep
-    assert _ref(b, SALES) == lost_dep
+    assert ref_value(b, SALES) == lost_dep
 
-    fetched = sync.fetch(_repo(b))
+    fetched = sync.fetch(repository(b))
     assert fetched.exit_code == 1
-    diverged = _entry(fetched, "fetch", SALES)
+    diverged = ref_entry(fetched, "fetch", SALES)
     assert diverged.action is SyncAction.DIVERGED
     assert diverged.message.startswith(
         "diverged: local and remote both promoted lens sales — re-plan"
     )
     assert (diverged.old, diverged.new) == (lost_dep, won_dep)
-    assert _ref(b, SALES) == lost_dep, "a diverged local ref is never overwritten"
-    assert _ref(b, TRACKED_SALES) == won_dep
+    assert ref_value(b, SALES) == lost_dep, "a diverged local ref is never overwritten"
+    assert ref_value(b, TRACKED_SALES) == won_dep
 
     # the suggested fix, taken literally, leads to a fast-forward push on top of the winner
     assert diverged.fix is not None
@@ -138,13 +116,13 @@ def test_two_promoters_push_exactly_one_wins_and_the_loser_re_plans(origin: Orig
     merge = re.findall(r"`([^`]+)`", diverged.fix)[1].split()
     assert merge[:3] == ["git", "merge", "--no-edit"]
     git(b, *merge[1:])  # the winner's change is kept, not rewound
-    replanned = dst(b, "apply", "--lens", "sales")
+    replanned = invoke(b, "apply", "--lens", "sales")
     assert replanned.code == 0, replanned.stdout + replanned.stderr
-    again = sync.push(_repo(b))
+    again = sync.push(repository(b))
     assert again.exit_code == 0
-    assert _entry(again, "push", SALES).old == won_dep
-    history = _first_parents(origin.bare, SALES)
-    assert history[:2] == [_ref(b, SALES), won_dep], "the winner's deployment is never lost"
+    assert ref_entry(again, "push", SALES).old == won_dep
+    history = first_parents(origin.bare, SALES)
+    assert history[:2] == [ref_value(b, SALES), won_dep], "the winner's deployment is never lost"
     assert lost_dep not in history
 
 
@@ -153,25 +131,25 @@ def test_fetch_creates_then_fast_forwards_through_a_separate_tracking_area(
 ) -> None:
     a, b = origin.clone("a"), origin.clone("b")
     first = _promote(a, "Weeks start on Monday.")
-    assert sync.push(_repo(a)).exit_code == 0
+    assert sync.push(repository(a)).exit_code == 0
 
-    created = sync.fetch(_repo(b))
+    created = sync.fetch(repository(b))
     assert created.exit_code == 0
-    entry = _entry(created, "fetch", SALES)
+    entry = ref_entry(created, "fetch", SALES)
     assert (entry.action, entry.old, entry.new) == (SyncAction.FETCHED, None, first)
-    assert _ref(b, TRACKED_SALES) == first
-    assert _ref(b, SALES) == first
+    assert ref_value(b, TRACKED_SALES) == first
+    assert ref_value(b, SALES) == first
 
     second = _promote(a, "Quarters are calendar quarters.")
-    pushed = _entry(sync.push(_repo(a)), "push", SALES)
+    pushed = ref_entry(sync.push(repository(a)), "push", SALES)
     assert (pushed.action, pushed.old, pushed.new) == (SyncAction.PUSHED, first, second)
-    forwarded = _entry(sync.fetch(_repo(b)), "fetch", SALES)
+    forwarded = ref_entry(sync.fetch(repository(b)), "fetch", SALES)
     assert (forwarded.action, forwarded.old, forwarded.new) == (
         SyncAction.FAST_FORWARDED,
         first,
         second,
     )
-    assert _entry(sync.fetch(_repo(b)), "fetch", SALES).action is SyncAction.UP_TO_DATE
+    assert ref_entry(sync.fetch(repository(b)), "fetch", SALES).action is SyncAction.UP_TO_DATE
 
     # a local deployment the remote lacks is left alone by fetch and sent by push; b first
     # merges what serves (a's commits are on no branch: the fetched deployment has them)
@@ -183,35 +161,35 @@ def test_fetch_creates_then_fast_forwards_through_a_separate_tracking_area(
         json.loads(git(b, "show", f"{second}:state/meta.json"))["source"],
     )
     third = _promote(b, "Years are calendar years.")
-    assert _entry(sync.fetch(_repo(b)), "fetch", SALES).action is SyncAction.AHEAD
-    assert _ref(b, SALES) == third
-    both = sync.synchronize(_repo(b))
+    assert ref_entry(sync.fetch(repository(b)), "fetch", SALES).action is SyncAction.AHEAD
+    assert ref_value(b, SALES) == third
+    both = sync.synchronize(repository(b))
     assert [(r.phase, r.action) for r in both.refs if r.ref == SALES] == [
         ("fetch", SyncAction.AHEAD),
         ("push", SyncAction.PUSHED),
     ]
     assert origin.ref(SALES) == third
-    assert _first_parents(origin.bare, SALES)[:3] == [third, second, first]
+    assert first_parents(origin.bare, SALES)[:3] == [third, second, first]
 
 
 def test_a_fresh_clone_does_not_know_its_serving_state_until_it_fetches(
     origin: Origin, lens_repo: Path
 ) -> None:
-    assert sync.state_known(_repo(lens_repo)), "without a remote, local refs are the truth"
+    assert sync.state_known(repository(lens_repo)), "without a remote, local refs are the truth"
     empty = origin.clone("empty")
-    assert not sync.state_known(_repo(empty))
-    nothing = sync.fetch(_repo(empty))
+    assert not sync.state_known(repository(empty))
+    nothing = sync.fetch(repository(empty))
     assert (nothing.exit_code, nothing.refs) == (0, ())
-    assert sync.state_known(_repo(empty)), "a fetch of an empty namespace is still a fetch"
+    assert sync.state_known(repository(empty)), "a fetch of an empty namespace is still a fetch"
 
     a = origin.clone("a")
     served = _promote(a, "Weeks start on Monday.")
-    assert sync.push(_repo(a)).exit_code == 0
+    assert sync.push(repository(a)).exit_code == 0
     fresh = origin.clone("fresh")
-    assert not sync.state_known(_repo(fresh))
-    sync.fetch(_repo(fresh))
-    assert sync.state_known(_repo(fresh))
-    rows = {r.lens: r for r in status(Runtime(_repo(fresh), progress=lambda _m: None))}
+    assert not sync.state_known(repository(fresh))
+    sync.fetch(repository(fresh))
+    assert sync.state_known(repository(fresh))
+    rows = {r.lens: r for r in status(Runtime(repository(fresh), progress=lambda _m: None))}
     assert rows["sales"].serving == served
     assert rows["finance"].serving is None
 
@@ -221,16 +199,16 @@ def test_no_depth_and_no_force_is_ever_passed_even_from_a_shallow_clone(
 ) -> None:
     a = origin.clone("a")
     served = _promote(a, "Weeks start on Monday.")
-    assert sync.push(_repo(a)).exit_code == 0
+    assert sync.push(repository(a)).exit_code == 0
     shallow = origin.clone("shallow", "--depth", "1", url=origin.bare.as_uri())
-    assert _repo(shallow).is_shallow
+    assert repository(shallow).is_shallow
     trace = tmp_path / "git-trace.log"
     monkeypatch.setenv("GIT_TRACE", str(trace))
 
-    fetched = sync.fetch(_repo(shallow))
-    assert _entry(fetched, "fetch", SALES).action is SyncAction.FETCHED
-    assert refstore.read_deployment(_repo(shallow), Oid(served)).oid == served
-    assert sync.push(_repo(shallow)).exit_code == 0
+    fetched = sync.fetch(repository(shallow))
+    assert ref_entry(fetched, "fetch", SALES).action is SyncAction.FETCHED
+    assert refstore.read_deployment(repository(shallow), Oid(served)).oid == served
+    assert sync.push(repository(shallow)).exit_code == 0
 
     commands = [
         line.split("built-in: ", 1)[1]
@@ -249,27 +227,27 @@ def test_no_depth_and_no_force_is_ever_passed_even_from_a_shallow_clone(
 def test_an_atomic_push_moves_every_lens_or_none(origin: Origin) -> None:
     a, b = origin.clone("a"), origin.clone("b")
     _promote(a, "Weeks start on Monday.")
-    assert sync.push(_repo(a)).exit_code == 0
+    assert sync.push(repository(a)).exit_code == 0
     _promote(b, "Fiscal weeks start on Sunday.")
     _promote(b, "Budgets are annual.", lens="finance", skill="finance.md")
 
-    lost = sync.push(_repo(b))
+    lost = sync.push(repository(b))
     assert lost.exit_code == 1
     assert {r.ref: r.action for r in lost.refs} == {
         FINANCE: SyncAction.REJECTED,
         SALES: SyncAction.REJECTED,
     }
-    assert "atomic push" in _entry(lost, "push", FINANCE).message
+    assert "atomic push" in ref_entry(lost, "push", FINANCE).message
     assert origin.ref(FINANCE) is None, "the loser's other lens did not slip through"
 
 
 def test_sync_does_not_push_after_a_diverged_fetch(origin: Origin) -> None:
     a, b = origin.clone("a"), origin.clone("b")
     won = _promote(a, "Weeks start on Monday.")
-    assert sync.push(_repo(a)).exit_code == 0
+    assert sync.push(repository(a)).exit_code == 0
     _promote(b, "Fiscal weeks start on Sunday.")
 
-    report = sync.synchronize(_repo(b))
+    report = sync.synchronize(repository(b))
     assert report.exit_code == 1
     assert {r.phase for r in report.refs} == {"fetch"}
     assert any("push skipped" in m for m in report.messages)
@@ -285,7 +263,7 @@ def test_sync_does_not_push_after_a_diverged_fetch(origin: Origin) -> None:
 
 def test_nothing_to_push_is_not_an_error(origin: Origin) -> None:
     empty = origin.clone("empty")
-    report = sync.push(_repo(empty))
+    report = sync.push(repository(empty))
     assert (report.exit_code, report.refs) == (0, ())
     assert "nothing to push" in report.messages[0]
 
@@ -294,7 +272,7 @@ def test_an_unknown_remote_is_named_with_the_remotes_there_are(origin: Origin) -
     a = origin.clone("a")
     for operation in (sync.fetch, sync.push, sync.synchronize):
         with pytest.raises(UsageError) as info:
-            operation(_repo(a), "upstream")
+            operation(repository(a), "upstream")
         assert "'upstream'" in info.value.message
         assert "remotes: origin" in info.value.message
         assert info.value.exit_code == 2
@@ -304,9 +282,9 @@ def test_an_unreachable_remote_is_a_usage_error_naming_it(origin: Origin, tmp_pa
     a = origin.clone("a")
     git(a, "remote", "add", "gone", str(tmp_path / "no-such-origin.git"))
     with pytest.raises(UsageError) as info:
-        sync.fetch(_repo(a), "gone")
+        sync.fetch(repository(a), "gone")
     assert "git fetch gone" in info.value.message
-    assert not sync.state_known(_repo(a))
+    assert not sync.state_known(repository(a))
 
 
 PORCELAIN = (
@@ -340,40 +318,40 @@ def test_cli_race_one_push_wins_the_other_is_told_to_re_plan(origin: Origin) -> 
     won = _promote(a, "Weeks start on Monday.")
     lost = _promote(b, "Fiscal weeks start on Sunday.")
 
-    first = dst(a, "sync", "--push")
+    first = invoke(a, "sync", "--push")
     assert first.code == 0, first.stdout + first.stderr
-    second = dst(b, "sync", "--push")
+    second = invoke(b, "sync", "--push")
     assert second.code == 1, second.stdout + second.stderr
     assert "rejected: another promoter won lens sales" in second.stdout
     assert "re-plan" in second.stdout
     assert origin.ref(SALES) == won
 
-    fetched = dst(b, "sync", "--fetch", "--format", "json")
+    fetched = invoke(b, "sync", "--fetch", "--format", "json")
     assert fetched.code == 1, fetched.stderr
     record = fetched.json()
     assert record["exit_code"] == 1
     [entry] = [r for r in record["refs"] if r["ref"] == SALES]
     assert (entry["action"], entry["old"], entry["new"]) == ("diverged", lost, won)
     assert "re-plan" in entry["message"]
-    assert _ref(b, SALES) == lost
+    assert ref_value(b, SALES) == lost
 
 
 @needs_cli
 def test_cli_status_says_unknown_until_sync_fetch(origin: Origin) -> None:
     a = origin.clone("a")
     _promote(a, "Weeks start on Monday.")
-    synced = dst(a, "sync")
+    synced = invoke(a, "sync")
     assert synced.code == 0, synced.stdout + synced.stderr
     assert "lens sales: serving pushed to origin" in synced.stdout
 
     fresh = origin.clone("fresh")
-    before = dst(fresh, "status")
+    before = invoke(fresh, "status")
     assert before.code == 0, before.stderr
     assert "serving state unknown — run dst sync --fetch" in before.stdout
     assert "nothing serving" not in before.stdout
-    fetched = dst(fresh, "sync", "--fetch")
+    fetched = invoke(fresh, "sync", "--fetch")
     assert fetched.code == 0, fetched.stdout + fetched.stderr
-    after = dst(fresh, "status")
+    after = invoke(fresh, "status")
     assert "sales: serving" in after.stdout
     assert "serving state unknown" not in after.stdout
 
@@ -381,28 +359,27 @@ def test_cli_status_says_unknown_until_sync_fetch(origin: Origin) -> None:
 @needs_cli
 def test_cli_unknown_remote_exits_2_naming_it(origin: Origin) -> None:
     a = origin.clone("a")
-    done = dst(a, "sync", "--remote", "upstream")
+    done = invoke(a, "sync", "--remote", "upstream")
     assert done.code == 2, done.stdout + done.stderr
     assert "'upstream'" in done.stderr
     assert "remotes: origin" in done.stderr
 
 
 def test_gates_refuse_a_clone_that_never_fetched_serving_state(
-    lens_repo: Path, tmp_path: Path
+    promoted_repo: Path, tmp_path: Path
 ) -> None:
-    assert dst(lens_repo, "apply").code == 0
     origin = tmp_path / "origin.git"
     git(tmp_path, "init", "-q", "--bare", "-b", "main", str(origin))
-    git(lens_repo, "push", "-q", str(origin), "main", "refs/dst/*:refs/dst/*")
+    git(promoted_repo, "push", "-q", str(origin), "main", "refs/dst/*:refs/dst/*")
     clone = tmp_path / "fresh"
     git(tmp_path, "clone", "-q", str(origin), str(clone))
-    assert dst(clone, "seed").code == 0
+    assert invoke(clone, "seed").code == 0
     git(clone, "checkout", "-q", "-b", "change")
     skill = clone / "lenses/sales/skills/time.md"
     commit(clone, {"lenses/sales/skills/time.md": skill.read_text() + "\nMore.\n"}, "edit")
-    check = dst(clone, "ci", "check", "--base", "main")
+    check = invoke(clone, "ci", "check", "--base", "main")
     assert check.code == 2, check.stdout + check.stderr
     assert "serving state unknown" in check.stderr and "dst sync --fetch" in check.stderr
-    assert dst(clone, "sync", "--fetch").code == 0
-    again = dst(clone, "ci", "check", "--base", "main")
+    assert invoke(clone, "sync", "--fetch").code == 0
+    again = invoke(clone, "ci", "check", "--base", "main")
     assert again.code == 0, again.stdout + again.stderr

@@ -39,11 +39,12 @@ from reconciler.watch import (
     Schedule,
     Verdict,
     WatchFilter,
+    WatchSettings,
     decide_polling,
     polling_reason,
     watch,
 )
-from tests.conftest import GIT_ENV, commit, dst, git
+from tests.helpers import GIT_ENV, commit, git, invoke
 
 DEBOUNCE_MS = 150
 QUIET_S = 2.0  # many debounce periods: long enough for a spurious run to show up
@@ -96,6 +97,9 @@ def _double_units_sold(text: str) -> str:
     return text.replace("expression: SUM(quantity)", "expression: SUM(quantity) * 2")
 
 
+_SETTINGS = ("interval_hours", "debounce_ms", "poll", "reconcile_mode", "branch")
+
+
 class Loop:
     """``watch`` in a background thread, recording verdicts and progress lines."""
 
@@ -113,7 +117,9 @@ class Loop:
 
     def _main(self, rt: Runtime, options: dict[str, Any]) -> None:
         try:
-            self.code = watch(rt, stop=self.stop, on_verdict=self._record, **options)
+            named = {k: options.pop(k) for k in _SETTINGS if k in options}
+            settings = WatchSettings(**named)
+            self.code = watch(rt, settings, stop=self.stop, on_verdict=self._record, **options)
         except BaseException as exc:  # surfaced by wait() and close()
             self.error = exc
         finally:
@@ -363,7 +369,7 @@ def test_files_the_tool_writes_and_files_outside_lenses_trigger_nothing(promoted
         (promoted / ".dst" / "sub" / "y").write_text("scratch")
         (promoted / "README.md").write_text("not a lens\n")
         # Re-seeding rewrites the embedded warehouse, which the loop must not hold open.
-        seeded = dst(promoted, "seed")
+        seeded = invoke(promoted, "seed")
         assert seeded.code == 0, seeded.stderr
         runs = loop.quiet()
     assert [v.trigger for v in runs] == ["start"]
@@ -467,7 +473,7 @@ def test_the_schedule_re_verifies_every_serving_lens(promoted: Path) -> None:
         "sales": "verified",
     }
     assert _serving(promoted, "finance") != before
-    log = dst(promoted, "log", "finance", "--format", "json")
+    log = invoke(promoted, "log", "finance", "--format", "json")
     assert log.code == 0, log.stderr
     assert log.json()["deployments"][0]["action"] == "verify"
 
@@ -476,9 +482,7 @@ def test_reconcile_mode_refuses_a_missing_branch(promoted: Path) -> None:
     with pytest.raises(UsageError, match="nope"):
         watch(
             _runtime(promoted),
-            interval_hours=0,
-            reconcile_mode=True,
-            branch="nope",
+            WatchSettings(interval_hours=0, reconcile_mode=True, branch="nope"),
             on_verdict=lambda _v: None,
         )
 
@@ -520,10 +524,10 @@ def test_once_prints_a_verdict_and_exits_0_or_1(
 
 
 def test_dst_watch_is_wired_into_the_console_script(promoted: Path) -> None:
-    helped = dst(promoted, "watch", "--help")
+    helped = invoke(promoted, "watch", "--help")
     if helped.code != 0:
         pytest.skip("cli.py does not register `dst watch` yet")
-    done = dst(promoted, "watch", "--once")
+    done = invoke(promoted, "watch", "--once")
     assert done.code == 0, done.stdout + done.stderr
     assert "sales: UNCHANGED" in done.stdout
 

@@ -11,7 +11,8 @@ shape with cosine similarity.
 from __future__ import annotations
 
 from reconciler.assembly.text import STOPWORDS, canonical_sql, normalize, tokenize
-from reconciler.lens import AnswerId, Lens
+from reconciler.ids import AnswerId
+from reconciler.lens import Lens
 
 MAX_EXEMPLARS = 3
 MIN_EXEMPLAR_SIMILARITY = 0.3

@@ -27,7 +27,8 @@ from reconciler.assembly.retrieval import (
 )
 from reconciler.assembly.similarity import Embedder, fold_exemplars, related
 from reconciler.assembly.text import mentions_time
-from reconciler.lens import AnswerId, AssetId, Lens, LensName
+from reconciler.ids import AnswerId, AssetId, LensName
+from reconciler.lens import Lens
 
 
 @dataclass(frozen=True)

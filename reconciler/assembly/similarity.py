@@ -32,7 +32,8 @@ from reconciler.assembly.exemplars import (
     eligible_exemplars,
 )
 from reconciler.assembly.text import normalize
-from reconciler.lens import AnswerId, Lens
+from reconciler.ids import AnswerId
+from reconciler.lens import Lens
 
 MAX_RELATED = 3
 MIN_RELATED_SIMILARITY = 0.3

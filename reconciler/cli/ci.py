@@ -82,7 +82,7 @@ def _locations(rt: Any, report: RunReport) -> dict[tuple[str, str], Where]:
     """Answer files and ``sql:`` lines at the candidate, for annotations and JUnit."""
     # lazy: lens loading and the renderer load pydantic and sqlglot, unneeded by `dst --help`
     from reconciler.git import trees as gitstate
-    from reconciler.lens import Oid
+    from reconciler.ids import Oid
     from reconciler.render.github import locate
 
     repo = rt.repo
@@ -234,8 +234,7 @@ def _resolve_span(rt: Any, event: Event, span: _Span) -> tuple[str, str, list[st
         rt.root,
         base_rev,
         head_oid,
-        max_deepen=span.max_deepen,
-        deepen_by=span.deepen_by,
+        deepening=prbase.Deepening(span.max_deepen, span.deepen_by),
         default_branch=event.default_branch or _origin_head(git, span.remote),
         remote=span.remote,
     )

@@ -13,13 +13,16 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from reconciler.cli.common import plain, runtime
 from reconciler.cli.options import Format, FormatOpt, RepoOpt
 from reconciler.errors import UsageError
+
+if TYPE_CHECKING:
+    from reconciler.interop.importers import ImportReport
 
 import_app = typer.Typer(no_args_is_help=True, help="Turn other semantic layers into lenses.")
 export_app = typer.Typer(no_args_is_help=True, help="Write lenses in other semantic-layer formats.")
@@ -56,17 +59,7 @@ def import_cortex(
         run_oracles=run_on_seeds if data is not None else None,
     )
     write_lens(rt.root, lens, files, overwrite=overwrite)
-    obj = {"schema_version": 1, "command": "import cortex", **plain(report)}
-    if fmt is Format.json:
-        print(json.dumps(obj, indent=2, default=str))
-    else:
-        print(
-            f"imported lens {lens}: {report.models} models, {report.metrics} metrics, "
-            f"{report.answers} answers, seeds {dict(report.seeds)}"
-        )
-        for item in report.unmapped:
-            print(f"  not mapped: {item}")
-    return 0
+    return _imported(fmt, "import cortex", report, f"{report.answers} answers")
 
 
 @import_app.command("dbt")
@@ -93,16 +86,21 @@ def import_dbt(
     sources, data_files, name = collect(source, data)
     files, report = do_import(sources, source_name=name, lens=lens, data=data_files)
     write_lens(rt.root, lens, files, overwrite=overwrite)
+    return _imported(fmt, "import dbt", report, f"{report.exemplars} exemplars")
+
+
+def _imported(fmt: Format, command: str, report: ImportReport, examples: str) -> int:
+    """Print what an import wrote (JSON: the report; text: counts and what was not mapped)."""
     if fmt is Format.json:
-        obj = {"schema_version": 1, "command": "import dbt", **plain(report)}
+        obj = {"schema_version": 1, "command": command, **plain(report)}
         print(json.dumps(obj, indent=2, default=str))
-    else:
-        print(
-            f"imported lens {lens}: {report.models} models, {report.metrics} metrics, "
-            f"{report.exemplars} exemplars, seeds {dict(report.seeds)}"
-        )
-        for item in report.unmapped:
-            print(f"  not mapped: {item}")
+        return 0
+    print(
+        f"imported lens {report.lens}: {report.models} models, {report.metrics} metrics, "
+        f"{examples}, seeds {dict(report.seeds)}"
+    )
+    for item in report.unmapped:
+        print(f"  not mapped: {item}")
     return 0
 
 

@@ -232,13 +232,16 @@ def _loop(rt: Any, follow: _Follow, *, as_json: bool) -> int:
     main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, on_term) if main else None
     try:
-        return watching.watch(
-            rt,
+        settings = watching.WatchSettings(
             interval_hours=hours,
             debounce_ms=follow.debounce_ms,
             poll=True if follow.poll else None,
             reconcile_mode=follow.reconcile,
             branch=follow.branch,
+        )
+        return watching.watch(
+            rt,
+            settings,
             stop=stop,
             on_verdict=lambda v: print_verdict(v, as_json=as_json),
         )

@@ -106,13 +106,25 @@ def _commit(git: Git, rev: str, remote: str) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class Deepening:
+    """How far a shallow clone may be deepened in search of a merge base.
+
+    Attributes:
+        max_steps: deepening fetches allowed (0: none).
+        first_step: commits of the first deepening fetch; each later one fetches twice as many.
+    """
+
+    max_steps: int = DEFAULT_MAX_DEEPEN
+    first_step: int = DEFAULT_DEEPEN_BY
+
+
 def resolve_base(
     repo_path: str | os.PathLike[str],
     base: str,
     head: str = "HEAD",
     *,
-    max_deepen: int = DEFAULT_MAX_DEEPEN,
-    deepen_by: int = DEFAULT_DEEPEN_BY,
+    deepening: Deepening = Deepening(),
     default_branch: str | None = None,
     remote: str = "origin",
     fetch: Fetch | None = None,
@@ -123,16 +135,16 @@ def resolve_base(
     A base missing locally is fetched by name or oid (``--depth`` only in a
     shallow clone, never in a full one). A parent of ``head`` is its own merge
     base (a pull request's merge commit checked against its first parent needs
-    no history). Otherwise a shallow clone is deepened ``deepen_by``, then twice
-    as much each step, at most ``max_deepen`` times, until git finds a merge base.
+    no history). Otherwise a shallow clone is deepened ``first_step`` commits,
+    then twice as much each step, at most ``max_steps`` times, until git finds a
+    merge base.
 
     Args:
         repo_path: the working tree.
         base: a branch, tag or oid; the all-zero oid (branch creation) means
             ``default_branch``.
         head: the revision under check.
-        max_deepen: deepening fetches allowed (0: none).
-        deepen_by: commits of the first deepening step.
+        deepening: how far a shallow clone may be deepened.
         default_branch: the base for a branch-creation push.
         remote: the remote to fetch from.
         fetch, git: runners (default: the git CLI in ``repo_path``).
@@ -161,39 +173,71 @@ def resolve_base(
         notes.append(f"new branch: comparing with the default branch {default_branch}")
         base = default_branch
     shallow = is_shallow(git)
-    base_oid = _commit(git, base, remote)
-    if base_oid is None:
-        args = ["--no-tags", *([f"--depth={deepen_by}"] if shallow else []), remote, base]
-        error = fetch(args)
-        base_oid = None if error else git(["rev-parse", "--verify", "--quiet", "FETCH_HEAD"])
-        if base_oid is None:
-            raise UsageError(
-                f"insufficient history: base {base!r} is not in this clone and could not be "
-                f"fetched from {remote}: {error or 'FETCH_HEAD is empty'}",
-                fix="fetch the base branch first, or use fetch-depth: 0 with actions/checkout",
-            )
-        notes.append(f"fetched base {base} ({base_oid[:12]}) from {remote}")
+    base_oid = _commit(git, base, remote) or _fetch_base(
+        git, fetch, base, remote, depth=deepening.first_step if shallow else None, notes=notes
+    )
     if base_oid in raw_parents(git, head_oid):
         return ResolvedBase(base_oid, base_oid, head_oid, shallow, 0, tuple(notes))
-    was_shallow, step = shallow, 0
+    merge_base, steps = _deepen_to_merge_base(
+        git, fetch, (base, base_oid, head_oid), remote, deepening, notes
+    )
+    return ResolvedBase(merge_base, base_oid, head_oid, shallow, steps, tuple(notes))
+
+
+def _fetch_base(
+    git: Git, fetch: Fetch, base: str, remote: str, *, depth: int | None, notes: list[str]
+) -> str:
+    """Fetch ``base`` from ``remote`` (``--depth`` in a shallow clone); its oid.
+
+    Raises:
+        UsageError: "insufficient history" when it cannot be fetched.
+    """
+    error = fetch(["--no-tags", *([f"--depth={depth}"] if depth else []), remote, base])
+    base_oid = None if error else git(["rev-parse", "--verify", "--quiet", "FETCH_HEAD"])
+    if base_oid is None:
+        raise UsageError(
+            f"insufficient history: base {base!r} is not in this clone and could not be "
+            f"fetched from {remote}: {error or 'FETCH_HEAD is empty'}",
+            fix="fetch the base branch first, or use fetch-depth: 0 with actions/checkout",
+        )
+    notes.append(f"fetched base {base} ({base_oid[:12]}) from {remote}")
+    return base_oid
+
+
+def _deepen_to_merge_base(
+    git: Git,
+    fetch: Fetch,
+    span: tuple[str, str, str],
+    remote: str,
+    deepening: Deepening,
+    notes: list[str],
+) -> tuple[str, int]:
+    """``(merge base, deepening fetches made)`` of ``span``'s (base name, base oid, head oid).
+
+    Raises:
+        UsageError: unrelated histories in a full clone; "insufficient history" when the
+            limit is reached or a deepening fetch fails.
+    """
+    base, base_oid, head_oid = span
+    step = 0
     while True:
         merge_base = git(["merge-base", base_oid, head_oid])
         if merge_base:
-            return ResolvedBase(merge_base, base_oid, head_oid, was_shallow, step, tuple(notes))
+            return merge_base, step
         if not is_shallow(git):
             raise UsageError(
                 f"base {base} ({base_oid[:12]}) and head {head_oid[:12]} share no history; "
                 f"dst will not treat every lens as added",
                 fix="pass a --base that the head branched from",
             )
-        if step >= max_deepen:
+        if step >= deepening.max_steps:
             raise UsageError(
                 f"insufficient history: no merge base of {base} ({base_oid[:12]}) and "
                 f"{head_oid[:12]} in this shallow clone after {step} deepening fetch(es); "
                 f"its grafted root is not a base, so nothing was checked",
                 fix="use fetch-depth: 0 with actions/checkout, or raise --max-deepen",
             )
-        amount = deepen_by * 2**step
+        amount = deepening.first_step * 2**step
         error = fetch(["--no-tags", f"--deepen={amount}", remote, base_oid, head_oid])
         if error:
             raise UsageError(

@@ -24,7 +24,7 @@ from reconciler.bindings import Bindings
 from reconciler.errors import DstError, RefConflict, StateError
 from reconciler.git import locks as reflocks
 from reconciler.git.crash import crash_point
-from reconciler.lens import Oid
+from reconciler.ids import Oid
 from reconciler.state import (
     STATE_SCHEMA,
     ApplyIntent,
@@ -245,24 +245,36 @@ def history_root(repo: pygit2.Repository, lens: str) -> Oid:
     return Oid(str(oid))
 
 
+@dataclass(frozen=True, kw_only=True)
+class NewDeployment:
+    """What one deployment (or attempt) commit will hold.
+
+    Attributes:
+        lens: the lens name (its history root is the first parent of a first deployment).
+        source: the source commit (the second parent).
+        lens_tree: the tree id stored as ``lens/``.
+        bindings: ``state/bindings.json``.
+        run: ``state/run.json``.
+        meta: ``state/meta.json``.
+        message: the commit message's one line.
+    """
+
+    lens: str
+    source: Oid
+    lens_tree: Oid
+    bindings: Bindings
+    run: RunRecord | Mapping[str, Any]
+    meta: DeploymentMeta | Mapping[str, Any]
+    message: str
+
+
 def advance(
-    repo: pygit2.Repository,
-    ref: str,
-    old: Oid | None,
-    *,
-    lens: str,
-    source: Oid,
-    lens_tree: Oid,
-    bindings: Bindings,
-    run: RunRecord | Mapping[str, Any],
-    meta: DeploymentMeta | Mapping[str, Any],
-    message: str,
-    reason: str,
+    repo: pygit2.Repository, ref: str, old: Oid | None, new: NewDeployment, *, reason: str
 ) -> Oid:
     """Append one deployment (or attempt) to ``ref``'s history, by compare-and-swap.
 
     The new commit's parents are ``old`` (or the lens's history root when the
-    ref does not exist yet) and ``source``.
+    ref does not exist yet) and ``new.source``.
 
     Returns:
         The new commit.
@@ -272,12 +284,12 @@ def advance(
     """
     oid = write_deployment(
         repo,
-        lens_tree=lens_tree,
-        bindings=bindings,
-        run=run,
-        meta=meta,
-        parents=[old or history_root(repo, lens), source],
-        message=message,
+        lens_tree=new.lens_tree,
+        bindings=new.bindings,
+        run=new.run,
+        meta=new.meta,
+        parents=[old or history_root(repo, new.lens), new.source],
+        message=new.message,
     )
     update_refs(repo, [RefUpdate(ref, old, oid)], reason=reason)
     return oid

@@ -37,7 +37,7 @@ import pygit2
 from reconciler.errors import DstError
 from reconciler.git import refs as refstore
 from reconciler.git.sync_report import DST, PushLine, RefSync, SyncAction, short
-from reconciler.lens import Oid
+from reconciler.ids import Oid
 
 SERVING = "serving/"
 RETIRED = "retired/"

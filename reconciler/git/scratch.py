@@ -16,7 +16,7 @@ from pathlib import Path
 import pygit2
 
 from reconciler.errors import UsageError
-from reconciler.lens import Oid
+from reconciler.ids import Oid
 
 
 def scratch_clone(repo: pygit2.Repository, dest: Path) -> pygit2.Repository:

@@ -54,7 +54,8 @@ from reconciler.git.sync_report import (
     short,
     tally,
 )
-from reconciler.lens import LENS_NAME_RE, Oid
+from reconciler.ids import Oid
+from reconciler.lens import LENS_NAME_RE
 
 TRACKING = "refs/dst-remote/"
 UNKNOWN_STATE = "serving state unknown — run dst sync --fetch"

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from reconciler.lens import Oid
+from reconciler.ids import Oid
 
 DST = "refs/dst/"
 _PORCELAIN = re.compile(

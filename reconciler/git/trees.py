@@ -14,7 +14,8 @@ from pathlib import Path
 import pygit2
 
 from reconciler.errors import LensLoadError, UsageError
-from reconciler.lens import LENS_NAME_RE, Lens, Oid, load_lens
+from reconciler.ids import Oid
+from reconciler.lens import LENS_NAME_RE, Lens, load_lens
 
 LENSES_DIR = "lenses"
 

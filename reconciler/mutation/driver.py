@@ -37,7 +37,8 @@ from reconciler.context import Runtime
 from reconciler.errors import LensLoadError, UsageError
 from reconciler.git import trees as gitstate
 from reconciler.git.scratch import commit_file, scratch_clone
-from reconciler.lens import Lens, Oid, load_lens
+from reconciler.ids import Oid
+from reconciler.lens import Lens, load_lens
 from reconciler.mutation.formatting import FORMATTING_KINDS, formatting_edits
 from reconciler.mutation.operators import OPERATORS, Edit, semantic_mutants
 from reconciler.reconcile import reconcile

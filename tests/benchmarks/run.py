@@ -252,7 +252,7 @@ def bench_parallel(answers: int, latency_s: float, jobs: int, runs: int) -> Row:
     except Exception as exc:
         return Row(name, None, None, 1 / 5, f"skipped: PostgreSQL not usable ({exc})"[:160])
     from reconciler.lens import load_lens
-    from reconciler.suite import run_answers
+    from reconciler.suite import Scoring, run_answers
     from reconciler.warehouse.connection import Warehouse
 
     size = synth.Size(1, 4, answers)
@@ -270,7 +270,7 @@ def bench_parallel(answers: int, latency_s: float, jobs: int, runs: int) -> Row:
 
             def once(j: int = j) -> float:
                 start = time.perf_counter()
-                run_answers(lens, lens.active_answers(), wh, {}, jobs=j)
+                run_answers(lens, lens.active_answers(), Scoring(executor=wh, jobs=j))
                 return time.perf_counter() - start
 
             times[j] = median(once, runs)
@@ -325,7 +325,7 @@ def bench_watch(work: Path, idle_s: float, runs: int) -> list[Row]:
 
     from reconciler.context import Runtime
     from reconciler.reconcile import reconcile
-    from reconciler.watch import Verdict, watch
+    from reconciler.watch import Verdict, WatchSettings, watch
 
     repo = _example_repo(work, "watch", 0)
     rt = Runtime(pygit2.Repository(str(repo)), env={}, progress=lambda _m: None)
@@ -346,8 +346,7 @@ def bench_watch(work: Path, idle_s: float, runs: int) -> list[Row]:
         target=watch,
         kwargs={
             "rt": loop_rt,
-            "interval_hours": 0,
-            "debounce_ms": debounce_ms,
+            "settings": WatchSettings(interval_hours=0, debounce_ms=debounce_ms),
             "on_verdict": record,
             "stop": stop,
         },

@@ -50,14 +50,15 @@ from reconciler.interop.importers import (
     write_lens,
     written_paths,
 )
+from reconciler.interop.importers.cortex_seeds import seed_files
 from reconciler.interop.importers.logical import (
     LogicalSqlError,
     LogicalTable,
     parse_column_expression,
 )
-from reconciler.interop.importers.seeds import build_seeds, parse_ddl
 from reconciler.interop.importers.verified import (
     SOURCE_DIALECT,
+    VerifiedQuery,
     answer_yaml,
     check_oracles,
     pin_as_of,
@@ -172,6 +173,10 @@ def import_cortex(
         LensLoadError: the model file is not YAML, or lacks what the
             specification requires (a ``tables`` list of named tables).
         InputError: a DDL script or CSV that cannot be read or mapped.
+
+    Over 80 lines for this docstring and the import's steps read in order (validate,
+    tables, relationships, metrics, seeds, verified queries, files, report); each
+    step is its own function.
     """
     if not LENS_NAME_RE.match(lens):
         raise UsageError(
@@ -196,19 +201,7 @@ def import_cortex(
     _relationships(ctx, root.get("relationships"), tables)
     metrics = _metrics(ctx, root["tables"], tables, dialect)
 
-    files: dict[str, bytes] = {}
-    seed_rows: dict[str, int] = {}
-    if data_dir is not None:
-        plan = build_seeds(data_dir, parse_ddl(ddl), {m: t.table for m, t in tables.items()})
-        ctx.unmapped.extend(plan.unmapped)
-        ctx.notes.extend(plan.notes)
-        for seed in plan.tables.values():
-            files[f"seeds/{seed.table}.csv"] = seed.csv
-            seed_rows[seed.table] = seed.rows
-        for missing in sorted({t.table for t in tables.values()} - set(plan.tables)):
-            ctx.note(f"no CSV in the data directory fills table {missing}")
-        _check_seed_columns(ctx, tables, {t: s.csv for t, s in plan.tables.items()})
-
+    files, seed_rows = seed_files(ctx, tables, data_dir, ddl)
     logical = [t.logical_table() for t in tables.values()]
     queries = read_verified_queries(root.get("verified_queries"), logical, ctx, dialect=dialect)
     pinned = pin_as_of(queries, as_of, ctx)
@@ -216,14 +209,7 @@ def import_cortex(
     check_oracles(queries, pinned, seeds, run_oracles, ctx, dialect=dialect)
 
     files["lens.yaml"] = _lens_yaml(lens, root, source_name, dialect, pinned)
-    for table in tables.values():
-        files[f"models/{table.model}.yaml"] = _model_yaml(table)
-    for metric in metrics:
-        files[f"metrics/{metric.name}.yaml"] = dump_yaml(
-            metric.model_dump(mode="json", exclude_defaults=True)
-        )
-    for query in queries:
-        files[f"answers/{query.id}.yaml"] = answer_yaml(query, source_name)
+    files.update(_asset_files(tables, metrics, queries, source_name))
     skill = _instructions(ctx, root, source_name)
     if skill:
         files["skills/cortex_custom_instructions.md"] = skill.encode("utf-8")
@@ -231,12 +217,7 @@ def import_cortex(
     # Editors that read the modeline validate each file against schemas/ as it is typed.
     files = {rel: with_schema_comment(rel, data) for rel, data in files.items()}
     load_lens(lens, files)  # the importer's own contract: what it returns loads
-    drafts = [q for q in queries if q.problems]
-    for query in drafts:
-        ctx.lose(
-            f"verified_queries[{query.name!r}]",
-            f"written as draft answers/{query.id}.yaml - {'; '.join(query.problems)}",
-        )
+    drafts = _report_drafts(ctx, queries)
     report = ImportReport(
         lens=lens,
         written=written_paths(lens, files),
@@ -250,6 +231,34 @@ def import_cortex(
         notes=tuple(ctx.notes),
     )
     return files, report
+
+
+def _asset_files(
+    tables: Mapping[str, _Table],
+    metrics: Sequence[Metric],
+    queries: Sequence[VerifiedQuery],
+    source_name: str,
+) -> dict[str, bytes]:
+    """``{models/…, metrics/…, answers/…: YAML bytes}`` of the mapped model."""
+    files = {f"models/{table.model}.yaml": _model_yaml(table) for table in tables.values()}
+    for metric in metrics:
+        files[f"metrics/{metric.name}.yaml"] = dump_yaml(
+            metric.model_dump(mode="json", exclude_defaults=True)
+        )
+    for query in queries:
+        files[f"answers/{query.id}.yaml"] = answer_yaml(query, source_name)
+    return files
+
+
+def _report_drafts(ctx: _Ctx, queries: Sequence[VerifiedQuery]) -> list[VerifiedQuery]:
+    """The verified queries written as drafts, each recorded in ``ctx`` with its problems."""
+    drafts = [q for q in queries if q.problems]
+    for query in drafts:
+        ctx.lose(
+            f"verified_queries[{query.name!r}]",
+            f"written as draft answers/{query.id}.yaml - {'; '.join(query.problems)}",
+        )
+    return drafts
 
 
 def _texts(value: Any) -> tuple[tuple[str, ...], int]:
@@ -494,32 +503,6 @@ def _table_metric(ctx: _Ctx, raw: Any, table: _Table, where: str, dialect: str) 
         model=table.model,
         expression=tree.transform(physical).sql(dialect=dialect),
     )
-
-
-def _check_seed_columns(
-    ctx: _Ctx, tables: Mapping[str, _Table], seeds: Mapping[str, bytes]
-) -> None:
-    """Report model columns that read a physical column its seed CSV lacks.
-
-    Without DDL a CSV header is taken at its word, and COPY-style loaders ignore
-    headers, so a header that does not name the physical columns shows up here.
-    """
-    for table in tables.values():
-        if table.table not in seeds:
-            continue
-        first_line = seeds[table.table].split(b"\n", 1)[0].decode("utf-8")
-        header = {name.strip().lower() for name in first_line.split(",")}
-        wanted: set[str] = set()
-        for sql in table.source_columns.values():
-            tree = parse_column_expression(sql, SOURCE_DIALECT)
-            wanted.update(col.name for col in tree.find_all(exp.Column))
-        absent = sorted(wanted - header)
-        if absent:
-            ctx.lose(
-                f"seeds/{table.table}.csv",
-                f"has no column {', '.join(absent)}, which models/{table.model}.yaml reads; "
-                "pass the table's DDL so CSV columns are named by position",
-            )
 
 
 def _is_numeric(data_type: str) -> bool:
