@@ -86,6 +86,44 @@ def _reason(result: AnswerResult) -> str:
     return result.detail.removeprefix("generator declined: ")
 
 
+def _alerts(
+    self_test: Sequence[AnswerResult],
+    unreached: Sequence[AnswerResult],
+    files: Mapping[AnswerId, str],
+) -> tuple[list[str], list[str]]:
+    """``(broken certified SQL lines, alert and untested lines)``: what every path reports."""
+    broken: list[str] = []
+    messages: list[str] = []
+    untested = {r.answer for r in unreached}
+    for r in self_test:
+        if r.answer in untested:
+            continue
+        if r.oracle_failed:
+            # Not a divergence: the certified SQL the change brings does not run.
+            where = files.get(r.answer, r.answer)
+            broken.append(f"certified SQL does not run: {where} (sql:): {r.detail}")
+        elif r.outcome is not Outcome.CORRECT:
+            messages.append(f"self-test ALERT: {r.answer} is {r.outcome.value} — {r.detail}")
+    if unreached:  # listed on every path, gate off included (the self-test still ran)
+        messages.append(
+            f"WARNING {len(unreached)} certified answer(s) land untested: the generator has "
+            f"never reproduced them (teach the lens a synonym, metric or exemplar, or retire them)"
+        )
+        messages += [f"{r.answer}: {UNREACHED}: {_reason(r)}" for r in unreached]
+    return broken, messages
+
+
+def _reach_lines(plan: LensPlan, results: Sequence[AnswerResult]) -> list[str]:
+    """Why a declined answer blocks: it has a green baseline, so the lens lost reach."""
+    lost = [r.answer for r in results if r.outcome is Outcome.DECLINED and r.answer in plan.stamped]
+    if not lost:
+        return []
+    return [
+        f"lost reach: {', '.join(lost)} declined, but the generator reproduced "
+        f"{'it' if len(lost) == 1 else 'them'} before (a green stamp at the serving version)"
+    ]
+
+
 def decide(
     plan: LensPlan,
     results: Sequence[AnswerResult],
@@ -110,26 +148,10 @@ def decide(
         The decision with every message the user must see.
     """
     mode = plan.gate
-    messages: list[str] = []
-    broken: list[str] = []
     unreached = unreached_answers(plan, results, self_test)
     untested = {r.answer for r in unreached}
     done = tuple(r.answer for r in unreached)
-    for r in self_test:
-        if r.answer in untested:
-            continue
-        if r.oracle_failed:
-            # Not a divergence: the certified SQL the change brings does not run.
-            where = (files or {}).get(r.answer, r.answer)
-            broken.append(f"certified SQL does not run: {where} (sql:): {r.detail}")
-        elif r.outcome is not Outcome.CORRECT:
-            messages.append(f"self-test ALERT: {r.answer} is {r.outcome.value} — {r.detail}")
-    if unreached:  # listed on every path, gate off included (the self-test still ran)
-        messages.append(
-            f"WARNING {len(unreached)} certified answer(s) land untested: the generator has "
-            f"never reproduced them (teach the lens a synonym, metric or exemplar, or retire them)"
-        )
-        messages += [f"{r.answer}: {UNREACHED}: {_reason(r)}" for r in unreached]
+    broken, messages = _alerts(self_test, unreached, files or {})
     if mode == "off":
         return GateDecision(PROMOTE, ("gate off: no suite ran", *messages), unreached=done)
     if plan.starvation:
@@ -159,13 +181,7 @@ def decide(
         r.answer for r in results if r.outcome is not Outcome.CORRECT and r.answer not in untested
     )
     failing += tuple(r.answer for r in self_test if r.oracle_failed)
-    messages = broken + messages
-    lost = [r.answer for r in results if r.outcome is Outcome.DECLINED and r.answer in plan.stamped]
-    if lost:
-        messages.append(
-            f"lost reach: {', '.join(lost)} declined, but the generator reproduced "
-            f"{'it' if len(lost) == 1 else 'them'} before (a green stamp at the serving version)"
-        )
+    messages = broken + messages + _reach_lines(plan, results)
     ran = [*results, *self_test]
     if ran and len(unreached) == len(ran):
         messages.insert(

@@ -17,7 +17,8 @@ import yaml
 
 from reconciler.assets import asset_hashes
 from reconciler.gate import BLOCK, PROMOTE, decide
-from reconciler.lens import AnswerId, AssetId, Oid, load_lens
+from reconciler.ids import AnswerId, AssetId, Oid
+from reconciler.lens import load_lens
 from reconciler.plan import LensPlan
 from reconciler.render import github, junit
 from reconciler.render.trend import corpus_marks, points, summary_lines
