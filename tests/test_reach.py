@@ -25,7 +25,8 @@ from reconciler.render.trend import corpus_marks, points, summary_lines
 from reconciler.results import Action, LensRun, RunReport, reach_of
 from reconciler.state import DeploymentMeta, load
 from reconciler.suite import AnswerResult, Outcome
-from tests.conftest import CORPORA, commit, dst
+from tests.helpers import CORPORA, commit
+from tests.helpers import invoke as dst
 
 LENS = """\
 name: shop
