@@ -228,6 +228,11 @@ def test_retiring_and_deleting_answers_says_what_the_corpus_lost(shop: Path) -> 
     assert log.stdout.count("[corpus 2 → 1]") == 2, log.stdout
     assert log.stdout.count("[corpus 1 → 2]") == 1, log.stdout
     assert "  corpus     " in log.stdout
+    changes = [
+        d["corpus_change"]
+        for d in dst(shop, "log", "shop", "--format", "json").json()["deployments"]
+    ]
+    assert changes == ["corpus 2 → 1", "corpus 1 → 2", "corpus 2 → 1", None]
 
 
 def test_old_deployment_meta_without_reach_still_loads() -> None:

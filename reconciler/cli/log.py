@@ -3,7 +3,10 @@
 The history is the first-parent walk of ``refs/dst/serving/<lens>`` (DESIGN
 §3), newest first. The text form ends with accuracy and wrong-rate sparklines
 (oldest → newest); ``--plot out.png`` also draws both lines with matplotlib
-(the optional ``plot`` extra). :mod:`reconciler.cli.app` registers :func:`log`.
+(the optional ``plot`` extra). Each line also shows the deployment's reach and,
+where the active corpus changed size since the deployment before, a
+``[corpus 18 → 17]`` mark (``corpus_change`` in JSON; DESIGN §5).
+:mod:`reconciler.cli.app` registers :func:`log`.
 
 Exit codes: 0 shown; 2 bad input (no serving version, matplotlib missing for
 ``--plot``, an unwritable plot path).
@@ -49,6 +52,7 @@ def log(
         width, height = plot_trend(lens, trend, plot)
         print(f"plot written to {plot} ({width}×{height} px)", file=sys.stderr)
     by_oid = {p.deployment: p for p in trend}
+    marks = corpus_marks(trend)
     if fmt is Format.json:
         print(
             json.dumps(
@@ -62,6 +66,7 @@ def log(
                             **d.meta,
                             "accuracy": by_oid[d.oid].accuracy,
                             "wrong_rate": by_oid[d.oid].wrong_rate,
+                            "corpus_change": marks.get(d.oid),
                         }
                         for d in deps
                     ],
@@ -71,7 +76,6 @@ def log(
             )
         )
         return 0
-    marks = corpus_marks(trend)
     for d in deps:
         p = by_oid[d.oid]
         reach = d.info.reach
