@@ -98,7 +98,7 @@ def plan_step(ctx: StepContext, state: LensState) -> LensState:
     elif state.candidate is None:
         notes = ["lens is not in the candidate and nothing serves it"]
     else:
-        notes = [*shrink_notes(plan), *ctx.rt.leaner_notes(state.candidate)]
+        notes = ctx.rt.leaner_notes(state.candidate)
     gated = plan.gated if plan.gate != "off" else ()
     return replace(
         state,
@@ -167,7 +167,11 @@ def cases_step(ctx: StepContext, state: LensState) -> LensState:
 
 
 def gate_step(ctx: StepContext, state: LensState) -> LensState:
-    """Apply the lens's gate policy to what ran (:func:`reconciler.gate.decide`)."""
+    """Apply the lens's gate policy to what ran (:func:`reconciler.gate.decide`).
+
+    Then say which active answers the change removes, if any
+    (:func:`~reconciler.results.shrink_notes`).
+    """
     if state.settled:
         return state
     plan, lens = state.planned, _candidate(state)
@@ -182,7 +186,8 @@ def gate_step(ctx: StepContext, state: LensState) -> LensState:
     )
     return replace(
         state,
-        messages=(*state.messages, *decision.messages),
+        # after the verdict's own lines: the first message is the recorded reason
+        messages=(*state.messages, *decision.messages, *shrink_notes(plan)),
         verdict=decision.verdict,
         unreached=decision.unreached,
     )
