@@ -208,3 +208,16 @@ def test_certify_cli_refuses_a_placeholder_by(lens_repo: Path) -> None:
     assert done.code == 2
     assert "certified_by 'TBD' is the placeholder 'tbd'" in done.stderr, done.stderr
     assert not list((lens_repo / "lenses" / "sales" / "answers").glob("how_many_orders*"))
+
+
+def test_a_future_verified_at_does_not_pin_as_of() -> None:
+    # "today" makes the answer depend on the day; year 3000 is no day a human saw it.
+    query = QUERY.format(
+        name="today", q="How much today?", extra=", verified_by: ana, verified_at: 32503680000"
+    )
+    files, _ = import_cortex(
+        (CORTEX + query).encode(), model_path="models/shop.yaml", lens="shop", data_dir=None
+    )
+    lens = load_lens("shop", files)
+    assert lens.config.as_of is None
+    assert lens.answers[AnswerId("today")].status == "draft"

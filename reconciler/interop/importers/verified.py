@@ -213,7 +213,12 @@ def pin_as_of(
         return as_of
     if not relative:
         return None
-    stamped = [q for q in relative if q.verified_at is not None]
+    # A verified_at in the future is no day a human saw the answer (it is a draft).
+    stamped = [
+        q
+        for q in relative
+        if q.verified_at is not None and certified_at_problem(q.certified_at) is None
+    ]
     if not stamped:
         for query in relative:
             query.problems.append(
