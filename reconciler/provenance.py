@@ -13,7 +13,7 @@ The rules, kept deliberately small:
   template slot (``<your name>``, ``{name}``, ``${USER}``, ``[name]``), and is not
   a placeholder word — one of :data:`PLACEHOLDERS` (case-insensitive) on its own
   or followed by a non-letter (``nobody yet (draft)``, ``TODO: fill in``). A
-  real name that merely starts with those letters (``Nobuko``, ``Tomas``) passes.
+  real name that merely starts with those letters (``Nobuko``, ``Nilsson``) passes.
 - ``certified_at`` is a calendar date ``YYYY-MM-DD`` or an ISO-8601 timestamp
   (``2025-01-15T09:30:00Z``, an offset or none). It is in the future when its
   day is after today anywhere on Earth (UTC+14), so a certification made a
