@@ -19,9 +19,8 @@ prints it as an ``::error`` annotation.
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -33,7 +32,7 @@ from reconciler.cli.common import runtime
 from reconciler.cli.options import RepoOpt, WarehouseOpt, record_invocation
 from reconciler.errors import UsageError
 from reconciler.git import base as prbase
-from reconciler.git.base import Event, read_event
+from reconciler.git.base import Event, load_event
 
 if TYPE_CHECKING:
     from reconciler.render.github import Where
@@ -61,21 +60,14 @@ CiFormatOpt = Annotated[
         callback=record_invocation,
     ),
 ]
+MaxDeepenOpt = Annotated[
+    int, typer.Option("--max-deepen", min=0, help="Deepening fetches a shallow clone may take.")
+]
+DeepenByOpt = Annotated[
+    int, typer.Option("--deepen-by", min=1, help="Commits of the first deepening step.")
+]
+RemoteOpt = Annotated[str, typer.Option("--remote", help="Remote to fetch history from.")]
 JunitOpt = Annotated[Path | None, typer.Option("--junit", help="Also write JUnit XML to FILE.")]
-
-
-def _event(env: Mapping[str, str]) -> Event:
-    path = env.get("GITHUB_EVENT_PATH")
-    payload: Any = None
-    if path and Path(path).is_file():
-        try:
-            payload = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise UsageError(
-                f"{path}: the GitHub event payload does not read as JSON ({exc})",
-                fix="unset GITHUB_EVENT_PATH outside GitHub Actions",
-            ) from None
-    return read_event(env, payload if isinstance(payload, dict) else None)
 
 
 def _locations(rt: Any, report: RunReport) -> dict[tuple[str, str], Where]:
@@ -162,15 +154,9 @@ def check(
     ] = None,
     head: Annotated[str, typer.Option("--head", help="Revision to check.")] = "HEAD",
     junit: JunitOpt = None,
-    max_deepen: Annotated[
-        int, typer.Option("--max-deepen", min=0, help="Deepening fetches a shallow clone may take.")
-    ] = 10,
-    deepen_by: Annotated[
-        int, typer.Option("--deepen-by", min=1, help="Commits of the first deepening step.")
-    ] = 32,
-    remote: Annotated[str, typer.Option("--remote", help="Remote to fetch history from.")] = (
-        "origin"
-    ),
+    max_deepen: MaxDeepenOpt = 10,
+    deepen_by: DeepenByOpt = 32,
+    remote: RemoteOpt = "origin",
     warehouse: WarehouseOpt = None,
     repo: RepoOpt = None,
     fmt: CiFormatOpt = CiFormat.text,
@@ -180,11 +166,14 @@ def check(
     from reconciler.git.sync import require_known
     from reconciler.reconcile import reconcile
 
-    event = _event(os.environ)
+    event = load_event(os.environ)
     rt = runtime(repo, warehouse)
     try:
         span = _Span(base, head, max_deepen, deepen_by, remote)
         head_oid, merge_base, notes = _resolve_span(rt, event, span)
+        if _reach_serving(rt, head_oid, span):
+            rt.close()  # the open repository still sees the old shallow boundary
+            rt = runtime(repo, warehouse)
         names, more = _changed_lenses(rt.repo, merge_base, head_oid)
         require_known(rt.repo)
         report = reconcile(rt, to=head_oid, only=names, dry_run=True)
@@ -255,9 +244,25 @@ def _resolve_span(rt: Any, event: Event, span: _Span) -> tuple[str, str, list[st
     return head_oid, resolved.merge_base, [note]
 
 
+def _reach_serving(rt: Any, head: str, span: _Span) -> bool:
+    """Deepen a shallow clone until what serves is reachable from ``head``; whether it fetched.
+
+    Raises:
+        UsageError: "cannot tell: shallow clone" (:func:`reconciler.git.base.reach_serving`).
+    """
+    deepening = prbase.Deepening(span.max_deepen, span.deepen_by)
+    notes = prbase.reach_serving(rt.root, head, deepening=deepening, remote=span.remote)
+    for note in notes:
+        rt.progress(note)
+    return bool(notes)
+
+
 @ci_app.command("apply")
 def apply(
     junit: JunitOpt = None,
+    max_deepen: MaxDeepenOpt = 10,
+    deepen_by: DeepenByOpt = 32,
+    remote: RemoteOpt = "origin",
     warehouse: WarehouseOpt = None,
     repo: RepoOpt = None,
     fmt: CiFormatOpt = CiFormat.text,
@@ -267,7 +272,7 @@ def apply(
     from reconciler.git.sync import require_known
     from reconciler.reconcile import reconcile
 
-    event = _event(os.environ)
+    event = load_event(os.environ)
     if event.is_pull_request:
         raise UsageError(
             f"refusing to apply on a {event.name} event: HEAD is GitHub's merge commit "
@@ -277,6 +282,12 @@ def apply(
         )
     rt = runtime(repo, warehouse)
     try:
+        head = prbase.subprocess_git(rt.root)(["rev-parse", "--verify", "--quiet", "HEAD"])
+        if head is not None:
+            span = _Span(None, head, max_deepen, deepen_by, remote)
+            if _reach_serving(rt, head, span):
+                rt.close()  # the open repository still sees the old shallow boundary
+                rt = runtime(repo, warehouse)
         require_known(rt.repo)
         report = reconcile(rt, to="HEAD")
         report.command = "ci apply"
