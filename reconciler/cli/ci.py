@@ -142,6 +142,45 @@ def _changed_lenses(repo: Any, base: str, head: str) -> tuple[list[str], list[st
     return check, notes
 
 
+def _load_every_lens(rt: Any, commit: str, only: list[str] | None) -> None:
+    """Load each lens the gate will open at ``commit``, so every load error is reported.
+
+    The reconcile stops at the first lens that does not load; a pull request that
+    breaks two lenses should hear about both, each at its file and line. A lens
+    whose tree is already serving is not opened (the reconcile does not open it).
+
+    Args:
+        rt: the runtime.
+        commit: hex oid of the candidate.
+        only: the lenses to check; ``None`` for every lens at ``commit``.
+
+    Raises:
+        LensLoadError: one lens does not load.
+        LensLoadErrors: several do; each keeps its file and line.
+    """
+    # lazy: lens loading pulls in pydantic and sqlglot, which `dst --help` does not need
+    from reconciler.errors import LensLoadError, LensLoadErrors
+    from reconciler.git import refs as refstore
+    from reconciler.git import trees as gitstate
+    from reconciler.ids import Oid
+
+    trees = gitstate.lens_trees(rt.repo, Oid(commit))
+    errors: list[LensLoadError] = []
+    for name in sorted(trees if only is None else set(only) & set(trees)):
+        serving = refstore.ref_target(rt.repo, refstore.serving_ref(name))
+        tree = trees[name].tree
+        if serving is not None and refstore.read_deployment(rt.repo, serving).lens_tree == tree:
+            continue
+        try:
+            gitstate.load_lens_at(rt.repo, trees[name])
+        except LensLoadError as exc:
+            errors.append(exc)
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise LensLoadErrors(tuple(errors))
+
+
 @ci_app.command("check")
 def check(
     base: Annotated[
@@ -176,6 +215,7 @@ def check(
             rt = runtime(repo, warehouse)
         names, more = _changed_lenses(rt.repo, merge_base, head_oid)
         require_known(rt.repo)
+        _load_every_lens(rt, head_oid, names)
         report = reconcile(rt, to=head_oid, only=names, dry_run=True)
         report.command = "ci check"
         report.messages[:0] = [*notes, *more]
@@ -289,6 +329,8 @@ def apply(
                 rt.close()  # the open repository still sees the old shallow boundary
                 rt = runtime(repo, warehouse)
         require_known(rt.repo)
+        if head is not None:
+            _load_every_lens(rt, head, None)
         report = reconcile(rt, to="HEAD")
         report.command = "ci apply"
         return _publish(rt, report, fmt, junit, "dst lens apply")
