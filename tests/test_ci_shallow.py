@@ -103,6 +103,22 @@ def test_a_depth_one_check_of_a_good_change_passes(served: Path, tmp_path: Path)
     assert "rewind" not in done.stdout + done.stderr
 
 
+def test_a_shallow_check_that_cannot_reach_the_serving_commit_warns_and_still_gates(
+    served: Path, tmp_path: Path
+) -> None:
+    base = git(served, "rev-parse", "HEAD")
+    _double(served, "units_sold")
+    clone = _depth_one(served, tmp_path / "ci")
+    args = ("ci", "check", "--base", base, "--max-deepen", "0", "--format", "json")
+    done = invoke(clone, *args, env=_no_github())
+    assert done.code == 1, done.stdout + done.stderr  # the gate's verdict, not exit 2
+    assert "rewind refused" not in done.stdout + done.stderr
+    assert "cannot tell: shallow clone" in done.stderr
+    sales = {x["lens"]: x for x in done.json()["lenses"]}["sales"]
+    assert sales["action"] == "blocked"
+    assert any("cannot tell: shallow clone" in m for m in sales["messages"])
+
+
 # ------------------------------------------------------------------ event payloads
 
 

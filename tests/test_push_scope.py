@@ -11,25 +11,42 @@ from __future__ import annotations
 from pathlib import Path
 
 import pygit2
+import pytest
 
 from reconciler.git.push import PushedRef, scope_ref
-from tests import test_prepush as prepush
 from tests.helpers import git
-from tests.test_prepush import ZERO, PushPair, _break_sales, _touch_readme
+from tests.helpers.push import (
+    ZERO,
+    PushPair,
+    break_sales,
+    copy_pair,
+    make_push_template,
+    touch_readme,
+    with_hook,
+)
 
-# the push_pair fixtures of the pre-push tests, used here by name
-_push_template = prepush._push_template
-bare_pair = prepush.bare_pair
-pair = prepush.pair
+
+@pytest.fixture(scope="session")
+def _push_template(
+    _seeded_template: Path, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, Path]:
+    return make_push_template(_seeded_template, tmp_path_factory.mktemp("push"))
+
+
+@pytest.fixture
+def pair(_push_template: tuple[Path, Path], tmp_path: Path) -> PushPair:
+    """Origin and clone (lenses promoted) with dst's pre-push hook installed in the clone."""
+    return with_hook(copy_pair(_push_template, tmp_path))
+
 
 NOTE = "checking every lens the pushed commits touch"
 
 
 def _broken_main_then_branch(clone: Path, branch: str) -> None:
     """A broken lens commit on the local main (never pushed), then a docs-only branch off it."""
-    _break_sales(clone)
+    break_sales(clone)
     git(clone, "checkout", "-q", "-b", branch)
-    _touch_readme(clone)
+    touch_readme(clone)
 
 
 def _drop_tracking_refs(clone: Path) -> None:
@@ -53,7 +70,7 @@ def test_a_url_push_of_a_branch_off_a_broken_local_main_is_rejected(pair: PushPa
 def test_a_url_push_of_a_good_branch_is_accepted(pair: PushPair) -> None:
     url = str(pair.origin)
     git(pair.clone, "checkout", "-q", "-b", "feature")
-    new = _touch_readme(pair.clone)
+    new = touch_readme(pair.clone)
     done = pair.push(url, "feature")
     assert done.code == 0, done.stderr
     assert f"no remote-tracking ref for {url}: {NOTE}" in done.stderr
@@ -76,7 +93,7 @@ def test_a_clone_without_tracking_refs_rejects_a_branch_off_a_broken_main(
 def test_a_clone_without_tracking_refs_accepts_a_good_branch(pair: PushPair) -> None:
     _drop_tracking_refs(pair.clone)
     git(pair.clone, "checkout", "-q", "-b", "feature")
-    new = _touch_readme(pair.clone)
+    new = touch_readme(pair.clone)
     done = pair.push("origin", "feature")
     assert done.code == 0, done.stderr
     assert f"no remote-tracking ref for origin: {NOTE}" in done.stderr
@@ -87,7 +104,7 @@ def test_the_remote_oid_bounds_the_walk_when_the_remote_has_it(pair: PushPair) -
     """A branch the remote has at a known commit is compared from there, not the root."""
     _drop_tracking_refs(pair.clone)
     known = git(pair.clone, "rev-parse", "HEAD")
-    new = _touch_readme(pair.clone)
+    new = touch_readme(pair.clone)
     repo = pygit2.Repository(str(pair.clone))
     line = PushedRef("refs/heads/main", new, "refs/heads/main", known)
     check = scope_ref(repo, line, str(pair.origin))

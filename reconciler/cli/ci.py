@@ -210,7 +210,8 @@ def check(
     try:
         span = _Span(base, head, max_deepen, deepen_by, remote)
         head_oid, merge_base, notes = _resolve_span(rt, event, span)
-        if _reach_serving(rt, head_oid, span):
+        # a dry run: a commit out of reach only warns, as a rewind would
+        if _reach_serving(rt, head_oid, span, strict=False):
             rt.close()  # the open repository still sees the old shallow boundary
             rt = runtime(repo, warehouse)
         names, more = _changed_lenses(rt.repo, merge_base, head_oid)
@@ -284,17 +285,20 @@ def _resolve_span(rt: Any, event: Event, span: _Span) -> tuple[str, str, list[st
     return head_oid, resolved.merge_base, [note]
 
 
-def _reach_serving(rt: Any, head: str, span: _Span) -> bool:
+def _reach_serving(rt: Any, head: str, span: _Span, *, strict: bool = True) -> bool:
     """Deepen a shallow clone until what serves is reachable from ``head``; whether it fetched.
 
     Raises:
-        UsageError: "cannot tell: shallow clone" (:func:`reconciler.git.base.reach_serving`).
+        UsageError: "cannot tell: shallow clone", only when ``strict``
+            (:func:`reconciler.git.base.reach_serving`).
     """
     deepening = prbase.Deepening(span.max_deepen, span.deepen_by)
-    notes = prbase.reach_serving(rt.root, head, deepening=deepening, remote=span.remote)
+    notes = prbase.reach_serving(
+        rt.root, head, deepening=deepening, remote=span.remote, strict=strict
+    )
     for note in notes:
         rt.progress(note)
-    return bool(notes)
+    return any(note.startswith("deepened") for note in notes)
 
 
 @ci_app.command("apply")

@@ -268,6 +268,7 @@ def reach_serving(
     remote: str = "origin",
     fetch: Fetch | None = None,
     git: Git | None = None,
+    strict: bool = True,
 ) -> tuple[str, ...]:
     """Deepen a shallow clone until every serving source commit is reachable from ``head``.
 
@@ -284,13 +285,15 @@ def reach_serving(
         deepening: how far the clone may be deepened.
         remote: the remote to fetch history from.
         fetch, git: runners (default: the git CLI in ``repo_path``).
+        strict: raise when a source stays out of reach; ``False`` (a dry run, where a
+            rewind only warns) ends the notes with the "cannot tell" line instead.
 
     Returns:
         What was done, for the log (empty for a full clone or nothing to fetch).
 
     Raises:
-        UsageError: (exit 2) "cannot tell: shallow clone" when the limit is reached or
-            a deepening fetch fails with some source still out of reach.
+        UsageError: (exit 2, only when ``strict``) "cannot tell: shallow clone" when the
+            limit is reached or a deepening fetch fails with some source still out of reach.
     """
     git = git or subprocess_git(repo_path)
     fetch = fetch or subprocess_fetch(repo_path)
@@ -306,11 +309,15 @@ def reach_serving(
         error = None if step < deepening.max_steps else "the deepening limit is reached"
         error = error or fetch(["--no-tags", f"--deepen={amount}", remote, head])
         if error:
-            raise UsageError(
+            why = (
                 f"cannot tell: shallow clone: {behind[0][:12]}, a commit that serves now, is "
                 f"not reachable from {head[:12]} in this clone after {step} deepening "
-                f"fetch(es) ({error}), so whether promoting would undo it is unknown",
-                fix="use fetch-depth: 0 with actions/checkout, or raise --max-deepen",
+                f"fetch(es) ({error}), so whether promoting would undo it is unknown"
+            )
+            if not strict:
+                return (*notes, why)
+            raise UsageError(
+                why, fix="use fetch-depth: 0 with actions/checkout, or raise --max-deepen"
             )
         step += 1
         notes.append(f"deepened the shallow clone by {amount} commit(s)")
