@@ -69,6 +69,23 @@ def test_a_depth_one_apply_of_a_good_change_promotes(served: Path, tmp_path: Pat
     assert "deepened the shallow clone" in done.stderr
 
 
+def test_the_shipped_apply_flow_works_in_a_depth_one_checkout(served: Path, tmp_path: Path) -> None:
+    """What lens-apply.yml runs: sync --fetch, ci apply --format github, sync --push."""
+    head = _reformat(served)
+    clone = tmp_path / "ci"
+    git(tmp_path, "clone", "-q", "--depth", "1", "--branch", "main", served.as_uri(), str(clone))
+    shutil.copytree(served / ".dst", clone / ".dst")
+    fetched = invoke(clone, "sync", "--fetch", "--format", "text", env=_no_github())
+    assert fetched.code == 0, fetched.stdout + fetched.stderr
+    done = invoke(clone, "ci", "apply", "--format", "github", env=_no_github())
+    assert done.code == 0, done.stdout + done.stderr
+    assert "::notice title=dst sales%3A promoted::" in done.stdout
+    pushed = invoke(clone, "sync", "--push", env=_no_github())
+    assert pushed.code == 0, pushed.stdout + pushed.stderr
+    served_now = git(served, "rev-parse", "refs/dst/serving/sales")
+    assert git(served, "rev-parse", f"{served_now}^2") == head
+
+
 def test_a_depth_one_apply_of_a_broken_change_blocks(served: Path, tmp_path: Path) -> None:
     _double(served, "units_sold")
     clone = _depth_one(served, tmp_path / "ci")
