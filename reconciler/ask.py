@@ -81,6 +81,38 @@ class AskResponse:
         """Whether data was served (a refusal or clarification never serves rows)."""
         return self.result is not None and self.trust_state != "blocked"
 
+    @property
+    def exit_code(self) -> int:
+        """``dst ask``'s exit code (DESIGN §6): 0 when data was served, 1 when nothing was."""
+        return 0 if self.served_rows else 1
+
+    def unserved_reason(self) -> str | None:
+        """Why nothing was served, as one line, or ``None`` when data was.
+
+        Returns:
+            ``"refused: …"``, ``"clarification needed: …"``, ``"declined: …"`` (the
+            generator produced no SQL) or ``"blocked by <gate>: …"`` (the first failed
+            blocking gate; ``"blocked: …"`` when none names itself).
+        """
+        if self.served_rows:
+            return None
+        if self.route == "refuse":
+            reason = f"refused: {self.message}"
+        elif self.route == "clarify":
+            reason = f"clarification needed: {self.message}"
+        elif self.sql is None:
+            reason = f"declined: {self.message or 'no answer'}"
+        else:
+            failed = [e for e in self.evaluations if not e.passed]
+            worst = next((e for e in failed if e.severity == "blocking"), None)
+            worst = worst or next(iter(failed), None)
+            reason = (
+                f"blocked by {worst.gate}: {worst.detail}"
+                if worst
+                else f"blocked: {self.message or 'no result'}"
+            )
+        return " ".join(reason.split())
+
     def to_json(self, rows_shown: int = ROWS_SHOWN) -> dict[str, Any]:
         """The response as JSON; rows capped at ``rows_shown``."""
         rows = self.result.preview(rows_shown) if self.served_rows and self.result else None

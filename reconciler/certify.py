@@ -53,6 +53,7 @@ from reconciler.ids import AnswerId
 from reconciler.interop.importers import dump_yaml, slugify
 from reconciler.lens import Answer, Lens, Provenance, load_lens
 from reconciler.loader import load_yaml
+from reconciler.provenance import certifier_problem
 from reconciler.schemas import with_schema_comment
 
 ANSWER_ID_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
@@ -248,17 +249,13 @@ def answer_file(
         ``(answer, file bytes)``; the bytes start with the schema modeline.
 
     Raises:
-        UsageError: ``certified_by`` is blank or the candidate has no SQL.
+        UsageError: ``certified_by`` is blank or a placeholder (see
+            :mod:`reconciler.provenance`), or the candidate has no SQL.
         LensLoadError: the lens does not load with the new file added (unsafe
             SQL, a relative-date question without ``as_of``, a clashing id …),
             naming the file and line.
     """
-    by = signoff.by.strip()
-    if not by:
-        raise UsageError(
-            "certified_by is empty: only a named person certifies",
-            fix='pass --by "Your Name"',
-        )
+    by = _certifier(signoff.by, fix='pass --by "Your Name"')
     if candidate.sql is None:
         raise UsageError("nothing to certify: the generator declined", fix="rephrase the question")
     shape = f" ({result_shape[0]} rows x {result_shape[1]} columns)" if result_shape else ""
@@ -277,6 +274,20 @@ def answer_file(
     content = _answer_bytes(rel, answer)
     load_lens(lens.name, {**files, rel: content}, root=lens.root)
     return answer, content
+
+
+def _certifier(by: str, *, fix: str) -> str:
+    """``by`` trimmed, when it names a person (:func:`reconciler.provenance.certifier_problem`).
+
+    Raises:
+        UsageError: it is blank or a placeholder (``TBD``, ``nobody`` …).
+    """
+    problem = certifier_problem(by)
+    if problem is not None:
+        raise UsageError(
+            f"certified_by {by.strip()!r} {problem}: only a named person certifies", fix=fix
+        )
+    return by.strip()
 
 
 def _answer_bytes(rel: str, answer: Answer) -> bytes:
@@ -358,16 +369,12 @@ def plan_migration(
         at: UTC ISO-8601 time recorded as ``certified_at``.
 
     Raises:
-        UsageError: ``by`` is blank, or there is no legacy value case to migrate.
+        UsageError: ``by`` is blank or a placeholder (see :mod:`reconciler.provenance`),
+            or there is no legacy value case to migrate.
         LensLoadError: a legacy entry lacks a question or SQL, or the migrated lens
             does not load (the file and line are named).
     """
-    who = by.strip()
-    if not who:
-        raise UsageError(
-            "certified_by is empty: only a named person certifies",
-            fix='pass --by "Your Name" (the person vouching for the legacy cases)',
-        )
+    who = _certifier(by, fix='pass --by "Your Name" (the person vouching for the legacy cases)')
     legacy = legacy_entries(files, root)
     if not legacy:
         raise UsageError(

@@ -5,6 +5,7 @@ The tree, with the exit code each class carries (``exit_code``)::
     DstError                      2  any expected failure; carries a "what to do next"
     ├── InputError                2  bad lens files, bad flags, unsafe SQL
     │   ├── LensLoadError         2  a lens file failed to parse or validate (file, line)
+    │   ├── LensLoadErrors        2  several lens files failed to load; each one is reported
     │   ├── UnsafeSqlError        2  SQL that is not exactly one read-only query
     │   └── UsageError            2  a flag, revision or lens name that does not resolve
     ├── StateError                2  serving state that cannot be read as written
@@ -73,6 +74,22 @@ class LensLoadError(InputError):
         super().__init__(f"{where}: {message}", fix=fix)
         self.path = path
         self.line = line
+
+
+class LensLoadErrors(InputError):
+    """Several lenses failed to load: every error is kept, so every file can be pointed at.
+
+    Args:
+        errors: the individual errors, in lens order.
+
+    Attributes:
+        errors: the same, as a tuple.
+    """
+
+    def __init__(self, errors: tuple[LensLoadError, ...]) -> None:
+        self.errors = errors
+        lines = [f"{len(errors)} lens files do not load:", *(e.render() for e in errors)]
+        super().__init__("\n".join(lines), fix="fix each file named above")
 
 
 class UnsafeSqlError(InputError):

@@ -22,7 +22,7 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from sqlglot.dialects.dialect import Dialect
 
-from reconciler import guard
+from reconciler import guard, provenance
 from reconciler.errors import LensLoadError
 from reconciler.ids import AnswerId, LensName
 from reconciler.loader import Document, load_yaml, validate
@@ -236,7 +236,7 @@ class Exemplar(Strict):
 
 
 class Provenance(Strict):
-    """Who certified an answer, when, and from what."""
+    """Who certified an answer, when, from what: an active one needs a person, a past date."""
 
     certified_by: str
     certified_at: str
@@ -469,6 +469,9 @@ class _Reader:
             ans = validate(Answer, d)
             self.declare("answers", ans.id, rel, d, ("id",))
             _check_query(d, ans.sql, self.dialect, self.allow)
+            if ans.status == "active":
+                who, when = ans.provenance.certified_by, ans.provenance.certified_at
+                provenance.require_certified(d, ans.id, who, when, lens=self.name)
             if self.config.as_of is None and ans.status == "active":
                 _check_relative_dates(d, ans, self.dialect)
             answers[AnswerId(ans.id)] = ans

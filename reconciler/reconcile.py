@@ -284,6 +284,13 @@ def _rewind(rt: Runtime, plan: LensPlan, source: Oid | None) -> str | None:
         return None
     if gitstate.contains(rt.repo, plan.candidate, source):
         return None
+    if rt.repo.is_shallow:
+        # the source may sit behind the grafted boundary: that is not evidence of a rewind
+        return (
+            f"cannot tell: shallow clone: {source[:12]}, the commit lens {plan.lens} serves "
+            f"now, is not reachable from {plan.candidate[:12]} here; fetch more history "
+            f"(git fetch --unshallow), or pass --allow-rewind"
+        )
     return (
         f"rewind refused: {plan.candidate[:12]} does not contain {source[:12]}, the commit "
         f"lens {plan.lens} serves now, so promoting it would undo changes that serve; merge "

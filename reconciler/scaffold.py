@@ -123,7 +123,9 @@ _ANSWER = """\
 # the question whenever a push could change its result and compares both results.
 # Certify answers with `dst certify`, which shows the SQL and its result first:
 #   dst certify --lens {name} --question "Revenue by region"
-# This example is a draft: drafts are not certified and not re-verified.
+# This example is a draft: drafts are not certified and not re-verified. Setting
+# status: active by hand does not certify it: an active answer needs a person in
+# certified_by and the day they checked it in certified_at, which dst certify writes.
 id: example_revenue_by_region
 question: Revenue by region
 sql: |

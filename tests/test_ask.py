@@ -26,9 +26,12 @@ BREAKDOWN_Q = "What is the total revenue by segment for customers whose names st
 SECRET = "sk-test-SECRET-do-not-print-4242"
 
 
-def ask(repo: Path, question: str, *extra: str, env: dict[str, str] | None = None) -> Any:
+def ask(
+    repo: Path, question: str, *extra: str, env: dict[str, str] | None = None, code: int = 0
+) -> Any:
+    """``dst ask --format json``; ``code`` 0 when data is served, 1 when nothing is."""
     done = invoke(repo, "ask", question, "--lens", "sales", "--format", "json", *extra, env=env)
-    assert done.code == 0, done.stderr
+    assert done.code == code, done.stderr
     return done.json()
 
 
@@ -81,21 +84,21 @@ def test_generated_question_is_grounded(served: Path) -> None:
 
 
 def test_excluded_topic_is_refused_with_no_rows(served: Path) -> None:
-    out = ask(served, "What is the average employee salary?")
+    out = ask(served, "What is the average employee salary?", code=1)
     assert out["route"] == "refuse" and out["trust_state"] == "not_applicable"
     assert out["rows"] == [] and out["sql"] is None
     assert "salary" in out["message"] or "employee" in out["message"]
 
 
 def test_ambiguous_question_gets_a_clarification(served: Path) -> None:
-    out = ask(served, "How is sales performance by region?")
+    out = ask(served, "How is sales performance by region?", code=1)
     assert (out["route"], out["trust_state"]) == ("clarify", "not_applicable")
     assert out["message"].startswith("Which measure do you mean by performance")
     assert out["rows"] == []
 
 
 def test_declined_question_serves_nothing(served: Path) -> None:
-    out = ask(served, SCALAR_Q)
+    out = ask(served, SCALAR_Q, code=1)
     assert out["trust_state"] == "blocked" and out["rows"] == []
     assert "unrecognised words" in out["message"]
 
@@ -105,7 +108,7 @@ def test_ask_reads_the_serving_version_not_the_working_tree(served: Path) -> Non
     before = path.read_text()
     path.write_text(before.replace('"salary", ', ""))
     try:
-        out = ask(served, "What is the total salary?")
+        out = ask(served, "What is the total salary?", code=1)
     finally:
         path.write_text(before)
     assert out["route"] == "refuse"
@@ -143,7 +146,8 @@ def test_breakdown_multi_row_result_is_not_flagged(served_with_smart: Path) -> N
 
 def test_unsafe_smart_sql_never_runs(served_with_smart: Path) -> None:
     with serve(lambda _m: "DELETE FROM orders") as llm:
-        out = ask(served_with_smart, SCALAR_Q, "--max-repairs", "0", env=smart_env(llm.base_url))
+        env = smart_env(llm.base_url)
+        out = ask(served_with_smart, SCALAR_Q, "--max-repairs", "0", env=env, code=1)
     assert out["trust_state"] == "blocked" and out["rows"] == []
     assert "unsafe" in out["attempts"][0]["declined"]
     again = ask(served_with_smart, "How many orders were placed in 2024?")
@@ -152,7 +156,8 @@ def test_unsafe_smart_sql_never_runs(served_with_smart: Path) -> None:
 
 def test_smart_decline_and_endpoint_failure_are_declines(served_with_smart: Path) -> None:
     with serve(lambda _m: "DECLINE: the lens has no customer names") as llm:
-        out = ask(served_with_smart, SCALAR_Q, "--max-repairs", "0", env=smart_env(llm.base_url))
+        env = smart_env(llm.base_url)
+        out = ask(served_with_smart, SCALAR_Q, "--max-repairs", "0", env=env, code=1)
     assert "no customer names" in out["message"] and out["rows"] == []
     with serve(lambda _m: "unused", status=500) as llm:
         env = {**smart_env(llm.base_url), "DST_LLM_API_KEY": SECRET}
@@ -168,7 +173,7 @@ def test_smart_decline_and_endpoint_failure_are_declines(served_with_smart: Path
             "json",
             env=env,
         )
-    assert done.code == 0
+    assert done.code == 1, done.stderr
     assert "smart tier call failed" in done.json()["message"]
     assert SECRET not in done.stdout + done.stderr
 
@@ -189,3 +194,17 @@ def test_api_key_is_sent_but_never_printed(served_with_smart: Path) -> None:
 def test_leaner_than_production_is_stated(served_with_smart: Path) -> None:
     out = ask(served_with_smart, "How many orders were placed in 2024?")
     assert any("smart tier is not configured" in n for n in out["notes"])
+
+
+def test_sql_that_fails_to_run_is_blocked_and_exits_1(served_with_smart: Path) -> None:
+    with serve(lambda _m: "SELECT no_such_column FROM orders") as llm:
+        env = smart_env(llm.base_url)
+        out = ask(served_with_smart, SCALAR_Q, "--max-repairs", "0", env=env, code=1)
+        text = invoke(
+            served_with_smart, "ask", SCALAR_Q, "--lens", "sales", "--max-repairs", "0", env=env
+        )
+    assert out["trust_state"] == "blocked" and out["rows"] == []
+    assert out["sql"].startswith("SELECT no_such_column")
+    assert text.code == 1
+    reason = [line for line in text.stderr.splitlines() if "nothing served" in line]
+    assert len(reason) == 1 and reason[0].startswith("dst ask: nothing served: blocked by ")

@@ -34,6 +34,7 @@ EXPECTED_CODES: dict[type[errors.DstError], int] = {
     errors.DstError: 2,
     errors.InputError: 2,
     errors.LensLoadError: 2,
+    errors.LensLoadErrors: 2,
     errors.UnsafeSqlError: 2,
     errors.UsageError: 2,
     errors.StateError: 2,
@@ -46,6 +47,10 @@ EXPECTED_CODES: dict[type[errors.DstError], int] = {
 def _instance(cls: type[errors.DstError]) -> errors.DstError:
     if cls is errors.LensLoadError:
         return errors.LensLoadError("lenses/x/metrics/m.yaml", "bad key", line=3, fix="drop it")
+    if cls is errors.LensLoadErrors:
+        one = errors.LensLoadError("lenses/x/lens.yaml", "bad key", line=3, fix="drop it")
+        two = errors.LensLoadError("lenses/y/lens.yaml", "bad key", line=4, fix="drop it")
+        return errors.LensLoadErrors((one, two))
     if cls is errors.RefConflict:
         return errors.RefConflict("refs/dst/serving/x", "a" * 40, None)
     if cls is errors.StaleLock:

@@ -14,135 +14,39 @@ import shlex
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import yaml
 
 from reconciler.git import hooks
-from tests.helpers import GIT_ENV, PROJECT, commit, git, invoke
+from tests.helpers import PROJECT, commit, git, invoke
+from tests.helpers.push import ZERO, Done, PushPair, copy_pair, make_push_template, with_hook
+from tests.helpers.push import break_sales as _break_sales
+from tests.helpers.push import push_env as _env
+from tests.helpers.push import run as _run
+from tests.helpers.push import touch_readme as _touch_readme
 
-ZERO = "0" * 40
-BIN = str(Path(sys.executable).parent)  # where this interpreter's `dst` script lives
 STDLIB_ONLY_BANNED = ("sqlalchemy", "sqlglot", "typer", "pydantic", "duckdb", "yaml", "rich")
-
-
-def _env(home: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    env = {**os.environ, **GIT_ENV, "HOME": str(home)}
-    env["PATH"] = BIN + os.pathsep + env.get("PATH", "")
-    for name in list(env):
-        if name.startswith(("DST_", "PRE_COMMIT_")) or name in ("GIT_DIR", "GIT_WORK_TREE"):
-            del env[name]
-    env.update(extra or {})
-    return env
-
-
-@dataclass
-class Done:
-    """A finished process with text output."""
-
-    code: int
-    stdout: str
-    stderr: str
-
-
-def _run(
-    cwd: Path,
-    *cmd: str,
-    env: Mapping[str, str] | None = None,
-    stdin: bytes | None = b"",
-) -> Done:
-    done = subprocess.run(
-        list(cmd),
-        cwd=cwd,
-        env=_env(cwd, env),
-        input=stdin,
-        capture_output=True,
-        timeout=300,
-        check=False,
-    )
-    return Done(
-        done.returncode,
-        done.stdout.decode(errors="replace"),
-        done.stderr.decode(errors="replace"),
-    )
-
-
-@dataclass
-class PushPair:
-    """A bare origin and a clone of it holding the seeded, promoted example lenses."""
-
-    origin: Path
-    clone: Path
-
-    def push(self, *args: str, env: Mapping[str, str] | None = None) -> Done:
-        """``git push`` from the clone (the installed hook runs unless --no-verify)."""
-        return _run(self.clone, "git", "push", *args, env=env)
-
-    def remote(self, ref: str) -> str | None:
-        """The oid ``ref`` has on the origin, or ``None``."""
-        done = _run(self.origin, "git", "rev-parse", "--verify", "-q", ref)
-        return done.stdout.strip() or None
-
-    def hook(self, data: bytes, *args: str, env: Mapping[str, str] | None = None) -> Done:
-        """``dst hook-impl pre-push`` in the clone with exactly ``data`` on stdin."""
-        argv = args or ("origin", str(self.origin))
-        cmd = (sys.executable, "-m", "reconciler", "hook-impl", "pre-push", *argv)
-        return _run(self.clone, *cmd, env=env, stdin=data)
-
-    def rev(self, rev: str) -> str:
-        """A revision of the clone as a full oid."""
-        return git(self.clone, "rev-parse", rev)
 
 
 @pytest.fixture(scope="session")
 def _push_template(
     _seeded_template: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[Path, Path]:
-    base = tmp_path_factory.mktemp("push")
-    origin, clone = base / "origin.git", base / "clone"
-    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(origin)], check=True)
-    git(_seeded_template, "push", "-q", str(origin), "main")
-    subprocess.run(["git", "clone", "-q", str(origin), str(clone)], check=True, env=_env(base))
-    seeded = invoke(clone, "seed")
-    assert seeded.code == 0, seeded.stderr
-    applied = invoke(clone, "apply")
-    assert applied.code == 0, applied.stdout + applied.stderr
-    return origin, clone
+    return make_push_template(_seeded_template, tmp_path_factory.mktemp("push"))
 
 
 @pytest.fixture
 def bare_pair(_push_template: tuple[Path, Path], tmp_path: Path) -> PushPair:
     """Origin and clone (lenses promoted, warehouse seeded), no hook installed."""
-    origin, clone = tmp_path / "origin.git", tmp_path / "clone"
-    shutil.copytree(_push_template[0], origin, symlinks=True)
-    shutil.copytree(_push_template[1], clone, symlinks=True)
-    git(clone, "remote", "set-url", "origin", str(origin))
-    return PushPair(origin, clone)
+    return copy_pair(_push_template, tmp_path)
 
 
 @pytest.fixture
 def pair(bare_pair: PushPair) -> PushPair:
     """Origin and clone with dst's pre-push hook installed in the clone."""
-    change = hooks.install(hooks.hooks_dir(bare_pair.clone))
-    assert change.action == "installed"
-    return bare_pair
-
-
-def _break_sales(repo: Path, message: str = "double units_sold") -> str:
-    """Commit a lens change that makes certified answers wrong (units_sold doubled)."""
-    path = repo / "lenses" / "sales" / "metrics" / "units_sold.yaml"
-    text = path.read_text()
-    expression = yaml.safe_load(text)["expression"]
-    doubled = text.replace(f"expression: {expression}", f"expression: ({expression}) * 2")
-    assert doubled != text
-    return commit(repo, {"lenses/sales/metrics/units_sold.yaml": doubled}, message)
-
-
-def _touch_readme(repo: Path, text: str = "notes\n") -> str:
-    return commit(repo, {"README.md": text}, "docs only")
+    return with_hook(bare_pair)
 
 
 def _line(local_ref: str, local: str, remote_ref: str, remote: str) -> bytes:
@@ -239,7 +143,7 @@ def test_new_branch_is_scoped_to_the_commits_new_to_the_remote(pair: PushPair) -
     assert pair.remote("refs/heads/topic") is None
 
 
-def test_a_push_to_a_bare_url_scopes_by_the_merge_base_with_the_serving_branch(
+def test_a_push_to_a_bare_url_checks_every_lens_the_pushed_commits_touch(
     pair: PushPair,
 ) -> None:
     url = str(pair.origin)  # no named remote, so no remote-tracking refs to go by
@@ -247,20 +151,17 @@ def test_a_push_to_a_bare_url_scopes_by_the_merge_base_with_the_serving_branch(
     _touch_readme(pair.clone)
     done = pair.push(url, "feature")
     assert done.code == 0, done.stderr
-    assert f"no lens changed (since the merge base {pair.rev('main')[:12]}" in done.stderr
+    assert (
+        f"no remote-tracking ref for {url}: checking every lens the pushed commits touch"
+        in done.stderr
+    )
+    assert "gating finance, sales" in done.stderr
 
     _break_sales(pair.clone)
     done = pair.push(url, "HEAD:refs/heads/feature2")
     assert done.code != 0
-    assert "lens(es) changed: sales (since the merge base" in done.stderr
+    assert f"no remote-tracking ref for {url}" in done.stderr
     assert "sales: BLOCKED" in done.stderr
-
-    git(pair.clone, "config", "dst.servingBranch", "release")
-    git(pair.clone, "reset", "-q", "--hard", "HEAD~1")
-    done = pair.push(url, "HEAD:refs/heads/feature3")
-    assert done.code == 0, done.stderr
-    assert "no serving branch here: checking every lens in full" in done.stderr
-    assert "gating finance, sales" in done.stderr
 
 
 def test_new_history_is_checked_in_full(pair: PushPair) -> None:

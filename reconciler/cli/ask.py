@@ -4,14 +4,18 @@ The lens is read from its serving deployment (``refs/dst/serving/<lens>``), neve
 from the working tree: what ``dst ask`` answers is what production serves. The
 steps are :func:`reconciler.ask.ask`'s. Nothing is written.
 
-Exit codes: 0 when a response was produced (whatever its route or trust state:
-a refusal or clarification is a good answer); 2 bad input (an unknown or
-never-promoted lens, an unreachable warehouse).
+Exit codes (DESIGN §6): 0 when data was served (a certified or generated route
+with a result); 1 when nothing was (declined, refused, a clarification asked,
+blocked by a gate), with a one-line reason on stderr in text mode (the JSON on
+stdout is the same either way); 2 bad input (an unknown or never-promoted lens,
+listing the lenses that serve and those that exist but do not; an unreachable
+warehouse).
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -22,6 +26,7 @@ from reconciler.errors import UsageError
 
 if TYPE_CHECKING:
     from reconciler.ask import AskResponse
+    from reconciler.context import Runtime
 
 
 def ask(
@@ -43,10 +48,7 @@ def ask(
     try:
         dep, served = load_serving(rt.repo, lens)
         if dep is None or served is None:
-            raise UsageError(
-                f"lens {lens!r} has no serving version",
-                fix=f"promote it first: `dst apply --lens {lens}` (see `dst status`)",
-            )
+            raise not_serving(rt, lens)
         smart, _why = rt.smart_for(served)
         executor = rt.warehouse_for(served)
         resp = serve(
@@ -66,7 +68,39 @@ def ask(
     else:
         for line in render_text(resp):
             print(line)
-    return 0
+        reason = resp.unserved_reason()
+        if reason is not None:
+            print(f"dst ask: nothing served: {reason}", file=sys.stderr, flush=True)
+    return resp.exit_code
+
+
+def not_serving(rt: Runtime, lens: str) -> UsageError:
+    """The error for a lens with no serving version, naming the lenses there are.
+
+    Returns:
+        A :class:`UsageError` (exit 2): "has no serving version" for a lens that
+        exists (in ``lenses/`` or with state under ``refs/dst/``), "no lens" for one
+        that does not; both list the serving lenses and those that do not serve.
+    """
+    # lazy: the serving-state readers load pygit2, which `dst --help` does not need
+    from reconciler.history import status
+
+    rows = status(rt)
+    serving = [r.lens for r in rows if r.serving]
+    idle = [r.lens for r in rows if not r.serving and r.lens != lens]
+    known = (
+        f"serving: {', '.join(serving) or 'none'}; "
+        f"exist but do not serve: {', '.join(idle) or 'none'}"
+    )
+    if any(r.lens == lens for r in rows):
+        return UsageError(
+            f"lens {lens!r} has no serving version ({known})",
+            fix=f"promote it first: `dst apply --lens {lens}` (see `dst status`)",
+        )
+    return UsageError(
+        f"no lens {lens!r} ({known})",
+        fix="pass --lens one of the serving lenses; a new lens serves after `dst apply`",
+    )
 
 
 def render_text(resp: AskResponse) -> list[str]:

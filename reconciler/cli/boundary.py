@@ -133,10 +133,9 @@ def _expected(exc: DstError, invocation: Invocation) -> int:
         print(json.dumps(obj, indent=2), flush=True)
     elif invocation.fmt == "github":
         # lazy: only this error path needs the workflow-command renderer
-        from reconciler.render.github import command as workflow_command
+        from reconciler.render.github import error_commands
 
-        title = f"dst {invocation.command}"
-        print(workflow_command("error", exc.render(), title=title), flush=True)
+        print("\n".join(error_commands(exc, f"dst {invocation.command}")), flush=True)
     invocation.say(f"error: {exc.render()}")
     return code
 

@@ -19,9 +19,8 @@ prints it as an ``::error`` annotation.
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -33,7 +32,7 @@ from reconciler.cli.common import runtime
 from reconciler.cli.options import RepoOpt, WarehouseOpt, record_invocation
 from reconciler.errors import UsageError
 from reconciler.git import base as prbase
-from reconciler.git.base import Event, read_event
+from reconciler.git.base import Event, load_event
 
 if TYPE_CHECKING:
     from reconciler.render.github import Where
@@ -61,21 +60,14 @@ CiFormatOpt = Annotated[
         callback=record_invocation,
     ),
 ]
+MaxDeepenOpt = Annotated[
+    int, typer.Option("--max-deepen", min=0, help="Deepening fetches a shallow clone may take.")
+]
+DeepenByOpt = Annotated[
+    int, typer.Option("--deepen-by", min=1, help="Commits of the first deepening step.")
+]
+RemoteOpt = Annotated[str, typer.Option("--remote", help="Remote to fetch history from.")]
 JunitOpt = Annotated[Path | None, typer.Option("--junit", help="Also write JUnit XML to FILE.")]
-
-
-def _event(env: Mapping[str, str]) -> Event:
-    path = env.get("GITHUB_EVENT_PATH")
-    payload: Any = None
-    if path and Path(path).is_file():
-        try:
-            payload = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise UsageError(
-                f"{path}: the GitHub event payload does not read as JSON ({exc})",
-                fix="unset GITHUB_EVENT_PATH outside GitHub Actions",
-            ) from None
-    return read_event(env, payload if isinstance(payload, dict) else None)
 
 
 def _locations(rt: Any, report: RunReport) -> dict[tuple[str, str], Where]:
@@ -150,6 +142,45 @@ def _changed_lenses(repo: Any, base: str, head: str) -> tuple[list[str], list[st
     return check, notes
 
 
+def _load_every_lens(rt: Any, commit: str, only: list[str] | None) -> None:
+    """Load each lens the gate will open at ``commit``, so every load error is reported.
+
+    The reconcile stops at the first lens that does not load; a pull request that
+    breaks two lenses should hear about both, each at its file and line. A lens
+    whose tree is already serving is not opened (the reconcile does not open it).
+
+    Args:
+        rt: the runtime.
+        commit: hex oid of the candidate.
+        only: the lenses to check; ``None`` for every lens at ``commit``.
+
+    Raises:
+        LensLoadError: one lens does not load.
+        LensLoadErrors: several do; each keeps its file and line.
+    """
+    # lazy: lens loading pulls in pydantic and sqlglot, which `dst --help` does not need
+    from reconciler.errors import LensLoadError, LensLoadErrors
+    from reconciler.git import refs as refstore
+    from reconciler.git import trees as gitstate
+    from reconciler.ids import Oid
+
+    trees = gitstate.lens_trees(rt.repo, Oid(commit))
+    errors: list[LensLoadError] = []
+    for name in sorted(trees if only is None else set(only) & set(trees)):
+        serving = refstore.ref_target(rt.repo, refstore.serving_ref(name))
+        tree = trees[name].tree
+        if serving is not None and refstore.read_deployment(rt.repo, serving).lens_tree == tree:
+            continue
+        try:
+            gitstate.load_lens_at(rt.repo, trees[name])
+        except LensLoadError as exc:
+            errors.append(exc)
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise LensLoadErrors(tuple(errors))
+
+
 @ci_app.command("check")
 def check(
     base: Annotated[
@@ -162,15 +193,9 @@ def check(
     ] = None,
     head: Annotated[str, typer.Option("--head", help="Revision to check.")] = "HEAD",
     junit: JunitOpt = None,
-    max_deepen: Annotated[
-        int, typer.Option("--max-deepen", min=0, help="Deepening fetches a shallow clone may take.")
-    ] = 10,
-    deepen_by: Annotated[
-        int, typer.Option("--deepen-by", min=1, help="Commits of the first deepening step.")
-    ] = 32,
-    remote: Annotated[str, typer.Option("--remote", help="Remote to fetch history from.")] = (
-        "origin"
-    ),
+    max_deepen: MaxDeepenOpt = 10,
+    deepen_by: DeepenByOpt = 32,
+    remote: RemoteOpt = "origin",
     warehouse: WarehouseOpt = None,
     repo: RepoOpt = None,
     fmt: CiFormatOpt = CiFormat.text,
@@ -180,13 +205,18 @@ def check(
     from reconciler.git.sync import require_known
     from reconciler.reconcile import reconcile
 
-    event = _event(os.environ)
+    event = load_event(os.environ)
     rt = runtime(repo, warehouse)
     try:
         span = _Span(base, head, max_deepen, deepen_by, remote)
         head_oid, merge_base, notes = _resolve_span(rt, event, span)
+        # a dry run: a commit out of reach only warns, as a rewind would
+        if _reach_serving(rt, head_oid, span, strict=False):
+            rt.close()  # the open repository still sees the old shallow boundary
+            rt = runtime(repo, warehouse)
         names, more = _changed_lenses(rt.repo, merge_base, head_oid)
         require_known(rt.repo)
+        _load_every_lens(rt, head_oid, names)
         report = reconcile(rt, to=head_oid, only=names, dry_run=True)
         report.command = "ci check"
         report.messages[:0] = [*notes, *more]
@@ -255,9 +285,28 @@ def _resolve_span(rt: Any, event: Event, span: _Span) -> tuple[str, str, list[st
     return head_oid, resolved.merge_base, [note]
 
 
+def _reach_serving(rt: Any, head: str, span: _Span, *, strict: bool = True) -> bool:
+    """Deepen a shallow clone until what serves is reachable from ``head``; whether it fetched.
+
+    Raises:
+        UsageError: "cannot tell: shallow clone", only when ``strict``
+            (:func:`reconciler.git.base.reach_serving`).
+    """
+    deepening = prbase.Deepening(span.max_deepen, span.deepen_by)
+    notes = prbase.reach_serving(
+        rt.root, head, deepening=deepening, remote=span.remote, strict=strict
+    )
+    for note in notes:
+        rt.progress(note)
+    return any(note.startswith("deepened") for note in notes)
+
+
 @ci_app.command("apply")
 def apply(
     junit: JunitOpt = None,
+    max_deepen: MaxDeepenOpt = 10,
+    deepen_by: DeepenByOpt = 32,
+    remote: RemoteOpt = "origin",
     warehouse: WarehouseOpt = None,
     repo: RepoOpt = None,
     fmt: CiFormatOpt = CiFormat.text,
@@ -267,7 +316,7 @@ def apply(
     from reconciler.git.sync import require_known
     from reconciler.reconcile import reconcile
 
-    event = _event(os.environ)
+    event = load_event(os.environ)
     if event.is_pull_request:
         raise UsageError(
             f"refusing to apply on a {event.name} event: HEAD is GitHub's merge commit "
@@ -277,7 +326,15 @@ def apply(
         )
     rt = runtime(repo, warehouse)
     try:
+        head = prbase.subprocess_git(rt.root)(["rev-parse", "--verify", "--quiet", "HEAD"])
+        if head is not None:
+            span = _Span(None, head, max_deepen, deepen_by, remote)
+            if _reach_serving(rt, head, span):
+                rt.close()  # the open repository still sees the old shallow boundary
+                rt = runtime(repo, warehouse)
         require_known(rt.repo)
+        if head is not None:
+            _load_every_lens(rt, head, None)
         report = reconcile(rt, to="HEAD")
         report.command = "ci apply"
         return _publish(rt, report, fmt, junit, "dst lens apply")

@@ -8,6 +8,7 @@ history" — it never diffs against a grafted root as if every lens were new.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
@@ -248,6 +249,81 @@ def _deepen_to_merge_base(
         notes.append(f"deepened the shallow clone by {amount} commit(s)")
 
 
+def serving_sources(git: Git, prefix: str = "refs/dst/serving/") -> tuple[str, ...]:
+    """The source commits (second parents) of the deployments under ``prefix``, sorted.
+
+    A deployment commit's parents are the previous deployment, then the source
+    commit it promoted (:mod:`reconciler.git.refs`).
+    """
+    listed = git(["for-each-ref", "--format=%(objectname)", prefix]) or ""
+    sources = {raw_parents(git, dep)[1:2] for dep in listed.split()}
+    return tuple(sorted(p[0] for p in sources if p))
+
+
+def reach_serving(
+    repo_path: str | os.PathLike[str],
+    head: str,
+    *,
+    deepening: Deepening = Deepening(),
+    remote: str = "origin",
+    fetch: Fetch | None = None,
+    git: Git | None = None,
+    strict: bool = True,
+) -> tuple[str, ...]:
+    """Deepen a shallow clone until every serving source commit is reachable from ``head``.
+
+    The rewind check asks whether ``head`` contains the commit each lens serves;
+    in a shallow clone (``actions/checkout``'s default is depth 1) that commit sits
+    behind the grafted boundary and looks unrelated. Deepening stops as soon as
+    every source is an ancestor of ``head``, or the clone is no longer shallow
+    (then an unrelated source is a real rewind, for the rewind check to refuse).
+    Steps grow as in :func:`resolve_base`. A full clone is left alone.
+
+    Args:
+        repo_path: the working tree.
+        head: hex oid of the candidate commit.
+        deepening: how far the clone may be deepened.
+        remote: the remote to fetch history from.
+        fetch, git: runners (default: the git CLI in ``repo_path``).
+        strict: raise when a source stays out of reach; ``False`` (a dry run, where a
+            rewind only warns) ends the notes with the "cannot tell" line instead.
+
+    Returns:
+        What was done, for the log (empty for a full clone or nothing to fetch).
+
+    Raises:
+        UsageError: (exit 2, only when ``strict``) "cannot tell: shallow clone" when the
+            limit is reached or a deepening fetch fails with some source still out of reach.
+    """
+    git = git or subprocess_git(repo_path)
+    fetch = fetch or subprocess_fetch(repo_path)
+    notes: list[str] = []
+    step = 0
+    while is_shallow(git):
+        behind = [
+            s for s in serving_sources(git) if git(["merge-base", "--is-ancestor", s, head]) is None
+        ]
+        if not behind:
+            break
+        amount = deepening.first_step * 2**step
+        error = None if step < deepening.max_steps else "the deepening limit is reached"
+        error = error or fetch(["--no-tags", f"--deepen={amount}", remote, head])
+        if error:
+            why = (
+                f"cannot tell: shallow clone: {behind[0][:12]}, a commit that serves now, is "
+                f"not reachable from {head[:12]} in this clone after {step} deepening "
+                f"fetch(es) ({error}), so whether promoting would undo it is unknown"
+            )
+            if not strict:
+                return (*notes, why)
+            raise UsageError(
+                why, fix="use fetch-depth: 0 with actions/checkout, or raise --max-deepen"
+            )
+        step += 1
+        notes.append(f"deepened the shallow clone by {amount} commit(s)")
+    return tuple(notes)
+
+
 # ---------------------------------------------------------------- the event
 
 
@@ -273,15 +349,90 @@ class Event:
         return self.name in ("pull_request", "pull_request_target")
 
 
-def read_event(env: Mapping[str, str], payload: Mapping[str, Any] | None) -> Event:
-    """The :class:`Event` from the environment and the event payload (``GITHUB_EVENT_PATH``)."""
-    payload = payload or {}
+EVENT_FIX = (
+    "GITHUB_EVENT_PATH must name the event payload GitHub Actions wrote; unset it outside "
+    "GitHub Actions"
+)
+
+
+def _member(where: str, obj: Mapping[str, Any], key: str, kind: type, path: str) -> Any:
+    """``obj[key]`` when absent, ``null`` or of ``kind``; else a usage error naming it.
+
+    Raises:
+        UsageError: (exit 2) the value has another type; names ``path`` and the key.
+    """
+    value = obj.get(key)
+    if value is None or isinstance(value, kind):
+        return value
+    shown = f"{where}.{key}" if where else key
+    raise UsageError(
+        f"{path}: key {shown!r} of the GitHub event payload is a {type(value).__name__}, "
+        f"expected {'an object' if kind is Mapping else 'a string'}",
+        fix=EVENT_FIX,
+    )
+
+
+def read_event(
+    env: Mapping[str, str],
+    payload: object,
+    *,
+    path: str = "the GitHub event payload",
+) -> Event:
+    """The :class:`Event` from the environment and the event payload (``GITHUB_EVENT_PATH``).
+
+    Args:
+        env: the environment; reads ``GITHUB_EVENT_NAME``.
+        payload: the parsed payload, or ``None`` when there is none.
+        path: where the payload came from, for errors.
+
+    Raises:
+        UsageError: (exit 2) the payload is not a JSON object, or one of the keys read
+            (``pull_request``, ``pull_request.base``/``.head`` and their ``sha``,
+            ``repository``, ``repository.default_branch``, ``before``) has the wrong
+            type; the message names ``path`` and the key.
+    """
+    if payload is None:
+        payload = {}
+    if not isinstance(payload, Mapping):
+        raise UsageError(
+            f"{path}: the GitHub event payload is a JSON {type(payload).__name__}, "
+            f"expected an object",
+            fix=EVENT_FIX,
+        )
     name = env.get("GITHUB_EVENT_NAME") or None
-    pr = payload.get("pull_request") or {}
-    repo = payload.get("repository") or {}
-    default = repo.get("default_branch") if isinstance(repo, Mapping) else None
-    if isinstance(pr, Mapping) and pr:
-        base = (pr.get("base") or {}).get("sha")
-        head = (pr.get("head") or {}).get("sha")
-        return Event(name, base, head, default)
-    return Event(name, payload.get("before"), None, default)
+    repo = _member("", payload, "repository", Mapping, path) or {}
+    default = _member("repository", repo, "default_branch", str, path)
+    pr = _member("", payload, "pull_request", Mapping, path) or {}
+    if pr:
+        base = _member("pull_request", pr, "base", Mapping, path) or {}
+        head = _member("pull_request", pr, "head", Mapping, path) or {}
+        return Event(
+            name,
+            _member("pull_request.base", base, "sha", str, path),
+            _member("pull_request.head", head, "sha", str, path),
+            default,
+        )
+    return Event(name, _member("", payload, "before", str, path), None, default)
+
+
+def load_event(env: Mapping[str, str]) -> Event:
+    """The :class:`Event` of this run: ``GITHUB_EVENT_NAME`` and the ``GITHUB_EVENT_PATH`` file.
+
+    No ``GITHUB_EVENT_PATH`` (or one naming no file) reads as an event without a payload.
+
+    Raises:
+        UsageError: (exit 2) the file does not read as UTF-8 JSON, or is malformed
+            (:func:`read_event`); the message names the file (and the key).
+    """
+    path = env.get("GITHUB_EVENT_PATH")
+    if not path or not os.path.isfile(path):
+        return read_event(env, None)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            payload = json.load(handle)
+    except (OSError, ValueError) as exc:
+        raise UsageError(
+            f"{path}: the GitHub event payload does not read as JSON ({exc})",
+            fix=EVENT_FIX,
+        ) from None
+    return read_event(env, payload, path=path)

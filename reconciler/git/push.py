@@ -25,19 +25,20 @@ deletion (local oid all zeros)        nothing
 remote oid present locally            lenses whose tree differs, remote → local
 remote oid all zeros (new ref)        lenses the commits new to the remote touch:
                                       commits not reachable from any
-                                      ``refs/remotes/<remote>/*``; with no such
-                                      refs, changes since the merge base with
-                                      the serving branch; every lens for new
-                                      history (a root commit)
+                                      ``refs/remotes/<remote>/*``; every lens
+                                      for new history (a root commit)
+new ref, no remote-tracking refs      every lens any pushed commit touches,
+                                      walking back to the root
 remote oid absent locally             every lens, in full ("history rewritten")
 ====================================  ==========================================
 
-The serving branch is ``git config dst.servingBranch`` if set, else the branch
-``refs/remotes/<remote>/HEAD`` names, else ``main``. Tags are peeled to their
-commit, so a tag on a commit the remote already has adds nothing to check. Lens
-directories are compared by tree id (:func:`changed_lenses`, which ``dst ci
-check`` uses too): an unchanged lens subtree has the same oid on both sides and
-is never opened.
+A push to a URL (no configured remote) or from a clone without remote-tracking
+refs knows nothing about what the remote has beyond the remote oid, so no local
+branch is ever taken as the base: a local ``main`` may itself hold the unchecked
+commit. Tags are peeled to their commit, so a tag on a commit the remote
+already has adds nothing to check. Lens directories are compared by tree id
+(:func:`changed_lenses`, which ``dst ci check`` uses too): an unchanged lens
+subtree has the same oid on both sides and is never opened.
 
 This module imports only the standard library, pygit2 and
 :mod:`reconciler.errors`: a push that changes no lens is decided with nothing
@@ -56,8 +57,6 @@ from reconciler.errors import UsageError
 LENSES_DIR = "lenses"
 DST_REFS = "refs/dst/"
 SERVING_PREFIX = "refs/dst/serving/"
-SERVING_BRANCH_KEY = "dst.servingBranch"
-DEFAULT_SERVING_BRANCH = "main"
 
 
 @dataclass(frozen=True)
@@ -256,23 +255,21 @@ def _tracking_tips(repo: pygit2.Repository, remote: str | None) -> list[pygit2.O
     return tips
 
 
-def _serving_branch(repo: pygit2.Repository, remote: str | None) -> pygit2.Commit | None:
-    """The tip of the branch lenses are served from, or ``None`` if it does not resolve.
+def _touched(repo: pygit2.Repository, head: pygit2.Commit) -> set[str]:
+    """Every lens a commit reachable from ``head`` changed, walking back to the root.
 
-    The branch is ``git config dst.servingBranch``, else the one the remote's
-    ``HEAD`` names, else ``main``.
+    A commit without parents (a root, or a shallow clone's grafted boundary) touches
+    every lens it holds; any other commit touches the lenses whose tree differs from
+    one of its parents'.
     """
-    try:
-        rev = str(repo.config[SERVING_BRANCH_KEY])
-    except KeyError:
-        rev = DEFAULT_SERVING_BRANCH
-        head = repo.references.get(f"refs/remotes/{remote}/HEAD") if remote else None
-        if head is not None and isinstance(head.target, str):
-            rev = head.target
-    try:
-        return _peel_commit(repo, str(repo.revparse_single(rev).id))
-    except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
-        return None
+    touched: set[str] = set()
+    for commit in repo.walk(head.id, pygit2.enums.SortMode.TOPOLOGICAL):
+        if not commit.parent_ids:
+            touched |= set(_lens_entries(repo, commit))
+            continue
+        for parent in commit.parents:
+            touched |= changed_lenses(repo, str(parent.id), str(commit.id))
+    return touched
 
 
 def _new_ref_bases(
@@ -281,39 +278,28 @@ def _new_ref_bases(
     """Where the commits new to the remote start, for a ref the remote does not have.
 
     Returns:
-        ``(bases, why)``. With remote-tracking refs for ``remote``, the bases are the
-        parents of the oldest commits reachable from ``head`` but from none of
-        ``refs/remotes/<remote>/*`` (an empty list when there are no such commits).
-        Without them, the base is the merge base with the serving branch. ``None``
-        instead of a list means there is no base to trust (new history, or nothing
-        known about the remote) and every lens has to be checked.
+        ``(bases, why)``: the parents of the oldest commits reachable from ``head``
+        but from none of ``refs/remotes/<remote>/*`` (an empty list when there are
+        no such commits). ``None`` instead of a list means there is no base to
+        trust: new history (a root commit among the new ones, ``why`` says so), or
+        no remote-tracking ref at all (``why`` is empty; the caller walks every
+        pushed commit instead).
     """
     tips = _tracking_tips(repo, remote)
-    if tips:
-        walker = repo.walk(head.id, pygit2.enums.SortMode.TOPOLOGICAL)
-        for tip in tips:
-            walker.hide(tip)
-        new = {c.id: c for c in walker}
-        bases: dict[pygit2.Oid, pygit2.Commit] = {}
-        for commit in new.values():
-            if not commit.parent_ids:
-                return None, f"new history (root commit {str(commit.id)[:12]}) for {remote}"
-            for parent in commit.parents:
-                if parent.id not in new:
-                    bases[parent.id] = parent
-        return list(bases.values()), f"{len(new)} commit(s) new to {remote}"
-    branch = _serving_branch(repo, remote)
-    if branch is None:
-        return None, f"nothing known about {remote} and no serving branch here"
-    base_id = repo.merge_base(head.id, branch.id)
-    base = _peel_commit(repo, str(base_id)) if base_id is not None else None
-    if base is None:
-        return None, f"nothing known about {remote}; unrelated to the serving branch"
-    if base.id == head.id:
-        # The serving branch itself (or an ancestor) pushed where nothing is known:
-        # there is no smaller scope to trust.
-        return None, f"nothing known about {remote}; this is the serving branch"
-    return [base], f"since the merge base {str(base.id)[:12]} with the serving branch"
+    if not tips:
+        return None, ""
+    walker = repo.walk(head.id, pygit2.enums.SortMode.TOPOLOGICAL)
+    for tip in tips:
+        walker.hide(tip)
+    new = {c.id: c for c in walker}
+    bases: dict[pygit2.Oid, pygit2.Commit] = {}
+    for commit in new.values():
+        if not commit.parent_ids:
+            return None, f"new history (root commit {str(commit.id)[:12]}) for {remote}"
+        for parent in commit.parents:
+            if parent.id not in new:
+                bases[parent.id] = parent
+    return list(bases.values()), f"{len(new)} commit(s) new to {remote}"
 
 
 def scope_ref(repo: pygit2.Repository, pushed: PushedRef, remote: str | None) -> RefCheck:
@@ -346,6 +332,15 @@ def scope_ref(repo: pygit2.Repository, pushed: PushedRef, remote: str | None) ->
     oid = str(head.id)
     if pushed.new_on_remote:
         found, how = _new_ref_bases(repo, head, remote)
+        if found is None and not how:
+            lenses = gateable(repo, oid, _touched(repo, head))
+            return RefCheck(
+                label,
+                oid,
+                lenses,
+                f"no remote-tracking ref for {remote}: checking every lens the pushed "
+                "commits touch",
+            )
         if found is None:
             lenses = _every_lens(repo, head)
             return RefCheck(label, oid, lenses, f"{how}: checking every lens in full")

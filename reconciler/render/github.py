@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from reconciler.errors import LensLoadError
+from reconciler.errors import DstError, LensLoadError, LensLoadErrors
 from reconciler.loader import load_yaml
 from reconciler.render.text import to_text
 from reconciler.results import LensRun, RunReport
@@ -124,6 +124,24 @@ def command(name: str, message: str = "", **properties: str | int | None) -> str
         if value is not None
     )
     return f"::{name}{' ' + props if props else ''}::{escape_data(message)}"
+
+
+def error_commands(exc: DstError, title: str) -> list[str]:
+    """The ``::error`` lines for an error that ended a command, one per file at fault.
+
+    A lens load error points at its file and line (``file=…,line=…``); several
+    (:class:`~reconciler.errors.LensLoadErrors`) give one line each; any other
+    error is one line with only its title.
+    """
+    errors: tuple[DstError, ...] = exc.errors if isinstance(exc, LensLoadErrors) else (exc,)
+    out = []
+    for error in errors:
+        if isinstance(error, LensLoadError):
+            where: dict[str, str | int | None] = {"file": error.path, "line": error.line}
+        else:
+            where = {}
+        out.append(command("error", error.render(), **where, title=title))
+    return out
 
 
 def locate(

@@ -39,6 +39,7 @@ from reconciler.interop.importers.logical import (
     parse_sql,
 )
 from reconciler.lens import MAX_ROW_CAP, RELATIVE_DATE_RE, Answer, Provenance
+from reconciler.provenance import certified_at_problem, certifier_problem
 
 SOURCE_DIALECT = "snowflake"
 # The oracle of a draft whose source SQL is not even a query (its description keeps the source).
@@ -56,7 +57,8 @@ class VerifiedQuery:
         id: the answer id (slug of the name, unique within the import).
         name, question: as in the source (the question falls back to the name).
         source_sql: the SQL as written, Snowflake dialect over logical names.
-        certified_by: ``verified_by``, or ``"unknown"``.
+        certified_by: ``verified_by``, or ``"unknown"`` (a draft's; it never passes
+            :func:`reconciler.provenance.certifier_problem`).
         certified_at: ``verified_at`` as an ISO day (UTC), or ``"unknown"``.
         verified_at: unix seconds, when given.
         sql: the compiled oracle (lens dialect), or the best loadable SQL for a draft.
@@ -123,12 +125,7 @@ def read_verified_queries(
         )
         if not question:
             query.problems.append("no question (the name stands in for it)")
-        if query.certified_by == "unknown":
-            query.problems.append("no verified_by: nobody is on record as having verified it")
-        if verified_at is None:
-            query.problems.append(
-                f"verified_at {entry.get('verified_at')!r} is not a time in unix seconds"
-            )
+        query.problems += _provenance_problems(query, entry)
         _compile(query, tables, dialect)
         queries.append(query)
     return queries
@@ -146,6 +143,26 @@ def _compile(query: VerifiedQuery, tables: Sequence[LogicalTable], dialect: str)
     except (LogicalSqlError, UnsafeSqlError) as exc:
         query.problems.append(f"not compiled: {exc.message}")
         query.sql = _fallback_sql(parsed, dialect)
+
+
+def _provenance_problems(query: VerifiedQuery, entry: Mapping[str, Any]) -> list[str]:
+    """Why the source's ``verified_by``/``verified_at`` cannot certify an active answer.
+
+    The rules are the loader's (:mod:`reconciler.provenance`): a person's name and a
+    past date; anything less makes the query a draft rather than a failing lens.
+    """
+    problems = []
+    given = scalar_text(entry.get("verified_by")).strip()
+    who = certifier_problem(given)
+    if not given:
+        problems.append("no verified_by: nobody is on record as having verified it")
+    elif who is not None:
+        problems.append(f"verified_by {given!r} {who}: it does not name a person")
+    if query.verified_at is None:
+        problems.append(f"verified_at {entry.get('verified_at')!r} is not a time in unix seconds")
+    elif (when := certified_at_problem(query.certified_at)) is not None:
+        problems.append(f"verified_at {query.verified_at} ({query.certified_at}) {when}")
+    return problems
 
 
 def _unix_seconds(value: Any) -> int | None:
@@ -196,7 +213,12 @@ def pin_as_of(
         return as_of
     if not relative:
         return None
-    stamped = [q for q in relative if q.verified_at is not None]
+    # A verified_at in the future is no day a human saw the answer (it is a draft).
+    stamped = [
+        q
+        for q in relative
+        if q.verified_at is not None and certified_at_problem(q.certified_at) is None
+    ]
     if not stamped:
         for query in relative:
             query.problems.append(
