@@ -8,14 +8,14 @@ self-test answers, the starvation flag and the gate mode. It runs nothing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypedDict
 
 from reconciler.assets import Asset, lens_assets, oracle_hash
 from reconciler.bindings import Bindings, StaleAnswer, select_stale
 from reconciler.ids import AnswerId, AssetId, Oid
-from reconciler.lens import Lens
+from reconciler.lens import Answer, Lens
 
 
 class _AssetChangeRecord(TypedDict):
@@ -246,12 +246,7 @@ def plan_lens(
     active = candidate.active_answers()
     changed_answers = diff_answers(serving, candidate)
     created = {aid for aid, change in changed_answers if change in ("added", "reauthored")}
-    active_ids = {AnswerId(a.id) for a in active}
-    removed = tuple(
-        (AnswerId(a.id), _last_outcome(bindings, AnswerId(a.id)))
-        for a in (serving.active_answers() if serving is not None else [])
-        if AnswerId(a.id) not in active_ids
-    )
+    removed = _removed_active(serving, active, bindings)
     self_test = tuple(
         AnswerId(a.id) for a in active if serving is None or AnswerId(a.id) in created
     )
@@ -275,6 +270,18 @@ def plan_lens(
         stamped=frozenset(aid for aid in deps if aid in bindings.answers),
         strict_declines=candidate.config.strict_declines,
         removed_active=removed,
+    )
+
+
+def _removed_active(
+    serving: Lens | None, active: Sequence[Answer], bindings: Bindings
+) -> tuple[tuple[AnswerId, str], ...]:
+    """Answers active in ``serving`` but not among ``active``, each with its last outcome."""
+    active_ids = {AnswerId(a.id) for a in active}
+    return tuple(
+        (AnswerId(a.id), _last_outcome(bindings, AnswerId(a.id)))
+        for a in (serving.active_answers() if serving is not None else [])
+        if AnswerId(a.id) not in active_ids
     )
 
 
