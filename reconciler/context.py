@@ -19,6 +19,7 @@ from reconciler.assembly.similarity import Embedder
 from reconciler.errors import DstError
 from reconciler.generators import DimensionValues, SmartCall
 from reconciler.git import trees as gitstate
+from reconciler.guard import transpile
 from reconciler.lens import Lens, RepoConfig
 from reconciler.loader import load_yaml, validate
 from reconciler.resultset import Executor, ResultSet
@@ -33,31 +34,56 @@ def _no_total(_answers: int) -> None:
     return None
 
 
-class AllowingExecutor:
-    """A warehouse seen through one lens's ``allow_functions``.
+class LensExecutor:
+    """A warehouse seen through one lens: its ``allow_functions`` and its ``dialect:``.
 
-    Every statement still passes the guard and the read-only connection; only the
-    functions the lens allow-lists (e.g. DuckDB's ``query_table``) stop being refused
-    by the guard. Everything else is the shared warehouse's.
+    Every statement still passes the guard and the read-only connection, in the
+    warehouse's dialect; only the functions the lens allow-lists (e.g. DuckDB's
+    ``query_table``) stop being refused. When the lens's SQL is written in another
+    dialect than the warehouse's, every statement and column expression is
+    transpiled with sqlglot first (DESIGN §2 "Dialect"), and :attr:`transpiled`
+    says so (``"duckdb→postgres"``) for the run record. Everything else is the
+    shared warehouse's.
+
+    Attributes:
+        dialect: the dialect statements are written in (the lens's); builders
+            such as the profile count query generate in it.
+        transpiled: ``"<from>→<to>"`` when statements are transpiled, else ``None``.
     """
 
-    def __init__(self, warehouse: Executor, allow_functions: tuple[str, ...]) -> None:
+    def __init__(self, warehouse: Executor, allow_functions: tuple[str, ...], dialect: str) -> None:
         self._warehouse = warehouse
         self.allow_functions = allow_functions
+        self._target = str(getattr(warehouse, "dialect", dialect))
+        self.dialect = dialect
+        self.transpiled = None if self._target == dialect else f"{dialect}→{self._target}"
 
     def execute(
         self, sql: str, *, row_cap: int, timeout_s: float, as_of: str | None = None
     ) -> ResultSet:
-        """:meth:`reconciler.warehouse.connection.Warehouse.execute` with the lens's allow list."""
+        """:meth:`reconciler.warehouse.connection.Warehouse.execute`, through the lens.
+
+        Raises:
+            UnsafeSqlError: sqlglot cannot transpile ``sql`` to the warehouse's
+                dialect, or the guard refuses it there.
+            WarehouseError: as the warehouse's ``execute``.
+        """
         run: Callable[..., ResultSet] = self._warehouse.execute
         result = run(
-            sql,
+            transpile(sql, self.dialect, self._target),
             row_cap=row_cap,
             timeout_s=timeout_s,
             as_of=as_of,
             allow_functions=self.allow_functions,
         )
         return result
+
+    def distinct_values(
+        self, table: str, column_sql: str, *, limit: int = 200, timeout_s: float
+    ) -> tuple[str, ...]:
+        """The warehouse's ``distinct_values`` with ``column_sql`` transpiled."""
+        column = transpile(column_sql, self.dialect, self._target, expression=True)
+        return self._warehouse.distinct_values(table, column, limit=limit, timeout_s=timeout_s)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._warehouse, name)
@@ -132,12 +158,13 @@ class Runtime:
         url, _ = self.resolve_url(lens)
         if url not in self._warehouses:
             self._warehouses[url] = Warehouse.open(url, pool_size=self.jobs_for(lens))
-        allow = lens.config.allow_functions
-        if not allow:
-            return self._warehouses[url]
-        key = f"{url}\x00{','.join(allow)}"
+        warehouse = self._warehouses[url]
+        allow, dialect = lens.config.allow_functions, lens.config.dialect
+        if not allow and dialect == getattr(warehouse, "dialect", dialect):
+            return warehouse
+        key = f"{url}\x00{','.join(allow)}\x00{dialect}"
         if key not in self._allowing:
-            self._allowing[key] = AllowingExecutor(self._warehouses[url], allow)
+            self._allowing[key] = LensExecutor(warehouse, allow, dialect)
         return self._allowing[key]
 
     def values_for(self, lens: Lens, executor: Executor) -> DimensionValues:

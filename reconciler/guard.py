@@ -41,7 +41,7 @@ from typing import Literal
 
 import sqlglot
 from sqlglot import exp
-from sqlglot.errors import ParseError
+from sqlglot.errors import ErrorLevel, ParseError, UnsupportedError
 
 from reconciler.errors import UnsafeSqlError, UsageError
 
@@ -493,3 +493,74 @@ def pin_current_date(
 
     pinned_tree = tree.transform(replace)
     return pinned_tree.sql(dialect=dialect)
+
+
+_TRANSPILE_FIX = (
+    "write the statement so it means the same in both dialects, or set `dialect:` in "
+    "lens.yaml to the warehouse's dialect"
+)
+
+
+def transpile(sql: str, source: str, target: str, *, expression: bool = False) -> str:
+    """Carry one statement (or expression) from the lens's dialect to the warehouse's.
+
+    DESIGN §2 "Dialect": a lens's SQL is written in its ``dialect:``; on a
+    warehouse of another dialect it runs transpiled. sqlglot generates with
+    ``ErrorLevel.RAISE``, so a construct it cannot express in ``target`` is an
+    error rather than SQL that silently means something else.
+
+    Args:
+        sql: one query (or, with ``expression``, one SQL expression) in ``source``.
+        source: the sqlglot dialect the text is written in (the lens's).
+        target: the sqlglot dialect of the warehouse.
+        expression: parse ``sql`` as an expression (a dimension's column SQL).
+
+    Returns:
+        The text in ``target``; unchanged when both dialects are the same.
+
+    Raises:
+        UnsafeSqlError: the text does not parse in ``source`` (as one statement), or
+            sqlglot cannot carry it over to ``target`` ("cannot transpile …").
+    """
+    if source == target:
+        return sql
+    try:
+        with _quiet_sqlglot():
+            tree: exp.Expr
+            if expression:
+                tree = sqlglot.parse_one(sql, read=source, into=exp.Condition)
+            else:
+                tree = parse_query(sql, source)
+            tree = _fill_gaps(tree, target)
+            return tree.sql(dialect=target, unsupported_level=ErrorLevel.RAISE)
+    except (UnsupportedError, ParseError, ValueError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UnsafeSqlError(
+            f"cannot transpile SQL from {source} to {target}: {first}", fix=_TRANSPILE_FIX
+        ) from None
+
+
+def _fill_gaps(tree: exp.Expr, target: str) -> exp.Expr:
+    """Rewrite what sqlglot parses but generates wrongly for ``target``.
+
+    PostgreSQL: sqlglot (30.x) writes ``DateFromParts`` (DuckDB's ``MAKE_DATE``) as
+    ``DATE_FROM_PARTS``, which PostgreSQL lacks; its ``MAKE_DATE`` takes integers,
+    while ``EXTRACT`` (what ``YEAR()`` becomes) returns NUMERIC, hence the casts.
+    """
+    if target not in ("postgres", "redshift"):
+        return tree
+
+    def rewrite(node: exp.Expr) -> exp.Expr:
+        if not isinstance(node, exp.DateFromParts):
+            return node
+        parts = [node.args.get(k) for k in ("year", "month", "day")]
+        if any(p is None for p in parts):
+            return node
+        ints = [
+            p if isinstance(p, exp.Literal) and p.is_int else exp.cast(p, exp.DataType.build("int"))
+            for p in parts
+            if p is not None
+        ]
+        return exp.Anonymous(this="MAKE_DATE", expressions=ints)
+
+    return tree.transform(rewrite)
