@@ -61,6 +61,8 @@ class AskResponse:
         attempts: one record per generation (tier, SQL or decline, usage, hint).
         notes: what made this run leaner than production (e.g. no smart tier).
         term: the lens's exclusion or clarify term that a pre-check matched.
+        transpiled: ``"<from>→<to>"`` when the SQL ran transpiled from the lens's
+            dialect to the warehouse's (DESIGN §2); in the JSON only when set.
     """
 
     lens: str
@@ -75,6 +77,7 @@ class AskResponse:
     attempts: list[dict[str, object]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     term: str | None = None
+    transpiled: str | None = None
 
     @property
     def served_rows(self) -> bool:
@@ -116,7 +119,7 @@ class AskResponse:
     def to_json(self, rows_shown: int = ROWS_SHOWN) -> dict[str, Any]:
         """The response as JSON; rows capped at ``rows_shown``."""
         rows = self.result.preview(rows_shown) if self.served_rows and self.result else None
-        return {
+        out: dict[str, Any] = {
             "lens": self.lens,
             "question": self.question,
             "route": self.route,
@@ -133,6 +136,9 @@ class AskResponse:
             "notes": self.notes,
             "term": self.term,
         }
+        if self.transpiled is not None and self.sql is not None:
+            out["transpiled"] = self.transpiled
+        return out
 
 
 def precheck(lens: Lens, question: str) -> tuple[Route, str, str] | None:
@@ -236,6 +242,8 @@ def _run(
 ) -> Execution:
     cfg = lens.config
     resp.sql, resp.result = sql, None
+    transpiled = getattr(executor, "transpiled", None)
+    resp.transpiled = None if transpiled is None else str(transpiled)
     if sql is None:
         return Execution(question, route, dialect=cfg.dialect)
     try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, Protocol
 
 
@@ -25,7 +26,11 @@ class ResultSet:
     elapsed_s: float = 0.0
 
     def preview(self, limit: int = 20) -> dict[str, Any]:
-        """A JSON-ready excerpt: columns, the first ``limit`` rows as strings, row count."""
+        """A JSON-ready excerpt: columns, the first ``limit`` rows, row count.
+
+        Cells keep JSON's own types (numbers — DECIMAL included — booleans, strings,
+        null); anything else (dates, timestamps …) is its string form.
+        """
         return {
             "columns": list(self.columns),
             "rows": [[_cell(v) for v in row] for row in self.rows[:limit]],
@@ -39,6 +44,11 @@ def _cell(value: Any) -> Any:
         return value
     if isinstance(value, float):
         return value
+    if isinstance(value, Decimal) and value.is_finite():
+        # NUMERIC/DECIMAL (PostgreSQL's SUM of an integer, ROUND …) is a number in JSON,
+        # never a string: scale 0 as an int, the rest as the nearest float.
+        exponent = value.as_tuple().exponent
+        return int(value) if isinstance(exponent, int) and exponent >= 0 else float(value)
     return str(value)
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
 
@@ -68,6 +68,8 @@ class AnswerResult:
         generated: preview of the last generated result (``None`` if none ran).
         oracle_failed: the certified SQL itself did not run (or exceeded the cap):
             a broken answer file, not a generation problem.
+        transpiled: ``"<from>→<to>"`` when its statements ran transpiled from the
+            lens's dialect to the warehouse's (DESIGN §2), else ``None``.
     """
 
     answer: AnswerId
@@ -78,10 +80,14 @@ class AnswerResult:
     oracle: dict[str, Any] | None = None
     generated: dict[str, Any] | None = None
     oracle_failed: bool = False
+    transpiled: str | None = None
 
     def record(self) -> dict[str, Any]:
-        """JSON-ready record for reports and ``state/run.json``."""
-        return {
+        """JSON-ready record for reports and ``state/run.json``.
+
+        ``transpiled`` is present only when the statements ran transpiled.
+        """
+        record: dict[str, Any] = {
             "answer": self.answer,
             "outcome": self.outcome.value,
             "attempts": len(self.attempts),
@@ -91,6 +97,9 @@ class AnswerResult:
             "generated_result": self.generated,
             "trace": list(self.attempts),
         }
+        if self.transpiled is not None:
+            record["transpiled"] = self.transpiled
+        return record
 
 
 @dataclass
@@ -344,10 +353,11 @@ def run_answers(
     if executor is None:
         raise ValueError(f"lens {lens.name}: no warehouse to score with")
     jobs = scoring.jobs
+    transpiled = getattr(executor, "transpiled", None)
 
     def one(answer: Answer) -> AnswerResult:
         announce(f"{lens.name}: {(verbs or {}).get(answer.id, 'verifying')} {answer.id}")
-        return run_answer(
+        result = run_answer(
             lens,
             answer,
             executor,
@@ -356,6 +366,7 @@ def run_answers(
             smart=scoring.smart,
             embedder=scoring.embedder,
         )
+        return result if transpiled is None else replace(result, transpiled=str(transpiled))
 
     if jobs <= 1 or len(answers) <= 1:
         return [one(a) for a in answers]
