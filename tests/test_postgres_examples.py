@@ -9,8 +9,14 @@ naming the reason, when no PostgreSQL server answers (``tests/pg.py``).
 from __future__ import annotations
 
 import time
+from decimal import Decimal
 from pathlib import Path
 
+import pytest
+
+from reconciler import guard
+from reconciler.errors import UnsafeSqlError
+from reconciler.resultset import ResultSet
 from tests import pg
 from tests.figures import record
 from tests.helpers import commit, invoke
@@ -116,3 +122,18 @@ def test_sql_sqlglot_cannot_carry_over_is_an_error_naming_the_file(lens_repo: Pa
     assert [r["answer"] for r in failed] == ["units_by_status_pivoted"]
     assert "cannot transpile SQL from duckdb to postgres" in failed[0]["detail"]
     assert any(path in m and "cannot transpile" in m for m in sales["messages"]), sales["messages"]
+
+
+def test_transpile_carries_duckdb_dates_over_and_leaves_one_dialect_alone() -> None:
+    sql = "SELECT MAKE_DATE(YEAR(order_date), 1, 1) AS y FROM orders"
+    assert guard.transpile(sql, "duckdb", "duckdb") == sql
+    assert guard.transpile(sql, "duckdb", "postgres") == (
+        "SELECT MAKE_DATE(CAST(EXTRACT(YEAR FROM order_date) AS INT), 1, 1) AS y FROM orders"
+    )
+    with pytest.raises(UnsafeSqlError, match="cannot transpile SQL from duckdb to postgres"):
+        guard.transpile(PIVOTED.split("|\n", 1)[1].split("status: active")[0], "duckdb", "postgres")
+
+
+def test_decimal_cells_are_json_numbers() -> None:
+    result = ResultSet(("n", "x", "d"), ((Decimal("32418"), Decimal("12.50"), None),))
+    assert result.preview()["rows"] == [[32418, 12.5, None]]
