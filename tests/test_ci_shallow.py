@@ -8,26 +8,17 @@ deepen until it can tell, never refuse a real change as a rewind.
 from __future__ import annotations
 
 import json
-import re
 import shutil
 from pathlib import Path
 
 import pytest
 
 from tests.helpers import commit, git, invoke
+from tests.helpers.examples import double_metric
 
 
 def _no_github(**extra: str) -> dict[str, str]:
     return {"GITHUB_EVENT_NAME": "", "GITHUB_EVENT_PATH": "", "GITHUB_STEP_SUMMARY": "", **extra}
-
-
-def _double(repo: Path, metric: str) -> str:
-    path = repo / "lenses" / "sales" / "metrics" / f"{metric}.yaml"
-    text = path.read_text()
-    expression = re.search(r"^expression: (.+)$", text, re.M)
-    assert expression is not None
-    doubled = text.replace(expression.group(0), f"expression: ({expression.group(1)}) * 2")
-    return commit(repo, {f"lenses/sales/metrics/{metric}.yaml": doubled}, f"double {metric}")
 
 
 def _reformat(repo: Path) -> str:
@@ -87,7 +78,7 @@ def test_the_shipped_apply_flow_works_in_a_depth_one_checkout(served: Path, tmp_
 
 
 def test_a_depth_one_apply_of_a_broken_change_blocks(served: Path, tmp_path: Path) -> None:
-    _double(served, "units_sold")
+    double_metric(served, "units_sold")
     clone = _depth_one(served, tmp_path / "ci")
     before = git(clone, "rev-parse", "refs/dst/serving/sales")
     done = invoke(clone, "ci", "apply", "--format", "json", env=_no_github())
@@ -124,7 +115,7 @@ def test_a_shallow_check_that_cannot_reach_the_serving_commit_warns_and_still_ga
     served: Path, tmp_path: Path
 ) -> None:
     base = git(served, "rev-parse", "HEAD")
-    _double(served, "units_sold")
+    double_metric(served, "units_sold")
     clone = _depth_one(served, tmp_path / "ci")
     args = ("ci", "check", "--base", base, "--max-deepen", "0", "--format", "json")
     done = invoke(clone, *args, env=_no_github())

@@ -27,6 +27,7 @@ from reconciler.render import junit
 from reconciler.results import LensRun, RunReport
 from reconciler.suite import AnswerResult, Outcome
 from tests.helpers import commit, git, invoke
+from tests.helpers.examples import double_metric
 
 # ------------------------------------------------------------------ builders
 
@@ -390,15 +391,6 @@ def _no_github(summary: Path | None = None, **extra: str) -> dict[str, str]:
     }
 
 
-def _double(repo: Path, metric: str) -> str:
-    path = repo / "lenses" / "sales" / "metrics" / f"{metric}.yaml"
-    text = path.read_text()
-    expression = re.search(r"^expression: (.+)$", text, re.M)
-    assert expression is not None
-    doubled = text.replace(expression.group(0), f"expression: ({expression.group(1)}) * 2")
-    return commit(repo, {f"lenses/sales/metrics/{metric}.yaml": doubled}, f"double {metric}")
-
-
 def _promote(repo: Path) -> None:
     done = invoke(repo, "apply", "--format", "json", env=_no_github())
     assert done.code == 0, done.stdout + done.stderr
@@ -409,7 +401,7 @@ def test_ci_check_on_a_breaking_branch_annotates_summarises_and_writes_junit(
 ) -> None:
     _promote(lens_repo)
     git(lens_repo, "checkout", "-q", "-b", "feature")
-    _double(lens_repo, "units_sold")
+    double_metric(lens_repo, "units_sold")
     summary = tmp_path / "summary.md"
     summary.write_text("earlier step\n")
     junit = tmp_path / "out.xml"
@@ -450,7 +442,7 @@ def _shallow_setup(lens_repo: Path, tmp_path: Path) -> tuple[Path, str]:
     _promote(lens_repo)
     fork = git(lens_repo, "rev-parse", "HEAD")
     git(lens_repo, "checkout", "-q", "-b", "feature")
-    _double(lens_repo, "units_sold")
+    double_metric(lens_repo, "units_sold")
     commit(lens_repo, {"NOTES.md": "feature notes\n"}, "notes")
     git(lens_repo, "checkout", "-q", "main")
     for i in range(3):
