@@ -11,20 +11,26 @@ compare-and-swap, so the accuracy trend accrues in
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 
 from reconciler.assets import lens_assets
 from reconciler.bindings import select_stale
 from reconciler.candidate import serving_state
 from reconciler.context import Runtime
+from reconciler.errors import LensLoadError, UnsafeSqlError, WarehouseError
 from reconciler.git import refs as refstore
 from reconciler.git import trees as gitstate
 from reconciler.git.crash import crash_point
 from reconciler.history import serving_or_fail
 from reconciler.ids import AnswerId
+from reconciler.interop.keys import key_count_sql
+from reconciler.lens import Lens
+from reconciler.loader import load_yaml
 from reconciler.plan import LensPlan
 from reconciler.reconcile import Step, StepContext, cases_step, run_steps, suite_step
 from reconciler.results import Action, LensRun, LensState, RunReport, meta_for, state_for
+from reconciler.resultset import Executor
 from reconciler.suite import Outcome
 
 
@@ -139,3 +145,66 @@ def verify(rt: Runtime, names: list[str]) -> RunReport:
         if not passed:
             report.exit_code = 1
     return report
+
+
+def verify_keys(
+    lens: Lens, files: Mapping[str, bytes], executor: Executor, *, dialect: str
+) -> list[LensLoadError]:
+    """Check every declared primary key of ``lens`` against a warehouse, one query per model.
+
+    Each query (:func:`reconciler.interop.keys.key_count_sql`) counts the model's
+    rows and distinct key values in one pass, bounded by the lens's
+    ``statement_timeout_s``.
+
+    Args:
+        lens: the loaded lens.
+        files: ``{lens-relative path: bytes}`` it was loaded from, for line numbers.
+        executor: the warehouse, read-only.
+        dialect: the warehouse's sqlglot dialect.
+
+    Returns:
+        One error per model whose key is not unique, or whose table cannot be
+        read, at the ``primary_key`` line of its file; empty when all hold.
+    """
+    errors: list[LensLoadError] = []
+    for name, model in sorted(lens.models.items()):
+        if not model.primary_key:
+            continue
+        rel = lens.sources.get(f"models/{name}", f"models/{name}.yaml")
+        path = f"{lens.root}/{rel}"
+        line = load_yaml(path, files[rel]).line_of(("primary_key",)) if rel in files else None
+        key = ", ".join(model.primary_key)
+        columns = {c.name: c.sql for c in model.columns()}
+        try:
+            sql = key_count_sql(
+                model.table,
+                [columns.get(c, c) for c in model.primary_key],
+                read=lens.config.dialect,
+                write=dialect,
+            )
+            rows = executor.execute(sql, row_cap=1, timeout_s=lens.config.statement_timeout_s).rows
+        except (UnsafeSqlError, WarehouseError) as exc:
+            errors.append(
+                LensLoadError(
+                    path,
+                    f"primary key {key} of model {name} cannot be checked on table "
+                    f"{model.table}: {exc.message}",
+                    line=line,
+                    fix="check the model's table and key columns against the warehouse",
+                )
+            )
+            continue
+        total, distinct = (int(v or 0) for v in rows[0]) if rows else (0, 0)
+        if distinct < total:
+            errors.append(
+                LensLoadError(
+                    path,
+                    f"primary key {key} of model {name} has {distinct} distinct values over "
+                    f"{total} rows of table {model.table}; a many-to-one join through it fans "
+                    "every row out",
+                    line=line,
+                    fix="declare the columns that identify one row, or remove primary_key "
+                    "and the joins that use it as their one side",
+                )
+            )
+    return errors

@@ -7,7 +7,6 @@ The corpus tests read the real Snowflake samples from ``../shared/corpora`` (or
 from __future__ import annotations
 
 import os
-from datetime import datetime, timezone
 from pathlib import Path
 
 import duckdb
@@ -86,16 +85,21 @@ def test_corpus_model_imports_and_every_active_oracle_runs(
     assert all(rows > 0 for rows in report.seeds.values())
     assert {a.provenance.source for a in lens.answers.values()} == {f"cortex:{model_file}"}
 
-    # as_of: the day the latest clock-reading / relative-date query was verified
+    # as_of: with data, the latest day the seeds hold in a time dimension
     relative = [
-        int(q["verified_at"])
+        q
         for q in queries
-        if "CURRENT_DATE" in q["sql"].upper() or RELATIVE_DATE_RE.search(q["question"])
+        if "CURRENT_" in q["sql"].upper() or RELATIVE_DATE_RE.search(q["question"])
     ]
-    latest = max(relative, default=None)
-    expected = None if latest is None else datetime.fromtimestamp(latest, tz=timezone.utc)
-    assert lens.config.as_of == report.as_of == (expected and expected.date().isoformat())
     con = seeded(seeds_of(lens, lens_root), tmp_path / "check")
+    days = [
+        con.execute(f"SELECT MAX(CAST({c.sql} AS DATE)) FROM {m.table}").fetchone()
+        for m in lens.models.values()
+        for c in m.time_dimensions
+    ]
+    latest = max((d[0] for d in days if d and d[0] is not None), default=None)
+    expected = latest.isoformat() if relative and latest is not None else None
+    assert lens.config.as_of == report.as_of == expected
     assert lens.active_answers(), "the corpus verified queries should import as active answers"
     for answer in lens.active_answers():
         sql = answer.sql
@@ -142,8 +146,9 @@ def test_sfdc_sales_specifics() -> None:
         ddl=[p.read_bytes() for p in sorted(source_dir.glob("*.sql"))],
     )
     lens = load_lens("sfdc", files)
-    # 1733175533, the latest verified_at of a CURRENT_DATE query, is 2024-12-02 (UTC)
-    assert lens.config.as_of == "2024-12-02"
+    # the latest CLOSEDATE in Opportunity.csv (later than every other time column)
+    closes = (source_dir / "sample_data" / "Opportunity.csv").read_text().splitlines()[1:]
+    assert lens.config.as_of == max(line.split(",")[7] for line in closes)
     opportunity = lens.models["opportunity"]
     cycle = next(c for c in opportunity.facts if c.name == "salescycleduration")
     assert cycle.expr == "DATE_DIFF('DAY', createddate, closedate)"

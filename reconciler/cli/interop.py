@@ -2,8 +2,10 @@
 
 ``import_app`` holds ``import cortex`` and ``import dbt`` and ``export_app`` holds
 ``export cortex``; :mod:`reconciler.cli.app` mounts them as ``dst import`` and
-``dst export``. Each prints a report of what was mapped and one line per item
-that could not be, with the reason; ``--format json`` prints it as one object.
+``dst export``. Each prints a report of what was mapped, one line per problem the data showed
+(a table no seed creates, a non-unique key, an empty or relative-dated oracle)
+and one line per item that could not be mapped, with the reason; ``--format
+json`` prints it as one object.
 Exit codes: 0 written; 2 bad input (file and line), an existing lens without
 ``--overwrite``, or an export target that exists without ``--overwrite``.
 """
@@ -81,10 +83,14 @@ def import_dbt(
     from reconciler.interop.importers.dbt import import_dbt as do_import
     from reconciler.interop.importers.dbt import write_lens
     from reconciler.interop.importers.dbt_source import collect
+    from reconciler.warehouse.seed import run_on_seeds
 
     rt = runtime(repo)
     sources, data_files, name = collect(source, data)
-    files, report = do_import(sources, source_name=name, lens=lens, data=data_files)
+    runner = run_on_seeds if data_files else None
+    files, report = do_import(
+        sources, source_name=name, lens=lens, data=data_files, run_oracles=runner
+    )
     write_lens(rt.root, lens, files, overwrite=overwrite)
     return _imported(fmt, "import dbt", report, f"{report.exemplars} exemplars")
 
@@ -93,12 +99,15 @@ def _imported(fmt: Format, command: str, report: ImportReport, examples: str) ->
     """Print what an import wrote (JSON: the report; text: counts and what was not mapped)."""
     if fmt is Format.json:
         obj = {"schema_version": 1, "command": command, **plain(report)}
+        obj["problems"] = [problem.record() for problem in report.problems]
         print(json.dumps(obj, indent=2, default=str))
         return 0
     print(
         f"imported lens {report.lens}: {report.models} models, {report.metrics} metrics, "
         f"{examples}, seeds {dict(report.seeds)}"
     )
+    for problem in report.problems:
+        print(f"  problem ({problem.kind.value}): {problem.message}")
     for item in report.unmapped:
         print(f"  not mapped: {item}")
     return 0

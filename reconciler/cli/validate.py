@@ -5,6 +5,12 @@ lens is loaded from the working tree with :func:`reconciler.lens.load_lens`, the
 same loader plan and apply use, so a lens that validates here loads there (the
 warehouse-side checks, oracles and evals, are left to ``dst plan``).
 
+``--warehouse URL`` adds one data check per model, bounded by the lens's
+``statement_timeout_s``: every declared ``primary_key`` is unique over its table
+(``COUNT(*)`` against the distinct key count, :func:`reconciler.verify.verify_keys`).
+A key that is not, or a table that cannot be read, is an error at the model
+file's ``primary_key`` line.
+
 ``PATH`` may be a lens directory (``lenses/sales``), any file or folder inside one
 (``lenses/sales/models/orders.yaml``, as pre-commit passes them), a ``lenses/``
 folder or a directory holding one (every lens in it); with no ``PATH``, every lens
@@ -15,7 +21,8 @@ lens is checked once however many of its files are named.
 merges it into the main app with ``app.add_typer(validate_app)``.
 
 Exit codes: 0 every lens is valid; 2 a lens is invalid (``file:line: message`` and
-its fix on stderr) or a ``PATH`` is not in a lens.
+its fix on stderr), a declared key does not hold on ``--warehouse``, or a ``PATH``
+is not in a lens.
 """
 
 from __future__ import annotations
@@ -25,12 +32,15 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from reconciler.cli.options import Format, FormatOpt, RepoOpt
+from reconciler.cli.options import Format, FormatOpt, RepoOpt, WarehouseOpt
 from reconciler.errors import LensLoadError, UsageError
+
+if TYPE_CHECKING:
+    from reconciler.warehouse.connection import Warehouse
 
 validate_app = typer.Typer()
 
@@ -45,29 +55,43 @@ class LensCheck:
         lens: the lens name (its directory name).
         root: the lens directory relative to the current directory, for messages.
         error: the first problem found, or ``None`` when the lens is valid.
+        data_errors: with ``--warehouse``, declared keys the warehouse contradicts.
     """
 
     lens: str
     root: str
     error: LensLoadError | None = None
+    data_errors: tuple[LensLoadError, ...] = ()
 
     @property
     def valid(self) -> bool:
-        """Whether the lens loaded without error."""
-        return self.error is None
+        """Whether the lens loaded without error and the warehouse holds its keys."""
+        return self.error is None and not self.data_errors
+
+    @property
+    def errors(self) -> tuple[LensLoadError, ...]:
+        """Every problem found, the load error first."""
+        return ((self.error,) if self.error is not None else ()) + self.data_errors
 
     def record(self) -> dict[str, Any]:
-        """The JSON object of this lens (``lens``, ``valid``, ``error``)."""
-        error = None
-        if self.error is not None:
-            error = {
-                "type": type(self.error).__name__,
-                "path": self.error.path,
-                "line": self.error.line,
-                "message": self.error.message,
-                "fix": self.error.fix,
-            }
-        return {"lens": self.lens, "valid": self.valid, "error": error}
+        """The JSON object of this lens (``lens``, ``valid``, ``error``, ``data_errors``)."""
+        error = None if self.error is None else _error_record(self.error)
+        return {
+            "lens": self.lens,
+            "valid": self.valid,
+            "error": error,
+            "data_errors": [_error_record(e) for e in self.data_errors],
+        }
+
+
+def _error_record(error: LensLoadError) -> dict[str, Any]:
+    return {
+        "type": type(error).__name__,
+        "path": error.path,
+        "line": error.line,
+        "message": error.message,
+        "fix": error.fix,
+    }
 
 
 def _display(path: Path) -> str:
@@ -132,24 +156,33 @@ def find_lens_dirs(paths: list[Path], start: Path) -> list[Path]:
     return sorted(found)
 
 
-def check_lens(lens_dir: Path) -> LensCheck:
-    """Load one lens directory from disk and report its first problem, if any."""
+def check_lens(lens_dir: Path, warehouse: Warehouse | None = None) -> LensCheck:
+    """Load one lens directory from disk and report its first problem, if any.
+
+    With ``warehouse``, a lens that loads also has its declared keys checked there.
+    """
     # lazy: reconciler.git.trees loads the engines, which `dst --help` does not need
     from reconciler.git.trees import worktree_files
     from reconciler.lens import load_lens
+    from reconciler.verify import verify_keys
 
     root = _display(lens_dir)
     try:
         files = worktree_files(lens_dir.parent.parent, lens_dir.name)
-        load_lens(lens_dir.name, files, root=root)
+        lens = load_lens(lens_dir.name, files, root=root)
     except LensLoadError as exc:
         return LensCheck(lens_dir.name, root, exc)
-    return LensCheck(lens_dir.name, root)
+    if warehouse is None:
+        return LensCheck(lens_dir.name, root)
+    data_errors = verify_keys(lens, files, warehouse, dialect=warehouse.dialect)
+    return LensCheck(lens_dir.name, root, data_errors=tuple(data_errors))
 
 
-def validate_paths(paths: list[Path], start: Path) -> list[LensCheck]:
+def validate_paths(
+    paths: list[Path], start: Path, warehouse: Warehouse | None = None
+) -> list[LensCheck]:
     """Validate every lens ``paths`` designate (all under ``start`` when empty)."""
-    return [check_lens(d) for d in find_lens_dirs(paths, start)]
+    return [check_lens(d, warehouse) for d in find_lens_dirs(paths, start)]
 
 
 @validate_app.command("validate")
@@ -163,13 +196,24 @@ def validate(
         ),
     ] = None,
     repo: RepoOpt = None,
+    warehouse: WarehouseOpt = None,
     fmt: FormatOpt = Format.text,
 ) -> int:
-    """Check lens files in the working tree (no warehouse, no git): for editors, pre-commit."""
-    checks = validate_paths(list(paths or ()), repo or Path.cwd())
+    """Check lens files in the working tree (no git): for editors, pre-commit.
+
+    With --warehouse, also check every declared primary key is unique there.
+    """
+    if warehouse is None:
+        checks = validate_paths(list(paths or ()), repo or Path.cwd())
+    else:
+        # lazy: SQLAlchemy loads only when a warehouse is named
+        from reconciler.warehouse.connection import Warehouse
+
+        with Warehouse.open(warehouse) as opened:
+            checks = validate_paths(list(paths or ()), repo or Path.cwd(), opened)
     for check in checks:
-        if check.error is not None:
-            print(f"dst validate: error: {check.error.render()}", file=sys.stderr)
+        for error in check.errors:
+            print(f"dst validate: error: {error.render()}", file=sys.stderr)
     if fmt is Format.json:
         obj = {
             "schema_version": 1,

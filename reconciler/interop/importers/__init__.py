@@ -20,12 +20,59 @@ import shutil
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path, PurePosixPath
 
 import yaml
 
 from reconciler.errors import UsageError
 from reconciler.lens import LENS_NAME_RE
+
+
+class ProblemKind(str, Enum):
+    """What kind of :class:`ImportProblem` an import found."""
+
+    TABLE_NOT_HELD = "table_not_held"
+    """A model's ``table`` is one no seed (of the data given) creates."""
+    NON_UNIQUE_KEY = "non_unique_key"
+    """A declared primary key has fewer distinct values than rows; it was dropped."""
+    JOIN_DROPPED = "join_dropped"
+    """A join whose "one" side is not unique on its columns; it was not written."""
+    ORACLE_THROUGH_NON_UNIQUE_KEY = "oracle_through_non_unique_key"
+    """An oracle joins on a non-unique key (its result may be fanned out); a draft."""
+    EMPTY_ORACLE = "empty_oracle"
+    """An oracle returns no rows on the seeded data (vacuous evidence)."""
+    RELATIVE_DATE = "relative_date"
+    """An oracle or question depends on the current date; evaluated at ``as_of``."""
+
+
+@dataclass(frozen=True)
+class ImportProblem:
+    """A finding about the data an import was given that the user must know of.
+
+    Attributes:
+        kind: what was found.
+        message: one line saying what, where, and what the import did about it.
+        model: the model it concerns (``models/<model>.yaml``), if any.
+        table: the physical table it concerns, if any.
+        answers: the answer ids it concerns (``answers/<id>.yaml``), if any.
+    """
+
+    kind: ProblemKind
+    message: str
+    model: str | None = None
+    table: str | None = None
+    answers: tuple[str, ...] = ()
+
+    def record(self) -> dict[str, object]:
+        """The JSON object of this problem."""
+        return {
+            "kind": self.kind.value,
+            "message": self.message,
+            "model": self.model,
+            "table": self.table,
+            "answers": list(self.answers),
+        }
 
 
 @dataclass(frozen=True)
@@ -46,6 +93,9 @@ class ImportReport:
         notes: decisions worth knowing that lose nothing (renamed seed columns,
             why ``as_of`` is that day, oracles that were not executed).
         exemplars: number of ``exemplars/*.yaml`` files.
+        problems: what the data showed to be wrong with the source (tables no
+            seed creates, non-unique keys, dropped joins, empty or relative-dated
+            oracles), each with the model, table or answers it concerns.
     """
 
     lens: str
@@ -59,6 +109,11 @@ class ImportReport:
     as_of: str | None = None
     notes: tuple[str, ...] = ()
     exemplars: int = 0
+    problems: tuple[ImportProblem, ...] = ()
+
+    def problems_of(self, kind: ProblemKind) -> tuple[ImportProblem, ...]:
+        """The problems of one kind, in the order they were found."""
+        return tuple(p for p in self.problems if p.kind is kind)
 
 
 @dataclass(frozen=True)
@@ -85,15 +140,20 @@ the lens dialect with every clock read already pinned. Returns one
 
 
 class Findings:
-    """What an import leaves behind (``unmapped``) and what it decided (``notes``).
+    """What an import leaves behind (``unmapped``), decided (``notes``) and found (``problems``).
 
-    A mutable accumulator, private to one import run; the run freezes both lists
+    A mutable accumulator, private to one import run; the run freezes the lists
     into its :class:`ImportReport`.
     """
 
     def __init__(self) -> None:
         self.unmapped: list[str] = []
         self.notes: list[str] = []
+        self.problems: list[ImportProblem] = []
+
+    def problem(self, problem: ImportProblem) -> None:
+        """Record a problem the data showed."""
+        self.problems.append(problem)
 
     def lose(self, where: str, reason: str) -> None:
         """Record that the source item at ``where`` is not (fully) in the lens, and why."""

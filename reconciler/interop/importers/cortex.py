@@ -50,7 +50,8 @@ from reconciler.interop.importers import (
     write_lens,
     written_paths,
 )
-from reconciler.interop.importers.cortex_seeds import seed_files
+from reconciler.interop.importers.checks import oracles_through
+from reconciler.interop.importers.cortex_seeds import check_data, seed_files
 from reconciler.interop.importers.logical import (
     LogicalSqlError,
     LogicalTable,
@@ -61,6 +62,7 @@ from reconciler.interop.importers.verified import (
     VerifiedQuery,
     answer_yaml,
     check_oracles,
+    draft_joins_through,
     pin_as_of,
     read_verified_queries,
 )
@@ -204,9 +206,12 @@ def import_cortex(
     files, seed_rows = seed_files(ctx, tables, data_dir, ddl)
     logical = [t.logical_table() for t in tables.values()]
     queries = read_verified_queries(root.get("verified_queries"), logical, ctx, dialect=dialect)
-    pinned = pin_as_of(queries, as_of, ctx)
     seeds = {table: files[f"seeds/{table}.csv"] for table in seed_rows}
+    bad, day = check_data(ctx, tables, seeds, seed_rows, run_oracles, dialect=dialect)
+    pinned = pin_as_of(queries, as_of, ctx, data_day=day)
     check_oracles(queries, pinned, seeds, run_oracles, ctx, dialect=dialect)
+    through = oracles_through([(q.id, q.source_sql) for q in queries], bad, dialect=SOURCE_DIALECT)
+    draft_joins_through(queries, through, ctx)
 
     files["lens.yaml"] = _lens_yaml(lens, root, source_name, dialect, pinned)
     files.update(_asset_files(tables, metrics, queries, source_name))
@@ -229,6 +234,7 @@ def import_cortex(
         drafts=len(drafts),
         as_of=pinned,
         notes=tuple(ctx.notes),
+        problems=tuple(ctx.problems),
     )
     return files, report
 

@@ -17,6 +17,10 @@ seed CSV / MetricFlow table     ``seeds/<table>.csv`` for tables a model reads
 snapshot
 ==============================  ==============================================
 
+With data, a model whose table no data file fills is reported, and so is a
+primary entity that is not unique over its seed: it is dropped, with the joins
+that use it as their one side (:mod:`.checks`).
+
 dbt holds no human-verified answers, so the lens has no certified answers; a
 saved query is a named example, not a certification, and becomes an exemplar.
 Everything the lens cannot hold — cumulative and conversion metrics, time
@@ -38,11 +42,13 @@ from reconciler.errors import UnsafeSqlError, UsageError
 from reconciler.interop.importers import (
     Findings,
     ImportReport,
+    OracleRunner,
     dump_yaml,
     scalar_text,
     write_lens,
     written_paths,
 )
+from reconciler.interop.importers.checks import KeyedModel, check_keys, tables_not_held
 from reconciler.interop.importers.dbt_metrics import DIALECT, Form, MeasureDef, Resolver, Unmappable
 from reconciler.interop.importers.dbt_models import (
     NAME_RE,
@@ -91,6 +97,7 @@ def import_dbt(
     source_name: str,
     lens: str,
     data: Mapping[str, bytes] | None = None,
+    run_oracles: OracleRunner | None = None,
 ) -> tuple[dict[str, bytes], ImportReport]:
     """Import a dbt semantic layer as a lens, writing nothing.
 
@@ -101,6 +108,10 @@ def import_dbt(
         lens: the lens name.
         data: ``{file name: bytes}`` of seed CSVs (table = file stem) and MetricFlow
             ``table_snapshot`` YAMLs; only tables a model reads become seeds.
+        run_oracles: counts key values over the seeds: a primary key that is
+            not unique there is dropped, with the joins that use it as their one
+            side (:func:`~reconciler.interop.importers.checks.check_keys`);
+            ``None`` skips the check (noted).
 
     Returns:
         ``({lens-relative path: bytes}, report)``; the files load with
@@ -134,6 +145,12 @@ def import_dbt(
     raw_metrics = _metric_sources(items, ctx, measures, drafts)
     legacy = _legacy(items, found.docs, drafts, measures, raw_metrics, ctx)
     _unread_dbt_models(items, drafts, legacy, ctx)
+    seed_files: dict[str, bytes] = {}
+    seeds = _seeds(tables, {d.table for d in drafts.values()}, seed_files, ctx)
+    if tables:
+        held = {d.name: d.table for d in drafts.values()}
+        tables_not_held(held, seeds, ctx, "the data given")
+        _check_keys(drafts, seed_files, seeds, run_oracles, ctx)
 
     joins = {name: {j.to for j in d.joins} for name, d in drafts.items()}
     resolver = Resolver({n: d.info() for n, d in drafts.items()}, measures, raw_metrics, joins)
@@ -149,7 +166,7 @@ def import_dbt(
         )
     for exemplar in exemplars:
         files[f"exemplars/{exemplar.name}.yaml"] = dump_yaml(exemplar.model_dump(mode="json"))
-    seeds = _seeds(tables, {d.table for d in drafts.values()}, files, ctx)
+    files.update(seed_files)
     files = {rel: with_schema_comment(rel, body) for rel, body in files.items()}
     load_lens(lens, files)  # the importer's own contract: what it returns loads
     report = ImportReport(
@@ -162,8 +179,34 @@ def import_dbt(
         unmapped=tuple(ctx.unmapped),
         notes=tuple(ctx.notes),
         exemplars=len(exemplars),
+        problems=tuple(ctx.problems),
     )
     return files, report
+
+
+def _check_keys(
+    drafts: Mapping[str, ModelDraft],
+    seed_files: Mapping[str, bytes],
+    seeds: Mapping[str, int],
+    runner: OracleRunner | None,
+    ctx: Findings,
+) -> None:
+    """Drop primary keys the seeds show not unique, and the joins that rely on them."""
+    keyed = [
+        KeyedModel(
+            d.name,
+            d.table,
+            d.primary_key,
+            list(d.joins),
+            {c.name: c.sql for c in d.dimensions + d.time_dimensions + d.facts},
+        )
+        for d in drafts.values()
+    ]
+    data = {table: seed_files[f"seeds/{table}.csv"] for table in seeds}
+    check_keys(keyed, data, seeds, runner, ctx, dialect=DIALECT)
+    for checked in keyed:
+        drafts[checked.model].primary_key = checked.primary_key
+        drafts[checked.model].joins[:] = checked.joins
 
 
 def _source_findings(found: Sources) -> Findings:
@@ -272,9 +315,6 @@ def _seeds(
             seeds[name] = table.rows
         else:
             ctx.note(f"{table.origin}: no model reads table {name}; not seeded")
-    if tables:
-        for name in sorted(read - set(seeds)):
-            ctx.note(f"no data file fills table {name}")
     return seeds
 
 

@@ -132,6 +132,44 @@ def parse_ddl(scripts: Sequence[bytes], *, dialect: str = "snowflake") -> dict[s
     return tables
 
 
+_COMMENTS = re.compile(r"--[^\n]*|/\*.*?\*/", re.DOTALL)
+_COPY = re.compile(
+    r"\bCOPY\s+INTO\s+(?P<table>[\w.$\"]+).*?\bFROM\s+(?P<source>\S+)", re.IGNORECASE | re.DOTALL
+)
+_FILES = re.compile(r"\bFILES\s*=\s*\((?P<files>[^)]*)\)", re.IGNORECASE)
+
+
+def parse_loads(scripts: Sequence[bytes]) -> dict[str, str]:
+    """Which CSV file each ``COPY INTO <table>`` statement of load scripts fills.
+
+    A statement names its files in ``FILES = ('a.csv', …)`` or at the end of its
+    ``FROM @stage/path/a.csv``; statements naming neither (a ``PATTERN``, a whole
+    stage) say nothing about a file and are skipped. Non-UTF-8 scripts are skipped
+    (:func:`parse_ddl` reports them).
+
+    Returns:
+        ``{CSV file stem, normalized: table name, lowercase, unqualified}``.
+    """
+    loads: dict[str, str] = {}
+    for script in scripts:
+        try:
+            text = _COMMENTS.sub(" ", script.decode("utf-8-sig"))
+        except UnicodeDecodeError:
+            continue
+        for statement in text.split(";"):
+            match = _COPY.search(statement)
+            if match is None:
+                continue
+            table = match.group("table").split(".")[-1].strip('"').lower()
+            listed = _FILES.search(statement)
+            names = listed.group("files").split(",") if listed else [match.group("source")]
+            for name in names:
+                file_name = name.strip().strip("'\"").rsplit("/", 1)[-1]
+                if file_name.lower().endswith((".csv", ".csv.gz")):
+                    loads[_norm(file_name.split(".", 1)[0])] = table
+    return loads
+
+
 def _table_of(statement: exp.Expr | None) -> PhysicalTable | None:
     if not isinstance(statement, exp.Create) or str(statement.args.get("kind")).upper() != "TABLE":
         return None
@@ -162,20 +200,28 @@ def build_seeds(
     data_dir: Path,
     ddl: Mapping[str, PhysicalTable],
     aliases: Mapping[str, str],
+    *,
+    loads: Mapping[str, str] | None = None,
+    wanted: Mapping[str, set[str]] | None = None,
 ) -> SeedPlan:
     """Map every ``*.csv`` in ``data_dir`` onto a physical table.
 
-    A CSV goes to the DDL table whose name matches its file stem, else to the
-    table behind the logical table of that name (``aliases``), else to the DDL
-    table sharing most of its header's column names (at least half). Its header
-    is then replaced by the table's columns positionally; surplus CSV columns
-    are dropped (and reported), and a DATE column holding timestamps keeps the
-    day. Without a DDL match the CSV header, lowercased, names the columns.
+    A CSV goes to the table a load script copies it into (``loads``), else to
+    the DDL table whose name matches its file stem, else to the table behind the
+    logical table of that name (``aliases``), else to the DDL table sharing most
+    of its header's column names (at least half). Its header is then replaced by
+    the table's columns positionally; surplus CSV columns are dropped (and
+    reported), and a DATE column holding timestamps keeps the day. Without a DDL
+    match the CSV header, lowercased, names the columns, and a CSV no name maps
+    goes to the one table of ``wanted`` whose columns its header holds, if
+    exactly one does.
 
     Args:
         data_dir: the directory holding the CSV files (not searched recursively).
         ddl: physical tables from :func:`parse_ddl` (may be empty).
         aliases: ``{logical table name, lowercase: physical table, lowercase}``.
+        loads: ``{CSV stem, normalized: table}`` from :func:`parse_loads`.
+        wanted: ``{table: physical columns the models read}``.
 
     Returns:
         The seeds, and what was dropped or decided along the way.
@@ -201,15 +247,30 @@ def build_seeds(
             f"data directory {data_dir} holds no .csv files",
             fix="pass the folder that holds the model's CSV files, or no data folder",
         )
+    loaded = dict(loads or {})
+    # Tables some CSV fills by name; matching by columns never takes one of them.
+    claimed = {
+        loaded.get(_norm(p.stem), alias_norm.get(_norm(p.stem), _norm(p.stem))) for p in csv_files
+    }
     for path in csv_files:
         header, rows = _read_csv(path)
-        table = _match_table(path.stem, header, ddl, by_norm, alias_norm)
+        target = loaded.get(_norm(path.stem))
+        if target is not None and _norm(target) != _norm(path.stem):
+            notes.append(f"{path.name} fills table {target}: a load script copies it there")
+        key = _norm(target) if target is not None else _norm(path.stem)
+        table = _match_table(key, header, ddl, by_norm, alias_norm)
         if table is not None:
             names, rows = _fit_to_ddl(path.name, header, rows, table, unmapped, notes)
             name = table.name
         else:
-            name = alias_norm.get(_norm(path.stem), _identifier(path.stem))
             names = [_identifier(h) for h in header]
+            free = {t: c for t, c in (wanted or {}).items() if _norm(t) not in claimed}
+            name = (
+                target
+                or alias_norm.get(key)
+                or _by_columns(path.name, names, free, notes)
+                or _identifier(path.stem)
+            )
             if ddl:
                 unmapped.append(
                     f"{path.name}: no CREATE TABLE matches it; seeded as {name} "
@@ -222,6 +283,19 @@ def build_seeds(
             )
         tables[name] = SeedTable(name, _write_csv(names, rows), len(rows), path.name)
     return SeedPlan(tables, tuple(unmapped), tuple(notes))
+
+
+def _by_columns(
+    file_name: str, header: Sequence[str], wanted: Mapping[str, set[str]] | None, notes: list[str]
+) -> str | None:
+    """The one wanted table whose columns ``header`` holds, if exactly one."""
+    fits = sorted(t for t, cols in (wanted or {}).items() if cols and cols <= set(header))
+    if len(fits) != 1:
+        return None
+    notes.append(
+        f"{file_name} fills table {fits[0]}: its header holds every column the model reads"
+    )
+    return fits[0]
 
 
 def _read_csv(path: Path) -> tuple[list[str], list[list[str]]]:

@@ -26,7 +26,9 @@ from reconciler import guard
 from reconciler.errors import UnsafeSqlError
 from reconciler.interop.importers import (
     Findings,
+    ImportProblem,
     OracleRunner,
+    ProblemKind,
     dump_yaml,
     scalar_text,
     slugify,
@@ -191,28 +193,44 @@ def _fallback_sql(parsed: exp.Expr | None, dialect: str) -> str:
 
 
 def pin_as_of(
-    queries: Sequence[VerifiedQuery], as_of: str | None, findings: Findings
+    queries: Sequence[VerifiedQuery],
+    as_of: str | None,
+    findings: Findings,
+    *,
+    data_day: tuple[str, str] | None = None,
 ) -> str | None:
     """Choose the lens's ``as_of`` for queries that depend on the day they are asked.
 
-    The caller's ``as_of`` wins. Otherwise it is the day the latest such query
-    was verified: the last day a human saw those answers as right, so
-    "this month" means the month they meant. When none of them says when it was
-    verified, there is no such day: they become drafts (a relative-date answer
-    without ``as_of`` would not load, DESIGN §4).
+    The caller's ``as_of`` wins. Otherwise, with data, it is the latest day the
+    data holds (``data_day``): relative periods ("this month") then land on the
+    data the answers are checked against. Without data it is the day the latest
+    such query was verified: the last day a human saw those answers as right.
+    When neither is known they become drafts (a relative-date answer without
+    ``as_of`` would not load, DESIGN §4). Either way the relative-dated queries
+    are reported as one :attr:`ProblemKind.RELATIVE_DATE` problem saying which.
+
+    Args:
+        queries: every verified query.
+        as_of: the day asked for (``--as-of``), if any.
+        findings: where the decision is recorded.
+        data_day: ``(YYYY-MM-DD, "table.column")``: the latest day in the data.
 
     Returns:
         The ``YYYY-MM-DD`` day to write, or ``None``.
     """
     relative = [q for q in queries if q.relative]
     if as_of is not None:
-        findings.note(
-            f"as_of {as_of} pinned as asked ({len(relative)} verified queries read "
-            "the clock or name a relative period)"
-        )
+        if relative:
+            _relative(findings, relative, f"evaluated at as_of {as_of}, pinned as asked")
         return as_of
     if not relative:
         return None
+    if data_day is not None:
+        day, column = data_day
+        _relative(
+            findings, relative, f"evaluated at as_of {day}, the latest day in the data ({column})"
+        )
+        return day
     # A verified_at in the future is no day a human saw the answer (it is a draft).
     stamped = [
         q
@@ -225,15 +243,56 @@ def pin_as_of(
                 "it depends on the current date and no verified_at says on "
                 "which day it was verified; import again with an as_of date"
             )
+        _relative(findings, relative, "written as drafts: no as_of date is known for them")
         return None
     latest = max(stamped, key=lambda q: q.verified_at or 0)
     day = iso_day(latest.verified_at or 0)
-    findings.note(
-        f"as_of {day}: {len(relative)} verified queries read the clock or name a relative "
-        f"period; {day} is when the latest of them ({latest.id}) was verified, the last day "
-        "a human saw those answers as right"
+    _relative(
+        findings,
+        relative,
+        f"evaluated at as_of {day}, the day the latest of them ({latest.id}) was verified, "
+        "the last day a human saw those answers as right",
     )
     return day
+
+
+def _relative(findings: Findings, relative: Sequence[VerifiedQuery], decision: str) -> None:
+    findings.problem(
+        ImportProblem(
+            ProblemKind.RELATIVE_DATE,
+            f"{len(relative)} verified queries read the clock or name a relative period "
+            f"({', '.join(q.id for q in relative)}); {decision}",
+            answers=tuple(q.id for q in relative),
+        )
+    )
+
+
+def draft_joins_through(
+    queries: Sequence[VerifiedQuery], through: Mapping[str, str], findings: Findings
+) -> None:
+    """Draft the queries that join on a non-unique key, reported as one problem.
+
+    Args:
+        queries: every verified query.
+        through: ``{answer id: "table on columns"}``
+            (:func:`~reconciler.interop.importers.checks.oracles_through`).
+        findings: where the problem goes.
+    """
+    hit = [q for q in queries if q.id in through]
+    for query in hit:
+        query.problems.append(
+            f"it joins {through[query.id]}, which is not unique on the seeded data, so its "
+            "result may count rows several times; check it and certify it with `dst certify`"
+        )
+    if hit:
+        findings.problem(
+            ImportProblem(
+                ProblemKind.ORACLE_THROUGH_NON_UNIQUE_KEY,
+                f"{len(hit)} verified queries join on a non-unique key and are written as "
+                f"drafts: {', '.join(f'{q.id} ({through[q.id]})' for q in hit)}",
+                answers=tuple(q.id for q in hit),
+            )
+        )
 
 
 def check_oracles(
@@ -249,14 +308,14 @@ def check_oracles(
 
     Clock reads are pinned to ``as_of`` first (DESIGN §4), so the run sees what
     the gate will see. An oracle returning more than the row cap is a problem
-    too: the gate would call it an error. Empty results are only noted.
+    too: the gate would call it an error. Empty results are reported as one problem.
 
     Args:
         queries: every query; only those without problems are run.
         as_of: the lens's pinned day, if any.
         seeds: ``{physical table: CSV bytes}``.
         runner: executes the queries; ``None`` skips execution (noted).
-        findings: where skips and empty results are noted.
+        findings: where skips are noted and empty results reported.
         dialect: the lens dialect the oracles are written in.
     """
     candidates = [q for q in queries if not q.problems]
@@ -283,7 +342,14 @@ def check_oracles(
             empty.append(query.id)
     if empty:
         at = f" at as_of {as_of}" if as_of else ""
-        findings.note(f"oracles returning no rows on the seeded data{at}: {', '.join(empty)}")
+        findings.problem(
+            ImportProblem(
+                ProblemKind.EMPTY_ORACLE,
+                f"{len(empty)} oracles return no rows on the seeded data{at} (vacuous "
+                f"evidence: mark them expect_empty: true or fix the data): {', '.join(empty)}",
+                answers=tuple(empty),
+            )
+        )
 
 
 def answer_yaml(query: VerifiedQuery, source_name: str) -> bytes:
