@@ -213,8 +213,8 @@ def build_seeds(
     the table's columns positionally; surplus CSV columns are dropped (and
     reported), and a DATE column holding timestamps keeps the day. Without a DDL
     match the CSV header, lowercased, names the columns, and a CSV no name maps
-    goes to the one table of ``wanted`` whose columns its header holds, if
-    exactly one does.
+    goes to the table of ``wanted`` whose columns its header holds (the one
+    reading most columns, unless two tie).
 
     Args:
         data_dir: the directory holding the CSV files (not searched recursively).
@@ -288,14 +288,19 @@ def build_seeds(
 def _by_columns(
     file_name: str, header: Sequence[str], wanted: Mapping[str, set[str]] | None, notes: list[str]
 ) -> str | None:
-    """The one wanted table whose columns ``header`` holds, if exactly one."""
-    fits = sorted(t for t, cols in (wanted or {}).items() if cols and cols <= set(header))
-    if len(fits) != 1:
-        return None
-    notes.append(
-        f"{file_name} fills table {fits[0]}: its header holds every column the model reads"
+    """The wanted table whose columns ``header`` holds, the one reading most columns.
+
+    ``None`` when no table fits or two fit equally well (a guess is no mapping).
+    """
+    fits = sorted(
+        ((len(cols), t) for t, cols in (wanted or {}).items() if cols and cols <= set(header)),
+        reverse=True,
     )
-    return fits[0]
+    if not fits or (len(fits) > 1 and fits[1][0] == fits[0][0]):
+        return None
+    table = fits[0][1]
+    notes.append(f"{file_name} fills table {table}: its header holds every column the model reads")
+    return table
 
 
 def _read_csv(path: Path) -> tuple[list[str], list[list[str]]]:
