@@ -19,12 +19,14 @@ import yaml
 
 from reconciler.errors import LensLoadError
 from reconciler.generators.compiler import Measure, Plan, render
+from reconciler.interop.importers import ProblemKind
 from reconciler.interop.importers.dbt import import_dbt
 from reconciler.interop.importers.dbt_source import collect
 from reconciler.lens import load_lens
 from reconciler.schemas import kind_of, schema_comment
+from reconciler.warehouse.seed import run_on_seeds
 from tests.helpers import CORPORA, invoke
-from tests.helpers.interop import read_lens_dir
+from tests.helpers.interop import read_lens_dir, seeded
 
 MANIFESTS = CORPORA / "metricflow" / "semantic_manifest_yamls"
 SNAPSHOTS = CORPORA / "metricflow" / "source_table_snapshots"
@@ -276,3 +278,94 @@ def test_an_existing_lens_is_kept_unless_overwrite(repo: Path, tmp_path: Path) -
         repo, "import", "dbt", str(source), "--lens", "s", "--overwrite", "--format", "json"
     )
     assert ok.code == 0 and json.loads(ok.stdout)["metrics"] == 2
+
+
+# --- checks against the data -------------------------------------------------------
+
+
+@pytest.mark.parametrize("manifest", sorted(m for m, d in MANIFEST_DATA.items() if d))
+def test_metricflow_primary_keys_are_checked_against_the_snapshots(
+    tmp_path: Path, manifest: str
+) -> None:
+    data = MANIFEST_DATA[manifest]
+    assert data is not None
+    sources, data_files, name = collect(need(MANIFESTS) / manifest, SNAPSHOTS / data)
+    files, report = import_dbt(
+        sources, source_name=name, lens="mf", data=data_files, run_oracles=run_on_seeds
+    )
+    lens = load_lens("mf", files)
+    declared = import_dbt(sources, source_name=name, lens="mf", data=data_files)[0]
+    before = load_lens("mf", declared)  # no runner: every key as the manifest declares it
+    con = seeded({t: files[f"seeds/{t}.csv"] for t in report.seeds}, tmp_path / "db")
+    bad = set()
+    for model in before.models.values():
+        if model.primary_key and model.table in report.seeds:
+            (key,) = model.primary_key
+            counts = con.execute(
+                f"SELECT COUNT(*), COUNT(DISTINCT {key}) FROM {model.table}"
+            ).fetchone()
+            assert counts is not None
+            if counts[1] < counts[0]:
+                bad.add(model.name)
+    assert {p.model for p in report.problems_of(ProblemKind.NON_UNIQUE_KEY)} == bad
+    for model in lens.models.values():
+        declared_key = before.models[model.name].primary_key
+        assert model.primary_key == (() if model.name in bad else declared_key)
+        assert all(j.to not in bad for j in model.joins if j.relationship == "many_to_one")
+    held = {p.model for p in report.problems_of(ProblemKind.TABLE_NOT_HELD)}
+    assert held == {m.name for m in lens.models.values() if m.table not in report.seeds}
+
+
+SHOP = """\
+semantic_models:
+  - name: orders
+    node_relation: {alias: raw_orders}
+    entities:
+      - {name: order, type: primary, expr: order_id}
+      - {name: customer, type: foreign, expr: customer_id}
+    measures:
+      - {name: amount, agg: sum}
+  - name: customers
+    node_relation: {alias: raw_customers}
+    entities:
+      - {name: customer, type: primary, expr: customer_id}
+    dimensions:
+      - {name: region, type: categorical}
+  - name: refunds
+    node_relation: {alias: raw_refunds}
+    entities:
+      - {name: refund, type: primary, expr: refund_id}
+    measures:
+      - {name: refunded, agg: sum}
+"""
+
+
+def test_dbt_seeds_show_a_non_unique_entity_and_a_table_no_seed_fills() -> None:
+    data = {
+        "raw_orders.csv": b"order_id,customer_id,amount\n1,7,10\n2,7,20\n3,8,5\n",
+        # customer 7 is there twice: every order of 7 would count twice through the join
+        "raw_customers.csv": b"customer_id,region\n7,north\n7,south\n8,east\n",
+    }
+    files, report = import_dbt(
+        {"m.yaml": SHOP.encode()},
+        source_name="m.yaml",
+        lens="shop",
+        data=data,
+        run_oracles=run_on_seeds,
+    )
+    lens = load_lens("shop", files)
+    con = duckdb.connect()
+    con.execute("CREATE TABLE c (id INT, region TEXT)")
+    con.execute("INSERT INTO c VALUES (7, 'north'), (7, 'south'), (8, 'east')")
+    counts = con.execute("SELECT COUNT(DISTINCT id), COUNT(*) FROM c").fetchone()
+    assert counts is not None
+    (bad,) = report.problems_of(ProblemKind.NON_UNIQUE_KEY)
+    assert bad.model == "customers"
+    assert f"{counts[0]} distinct values over {counts[1]} rows" in bad.message
+    assert lens.models["customers"].primary_key == ()
+    assert lens.models["orders"].primary_key == ("order_id",)
+    assert lens.models["orders"].joins == ()
+    (dropped,) = report.problems_of(ProblemKind.JOIN_DROPPED)
+    assert dropped.model == "orders"
+    (missing,) = report.problems_of(ProblemKind.TABLE_NOT_HELD)
+    assert (missing.model, missing.table) == ("refunds", "raw_refunds")
