@@ -19,6 +19,7 @@ from reconciler.interop.importers import ImportReport, ProblemKind, write_lens
 from reconciler.interop.importers.cortex import import_cortex
 from reconciler.lens import RELATIVE_DATE_RE, Lens, load_lens
 from reconciler.warehouse.seed import run_on_seeds
+from tests import pg
 from tests.helpers import CORPORA, invoke
 from tests.helpers.interop import read_lens_dir, seeded
 
@@ -351,3 +352,68 @@ def test_validate_with_a_warehouse_flags_a_non_unique_key_at_its_line(
 
     plain = invoke(repo, "validate", "lenses/ads")
     assert plain.code == 0, plain.stderr  # without a warehouse, nothing reads the data
+
+
+def test_validate_checks_keys_on_postgresql_too(repo: Path) -> None:
+    files, _ = import_cortex(
+        CLICKS_MODEL.encode(), model_path="ads.yaml", lens="ads", data_dir=None
+    )
+    write_lens(repo, "ads", files)
+    with pg.scratch_database("importers_keys") as scratch:
+        setup = pg.engine(scratch.owner_url)
+        with setup.begin() as conn:
+            conn.exec_driver_sql("CREATE TABLE web_events (event_id INT, campaign_id INT)")
+            conn.exec_driver_sql("INSERT INTO web_events VALUES (1, 10), (2, 20)")
+            conn.exec_driver_sql("CREATE TABLE campaigns (campaign_id INT, campaign_name TEXT)")
+            for campaign_id, name in CAMPAIGNS:
+                conn.exec_driver_sql(f"INSERT INTO campaigns VALUES ({campaign_id}, '{name}')")
+            pg.grant_reader(conn, scratch.reader)
+        setup.dispose()
+        done = invoke(repo, "validate", "--warehouse", scratch.reader_url, "--format", "json")
+    assert done.code == 2, done.stderr
+    (check,) = done.json()["lenses"]
+    errors = {e["path"]: e["message"] for e in check["data_errors"]}
+    assert list(errors) == ["lenses/ads/models/campaigns.yaml"]
+    distinct = len({c[0] for c in CAMPAIGNS})
+    assert (
+        f"{distinct} distinct values over {len(CAMPAIGNS)} rows"
+        in errors["lenses/ads/models/campaigns.yaml"]
+    )
+    assert scratch.reader_url.split("@")[0] not in done.stdout + done.stderr  # no credentials
+
+
+SHOP_MODEL = """\
+name: shop
+tables:
+  - name: orders
+    base_table: {database: db, schema: s, table: RAW_ORDERS}
+    primary_key: {columns: [order_id]}
+    dimensions:
+      - {name: order_id, expr: id, data_type: NUMBER}
+      - {name: status, expr: st, data_type: TEXT}
+    measures:
+      - {name: amount, expr: amt, data_type: NUMBER, default_aggregation: sum}
+"""
+SHOP_DDL = b"CREATE TABLE RAW_ORDERS (ID INT, AMT FLOAT, ST TEXT);"
+SHOP_LOAD = b"""-- the export lands in RAW_ORDERS
+COPY INTO db.s.RAW_ORDERS FROM @stage FILES = ('export_2024.csv') FILE_FORMAT = (SKIP_HEADER=1);
+"""
+
+
+def test_a_load_script_names_the_table_a_differently_named_csv_fills(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    # a header that names nothing the DDL declares: only the COPY INTO says where it goes
+    (data / "export_2024.csv").write_text("A,B,C\n1,2.5,paid\n2,4.0,open\n")
+    files, report = import_cortex(
+        SHOP_MODEL.encode(),
+        model_path="shop.yaml",
+        lens="shop",
+        data_dir=data,
+        ddl=[SHOP_DDL, SHOP_LOAD],
+        run_oracles=run_on_seeds,
+    )
+    assert report.seeds == {"raw_orders": 2}
+    assert files["seeds/raw_orders.csv"].decode().splitlines()[0] == "id,amt,st"
+    assert not report.problems
+    assert any("export_2024.csv fills table raw_orders" in note for note in report.notes)

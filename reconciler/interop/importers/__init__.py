@@ -55,7 +55,7 @@ class ImportProblem:
         message: one line saying what, where, and what the import did about it.
         model: the model it concerns (``models/<model>.yaml``), if any.
         table: the physical table it concerns, if any.
-        answers: the answer ids it concerns (``answers/<id>.yaml``), if any.
+        answers: the ids of the answers it concerns, if any.
     """
 
     kind: ProblemKind
@@ -65,14 +65,16 @@ class ImportProblem:
     answers: tuple[str, ...] = ()
 
     def record(self) -> dict[str, object]:
-        """The JSON object of this problem."""
-        return {
-            "kind": self.kind.value,
-            "message": self.message,
-            "model": self.model,
-            "table": self.table,
-            "answers": list(self.answers),
-        }
+        """The JSON object of this problem: its fields, ``kind`` as its value, tuples as lists."""
+        record: dict[str, object] = {}
+        for name in self.__dataclass_fields__:
+            value = getattr(self, name)
+            record[name] = (
+                value.value
+                if isinstance(value, Enum)
+                else (list(value) if isinstance(value, tuple) else value)
+            )
+        return record
 
 
 @dataclass(frozen=True)
