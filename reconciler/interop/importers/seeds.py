@@ -249,9 +249,8 @@ def build_seeds(
         )
     loaded = dict(loads or {})
     # Tables some CSV fills by name; matching by columns never takes one of them.
-    claimed = {
-        loaded.get(_norm(p.stem), alias_norm.get(_norm(p.stem), _norm(p.stem))) for p in csv_files
-    }
+    stems = [_norm(p.stem) for p in csv_files]
+    claimed = {_norm(loaded.get(k) or alias_norm.get(k) or k) for k in stems}
     for path in csv_files:
         header, rows = _read_csv(path)
         target = loaded.get(_norm(path.stem))
@@ -264,7 +263,11 @@ def build_seeds(
             name = table.name
         else:
             names = [_identifier(h) for h in header]
-            free = {t: c for t, c in (wanted or {}).items() if _norm(t) not in claimed}
+            free = {
+                t: c
+                for t, c in (wanted or {}).items()
+                if _norm(t) not in claimed and t not in tables
+            }
             name = (
                 target
                 or alias_norm.get(key)
