@@ -347,8 +347,12 @@ def test_validate_with_a_warehouse_flags_a_non_unique_key_at_its_line(
     assert error["line"] == key_line
     assert f"has {distinct} distinct values over {len(CAMPAIGNS)} rows" in error["message"]
     assert f"lenses/ads/models/campaigns.yaml:{key_line}: primary key campaign_id" in done.stderr
-    # web_events is empty, so its key holds; budgets declares no key: one error only
-    assert list(by_path) == ["lenses/ads/models/campaigns.yaml"]
+    # web_events is empty, so its key holds; no budgets table: an error at its table line
+    assert sorted(by_path) == ["lenses/ads/models/budgets.yaml", "lenses/ads/models/campaigns.yaml"]
+    budgets = by_path["lenses/ads/models/budgets.yaml"]
+    lines = (repo / "lenses/ads/models/budgets.yaml").read_text().splitlines()
+    assert budgets["line"] == lines.index("table: budgets") + 1
+    assert "table budgets of model budgets cannot be read" in budgets["message"]
 
     plain = invoke(repo, "validate", "lenses/ads")
     assert plain.code == 0, plain.stderr  # without a warehouse, nothing reads the data
@@ -373,7 +377,7 @@ def test_validate_checks_keys_on_postgresql_too(repo: Path) -> None:
     assert done.code == 2, done.stderr
     (check,) = done.json()["lenses"]
     errors = {e["path"]: e["message"] for e in check["data_errors"]}
-    assert list(errors) == ["lenses/ads/models/campaigns.yaml"]
+    assert sorted(errors) == ["lenses/ads/models/budgets.yaml", "lenses/ads/models/campaigns.yaml"]
     distinct = len({c[0] for c in CAMPAIGNS})
     assert (
         f"{distinct} distinct values over {len(CAMPAIGNS)} rows"

@@ -6,10 +6,10 @@ same loader plan and apply use, so a lens that validates here loads there (the
 warehouse-side checks, oracles and evals, are left to ``dst plan``).
 
 ``--warehouse URL`` adds one data check per model, bounded by the lens's
-``statement_timeout_s``: every declared ``primary_key`` is unique over its table
-(``COUNT(*)`` against the distinct key count, :func:`reconciler.verify.verify_keys`).
-A key that is not, or a table that cannot be read, is an error at the model
-file's ``primary_key`` line.
+``statement_timeout_s`` (:func:`reconciler.verify.verify_keys`): its table is
+there, and a declared ``primary_key`` is unique over it (``COUNT(*)`` against the
+distinct key count). A table that cannot be read is an error at the model file's
+``table`` line, a key that is not unique at its ``primary_key`` line.
 
 ``PATH`` may be a lens directory (``lenses/sales``), any file or folder inside one
 (``lenses/sales/models/orders.yaml``, as pre-commit passes them), a ``lenses/``
@@ -201,7 +201,7 @@ def validate(
 ) -> int:
     """Check lens files in the working tree (no git): for editors, pre-commit.
 
-    With --warehouse, also check every declared primary key is unique there.
+    With --warehouse, also check every model's table is there and its primary key unique.
     """
     if warehouse is None:
         checks = validate_paths(list(paths or ()), repo or Path.cwd())

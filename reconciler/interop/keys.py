@@ -90,3 +90,10 @@ def duplicated_sql(table: str, key_sql: Sequence[str], *, dialect: str) -> str:
         exp.GT(this=exp.Subquery(this=rows), expression=exp.Subquery(this=distinct))
     )
     return query.sql(dialect=dialect)
+
+
+def table_probe_sql(table: str, *, read: str, write: str) -> str:
+    """A query that reads no rows of ``table`` but fails when the warehouse does not hold it."""
+    query = exp.select(exp.alias_(exp.Literal.number(1), "present"))
+    query = query.from_(exp.to_table(table, dialect=read)).where(exp.false())
+    return query.sql(dialect=write)
