@@ -27,6 +27,9 @@ matches them case-insensitively). Anything else the source declares is listed in
 queries that cannot become active answers are written as drafts
 (:mod:`reconciler.interop.importers.verified`). ``as_of`` is pinned when an answer
 depends on the current date (:func:`~reconciler.interop.importers.verified.pin_as_of`).
+With data, tables no seed creates, non-unique keys (dropped, with the joins through
+them) and empty or relative-dated oracles are reported as
+:attr:`~reconciler.interop.importers.ImportReport.problems` (:mod:`.checks`).
 """
 
 from __future__ import annotations

@@ -73,7 +73,7 @@ def seed_files(
         files[f"seeds/{seed.table}.csv"] = seed.csv
         seed_rows[seed.table] = seed.rows
     held = {m: t.table for m, t in tables.items()}
-    tables_not_held(held, seed_rows, findings, f"the data directory {data_dir.name}")
+    tables_not_held(held, seed_rows, findings, f"the data directory {data_dir.name}/")
     _check_seed_columns(findings, tables, {t: s.csv for t, s in plan.tables.items()})
     return files, seed_rows
 
