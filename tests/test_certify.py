@@ -293,7 +293,8 @@ _ANSWERS_PATH = re.compile(r"(^|/)answers(/|$)")
 _GENERIC_CALLERS = {
     "write_new_file": {"certify.py", "cli/init.py"},  # answers/<id>.yaml; init's scaffold
     # .gitignore; evals/cases.yaml; the .dst/profiles cache
-    "replace_file": {"cli/init.py", "cli/evals.py", "assembly/profiles.py"},
+    # answers/<id>.yaml re-certified (dst certify --replace)
+    "replace_file": {"certify.py", "cli/init.py", "cli/evals.py", "assembly/profiles.py"},
 }
 # Modules that write files *and* build answers/ paths: certify alone.
 _ANSWER_WRITERS = {"certify.py"}

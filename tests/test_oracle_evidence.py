@@ -21,7 +21,7 @@ from reconciler.results import evidence_notes
 from reconciler.resultset import ResultSet
 from reconciler.suite import VACUOUS, AnswerResult, Outcome, ValueCache, run_answer
 from reconciler.warehouse.connection import Warehouse
-from tests.helpers import certified
+from tests.helpers import certified, commit, invoke
 
 JOIN = "FROM orders o JOIN customers c ON o.customer_id = c.customer_id"
 BY_SEGMENT = f"SELECT c.segment, SUM(o.amount) AS revenue {JOIN} GROUP BY c.segment"
@@ -131,3 +131,39 @@ def test_an_empty_oracle_is_vacuous_unless_marked_expect_empty(shop: Warehouse) 
     assert marked.outcome is Outcome.CORRECT and marked.notes == ()
     assert evidence_notes([marked], []) == []
     assert "notes" not in marked.record()
+
+
+def test_certify_asks_for_a_tie_breaker_and_for_the_expect_empty_mark(
+    promoted_repo: Path, tmp_path: Path
+) -> None:
+    tied = tmp_path / "tied.sql"
+    # a LIMIT without ORDER BY keeps any two of the segments
+    tied.write_text("SELECT DISTINCT segment FROM customers LIMIT 2\n")
+    args = ["certify", "--lens", "sales", "--question", "Two segments", "--sql", str(tied)]
+    shown = invoke(promoted_repo, *args, "--dry-run")
+    assert shown.code == 0, shown.stderr
+    assert "warning: ambiguous oracle: LIMIT 2 without ORDER BY" in shown.stdout
+    assert "add an ORDER BY with a tie-breaker before certifying" in shown.stdout
+    empty = tmp_path / "empty.sql"
+    empty.write_text("SELECT order_id FROM orders WHERE order_date < DATE '1900-01-01'\n")
+    args = ["certify", "--lens", "sales", "--question", "Orders before 1900", "--sql", str(empty)]
+    asked = invoke(promoted_repo, *args, "--dry-run", "--format", "json")
+    assert asked.code == 0, asked.stderr
+    assert asked.json()["notes"][0].startswith("vacuous oracle")
+    assert "mark it with --expect-empty" in asked.stderr
+    done = invoke(promoted_repo, *args, "--expect-empty", "--yes", "--by", "Pat Lee")
+    assert done.code == 0, done.stderr
+    assert "vacuous oracle" not in done.stdout
+    path = promoted_repo / "lenses/sales/answers/orders_before_1900.yaml"
+    assert "expect_empty: true\n" in path.read_text()
+    assert invoke(promoted_repo, "validate", "lenses/sales").code == 0
+    # certified as it is, the self-test asks again for the tie-breaker
+    ambiguous = ["certify", "--lens", "sales", "--question", "Two segments", "--sql", str(tied)]
+    assert invoke(promoted_repo, *ambiguous, "--yes", "--by", "Pat Lee").code == 0
+    commit(promoted_repo, {}, "certify two answers")
+    applied = invoke(promoted_repo, "apply", "--lens", "sales", "--format", "json")
+    sales = applied.lens("sales")
+    assert {r["answer"] for r in sales["self_test"]} == {"two_segments", "orders_before_1900"}
+    asks = [m for m in sales["messages"] if m.startswith("self-test: two_segments: ")]
+    assert asks and AMBIGUOUS in asks[0] and "tie-breaker" in asks[0]
+    assert not any(VACUOUS in m for m in sales["messages"])  # the empty one is marked
