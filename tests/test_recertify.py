@@ -20,8 +20,9 @@ import yaml
 from reconciler.git.trees import worktree_files
 from reconciler.lens import load_lens
 from reconciler.render.text import display_cell
-from tests.helpers import FIXTURES, commit, invoke
+from tests.helpers import FIXTURES, commit, git, invoke
 from tests.helpers.examples import double_metric
+from tests.helpers.terminal import INTERRUPT, on_terminal
 
 AOV_ANSWERS = ("aov_by_quarter_2023", "aov_enterprise")
 WIDE = {"COLUMNS": "200"}  # the side-by-side view is a table; keep its SQL lines whole
@@ -114,6 +115,36 @@ def test_replace_dry_run_and_json_show_the_previous_oracle(promoted_repo: Path) 
     assert obj["previous"]["result"]["rows"] == obj["result"]["rows"]  # nothing changed yet
     assert "the new result equals the previous oracle's" in done.stderr
     assert answers_dir(promoted_repo) == before
+
+
+def test_on_a_terminal_ctrl_c_at_the_prompt_exits_130_and_writes_nothing(
+    promoted_repo: Path,
+) -> None:
+    git(promoted_repo, "config", "user.name", "Robin Analyst")
+    double_metric(promoted_repo, "average_order_value")
+    before = answers_dir(promoted_repo)
+    args = ["certify", "--lens", "sales", "--replace", "aov_enterprise"]
+    code, out = on_terminal(promoted_repo, args, [("Replace the certified SQL", INTERRUPT)])
+    assert code == 130, out
+    assert "2549.42454545" in out  # the new result was shown before the question
+    assert answers_dir(promoted_repo) == before
+    code, out = on_terminal(promoted_repo, args, [("Replace the certified SQL", "y")])
+    assert code == 0, out
+    after = load_lens("sales", worktree_files(promoted_repo, "sales")).answers["aov_enterprise"]
+    assert after.provenance.certified_by == "Robin Analyst"
+
+
+def test_on_a_terminal_an_empty_result_is_asked_about(lens_repo: Path, tmp_path: Path) -> None:
+    git(lens_repo, "config", "user.name", "Robin Analyst")
+    empty = tmp_path / "empty.sql"
+    empty.write_text("SELECT order_id FROM orders WHERE order_date < DATE '1900-01-01'\n")
+    args = ["certify", "--lens", "sales", "--question", "Orders before 1900", "--sql", str(empty)]
+    replies = [("Certify this SQL", "y"), ("Is an empty result the answer", "y")]
+    code, out = on_terminal(lens_repo, args, replies)
+    assert code == 0, out
+    assert "vacuous oracle" in out
+    path = lens_repo / "lenses/sales/answers/orders_before_1900.yaml"
+    assert "expect_empty: true\n" in path.read_text()
 
 
 def _set_status(repo: Path, aid: str, status: str) -> None:
