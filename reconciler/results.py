@@ -299,14 +299,19 @@ def evidence_notes(results: Sequence[AnswerResult], self_test: Sequence[AnswerRe
 
 
 def _failing(state: LensState, action: Action) -> list[AnswerId]:
-    """The answers whose outcome made ``action`` block (or fail ``dst test``)."""
+    """The answers whose outcome made ``action`` block (or fail ``dst test``).
+
+    Gated answers that did not pass (unreached ones excepted), and self-test
+    answers whose certified SQL does not run.
+    """
     if action not in (Action.BLOCKED, Action.FAILED):
         return []
-    return [
+    failing = [
         r.answer
         for r in state.results
         if r.outcome is not Outcome.CORRECT and r.answer not in state.unreached
     ]
+    return failing + [r.answer for r in state.self_test if r.oracle_failed]
 
 
 @dataclass

@@ -227,7 +227,7 @@ def test_bad_sql_file_errors_name_the_file_and_line(
 ) -> None:
     before = answers_dir(lens_repo)
     path = tmp_path / "query.sql"
-    path.write_text(case["sql"])
+    path.write_bytes(case["sql"].encode(case.get("encoding", "utf-8")))
     done = invoke(
         lens_repo, "certify", "--lens", "sales", "--question", "Units by category", "--sql",
         str(path), "--yes", "--by", "Pat Lee",

@@ -369,12 +369,31 @@ def _working_lens(rt: Any, lens: str) -> tuple[Lens, dict[str, bytes]]:
 
 
 def _read_sql(sql_file: Path | None) -> str | None:
-    """The text of ``--sql FILE`` (``None`` without it); refuses a missing file."""
+    """The text of ``--sql FILE`` (``None`` without it).
+
+    Raises:
+        UsageError: the file is missing or cannot be read.
+        LensLoadError: it is not UTF-8 (the line of the first bad byte is named).
+    """
     if sql_file is None:
         return None
     if not sql_file.is_file():
         raise UsageError(f"{sql_file}: no such file", fix="pass --sql FILE with the query")
-    return sql_file.read_text(encoding="utf-8-sig")
+    try:
+        data = sql_file.read_bytes()
+    except OSError as exc:
+        raise UsageError(
+            f"{sql_file}: cannot be read ({exc.strerror})", fix="check the file's permissions"
+        ) from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise LensLoadError(
+            str(sql_file),
+            f"not UTF-8 text (byte 0x{data[exc.start]:02x})",
+            line=data[: exc.start].count(b"\n") + 1,
+            fix="save the file as UTF-8",
+        ) from None
 
 
 def _declined(fmt: Format, base: dict[str, Any], question: str, candidate: Candidate) -> int:
