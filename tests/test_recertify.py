@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import xml.etree.ElementTree as ET
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,31 @@ def test_block_message_names_the_three_exact_commands(promoted_repo: Path) -> No
     assert f"  re-certify the answer: dst certify --replace {AOV_ANSWERS[1]} --lens sales" in (
         messages
     )
+
+
+def test_ci_check_and_its_junit_carry_the_same_commands(
+    promoted_repo: Path, tmp_path: Path
+) -> None:
+    git(promoted_repo, "checkout", "-q", "-b", "feature")
+    double_metric(promoted_repo, "average_order_value")
+    summary, junit = tmp_path / "summary.md", tmp_path / "out.xml"
+    hidden = {"GITHUB_EVENT_NAME": "", "GITHUB_EVENT_PATH": "", "GITHUB_STEP_SUMMARY": str(summary)}
+    done = invoke(
+        promoted_repo, "ci", "check", "--base", "main", "--format", "github", "--junit",
+        str(junit), env=hidden,
+    )  # fmt: skip
+    assert done.code == 1, done.stdout + done.stderr
+    gate = next(
+        case
+        for case in ET.parse(junit).getroot().iter("testcase")
+        if case.get("name") == "gate" and case.find("failure") is not None
+    )
+    body = gate.findtext("failure") or ""
+    for text in (summary.read_text(), body):
+        for aid in AOV_ANSWERS:
+            assert f"dst certify --replace {aid} --lens sales" in text
+            assert f"set `status: retired` in lenses/sales/answers/{aid}.yaml" in text
+        assert "edit lenses/sales/metrics/average_order_value.yaml" in text
 
 
 def test_replace_rewrites_the_answer_and_the_next_apply_promotes(promoted_repo: Path) -> None:
