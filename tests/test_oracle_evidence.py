@@ -167,3 +167,26 @@ def test_certify_asks_for_a_tie_breaker_and_for_the_expect_empty_mark(
     asks = [m for m in sales["messages"] if m.startswith("self-test: two_segments: ")]
     assert asks and AMBIGUOUS in asks[0] and "tie-breaker" in asks[0]
     assert not any(VACUOUS in m for m in sales["messages"])  # the empty one is marked
+
+
+@pytest.mark.parametrize(
+    ("sql", "described"),
+    [
+        ("SELECT a, b FROM t ORDER BY b DESC LIMIT 3", "LIMIT 3 on (b DESC)"),
+        ("SELECT a, b FROM t ORDER BY 2 FETCH FIRST 4 ROWS ONLY", "LIMIT 4 on (#2)"),
+        ("(SELECT a FROM t ORDER BY a LIMIT 2)", "LIMIT 2 on (a)"),
+        ("SELECT a FROM t UNION ALL SELECT a FROM u ORDER BY a LIMIT 2", "LIMIT 2 on (a)"),
+        ("SELECT a FROM t LIMIT 2", "LIMIT 2 without ORDER BY"),
+        ("SELECT a FROM t ORDER BY a", None),  # nothing cut
+        ("SELECT a FROM t ORDER BY a LIMIT 2 OFFSET 1", None),  # left strict
+        ("SELECT a FROM t ORDER BY a FETCH FIRST 2 ROWS WITH TIES", None),  # keeps ties
+        ("SELECT a FROM t ORDER BY b LIMIT 2", None),  # the key is not an output column
+        ("SELECT a FROM (SELECT a FROM t ORDER BY a LIMIT 2) AS s", None),  # inner LIMIT
+    ],
+)
+def test_limit_cut_reads_the_top_level_limit_from_the_ast(sql: str, described: str | None) -> None:
+    cut = limit_cut(sql, "duckdb")
+    assert (cut.describe() if cut is not None else None) == described
+    if cut is not None:
+        assert "LIMIT" not in cut.unlimited_sql.upper().split("ORDER BY")[-1]
+        assert "FETCH" not in cut.unlimited_sql.upper()
