@@ -35,6 +35,7 @@ written; the next ``dst apply`` self-tests the new answers against the warehouse
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import re
 from collections.abc import Mapping
@@ -43,11 +44,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import sqlglot
+from sqlglot.errors import ParseError, TokenError
+
+from reconciler import guard
 from reconciler.assembly.request import assemble
 from reconciler.assembly.text import normalize
 from reconciler.assets import asset_hashes
-from reconciler.errors import LensLoadError, UsageError
-from reconciler.files import write_new_file
+from reconciler.errors import LensLoadError, UnsafeSqlError, UsageError
+from reconciler.files import replace_file, write_new_file
 from reconciler.generators import DimensionValues, SmartCall, generate
 from reconciler.ids import AnswerId
 from reconciler.interop.importers import dump_yaml, slugify
@@ -60,7 +65,7 @@ ANSWER_ID_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 HAND_WRITTEN = "hand-written"
 """The ``tier`` of a candidate whose SQL a person wrote (``--sql FILE``)."""
 
-_FIELD_ORDER = ("id", "question", "sql", "status", "provenance", "description")
+_FIELD_ORDER = ("id", "question", "sql", "status", "expect_empty", "provenance", "description")
 CASES = "evals/cases.yaml"
 LEGACY_SQL_KEYS = ("sql", "expected_sql")
 
@@ -172,6 +177,7 @@ def propose(
     sql: str | None = None,
     origin: str | None = None,
     smart: SmartCall | None = None,
+    exclude: AnswerId | None = None,
 ) -> Candidate:
     """The candidate oracle for ``question``.
 
@@ -182,6 +188,8 @@ def propose(
         sql: a person's own SQL (``--sql FILE``); skips generation when given.
         origin: the SQL file's name, recorded in the provenance.
         smart: the lens's smart tier when configured (as the suite gets it).
+        exclude: an answer kept out of its own exemplars (the one being replaced,
+            as the suite re-asks it).
 
     Returns:
         The candidate; ``sql`` is ``None`` when every configured tier declined.
@@ -190,7 +198,7 @@ def propose(
         raise UsageError("--question is empty", fix='pass the question: --question "…"')
     if sql is not None:
         return Candidate(question, sql, HAND_WRITTEN, origin=origin)
-    request = assemble(lens, question, certified_matching=False)
+    request = assemble(lens, question, exclude_answer=exclude, certified_matching=False)
     generation = generate(lens, request, values, smart=smart)
     return Candidate(
         question,
@@ -199,6 +207,46 @@ def propose(
         declined=generation.declined,
         request=request.record(asset_hashes(lens)),
     )
+
+
+def check_sql_file(name: str, sql: str, lens: Lens) -> int:
+    """The line ``--sql FILE``'s one read-only query starts on (1-based), in the lens's dialect.
+
+    Raises:
+        LensLoadError: naming ``name`` (not an answer file) and the line: the text
+            does not parse (sqlglot's line), holds no or several statements (the
+            second one's line) or the read-only guard refuses it (its first line).
+    """
+    dialect = lens.config.dialect
+    try:
+        tokens = sqlglot.Dialect.get_or_raise(dialect).tokenize(sql)
+        sqlglot.parse(sql, read=dialect)
+    except (ParseError, TokenError) as exc:
+        first = exc.errors[0] if isinstance(exc, ParseError) and exc.errors else {}
+        raise LensLoadError(
+            name,
+            f"SQL does not parse as {dialect}: {first.get('description', exc)}",
+            line=first.get("line"),
+            fix=f"correct the query (written in the lens's dialect, {dialect})",
+        ) from None
+    semi = sqlglot.TokenType.SEMICOLON
+    starts = [
+        t.line
+        for i, t in enumerate(tokens)
+        if t.token_type is not semi and (i == 0 or tokens[i - 1].token_type is semi)
+    ]
+    if len(starts) != 1:
+        raise LensLoadError(
+            name,
+            f"expected exactly one statement, found {len(starts)}",
+            line=starts[1] if len(starts) > 1 else None,
+            fix="keep one query in the file",
+        )
+    try:
+        guard.check_read_only(sql, dialect, allow_functions=lens.config.allow_functions)
+    except UnsafeSqlError as exc:
+        raise LensLoadError(name, exc.message, line=starts[0], fix=exc.fix) from None
+    return starts[0]
 
 
 def utc_now() -> str:
@@ -233,6 +281,7 @@ def answer_file(
     signoff: Signoff,
     *,
     result_shape: tuple[int, int] | None = None,
+    expect_empty: bool = False,
 ) -> tuple[Answer, bytes]:
     """The validated answer and the bytes of ``answers/<id>.yaml``.
 
@@ -244,6 +293,8 @@ def answer_file(
         signoff: the person, the time and the run id of the certification.
         result_shape: ``(rows, columns)`` of the executed result, noted in the
             description.
+        expect_empty: mark the answer ``expect_empty: true`` (its result is empty
+            on purpose).
 
     Returns:
         ``(answer, file bytes)``; the bytes start with the schema modeline.
@@ -255,11 +306,31 @@ def answer_file(
             SQL, a relative-date question without ``as_of``, a clashing id …),
             naming the file and line.
     """
+    shape = f" ({result_shape[0]} rows x {result_shape[1]} columns)" if result_shape else ""
+    how = "hand-written SQL" if candidate.tier == HAND_WRITTEN else f"{candidate.tier}-tier SQL"
+    what = f"dst certify: {how} and its executed result{shape} shown, then confirmed."
+    return _signed(
+        lens, files, (answer_path(answer_id), answer_id), candidate, signoff, (what, expect_empty)
+    )
+
+
+def _signed(
+    lens: Lens,
+    files: Mapping[str, bytes],
+    where: tuple[str, str],
+    candidate: Candidate,
+    signoff: Signoff,
+    described: tuple[str, bool],
+) -> tuple[Answer, bytes]:
+    """The active answer at ``where`` (file, id) with ``signoff``'s provenance, validated.
+
+    ``described`` is the description and the ``expect_empty`` mark.
+    """
+    rel, answer_id = where
+    description, expect_empty = described
     by = _certifier(signoff.by, fix='pass --by "Your Name"')
     if candidate.sql is None:
         raise UsageError("nothing to certify: the generator declined", fix="rephrase the question")
-    shape = f" ({result_shape[0]} rows x {result_shape[1]} columns)" if result_shape else ""
-    how = "hand-written SQL" if candidate.tier == HAND_WRITTEN else f"{candidate.tier}-tier SQL"
     answer = Answer(
         id=answer_id,
         question=candidate.question,
@@ -268,12 +339,102 @@ def answer_file(
         provenance=Provenance(
             certified_by=by, certified_at=signoff.at, source=source_of(candidate, signoff.run)
         ),
-        description=f"dst certify: {how} and its executed result{shape} shown, then confirmed.",
+        description=description,
+        expect_empty=expect_empty,
     )
-    rel = answer_path(answer_id)
     content = _answer_bytes(rel, answer)
     load_lens(lens.name, {**files, rel: content}, root=lens.root)
     return answer, content
+
+
+@dataclass(frozen=True)
+class Replacement:
+    """The active answer ``dst certify --replace`` rewrites: as loaded, its file, its bytes."""
+
+    answer: Answer
+    path: str
+    content: bytes
+
+
+def replacement_target(lens: Lens, files: Mapping[str, bytes], answer_id: str) -> Replacement:
+    """The active answer ``answer_id`` of ``lens``, to be re-certified.
+
+    Raises:
+        UsageError: no answer has that id (the closest ids are listed), or it is
+            retired or a draft (neither carries a certification to replace).
+    """
+    answer = lens.answers.get(AnswerId(answer_id))
+    if answer is None:
+        close = difflib.get_close_matches(answer_id, sorted(lens.answers), n=5, cutoff=0.5)
+        known = close or sorted(lens.answers)[:5]
+        raise UsageError(
+            f"lens {lens.name!r} has no answer {answer_id!r}",
+            fix=f"pass --replace one of: {', '.join(known)}"
+            if known
+            else "the lens has no answers yet: certify one with --question",
+        )
+    rel = lens.sources.get(f"answers/{answer_id}", answer_path(answer_id))
+    where = f"{lens.root}/{rel}"
+    if answer.status == "retired":
+        raise UsageError(
+            f"answer {answer_id!r} ({where}) is retired: there is no active certification to "
+            "replace",
+            fix=f"set `status: active` in {where} first if it should serve again, or certify a "
+            "new answer with --question",
+        )
+    if answer.status == "draft":
+        raise UsageError(
+            f"answer {answer_id!r} ({where}) is a draft: it was never certified",
+            fix=f"delete {where}, then certify it as a new answer: dst certify --lens "
+            f'{lens.name} --question "{answer.question}" --id {answer_id}',
+        )
+    return Replacement(answer, rel, files.get(rel, b""))
+
+
+def replaced_file(
+    lens: Lens,
+    files: Mapping[str, bytes],
+    target: Replacement,
+    candidate: Candidate,
+    signoff: Signoff,
+    *,
+    expect_empty: bool = False,
+) -> tuple[Answer, bytes]:
+    """The re-certified answer: ``target``'s id, question and file, new SQL and provenance.
+
+    The old provenance is not kept: ``certified_by``/``certified_at``/``source``
+    describe who certified the new SQL, when, and what produced it. The answer
+    is marked ``expect_empty`` when ``expect_empty`` is set or the old one was.
+
+    Raises:
+        UsageError, LensLoadError: as for :func:`answer_file`.
+    """
+    old = target.answer.provenance
+    what = (
+        f"dst certify --replace: the new SQL and its executed result were shown beside the "
+        f"previous oracle's (certified by {old.certified_by} at {old.certified_at}), then "
+        "confirmed."
+    )
+    empty = expect_empty or target.answer.expect_empty
+    return _signed(lens, files, (target.path, target.answer.id), candidate, signoff, (what, empty))
+
+
+def replace_answer(repo_root: Path, lens_root: str, target: Replacement, content: bytes) -> str:
+    """Rewrite ``target``'s file atomically with ``content``; returns its repository path.
+
+    Raises:
+        UsageError: the file changed (or vanished) since it was read; nothing is written.
+    """
+    rel = f"{lens_root}/{target.path}"
+    path = repo_root / rel
+    current = path.read_bytes() if path.is_file() else None
+    if current != target.content:
+        raise UsageError(
+            f"{rel} changed while it was being re-certified: refusing to overwrite it",
+            fix="run dst certify --replace again on the file as it is now",
+        )
+    replace_file(path, content)
+    return rel
 
 
 def _certifier(by: str, *, fix: str) -> str:
@@ -293,7 +454,9 @@ def _certifier(by: str, *, fix: str) -> str:
 def _answer_bytes(rel: str, answer: Answer) -> bytes:
     """The answer file: schema modeline, then the fields in :data:`_FIELD_ORDER`."""
     data = answer.model_dump(mode="json")
-    return with_schema_comment(rel, dump_yaml({key: data[key] for key in _FIELD_ORDER}))
+    if not answer.expect_empty:  # the default stays unwritten
+        del data["expect_empty"]
+    return with_schema_comment(rel, dump_yaml({k: data[k] for k in _FIELD_ORDER if k in data}))
 
 
 def write_answer(repo_root: Path, lens_root: str, answer_id: str, content: bytes) -> str:

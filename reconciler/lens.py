@@ -244,7 +244,12 @@ class Provenance(Strict):
 
 
 class Answer(Strict):
-    """``answers/*.yaml``: a certified answer; ``sql`` is the oracle."""
+    """``answers/*.yaml``: a certified answer; ``sql`` is the oracle.
+
+    ``expect_empty: true`` says an empty result *is* the answer: only then does an
+    oracle with no rows compare plainly against an empty generated result;
+    otherwise the suite reports it as a *vacuous oracle* (DESIGN §4 step 3).
+    """
 
     id: str = Field(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
     question: str
@@ -252,6 +257,7 @@ class Answer(Strict):
     status: Literal["active", "retired", "draft"] = "active"
     provenance: Provenance
     description: str = ""
+    expect_empty: bool = False
 
     @field_validator("question")
     @classmethod

@@ -17,12 +17,13 @@ from typing import Protocol
 
 from reconciler.bindings import Binding, Bindings, stamp
 from reconciler.cases import CaseResult
+from reconciler.compare.ties import AMBIGUOUS
 from reconciler.gate import GateVerdict
 from reconciler.ids import AnswerId, Oid
 from reconciler.lens import Lens
 from reconciler.plan import LensPlan
 from reconciler.state import DeploymentMeta, Reach, RunRecord, Score
-from reconciler.suite import AnswerResult, Outcome, Scoring, score
+from reconciler.suite import VACUOUS, AnswerResult, Outcome, Scoring, score
 
 
 class Action(str, Enum):
@@ -232,6 +233,87 @@ def standing_score(
     return counts
 
 
+def block_choices(plan: LensPlan, lens: Lens | None, failing: Sequence[AnswerId]) -> list[str]:
+    """The exact commands for each choice a failing answer forces (DESIGN §4 step 4).
+
+    For every answer in ``failing``: fix the definition (the changed asset files
+    the answer depends on, repository-relative; every changed asset file when it
+    depends on none of them, the files of its dependency set when nothing
+    changed), re-certify it (``dst certify --replace ID --lens L``) or retire it
+    (``status: retired`` in its answer file, committed).
+
+    Args:
+        plan: the lens plan (changed assets, dependency sets, assets).
+        lens: the lens version that ran (its root and answer files), or ``None``.
+        failing: the answers that block (or failed ``dst test``), in report order.
+
+    Returns:
+        Four lines per answer; none when ``failing`` is empty or ``lens`` is ``None``.
+    """
+    if lens is None:
+        return []
+    lines: list[str] = []
+    for aid in failing:
+        deps = plan.deps.get(aid, {})
+        changed = [c.path for c in plan.changed_assets if c.asset in deps and c.path]
+        if not changed:
+            changed = [c.path for c in plan.changed_assets if c.path and c.change != "removed"]
+        if not changed:
+            changed = sorted({plan.assets[a].path for a in deps if a in plan.assets})
+        edits = ", ".join(dict.fromkeys(f"{lens.root}/{p}" for p in changed)) or "the lens"
+        answer_file = f"{lens.root}/{lens.sources.get(f'answers/{aid}', f'answers/{aid}.yaml')}"
+        lines += [
+            f"{aid} fails; choose one:",
+            f"  fix the definition: edit {edits}, commit, and apply again",
+            f"  re-certify the answer: dst certify --replace {aid} --lens {plan.lens}",
+            f"  retire the answer: set `status: retired` in {answer_file}, commit, and apply again",
+        ]
+    return lines
+
+
+def evidence_notes(results: Sequence[AnswerResult], self_test: Sequence[AnswerResult]) -> list[str]:
+    """Loud, counted lines for answers verified on weak evidence (DESIGN §4 step 3).
+
+    A *vacuous* oracle (no rows, not marked ``expect_empty: true``) keeps its
+    outcome — an empty result against an empty oracle stays ``correct`` and
+    never blocks — but is counted here with the mark that settles it. An
+    *ambiguous* oracle (its LIMIT cuts through tied rows) gets the request for a
+    tie-breaker, from the suite and the self-test alike.
+    """
+    ran = [("self-test", r) for r in self_test] + [("suite", r) for r in results]
+    vacuous = [r.answer for _, r in ran if any(n.startswith(VACUOUS) for n in r.notes)]
+    lines: list[str] = []
+    if vacuous:
+        lines.append(
+            f"WARNING {len(vacuous)} {VACUOUS}(s), verified against no rows (weak evidence): "
+            f"{', '.join(vacuous)}; mark each `expect_empty: true` if empty is the answer, "
+            "or re-certify it on data"
+        )
+    lines += [
+        f"{where}: {r.answer}: {note}"
+        for where, r in ran
+        for note in r.notes
+        if note.startswith(AMBIGUOUS)
+    ]
+    return lines
+
+
+def _failing(state: LensState, action: Action) -> list[AnswerId]:
+    """The answers whose outcome made ``action`` block (or fail ``dst test``).
+
+    Gated answers that did not pass (unreached ones excepted), and self-test
+    answers whose certified SQL does not run.
+    """
+    if action not in (Action.BLOCKED, Action.FAILED):
+        return []
+    failing = [
+        r.answer
+        for r in state.results
+        if r.outcome is not Outcome.CORRECT and r.answer not in state.unreached
+    ]
+    return failing + [r.answer for r in state.self_test if r.oracle_failed]
+
+
 @dataclass
 class LensRun:
     """Everything one command did for one lens (rendered by ``render``).
@@ -267,7 +349,14 @@ class LensRun:
             serving_after: the deployment serving afterwards (the promote step's
                 own, or the plan's serving one).
             messages: lines to add after the state's own.
+
+        The messages end with :func:`evidence_notes` and, for a run that blocks
+        (or fails ``dst test``) on answers, :func:`block_choices` for each of them.
         """
+        choices = block_choices(
+            state.planned, state.candidate or state.serving_lens, _failing(state, Action(action))
+        )
+        notes = evidence_notes(state.results, state.self_test)
         return cls(
             state.planned,
             Action(action),
@@ -275,7 +364,7 @@ class LensRun:
             list(state.results),
             list(state.self_test),
             state.previous_score,
-            [*state.messages, *messages],
+            [*state.messages, *messages, *notes, *choices],
             state.recorded,
             list(state.cases),
             state.unreached,

@@ -33,6 +33,8 @@ from reconciler.assembly.similarity import Embedder
 from reconciler.assets import asset_hashes
 from reconciler.compare.diff import Verdict, compare
 from reconciler.compare.ordering import order_keys
+from reconciler.compare.ties import AMBIGUOUS as AMBIGUOUS_NOTE
+from reconciler.compare.ties import LimitCut, ambiguity, kept_other_ties, limit_cut
 from reconciler.errors import DstError
 from reconciler.generators import DimensionValues, SmartCall, generate
 from reconciler.ids import AnswerId
@@ -41,6 +43,8 @@ from reconciler.resultset import Executor, ResultSet
 
 MAX_ATTEMPTS = 2
 VALUES_PER_DIMENSION = 200
+VACUOUS = "vacuous oracle"
+"""The note of an answer verified against an oracle with no rows (weak evidence)."""
 
 
 class Outcome(str, Enum):
@@ -70,6 +74,9 @@ class AnswerResult:
             a broken answer file, not a generation problem.
         transpiled: ``"<from>→<to>"`` when its statements ran transpiled from the
             lens's dialect to the warehouse's (DESIGN §2), else ``None``.
+        notes: what weakens the evidence, whatever the outcome: an ``ambiguous
+            oracle`` (its LIMIT cuts through tied rows) or a ``vacuous oracle`` (no
+            rows, and the answer is not marked ``expect_empty: true``).
     """
 
     answer: AnswerId
@@ -81,11 +88,13 @@ class AnswerResult:
     generated: dict[str, Any] | None = None
     oracle_failed: bool = False
     transpiled: str | None = None
+    notes: tuple[str, ...] = ()
 
     def record(self) -> dict[str, Any]:
         """JSON-ready record for reports and ``state/run.json``.
 
-        ``transpiled`` is present only when the statements ran transpiled.
+        ``transpiled`` is present only when the statements ran transpiled, ``notes``
+        only when there are some.
         """
         record: dict[str, Any] = {
             "answer": self.answer,
@@ -99,6 +108,8 @@ class AnswerResult:
         }
         if self.transpiled is not None:
             record["transpiled"] = self.transpiled
+        if self.notes:
+            record["notes"] = list(self.notes)
         return record
 
 
@@ -204,6 +215,7 @@ def run_answer(
             oracle_failed=True,
         )
     order = order_keys(answer.sql, cfg.dialect)
+    cut, unlimited, notes = _oracle_notes(answer, oracle, execute, cfg.dialect)
     attempts: list[dict[str, Any]] = []
     generated: ResultSet | None = None
     for attempt in range(1, MAX_ATTEMPTS + 1):
@@ -224,6 +236,7 @@ def run_answer(
                 tuple(attempts),
                 f"generator declined: {generation.declined}",
                 oracle=oracle.preview(),
+                notes=notes,
             )
         progress(f"{lens.name}/{aid}: executing generated SQL (attempt {attempt})")
         try:
@@ -238,12 +251,22 @@ def run_answer(
                 tuple(attempts),
                 f"generated SQL failed: {exc.message}",
                 oracle=oracle.preview(),
+                notes=notes,
             )
         result = compare(oracle, generated, order=order)
         trace["comparison"] = result.record()
-        if result.verdict is Verdict.MATCH:
+        tie = (
+            result.verdict is Verdict.DIVERGED
+            and cut is not None
+            and unlimited is not None
+            and kept_other_ties(cut, oracle, unlimited, generated)
+        )
+        if result.verdict is Verdict.MATCH or tie:
             flaky = attempt > 1
-            detail = "matches the oracle" + (" on the second attempt (flaky)" if flaky else "")
+            detail = "matches the oracle" + (
+                f" but for which tied rows it kept ({AMBIGUOUS_NOTE})" if tie else ""
+            )
+            detail += " on the second attempt (flaky)" if flaky else ""
             return AnswerResult(
                 aid,
                 Outcome.CORRECT,
@@ -252,6 +275,7 @@ def run_answer(
                 flaky,
                 oracle.preview(),
                 generated.preview(),
+                notes=notes,
             )
         if result.verdict is Verdict.INCONCLUSIVE:
             return AnswerResult(
@@ -261,6 +285,7 @@ def run_answer(
                 result.detail,
                 oracle=oracle.preview(),
                 generated=generated.preview(),
+                notes=notes,
             )
     last = attempts[-1].get("comparison", {})
     detail = str(last.get("detail", "diverged")) if last else "diverged"
@@ -268,11 +293,46 @@ def run_answer(
         aid,
         Outcome.WRONG,
         tuple(attempts),
-        f"diverged from the oracle: {detail}; fix the definition, or re-certify / retire "
-        f"the answer",
+        f"diverged from the oracle: {detail}; fix the definition, re-certify the answer "
+        f"(dst certify --replace {aid}) or retire it",
         oracle=oracle.preview(),
         generated=generated.preview() if generated else None,
+        notes=notes,
     )
+
+
+def _oracle_notes(
+    answer: Answer, oracle: ResultSet, execute: Callable[[str], ResultSet], dialect: str
+) -> tuple[LimitCut | None, ResultSet | None, tuple[str, ...]]:
+    """The oracle's LIMIT cut, its result without the LIMIT, and the notes on its evidence.
+
+    The oracle runs once more without its top-level LIMIT (capped at ``row_cap``)
+    only when the LIMIT was reached: only then can it have dropped tied rows
+    (:mod:`reconciler.compare.ties`). A vacuous oracle (no rows) is noted unless
+    the answer is marked ``expect_empty: true``; one so marked that returns rows
+    is noted too. Failures of the extra statement leave the comparison strict.
+    """
+    notes: list[str] = []
+    cut = limit_cut(answer.sql, dialect)
+    unlimited: ResultSet | None = None
+    if cut is not None and len(oracle.rows) == cut.limit:
+        try:
+            unlimited = execute(cut.unlimited_sql)
+        except DstError:
+            unlimited = None
+        found = ambiguity(cut, oracle, unlimited) if unlimited is not None else None
+        if found is not None:
+            notes.append(found)
+        else:
+            unlimited = None
+    if not oracle.rows and not answer.expect_empty:
+        notes.append(
+            f"{VACUOUS}: the certified SQL returns no rows, so an empty generated result is "
+            "weak evidence; mark the answer `expect_empty: true` if empty is the answer"
+        )
+    elif oracle.rows and answer.expect_empty:
+        notes.append(f"marked `expect_empty: true` but the oracle returns {len(oracle.rows)} rows")
+    return cut, unlimited, tuple(notes)
 
 
 def score(results: list[AnswerResult]) -> dict[str, int]:

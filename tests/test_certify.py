@@ -3,13 +3,7 @@
 from __future__ import annotations
 
 import ast
-import os
-import pty
 import re
-import select
-import subprocess
-import sys
-import time
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -18,7 +12,8 @@ import yaml
 
 from reconciler.git.trees import worktree_files
 from reconciler.lens import load_lens
-from tests.helpers import GIT_ENV, PROJECT, commit, git, invoke
+from tests.helpers import PROJECT, commit, git, invoke
+from tests.helpers.terminal import on_terminal
 
 QUESTION = "Net revenue by category in 2023"
 NEW_ID = "net_revenue_by_category_in_2023"
@@ -222,49 +217,6 @@ def test_unsafe_or_over_cap_sql_is_refused(
     assert answer_files(lens_repo) == before
 
 
-def on_terminal(repo: Path, args: list[str], replies: list[tuple[str, str]]) -> tuple[int, str]:
-    """Run ``dst`` with a pseudo-terminal as stdin/stdout; answer each prompt in turn."""
-    env = {**os.environ, **GIT_ENV, "HOME": str(repo), "COLUMNS": "120"}
-    env.pop("DST_WAREHOUSE_URL", None)
-    master, slave = pty.openpty()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "reconciler", *args],
-        cwd=repo,
-        env=env,
-        stdin=slave,
-        stdout=slave,
-        stderr=slave,
-    )
-    os.close(slave)
-    out = b""
-    seen = 0
-    pending = list(replies)
-    deadline = time.monotonic() + 300
-    try:
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([master], [], [], 0.2)
-            if not ready:
-                if proc.poll() is not None:
-                    break
-                continue
-            try:
-                chunk = os.read(master, 4096)
-            except OSError:  # EIO: the child closed the terminal
-                break
-            if not chunk:
-                break
-            out += chunk
-            if pending and pending[0][0].encode() in out[seen:]:
-                seen = len(out)
-                os.write(master, pending.pop(0)[1].encode() + b"\r")
-        code = proc.wait(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        os.close(master)
-    return code, out.decode("utf-8", "replace")
-
-
 def test_on_a_terminal_the_person_confirms_and_git_user_name_is_recorded(lens_repo: Path) -> None:
     git(lens_repo, "config", "user.name", "Robin Analyst")
     args = ["certify", "--lens", "sales", "--question", QUESTION]
@@ -293,7 +245,8 @@ _ANSWERS_PATH = re.compile(r"(^|/)answers(/|$)")
 _GENERIC_CALLERS = {
     "write_new_file": {"certify.py", "cli/init.py"},  # answers/<id>.yaml; init's scaffold
     # .gitignore; evals/cases.yaml; the .dst/profiles cache
-    "replace_file": {"cli/init.py", "cli/evals.py", "assembly/profiles.py"},
+    # answers/<id>.yaml re-certified (dst certify --replace)
+    "replace_file": {"certify.py", "cli/init.py", "cli/evals.py", "assembly/profiles.py"},
 }
 # Modules that write files *and* build answers/ paths: certify alone.
 _ANSWER_WRITERS = {"certify.py"}

@@ -105,6 +105,9 @@ def not_serving(rt: Runtime, lens: str) -> UsageError:
 
 def render_text(resp: AskResponse) -> list[str]:
     """Route and trust state first, then the message or SQL and rows, then failed gates."""
+    # lazy: the text renderer loads the report model, which `dst --help` does not need
+    from reconciler.render.text import display_cell
+
     lines = [f"{resp.lens}: route {resp.route}, trust {resp.trust_state}"]
     if resp.answer:
         lines.append(f"certified answer: {resp.answer}")
@@ -115,7 +118,9 @@ def render_text(resp: AskResponse) -> list[str]:
     payload = resp.to_json()
     if payload["columns"]:
         lines.append(" | ".join(payload["columns"]))
-        lines += [" | ".join("" if v is None else str(v) for v in row) for row in payload["rows"]]
+        lines += [
+            " | ".join("" if v is None else display_cell(v) for v in row) for row in payload["rows"]
+        ]
         more = payload["row_count"] - len(payload["rows"])
         if more > 0 or payload["truncated"]:
             lines.append(

@@ -7,24 +7,42 @@ SQL read-only on the lens's warehouse → show the SQL and the result (a table o
 at most :data:`SHOWN_ROWS` rows) → ask → write ``lenses/<lens>/answers/<id>.yaml``
 atomically. :mod:`reconciler.cli.app` registers :func:`certify`.
 
+``--replace ID`` re-certifies the active answer ID (its id and question stay):
+the new SQL is generated with that answer kept out of its own exemplars (or read
+from ``--sql FILE``), both SQL texts and both executed results are shown side by
+side with how they differ, and on a yes the file is rewritten atomically with new
+provenance (the person, now, what produced the SQL). An unknown ID (the closest
+ids are listed), a retired answer or a draft is refused with what to do instead.
+
+What the result cannot prove is said before the question: an *ambiguous* oracle
+(its top-level LIMIT cuts through tied rows, or limits without ORDER BY) asks for
+a tie-breaker; an empty one asks for the ``expect_empty`` mark (``--expect-empty``,
+or a second question on a terminal). The closing "next:" line is the ``git add``
+of the answer and of every uncommitted lens file in its dependency set.
+
 Confirmation: on a terminal the person answers a yes/no prompt, and ``--by``
 defaults to ``git config user.name`` (asked for when unset). Without a terminal
 ``--yes --by NAME`` is required, naming the person who reviewed the SQL (with
 ``--dry-run`` first, or with their own ``--sql FILE``); ``--dry-run`` shows the
-SQL and result and writes nothing, with or without a terminal.
+SQL and result and writes nothing, with or without a terminal. Ctrl-C at a
+prompt exits 130 and writes nothing.
 
 Exit codes: 0 certified (or a dry run); 1 nothing certified (the generator
 declined, or the person said no); 2 bad input (unknown lens, id taken, no
 terminal without ``--yes``, ``--yes`` without ``--by``, SQL that is unsafe,
-fails or returns more than ``row_cap`` rows, a warehouse that cannot be reached).
-With ``--format json`` the preview and prompt go to stderr and stdout holds one
-object: ``{"schema_version": 1, "command": "certify", "lens", "answer", "status":
-"certified|dry_run|declined|not_confirmed", "path", "candidate", "result",
-"provenance"}``.
+fails or returns more than ``row_cap`` rows — for ``--sql FILE`` named as
+``FILE:line`` — a warehouse that cannot be reached, an ID ``--replace`` cannot
+take). With ``--format json`` the preview and prompt go to stderr and stdout
+holds one object: ``{"schema_version": 1, "command": "certify", "lens",
+"answer", "status": "certified|dry_run|declined|not_confirmed", "path",
+"candidate", "result", "notes", "previous", "provenance", "git_add"}``
+(``previous``: the replaced answer's ``sql``, ``provenance``, ``result`` and
+``error``, else ``null``; ``git_add`` only once written).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from collections.abc import Mapping
@@ -36,16 +54,15 @@ import typer
 
 from reconciler.cli.common import runtime
 from reconciler.cli.options import Format, FormatOpt, RepoOpt, WarehouseOpt
-from reconciler.errors import UsageError
+from reconciler.cli.preview import SHOWN_ROWS, previous_of, show, show_beside
+from reconciler.errors import DstError, LensLoadError, UsageError, WarehouseError
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from reconciler.certify import Candidate
-    from reconciler.lens import Lens
-    from reconciler.resultset import ResultSet
-
-SHOWN_ROWS = 20
+    from reconciler.certify import Candidate, Replacement, Signoff
+    from reconciler.lens import Answer, Lens
+    from reconciler.resultset import Executor, ResultSet
 
 
 def _mode(yes: bool, by: str | None, dry_run: bool) -> None:
@@ -68,32 +85,6 @@ def _console(fmt: Format) -> Console:
     from rich.console import Console
 
     return Console(file=sys.stderr if fmt is Format.json else sys.stdout, highlight=False)
-
-
-def _show(console: Console, lens: str, candidate: Candidate, result: ResultSet) -> None:
-    # lazy: rich's renderables load only when certify shows a result
-    from rich.syntax import Syntax
-    from rich.table import Table
-
-    what = (
-        f"hand-written SQL from {candidate.origin}"
-        if candidate.origin
-        else f"SQL from the {candidate.tier} generator tier"
-    )
-    console.print(f"[bold]{lens}[/bold]: {candidate.question}")
-    console.print(f"{what}:")
-    sql = str(candidate.sql).strip()
-    # Syntax pads every line to the console width: colour on a terminal, plain text elsewhere.
-    console.print(Syntax(sql, "sql", word_wrap=True) if console.is_terminal else sql, markup=False)
-    table = Table(*result.columns, title="executed result", title_justify="left")
-    for row in result.rows[:SHOWN_ROWS]:
-        table.add_row(*("NULL" if v is None else str(v) for v in row))
-    console.print(table)
-    rows = len(result.rows)
-    shown = f"showing {SHOWN_ROWS} of {rows} rows" if rows > SHOWN_ROWS else f"{rows} rows"
-    console.print(f"{shown}, {len(result.columns)} columns, {result.elapsed_s:.3f} s")
-    if rows == 0:
-        console.print("[bold]warning[/bold]: no rows: an empty oracle verifies very little")
 
 
 def _git_user(rt: Any) -> str | None:
@@ -137,14 +128,29 @@ def _free_answer_id(
 
 def certify(
     lens: Annotated[str, typer.Option("--lens", help="Lens the answer joins.")],
-    question: Annotated[str, typer.Option("--question", help="The question, as users ask it.")],
+    question: Annotated[
+        str | None,
+        typer.Option("--question", help="The question, as users ask it (not with --replace)."),
+    ] = None,
     answer_id: Annotated[
         str | None, typer.Option("--id", help="Answer id (default: the question slugged).")
+    ] = None,
+    replace: Annotated[
+        str | None,
+        typer.Option(
+            "--replace",
+            metavar="ID",
+            help="Re-certify the active answer ID: show its SQL and result beside the new ones.",
+        ),
     ] = None,
     sql_file: Annotated[
         Path | None,
         typer.Option("--sql", help="Certify this file's SQL instead of the generated one."),
     ] = None,
+    expect_empty: Annotated[
+        bool,
+        typer.Option("--expect-empty", help="An empty result is the answer (expect_empty: true)."),
+    ] = False,
     yes: Annotated[
         bool, typer.Option("--yes", help="Confirmed already (needs --by; for no terminal).")
     ] = False,
@@ -162,23 +168,29 @@ def certify(
     """Certify an answer: generate (or read) its SQL, execute it, show both, ask, write."""
     # lazy: reconciler.certify loads the engines, which `dst --help` does not need
     from reconciler import certify as cert
+    from reconciler.ids import AnswerId
 
     _mode(yes, by, dry_run)
     rt = runtime(repo, warehouse)
     the_lens, files = _working_lens(rt, lens)
-    aid = _free_answer_id(the_lens, files, question, answer_id)
+    target, question, aid = _subject(the_lens, files, question, answer_id, replace)
     sql = _read_sql(sql_file)
+    line = cert.check_sql_file(str(sql_file), sql, the_lens) if sql is not None else None
     try:
         executor = rt.warehouse_for(the_lens)
         values = rt.values_for(the_lens, executor) if sql is None else {}
         origin = sql_file.name if sql_file is not None else None
         smart = rt.smart_for(the_lens)[0] if sql is None else None
-        candidate = cert.propose(the_lens, question, values, sql=sql, origin=origin, smart=smart)
+        exclude = AnswerId(aid) if target is not None else None
+        candidate = cert.propose(
+            the_lens, question, values, sql=sql, origin=origin, smart=smart, exclude=exclude
+        )
         base: dict[str, Any] = {
             "lens": lens,
             "answer": aid,
             "candidate": candidate.record(),
             "provenance": None,
+            "previous": None,
         }
         if candidate.sql is None:
             return _declined(fmt, base, question, candidate)
@@ -188,38 +200,142 @@ def certify(
         # The person is asked for only after the result is shown; until then a stand-in
         # name (or --by, so a placeholder there fails now) lets the lens load.
         check_by = by if by is not None else "the certifier"
-        cert.answer_file(the_lens, files, aid, candidate, cert.Signoff(by=check_by, at=at, run=run))
-        cfg = the_lens.config
-        result = executor.execute(
-            candidate.sql,
-            row_cap=cfg.row_cap,
-            timeout_s=cfg.statement_timeout_s,
-            as_of=cfg.as_of,
-        )
+        draft = _Draft(the_lens, files, aid, candidate, run, target)
+        draft.signed(cert.Signoff(by=check_by, at=at, run=run), expect_empty)
+        result = _execute(executor, the_lens, candidate.sql, sql_file, line)
+        notes = _evidence(executor, the_lens, candidate.sql, result, expect_empty)
+        previous = previous_of(executor, the_lens, target)
     finally:
         rt.close()
-    if result.truncated:
-        raise UsageError(
-            f"the SQL returns more than row_cap={cfg.row_cap} rows; an oracle over the cap "
-            "cannot be verified",
-            fix="narrow the question (a filter, a top N) or raise row_cap in lens.yaml",
-        )
-    _show(_console(fmt), lens, candidate, result)
+    console = _console(fmt)
+    if previous is not None:
+        base["previous"] = previous.record()
+        show_beside(console, lens, previous, candidate, result)
+    else:
+        show(console, lens, candidate, result)
+    for note in notes:
+        console.print(f"warning: {note}", markup=False, soft_wrap=True)
     base["result"] = result.preview(SHOWN_ROWS)
+    base["notes"] = list(notes)
     if dry_run:
         _emit(fmt, {**base, "status": "dry_run", "path": None}, "dry run: nothing written")
         return 0
-    if not yes and not _confirmed(aid, lens, fmt):
+    if not yes and not _confirmed(aid, lens, fmt, replacing=target is not None):
         _emit(fmt, {**base, "status": "not_confirmed", "path": None}, "not certified")
         return 1
+    if not yes and not expect_empty and not result.rows:
+        expect_empty = typer.confirm(
+            "The result is empty. Is an empty result the answer (mark it expect_empty: true)?",
+            default=False,
+            err=fmt is Format.json,
+        )
     person = _person(rt, by, fmt)
-    draft = _Draft(the_lens, files, aid, candidate, run, result)
-    return _write(rt, draft, person, fmt, base)
+    return _write(rt, dataclasses.replace(draft, result=result), person, fmt, base, expect_empty)
 
 
-def _confirmed(aid: str, lens: str, fmt: Format) -> bool:
+def _subject(
+    lens: Lens,
+    files: Mapping[str, bytes],
+    question: str | None,
+    given: str | None,
+    replace: str | None,
+) -> tuple[Replacement | None, str, str]:
+    """``(the answer replaced or None, the question, the answer id)`` of this certification."""
+    # lazy: reconciler.certify loads the engines, which `dst --help` does not need
+    from reconciler import certify as cert
+
+    if replace is None:
+        if question is None:
+            raise UsageError(
+                "--question is required to certify a new answer",
+                fix='pass --question "…", or --replace ID to re-certify an existing answer',
+            )
+        return None, question, _free_answer_id(lens, files, question, given)
+    if question is not None or given is not None:
+        raise UsageError(
+            "--replace ID keeps the answer's id and question: --question and --id do not apply",
+            fix=f"drop --question/--id, or certify a new answer without --replace {replace}",
+        )
+    target = cert.replacement_target(lens, files, replace)
+    return target, target.answer.question, target.answer.id
+
+
+def _execute(
+    executor: Executor, lens: Lens, sql: str, sql_file: Path | None, line: int | None
+) -> ResultSet:
+    """Execute the candidate SQL read-only, capped; errors of ``--sql FILE`` name FILE:line.
+
+    Raises:
+        LensLoadError: ``--sql FILE``'s query failed on the warehouse.
+        WarehouseError: generated SQL failed, or the warehouse cannot be reached.
+        UsageError: the result is over ``row_cap``.
+    """
+    cfg = lens.config
+    try:
+        result = executor.execute(
+            sql, row_cap=cfg.row_cap, timeout_s=cfg.statement_timeout_s, as_of=cfg.as_of
+        )
+    except WarehouseError as exc:
+        if sql_file is None:
+            raise
+        raise LensLoadError(
+            str(sql_file),
+            f"the query failed on the warehouse: {exc.message}",
+            line=line,
+            fix="correct the query in that file (the tables and columns the warehouse has)",
+        ) from None
+    if result.truncated:
+        where = f"{sql_file}: " if sql_file is not None else ""
+        raise UsageError(
+            f"{where}the SQL returns more than row_cap={cfg.row_cap} rows; an oracle over the cap "
+            "cannot be verified",
+            fix="narrow the question (a filter, a top N) or raise row_cap in lens.yaml",
+        )
+    return result
+
+
+def _evidence(
+    executor: Executor, lens: Lens, sql: str, result: ResultSet, expect_empty: bool
+) -> tuple[str, ...]:
+    """What makes this oracle weak evidence: an ambiguous LIMIT, or no rows (DESIGN §4).
+
+    An ambiguous oracle asks for a tie-breaker; an empty one asks for the
+    ``expect_empty`` mark (``--expect-empty``, or a question on the terminal).
+    """
+    # lazy: the comparison loads sqlglot, which `dst --help` does not need
+    from reconciler.compare.ties import ambiguity, limit_cut
+
+    notes: list[str] = []
+    cfg = lens.config
+    cut = limit_cut(sql, cfg.dialect)
+    if cut is not None and len(result.rows) == cut.limit:
+        try:
+            unlimited = executor.execute(
+                cut.unlimited_sql,
+                row_cap=cfg.row_cap,
+                timeout_s=cfg.statement_timeout_s,
+                as_of=cfg.as_of,
+            )
+        except DstError:
+            unlimited = None
+        found = ambiguity(cut, result, unlimited) if unlimited is not None else None
+        if found is not None:
+            notes.append(found + " before certifying")
+    if not result.rows and not expect_empty:
+        notes.append(
+            "vacuous oracle: no rows, so an empty generated result proves little; if an empty "
+            "result is the answer, mark it with --expect-empty"
+        )
+    return tuple(notes)
+
+
+def _confirmed(aid: str, lens: str, fmt: Format, *, replacing: bool = False) -> bool:
     """Ask the person on the terminal whether to certify (default: no)."""
-    question = f"Certify this SQL as the answer {aid!r} of lens {lens!r}?"
+    question = (
+        f"Replace the certified SQL of answer {aid!r} of lens {lens!r} with the new SQL?"
+        if replacing
+        else f"Certify this SQL as the answer {aid!r} of lens {lens!r}?"
+    )
     return typer.confirm(question, default=False, err=fmt is Format.json)
 
 
@@ -253,12 +369,31 @@ def _working_lens(rt: Any, lens: str) -> tuple[Lens, dict[str, bytes]]:
 
 
 def _read_sql(sql_file: Path | None) -> str | None:
-    """The text of ``--sql FILE`` (``None`` without it); refuses a missing file."""
+    """The text of ``--sql FILE`` (``None`` without it).
+
+    Raises:
+        UsageError: the file is missing or cannot be read.
+        LensLoadError: it is not UTF-8 (the line of the first bad byte is named).
+    """
     if sql_file is None:
         return None
     if not sql_file.is_file():
         raise UsageError(f"{sql_file}: no such file", fix="pass --sql FILE with the query")
-    return sql_file.read_text(encoding="utf-8-sig")
+    try:
+        data = sql_file.read_bytes()
+    except OSError as exc:
+        raise UsageError(
+            f"{sql_file}: cannot be read ({exc.strerror})", fix="check the file's permissions"
+        ) from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise LensLoadError(
+            str(sql_file),
+            f"not UTF-8 text (byte 0x{data[exc.start]:02x})",
+            line=data[: exc.start].count(b"\n") + 1,
+            fix="save the file as UTF-8",
+        ) from None
 
 
 def _declined(fmt: Format, base: dict[str, Any], question: str, candidate: Candidate) -> int:
@@ -278,35 +413,96 @@ def _declined(fmt: Format, base: dict[str, Any], question: str, candidate: Candi
 
 @dataclass(frozen=True)
 class _Draft:
-    """What a person is asked to certify: the answer's lens, id, SQL and executed result."""
+    """What a person is asked to certify: the answer's lens, id, SQL and executed result.
+
+    ``target`` is the answer a re-certification replaces (``None`` for a new one).
+    """
 
     lens: Lens
     files: dict[str, bytes]
     answer: str
     candidate: Candidate
     run: str
-    result: ResultSet
+    target: Replacement | None = None
+    result: ResultSet | None = None
+
+    @property
+    def rel(self) -> str:
+        """The answer's lens-relative file."""
+        # lazy: reconciler.certify loads the engines, which `dst --help` does not need
+        from reconciler import certify as cert
+
+        return self.target.path if self.target is not None else cert.answer_path(self.answer)
+
+    def signed(self, signoff: Signoff, expect_empty: bool) -> tuple[Answer, bytes]:
+        """The validated answer and its file bytes, signed off by ``signoff``."""
+        # lazy: reconciler.certify loads the engines, which `dst --help` does not need
+        from reconciler import certify as cert
+
+        if self.target is not None:
+            return cert.replaced_file(
+                self.lens,
+                self.files,
+                self.target,
+                self.candidate,
+                signoff,
+                expect_empty=expect_empty,
+            )
+        shape = (len(self.result.rows), len(self.result.columns)) if self.result else None
+        return cert.answer_file(
+            self.lens,
+            self.files,
+            self.answer,
+            self.candidate,
+            signoff,
+            result_shape=shape,
+            expect_empty=expect_empty,
+        )
 
 
-def _write(rt: Any, draft: _Draft, person: str, fmt: Format, base: dict[str, Any]) -> int:
+def _write(
+    rt: Any, draft: _Draft, person: str, fmt: Format, base: dict[str, Any], expect_empty: bool
+) -> int:
     """Write the confirmed answer file, certified by ``person`` now; report it; exit 0."""
     # lazy: reconciler.certify loads the engines, which `dst --help` does not need
     from reconciler import certify as cert
 
-    answer, content = cert.answer_file(
-        draft.lens,
-        draft.files,
-        draft.answer,
-        draft.candidate,
-        cert.Signoff(by=person, at=cert.utc_now(), run=draft.run),  # the moment the person said yes
-        result_shape=(len(draft.result.rows), len(draft.result.columns)),
+    # the moment the person said yes
+    answer, content = draft.signed(
+        cert.Signoff(by=person, at=cert.utc_now(), run=draft.run), expect_empty
     )
-    rel = cert.write_answer(rt.root, draft.lens.root, draft.answer, content)
+    if draft.target is not None:
+        rel = cert.replace_answer(rt.root, draft.lens.root, draft.target, content)
+        what = "re-certified"
+    else:
+        rel = cert.write_answer(rt.root, draft.lens.root, draft.answer, content)
+        what = "certified"
     provenance = answer.provenance.model_dump(mode="json")
+    to_add = [*_uncommitted_dependencies(rt, draft, content), rel]
     _emit(
         fmt,
-        {**base, "status": "certified", "path": rel, "provenance": provenance},
-        f"certified {rel} by {answer.provenance.certified_by}\n"
-        f"next: git add {rel} && git commit, then dst apply (it self-tests the new answer)",
+        {**base, "status": "certified", "path": rel, "provenance": provenance, "git_add": to_add},
+        f"{what} {rel} by {answer.provenance.certified_by}\n"
+        f"next: git add {' '.join(to_add)} && git commit, then dst apply "
+        "(it self-tests the answer)",
     )
     return 0
+
+
+def _uncommitted_dependencies(rt: Any, draft: _Draft, content: bytes) -> list[str]:
+    """Repository paths of the answer's dependency set that are not committed, sorted.
+
+    The dependency set (DESIGN §1) is what the next apply verifies the answer
+    with: a metric or model edited for this SQL must be committed with it.
+    """
+    # lazy: the lens model and the git edge load only when an answer is written
+    from reconciler.assets import dependency_set, lens_assets
+    from reconciler.git.trees import uncommitted_lens_paths
+    from reconciler.ids import AnswerId
+    from reconciler.lens import load_lens
+
+    lens = load_lens(draft.lens.name, {**draft.files, draft.rel: content}, root=draft.lens.root)
+    assets = lens_assets(lens)
+    deps = dependency_set(lens, lens.answers[AnswerId(draft.answer)])
+    paths = {f"{lens.root}/{assets[a].path}" for a in deps if a in assets}
+    return sorted(paths & set(uncommitted_lens_paths(rt.repo)))

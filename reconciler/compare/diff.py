@@ -188,7 +188,7 @@ def compare(
         )
     _check_widths("oracle", oracle.rows, width)
     _check_widths("generated", generated.rows, width)
-    permutation = _align_by_name(oracle.columns, generated.columns)
+    permutation = align_by_name(oracle.columns, generated.columns)
     aligned_note = "" if permutation is not None else "; columns compared by position"
     gen_rows = generated.rows
     if permutation is not None and permutation != tuple(range(width)):
@@ -237,7 +237,7 @@ def _order_verdict(
     cols_o, cols_g = columns
     rows = len(oracle.rows)
     summary = f"{rows} row{'' if rows == 1 else 's'} match"
-    positions = _resolve_order(order, oracle.columns)
+    positions = resolve_order(order, oracle.columns)
     if not positions:
         return Comparison(Verdict.MATCH, (), summary + note)
     labels = ", ".join(key.label() for key, _ in positions)
@@ -316,7 +316,7 @@ def _diverged_rows(
 # --- columns ----------------------------------------------------------------------
 
 
-def _align_by_name(oracle: Sequence[str], generated: Sequence[str]) -> tuple[int, ...] | None:
+def align_by_name(oracle: Sequence[str], generated: Sequence[str]) -> tuple[int, ...] | None:
     """For each oracle column, the generated column with its name; None → by position."""
     folded_o = [name.casefold() for name in oracle]
     folded_g = [name.casefold() for name in generated]
@@ -345,7 +345,7 @@ def _names(columns: Sequence[str]) -> str:
 # --- order ------------------------------------------------------------------------
 
 
-def _resolve_order(order: Iterable[OrderKey], columns: Sequence[str]) -> list[tuple[OrderKey, int]]:
+def resolve_order(order: Iterable[OrderKey], columns: Sequence[str]) -> list[tuple[OrderKey, int]]:
     """Sort keys as 0-based column indices; stops at the first that does not resolve."""
     folded = [name.casefold() for name in columns]
     resolved: list[tuple[OrderKey, int]] = []

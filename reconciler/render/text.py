@@ -13,7 +13,9 @@ plan the lens's corpus).
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
+from decimal import Decimal
 from typing import Any
 
 from reconciler.results import LensRun, RunReport
@@ -102,17 +104,34 @@ def fmt_reach(reach: Mapping[str, int] | None) -> str:
     return f"{n}/{m} active answers reproduced by the generator ({100 * n / m:.0f}%)"
 
 
-def _cell(value: object) -> str:
-    # Aggregation order leaves noise in a DOUBLE's last bits; 12 significant
-    # digits show the value a person would read, the JSON keeps every bit.
-    return f"{value:.12g}" if isinstance(value, float) else str(value)
+DISPLAY_DIGITS = 12
+"""Significant digits a float cell shows in text output (JSON keeps every bit)."""
+
+
+def display_cell(value: object) -> str:
+    """One result cell as text output shows it: ``NULL``, or the value rounded for reading.
+
+    Aggregation order leaves noise in a DOUBLE's last bits (``2514885.82000001``),
+    so a ``float`` shows :data:`DISPLAY_DIGITS` significant digits
+    (``2514885.82``), in positional notation below 1e16 (``123456789012``, not
+    ``1.23456789012e+11``). Display only: JSON output and every comparison use the
+    exact value. Other values (``Decimal`` included: it is exact) show ``str(value)``.
+    """
+    if value is None:
+        return "NULL"
+    if not isinstance(value, float) or not math.isfinite(value):
+        return str(value)
+    text = f"{value:.{DISPLAY_DIGITS}g}"
+    if "e" in text and 1e-4 <= abs(value) < 1e16:
+        text = format(Decimal(text), "f")
+    return text
 
 
 def _rows(title: str, rows: Sequence[Sequence[object]], count: int, indent: str) -> list[str]:
     if not rows:
         return []
     lines = [f"{indent}{title} ({count}):"]
-    lines += [f"{indent}  {' | '.join(_cell(v) for v in row)}" for row in rows[:10]]
+    lines += [f"{indent}  {' | '.join(display_cell(v) for v in row)}" for row in rows[:10]]
     if count > min(len(rows), 10):
         lines.append(f"{indent}  … {count - min(len(rows), 10)} more")
     return lines
@@ -151,7 +170,7 @@ def _table(result: Mapping[str, Any] | None, indent: str) -> list[str]:
     cols = result.get("columns", [])
     rows = result.get("rows", [])
     lines = [f"{indent}{' | '.join(str(c) for c in cols)}"]
-    lines += [f"{indent}{' | '.join(_cell(v) for v in row)}" for row in rows[:10]]
+    lines += [f"{indent}{' | '.join(display_cell(v) for v in row)}" for row in rows[:10]]
     more = result.get("row_count", len(rows)) - min(len(rows), 10)
     if more > 0:
         lines.append(f"{indent}… {more} more rows")
