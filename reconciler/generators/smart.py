@@ -17,10 +17,16 @@ the selected metrics, the folded exemplars, every skill and the lens's pinned
 query (a fenced ``sql`` block or bare text) or ``DECLINE: reason``; the query goes
 through the same read-only guard as every other SQL before it is returned.
 
-Every call is recorded: tier, model, latency (seconds), prompt and completion tokens
-and the cost in USD at the lens's per-1k-token prices. The API key never appears in
-a record, a message or an error (the client's own errors are reduced to their class
-and status).
+Every call is made at ``temperature: 0`` with ``seed:`` :data:`SEED` (endpoints
+that support it then sample deterministically) and recorded: tier, model, latency
+(seconds), prompt and completion tokens, the cost in USD at the lens's per-1k-token
+prices and the model's reported ``system_fingerprint``. The API key never appears
+in a record, a message or an error (the client's own errors are reduced to their
+class and status).
+
+Every answer (SQL or decline) is cached (:mod:`reconciler.generators.cache`), keyed
+by the exact messages, the base URL, the model, temperature and seed, and the
+occurrence in the run; a failed call is never cached.
 """
 
 from __future__ import annotations
@@ -33,11 +39,14 @@ from dataclasses import dataclass
 from reconciler import guard
 from reconciler.assembly.request import GenerationRequest
 from reconciler.errors import UnsafeSqlError
+from reconciler.generators.cache import GenerationCache
 from reconciler.generators.generation import Generation
 from reconciler.lens import Lens, SmartTier
 
 ENV_BASE_URL = "DST_LLM_BASE_URL"
 ENV_MODEL = "DST_LLM_MODEL"
+SEED = 0  # sent with every call; an endpoint that supports it samples reproducibly
+TEMPERATURE = 0
 
 _FENCE = re.compile(r"```(?:sql)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
 _DECLINE = re.compile(r"^\s*DECLINE\s*:?\s*(.*)$", re.IGNORECASE | re.DOTALL)
@@ -95,12 +104,14 @@ class SmartGenerator:
     whose reason says which.
     """
 
-    def __init__(self, settings: SmartSettings) -> None:
+    def __init__(self, settings: SmartSettings, cache: GenerationCache | None = None) -> None:
         try:  # imported here: openai is the optional ``llm`` extra, loaded only when used
             from openai import OpenAI
         except ImportError:  # pragma: no cover - depends on the installed extras
             raise ImportError("pip install 'dst-reconciler[llm]'") from None
         self.settings = settings
+        self.cache = cache
+        self.calls = 0
         self._client = OpenAI(
             base_url=settings.base_url,
             api_key=settings.api_key or "not-needed",
@@ -111,23 +122,51 @@ class SmartGenerator:
     def __call__(
         self, lens: Lens, request: GenerationRequest, hint: str | None = None
     ) -> Generation:
-        """One chat completion for ``request``; returns SQL or a decline, with usage."""
-        s = self.settings
+        """One chat completion for ``request`` (or its cached answer): SQL or a decline."""
         messages = prompt(lens, request, hint)
+        key = self.cache.key(self.key_material(messages)) if self.cache else None
+        if self.cache is not None and key is not None:
+            found = self.cache.lookup(key, "smart")
+            if found is not None:
+                return found
+        generation = self.complete(lens, messages, hint)
+        if self.cache is not None and key is not None:
+            self.cache.store(key, generation)
+        return generation
+
+    def key_material(self, messages: list[dict[str, str]]) -> dict[str, object]:
+        """What the cache key of one call is made of (module docstring)."""
+        s = self.settings
+        return {
+            "tier": "smart",
+            "messages": messages,
+            "base_url": s.base_url,
+            "model": s.model,
+            "temperature": TEMPERATURE,
+            "seed": SEED,
+        }
+
+    def complete(self, lens: Lens, messages: list[dict[str, str]], hint: str | None) -> Generation:
+        """Call the endpoint once with ``messages``; returns SQL or a decline, with usage."""
+        s = self.settings
+        self.calls += 1
         started = time.perf_counter()
         usage: dict[str, object] = {"model": s.model, "hint": hint}
         try:
             reply = self._client.chat.completions.create(
                 model=s.model,
                 messages=messages,  # type: ignore[arg-type]
-                temperature=0,
+                temperature=TEMPERATURE,
+                seed=SEED,
             )
         except Exception as exc:  # the client's errors carry request details; keep the class
             usage["latency_s"] = round(time.perf_counter() - started, 3)
             status = getattr(exc, "status_code", None)
             reason = f"{type(exc).__name__}" + (f" (HTTP {status})" if status else "")
-            return Generation("smart", None, f"smart tier call failed: {reason}", usage)
+            failed = f"smart tier call failed: {reason}"
+            return Generation("smart", None, failed, usage, error=True)
         usage["latency_s"] = round(time.perf_counter() - started, 3)
+        usage["system_fingerprint"] = getattr(reply, "system_fingerprint", None)
         if reply.usage is not None:
             p, c = reply.usage.prompt_tokens, reply.usage.completion_tokens
             usage.update(
