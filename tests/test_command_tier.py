@@ -18,9 +18,9 @@ import pytest
 
 from reconciler.assembly.request import assemble
 from reconciler.generators.command import CommandGenerator, CommandSettings
-from reconciler.generators.payload import request_json
+from reconciler.generators.payload import request_json, schemas
 from reconciler.lens import load_lens
-from tests.helpers import commit, git, invoke
+from tests.helpers import PROJECT, commit, git, invoke
 from tests.shop import CUSTOMERS, ORDERS, REVENUE
 
 GEN = b"""\
@@ -61,6 +61,7 @@ status: active
 provenance: {{certified_by: Test Author, certified_at: "2024-12-31"}}
 """.encode()
 SECRET = "sk-test-d0-not-print-me"
+SCHEMAS = PROJECT / "schemas"
 
 
 def lens_yaml(program: str, timeout_s: float = 30) -> bytes:
@@ -244,3 +245,22 @@ def test_a_command_tier_without_its_block_is_bad_input(repo: Path) -> None:
     assert done.code == 2, done.stdout + done.stderr
     assert "lenses/shop/lens.yaml" in done.stderr
     assert "generator.command" in done.stderr
+
+
+def test_the_committed_request_and_reply_schemas_are_current_and_hold() -> None:
+    generated = schemas()
+    committed = {
+        p.name: json.loads(p.read_text()) for p in sorted((SCHEMAS / "generator").glob("*.json"))
+    }
+    assert committed == generated, "run `python -m reconciler.generators.payload` and commit"
+    jsonschema = pytest.importorskip("jsonschema")
+    files = {k.removeprefix("lenses/shop/"): v for k, v in FILES.items()}
+    lens = load_lens(
+        "shop", {k: v if isinstance(v, bytes) else v.encode() for k, v in files.items()}
+    )
+    sent = json.loads(request_json(lens, assemble(lens, "What is the total revenue?")))
+    jsonschema.validate(sent, committed["request.schema.json"])
+    reply = committed["reply.schema.json"]
+    jsonschema.validate({"sql": "SELECT 1", "tokens": 3}, reply)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"sql": "SELECT 1", "tokens": -1}, reply)
