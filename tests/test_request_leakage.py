@@ -16,6 +16,7 @@ tiers, on the bytes each tier actually received during ``dst apply``:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 from pathlib import Path
@@ -107,23 +108,27 @@ def explained(repo: Path, tier: str) -> object:
 
 def test_the_command_tier_never_receives_the_answer_under_test(repo: Path, tmp_path: Path) -> None:
     log = tmp_path / "stdin.log"
-    applied(repo, "command", {"GEN_LOG": str(log)})
+    result = applied(repo, "command", {"GEN_LOG": str(log)})
     (raw,) = [json.loads(line) for line in log.read_text().splitlines()]
     assert_clean(raw)
     sent = json.loads(raw)
     assert [e["name"] for e in sent["exemplars"]] == ["revenue_by_segment"]
     assert "answers" not in sent
-    assert explained(repo, "command") == {"stdin": sent}
+    digest = hashlib.sha256(raw.encode()).hexdigest()
+    assert result["trace"][0]["generation"]["usage"]["request_sha256"] == digest
+    assert explained(repo, "command") == {"stdin": sent, "sha256": digest}
 
 
 def test_the_smart_tier_never_receives_the_answer_under_test(repo: Path) -> None:
     with serve(lambda _m: "```sql\nSELECT SUM(amount) AS value FROM orders\n```") as llm:
         env = {"DST_LLM_BASE_URL": llm.base_url, "DST_LLM_MODEL": "double-1"}
-        applied(repo, "smart", env)
+        result = applied(repo, "smart", env)
     (body,) = llm.requests
     assert_clean(json.dumps(body["messages"], ensure_ascii=False))
     assert f"example question: {QUESTION}" not in llm.prompts()[0]
-    assert explained(repo, "smart") == {"messages": body["messages"]}
+    shown = explained(repo, "smart")
+    assert isinstance(shown, dict) and shown["messages"] == body["messages"]
+    assert result["trace"][0]["generation"]["usage"]["request_sha256"] == shown["sha256"]
 
 
 def test_the_fast_tier_never_reads_the_answer_under_test(repo: Path) -> None:
@@ -163,9 +168,11 @@ def test_ask_show_request_prints_the_serving_request_and_runs_nothing(
     assert shown["request"]["certified_matching"] is True
     assert shown["tiers"]["command"]["stdin"]["question"] == question
     assert len(log.read_text().splitlines()) == calls
-    text = invoke(repo, "ask", question, "--lens", "shop", "--show-request")
+    assert shown["certified_answer"] is None
+    text = invoke(repo, "ask", QUESTION, "--lens", "shop", "--show-request")
     assert text.code == 0
     assert "--- command tier is sent:" in text.stdout
+    assert "certified answer total_revenue, generating nothing" in text.stdout
 
 
 def test_explain_names_an_unknown_answer(repo: Path) -> None:

@@ -89,11 +89,13 @@ def ask(
 def print_request(rt: Runtime, lens: Lens, question: str, answer: str | None, fmt: Format) -> int:
     """Print what ``question`` on ``lens`` sends each tier (:mod:`reconciler.generators.payload`).
 
-    Assembled the way serving does (certified matching on) when ``answer`` is ``None``,
-    else the way the suite re-asks ``answer`` (matching off, ``answer`` excluded from
-    its own exemplars, DESIGN §4 step 2). Returns 0.
+    Assembled the way serving does (certified matching on; a question a certified
+    answer matches is served by it and generates nothing, which is said) when
+    ``answer`` is ``None``, else the way the suite re-asks ``answer`` (matching off,
+    ``answer`` excluded from its own exemplars, DESIGN §4 step 2). Returns 0.
     """
     # lazy: the assembly and the tiers' payload builders, only when asked
+    from reconciler.ask import certified_match
     from reconciler.assembly.request import assemble
     from reconciler.generators.payload import sent
     from reconciler.ids import AnswerId
@@ -108,11 +110,15 @@ def print_request(rt: Runtime, lens: Lens, question: str, answer: str | None, fm
         embedder=embedder,
     )
     tiers = sent(lens, request)
+    matched = certified_match(lens, question) if excluded is None else None
     if fmt is Format.json:
         shown = {"schema_version": 1, "lens": lens.name, "request": request.record()}
-        print(json.dumps({**shown, "tiers": tiers}, indent=2))
+        certified = matched.id if matched else None
+        print(json.dumps({**shown, "certified_answer": certified, "tiers": tiers}, indent=2))
         return 0
     print(f"{lens.name}: request for {question!r}")
+    if matched is not None:
+        print(f"note: serving answers this with certified answer {matched.id}, generating nothing")
     print(json.dumps(request.record(), indent=2))
     for tier, payload in tiers.items():
         print(f"\n--- {tier} tier is sent:")

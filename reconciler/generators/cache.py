@@ -40,6 +40,14 @@ def key_of(material: Mapping[str, object]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def payload_digest(payload: str | object) -> str:
+    """SHA-256 hex digest of what a tier was sent: a string's UTF-8 bytes (the command's
+    stdin), anything else as sorted, compact JSON (the smart tier's messages)."""
+    if isinstance(payload, str):
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+    return key_of({"payload": payload})
+
+
 class GenerationCache:
     """The cache directory of one run (module docstring).
 

@@ -40,7 +40,7 @@ from pydantic import ValidationError
 from reconciler import guard
 from reconciler.assembly.request import GenerationRequest
 from reconciler.errors import UnsafeSqlError
-from reconciler.generators.cache import GenerationCache
+from reconciler.generators.cache import GenerationCache, payload_digest
 from reconciler.generators.generation import Generation
 from reconciler.generators.payload import TierReply, request_json
 from reconciler.lens import Lens
@@ -154,7 +154,11 @@ class CommandGenerator:
         """Run the program on ``payload`` and read its reply (module docstring)."""
         s = self.settings
         self.calls += 1
-        usage: dict[str, object] = {"program": " ".join(s.run), "hint": hint}
+        usage: dict[str, object] = {
+            "program": " ".join(s.run),
+            "hint": hint,
+            "request_sha256": payload_digest(payload),
+        }
         started = time.perf_counter()
         try:
             out, err, code = _communicate(s, payload.encode("utf-8"))

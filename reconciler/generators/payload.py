@@ -21,6 +21,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from reconciler.assembly.request import GenerationRequest
+from reconciler.generators.cache import payload_digest
 from reconciler.generators.smart import prompt as smart_prompt
 from reconciler.lens import Exemplar, Lens, Metric, Model
 from reconciler.schemas import SCHEMA_DIALECT, SCHEMAS_DIR, render, schema_filename, schema_id
@@ -121,16 +122,19 @@ def sent(lens: Lens, request: GenerationRequest, hint: str | None = None) -> dic
     Returns:
         ``{tier: payload}``: ``fast`` is given the recorded request itself (it compiles
         it offline), ``smart`` the chat ``messages`` sent to the endpoint, ``command``
-        the ``stdin`` object.
+        the ``stdin`` object; each with the ``sha256`` a run records as the call's
+        ``usage.request_sha256`` (:func:`~reconciler.generators.cache.payload_digest`).
     """
     tiers: dict[str, object] = {}
     for tier in request.tiers:
         if tier == "fast":
             tiers[tier] = {"compiles": "the request above, offline"}
         elif tier == "smart":
-            tiers[tier] = {"messages": smart_prompt(lens, request, hint)}
+            messages = smart_prompt(lens, request, hint)
+            tiers[tier] = {"messages": messages, "sha256": payload_digest(messages)}
         elif tier == "command":
-            tiers[tier] = {"stdin": json.loads(request_json(lens, request, hint))}
+            stdin = request_json(lens, request, hint)
+            tiers[tier] = {"stdin": json.loads(stdin), "sha256": payload_digest(stdin)}
     return tiers
 
 

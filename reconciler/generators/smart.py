@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from reconciler import guard
 from reconciler.assembly.request import GenerationRequest
 from reconciler.errors import UnsafeSqlError
-from reconciler.generators.cache import GenerationCache
+from reconciler.generators.cache import GenerationCache, payload_digest
 from reconciler.generators.generation import Generation
 from reconciler.lens import Lens, SmartTier
 
@@ -151,7 +151,11 @@ class SmartGenerator:
         s = self.settings
         self.calls += 1
         started = time.perf_counter()
-        usage: dict[str, object] = {"model": s.model, "hint": hint}
+        usage: dict[str, object] = {
+            "model": s.model,
+            "hint": hint,
+            "request_sha256": payload_digest(messages),
+        }
         try:
             reply = self._client.chat.completions.create(
                 model=s.model,
