@@ -18,7 +18,7 @@ from reconciler.assembly.profiles import ProfileStore, file_version, ttl_from_en
 from reconciler.assembly.similarity import Embedder
 from reconciler.errors import DstError, LensLoadError
 from reconciler.generators import DimensionValues, SmartCall, TierCall
-from reconciler.generators.cache import GenerationCache
+from reconciler.generators.cache import Budget, GenerationCache
 from reconciler.git import trees as gitstate
 from reconciler.guard import transpile
 from reconciler.lens import Lens, RepoConfig
@@ -278,9 +278,19 @@ class Runtime:
         return self._smart[key], ""
 
     def generation_cache(self) -> GenerationCache:
-        """The run's cache of external-tier generations (``.dst/cache/``, one per run)."""
+        """The run's cache of external-tier generations (``.dst/cache/``, one per run).
+
+        Its budget comes from ``DST_MAX_CALLS`` / ``DST_MAX_COST_USD``.
+
+        Raises:
+            UsageError: either variable is set to something that is not a budget.
+        """
         if self._cache is None:
-            self._cache = GenerationCache(self.root / ".dst" / "cache", read=not self.no_cache)
+            self._cache = GenerationCache(
+                self.root / ".dst" / "cache",
+                read=not self.no_cache,
+                budget=Budget.from_env(self.env),
+            )
         return self._cache
 
     def command_for(self, lens: Lens) -> TierCall | None:

@@ -264,3 +264,26 @@ def test_the_committed_request_and_reply_schemas_are_current_and_hold() -> None:
     jsonschema.validate({"sql": "SELECT 1", "tokens": 3}, reply)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"sql": "SELECT 1", "tokens": -1}, reply)
+
+
+def test_a_spent_budget_fails_closed_but_cache_hits_are_free(
+    served: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    repo, env = served
+    log = tmp_path / "calls.log"
+    orders = ORDERS.replace(b"facts:\n", b"facts:\n  - name: discount\n    data_type: number\n")
+    commit(repo, {"lenses/shop/models/orders.yaml": orders}, "orders: a new fact")
+    broke = {**env, "DST_MAX_CALLS": "0"}
+    done = invoke(repo, "apply", "--dry-run", "--format", "json", env=broke)
+    assert done.code == 1, done.stdout + done.stderr
+    (result,) = done.lens("shop")["results"]
+    assert result["outcome"] == "error"
+    assert "generation budget spent: 0 calls made (DST_MAX_CALLS=0)" in result["detail"]
+    assert len(calls(log)) == 1  # the promotion's self-test only
+    assert invoke(repo, "apply", "--dry-run", env={**env, "DST_MAX_CALLS": "1"}).code == 0
+    replayed = invoke(repo, "apply", "--dry-run", "--format", "json", env=broke)
+    assert replayed.code == 0, replayed.stdout + replayed.stderr
+    assert len(calls(log)) == 2
+    bad = invoke(repo, "apply", "--dry-run", env={**env, "DST_MAX_COST_USD": "lots"})
+    assert bad.code == 2
+    assert "DST_MAX_COST_USD" in bad.stderr

@@ -97,3 +97,16 @@ def test_entries_are_content_addressed_and_counted_per_occurrence(tmp_path: Path
     assert replay.lookup(replay.key(material), "smart") is None
     assert GenerationCache(tmp_path, read=False).lookup(first, "smart") is None
     assert GenerationCache(tmp_path).lookup(first, "command") is None
+
+
+def test_a_rate_limited_call_is_retried_with_backoff_then_scored_error(repo: Path) -> None:
+    one_retry = LENS + b"  smart: {max_retries: 1}\n"
+    commit(repo, {**FILES, "lenses/shop/lens.yaml": one_retry}, "shop lens")
+    assert invoke(repo, "seed").code == 0
+    with serve(reply, status=429) as limited:
+        env = {"DST_LLM_BASE_URL": limited.base_url, "DST_LLM_MODEL": "double-1"}
+        done = invoke(repo, "apply", "--dry-run", "--format", "json", env=env)
+    assert len(limited.requests) == 2  # the first call and one retry
+    (self_test,) = done.lens("shop")["self_test"]
+    assert self_test["outcome"] == "error"
+    assert "RateLimitError (HTTP 429)" in self_test["detail"]

@@ -17,6 +17,11 @@ carries one, and the API key is not part of it.
 
 Layout: ``.dst/cache/<first two hex digits>/<sha256>.json``, each
 ``{"schema_version": 1, "tier": ..., "generation": {"sql", "declined", "usage"}}``.
+
+A run may be given a :class:`Budget` (``DST_MAX_CALLS``, ``DST_MAX_COST_USD``): once
+it is spent, every further call that the cache cannot answer is an error generation
+("generation budget spent"), so a CI gate fails closed instead of running up a bill.
+Cache hits cost nothing and are always served.
 """
 
 from __future__ import annotations
@@ -26,12 +31,69 @@ import json
 import os
 import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
+from reconciler.errors import UsageError
 from reconciler.generators.generation import Generation
 
 CACHE_SCHEMA_VERSION = 1
+ENV_MAX_CALLS = "DST_MAX_CALLS"
+ENV_MAX_COST = "DST_MAX_COST_USD"
+
+
+@dataclass
+class Budget:
+    """What one run may spend on external-tier calls (cache hits are free).
+
+    Attributes:
+        max_calls: calls allowed, or ``None`` for no limit.
+        max_cost_usd: USD allowed (as the tiers report ``cost_usd``), or ``None``.
+        calls: calls made so far.
+        cost_usd: USD reported so far.
+    """
+
+    max_calls: int | None = None
+    max_cost_usd: float | None = None
+    calls: int = 0
+    cost_usd: float = 0.0
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> Budget:
+        """``DST_MAX_CALLS`` (a whole number ≥ 0) and ``DST_MAX_COST_USD`` (≥ 0), when set.
+
+        Raises:
+            UsageError: a value that is not such a number.
+        """
+        calls, cost = env.get(ENV_MAX_CALLS, "").strip(), env.get(ENV_MAX_COST, "").strip()
+        try:
+            max_calls = int(calls) if calls else None
+            max_cost = float(cost) if cost else None
+        except ValueError:
+            max_calls = max_cost = -1
+        if (max_calls is not None and max_calls < 0) or (max_cost is not None and max_cost < 0):
+            raise UsageError(
+                f"{ENV_MAX_CALLS}={calls!r} / {ENV_MAX_COST}={cost!r} is not a budget",
+                fix=f"set {ENV_MAX_CALLS} to a whole number and {ENV_MAX_COST} to a number, "
+                "both 0 or more (or unset them)",
+            )
+        return cls(max_calls, max_cost)
+
+    def spent(self) -> str | None:
+        """Why no further call may be made, or ``None`` while the budget lasts."""
+        if self.max_calls is not None and self.calls >= self.max_calls:
+            return f"{self.calls} calls made ({ENV_MAX_CALLS}={self.max_calls})"
+        if self.max_cost_usd is not None and self.cost_usd >= self.max_cost_usd:
+            return f"${self.cost_usd:g} spent ({ENV_MAX_COST}={self.max_cost_usd:g})"
+        return None
+
+    def charge(self, generation: Generation) -> None:
+        """Count one call and the cost it reported."""
+        self.calls += 1
+        cost = (generation.usage or {}).get("cost_usd")
+        if isinstance(cost, (int, float)):
+            self.cost_usd += float(cost)
 
 
 def key_of(material: Mapping[str, object]) -> str:
@@ -54,14 +116,16 @@ class GenerationCache:
     Args:
         directory: the cache root (``<repository>/.dst/cache``).
         read: ``False`` for ``--no-cache``: every lookup misses, stores still refresh.
+        budget: what the run may spend on calls the cache cannot answer.
 
     Attributes:
         hits: lookups answered from the cache in this run.
     """
 
-    def __init__(self, directory: Path, *, read: bool = True) -> None:
+    def __init__(self, directory: Path, *, read: bool = True, budget: Budget | None = None) -> None:
         self.directory = directory
         self.read = read
+        self.budget = budget or Budget()
         self.hits = 0
         self._seen: dict[str, int] = {}
         self._lock = threading.Lock()
@@ -73,6 +137,33 @@ class GenerationCache:
             occurrence = self._seen.get(base, 0) + 1
             self._seen[base] = occurrence
         return key_of({"call": base, "occurrence": occurrence})
+
+    def through(
+        self, tier: str, material: Mapping[str, object], call: Callable[[], Generation]
+    ) -> Generation:
+        """The cached generation for ``material``; else ``call()`` within the budget, stored.
+
+        Args:
+            tier: ``smart`` or ``command``.
+            material: the call's key material (module docstring).
+            call: makes the call; it never raises (failures are error generations).
+        """
+        key = self.key(material)
+        found = self.lookup(key, tier)
+        if found is not None:
+            return found
+        with self._lock:
+            why = self.budget.spent()
+            if why is None:
+                self.budget.calls += 1  # reserved now, so parallel answers cannot overspend
+        if why is not None:
+            return Generation(tier, None, f"generation budget spent: {why}", {}, error=True)
+        generation = call()
+        with self._lock:
+            self.budget.calls -= 1
+            self.budget.charge(generation)
+        self.store(key, generation)
+        return generation
 
     def _path(self, key: str) -> Path:
         return self.directory / key[:2] / f"{key}.json"

@@ -122,7 +122,6 @@ class CommandGenerator:
     def __init__(self, settings: CommandSettings, cache: GenerationCache | None = None) -> None:
         self.settings = settings
         self.cache = cache
-        self.calls = 0
 
     def key_material(self, payload: str) -> dict[str, object]:
         """What the cache key of one call is made of (module docstring)."""
@@ -140,20 +139,14 @@ class CommandGenerator:
     ) -> Generation:
         """Generate for ``request``: from the cache, else by running the program."""
         payload = request_json(lens, request, hint)
-        key = self.cache.key(self.key_material(payload)) if self.cache else None
-        if self.cache is not None and key is not None:
-            found = self.cache.lookup(key, "command")
-            if found is not None:
-                return found
-        generation = self.run(lens, payload, hint)
-        if self.cache is not None and key is not None:
-            self.cache.store(key, generation)
-        return generation
+        if self.cache is None:
+            return self.run(lens, payload, hint)
+        material = self.key_material(payload)
+        return self.cache.through("command", material, lambda: self.run(lens, payload, hint))
 
     def run(self, lens: Lens, payload: str, hint: str | None) -> Generation:
         """Run the program on ``payload`` and read its reply (module docstring)."""
         s = self.settings
-        self.calls += 1
         usage: dict[str, object] = {
             "program": " ".join(s.run),
             "hint": hint,

@@ -111,7 +111,6 @@ class SmartGenerator:
             raise ImportError("pip install 'dst-reconciler[llm]'") from None
         self.settings = settings
         self.cache = cache
-        self.calls = 0
         self._client = OpenAI(
             base_url=settings.base_url,
             api_key=settings.api_key or "not-needed",
@@ -124,15 +123,10 @@ class SmartGenerator:
     ) -> Generation:
         """One chat completion for ``request`` (or its cached answer): SQL or a decline."""
         messages = prompt(lens, request, hint)
-        key = self.cache.key(self.key_material(messages)) if self.cache else None
-        if self.cache is not None and key is not None:
-            found = self.cache.lookup(key, "smart")
-            if found is not None:
-                return found
-        generation = self.complete(lens, messages, hint)
-        if self.cache is not None and key is not None:
-            self.cache.store(key, generation)
-        return generation
+        if self.cache is None:
+            return self.complete(lens, messages, hint)
+        material = self.key_material(messages)
+        return self.cache.through("smart", material, lambda: self.complete(lens, messages, hint))
 
     def key_material(self, messages: list[dict[str, str]]) -> dict[str, object]:
         """What the cache key of one call is made of (module docstring)."""
@@ -149,7 +143,6 @@ class SmartGenerator:
     def complete(self, lens: Lens, messages: list[dict[str, str]], hint: str | None) -> Generation:
         """Call the endpoint once with ``messages``; returns SQL or a decline, with usage."""
         s = self.settings
-        self.calls += 1
         started = time.perf_counter()
         usage: dict[str, object] = {
             "model": s.model,
