@@ -26,7 +26,7 @@ from typing import Literal
 from reconciler.ask import AskResponse, ask
 from reconciler.assembly.similarity import Embedder
 from reconciler.assembly.text import normalize
-from reconciler.generators import DimensionValues, SmartCall
+from reconciler.generators import DimensionValues, SmartCall, TierCall
 from reconciler.lens import Case, Lens
 from reconciler.resultset import Executor
 
@@ -75,7 +75,7 @@ def run_case(
     *,
     smart: SmartCall | None = None,
     embedder: Embedder | None = None,
-    command: SmartCall | None = None,
+    command: TierCall | None = None,
 ) -> CaseResult:
     """Run ``case`` through :func:`reconciler.ask.ask` on ``lens`` and judge its shape."""
     resp = ask(
@@ -117,7 +117,7 @@ def run_cases(
     smart: SmartCall | None = None,
     progress: Callable[[str], None] = lambda _msg: None,
     embedder: Embedder | None = None,
-    command: SmartCall | None = None,
+    command: TierCall | None = None,
 ) -> list[CaseResult]:
     """Every behavioural case of ``lens``, in file order (``command``: the command tier)."""
     results = []

@@ -122,15 +122,18 @@ class CommandGenerator:
     def __init__(self, settings: CommandSettings, cache: GenerationCache | None = None) -> None:
         self.settings = settings
         self.cache = cache
+        self._programs: dict[str, str] | None = None
 
     def key_material(self, payload: str) -> dict[str, object]:
         """What the cache key of one call is made of (module docstring)."""
         s = self.settings
+        if self._programs is None:  # read once per run: the files do not change under it
+            self._programs = s.program_hashes()
         return {
             "tier": "command",
             "request": payload,
             "run": list(s.run),
-            "programs": s.program_hashes(),
+            "programs": self._programs,
             "timeout_s": s.timeout_s,
         }
 
