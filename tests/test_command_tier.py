@@ -287,3 +287,18 @@ def test_a_spent_budget_fails_closed_but_cache_hits_are_free(
     bad = invoke(repo, "apply", "--dry-run", env={**env, "DST_MAX_COST_USD": "lots"})
     assert bad.code == 2
     assert "DST_MAX_COST_USD" in bad.stderr
+
+
+def test_dst_ask_serves_through_the_command_tier(
+    served: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    repo, env = served
+    done = invoke(
+        repo, "ask", "What is the revenue?", "--lens", "shop", "--format", "json", env=env
+    )
+    assert done.code == 0, done.stdout + done.stderr
+    out = done.json()
+    assert (out["route"], out["sql"]) == ("generated", SQL)
+    assert out["attempts"][0]["tier"] == "command"
+    assert out["rows"] == [[30]]
+    assert len(calls(tmp_path / "calls.log")) == 2
