@@ -99,9 +99,10 @@ def resolve(lens: Lens, env: Mapping[str, str]) -> tuple[SmartSettings | None, s
 class SmartGenerator:
     """Calls the endpoint once per generation; one client per lens setting.
 
-    Raises nothing to its caller: an unreachable endpoint, a timeout after the
-    client's retries, or an unusable reply becomes a declined :class:`Generation`
-    whose reason says which.
+    Raises nothing to its caller: an unreachable endpoint or an HTTP error after the
+    client's retries (429 and 5xx back off exponentially, ``max_retries`` times)
+    becomes an *error* :class:`Generation`, an unusable reply a declined one; the
+    reason says which.
     """
 
     def __init__(self, settings: SmartSettings, cache: GenerationCache | None = None) -> None:
