@@ -29,7 +29,7 @@ from reconciler.assembly.request import assemble
 from reconciler.assembly.similarity import Embedder
 from reconciler.assembly.text import normalize
 from reconciler.errors import DstError
-from reconciler.generators import DimensionValues, SmartCall, generate
+from reconciler.generators import DimensionValues, SmartCall, TierCall, generate
 from reconciler.lens import Answer, Lens
 from reconciler.resultset import Executor, ResultSet
 from reconciler.trust import (
@@ -176,6 +176,7 @@ def ask(
     smart: SmartCall | None = None,
     max_repairs: int = MAX_REPAIRS,
     embedder: Embedder | None = None,
+    command: TierCall | None = None,
 ) -> AskResponse:
     """Answer ``question`` on ``lens`` (steps in the module docstring).
 
@@ -188,6 +189,7 @@ def ask(
         max_repairs: repair attempts after the first generation (0 disables).
         embedder: the local sentence embedder, or ``None``: with a lens that asks
             for embedding retrieval, retrieval is then lexical (stated in ``notes``).
+        command: the command tier, when the lens lists it.
 
     Returns:
         The response; warehouse and generator failures become evaluations, never
@@ -218,7 +220,7 @@ def ask(
             request = replace(request, models=tuple(sorted(lens.models)), tiers=("smart",))
         elif attempt:
             request = replace(request, tiers=("smart",))
-        gen = generate(lens, request, values, smart=smart, hint=hint)
+        gen = generate(lens, request, values, smart=smart, hint=hint, command=command)
         resp.attempts.append({"attempt": attempt + 1, "route": route, **gen.record()})
         resp.route = route
         if gen.sql is None:

@@ -26,7 +26,7 @@ from typing import Literal
 from reconciler.ask import AskResponse, ask
 from reconciler.assembly.similarity import Embedder
 from reconciler.assembly.text import normalize
-from reconciler.generators import DimensionValues, SmartCall
+from reconciler.generators import DimensionValues, SmartCall, TierCall
 from reconciler.lens import Case, Lens
 from reconciler.resultset import Executor
 
@@ -75,9 +75,12 @@ def run_case(
     *,
     smart: SmartCall | None = None,
     embedder: Embedder | None = None,
+    command: TierCall | None = None,
 ) -> CaseResult:
     """Run ``case`` through :func:`reconciler.ask.ask` on ``lens`` and judge its shape."""
-    resp = ask(lens, case.question, executor, values, smart=smart, embedder=embedder)
+    resp = ask(
+        lens, case.question, executor, values, smart=smart, embedder=embedder, command=command
+    )
     got = shape_of(resp)
     passed = got == case.expect
     detail = f"expected {case.expect}, got {got}"
@@ -114,10 +117,13 @@ def run_cases(
     smart: SmartCall | None = None,
     progress: Callable[[str], None] = lambda _msg: None,
     embedder: Embedder | None = None,
+    command: TierCall | None = None,
 ) -> list[CaseResult]:
-    """Every behavioural case of ``lens``, in file order."""
+    """Every behavioural case of ``lens``, in file order (``command``: the command tier)."""
     results = []
     for case in lens.cases:
         progress(f"{lens.name}: case {case.question!r} (expect {case.expect})")
-        results.append(run_case(lens, case, executor, values, smart=smart, embedder=embedder))
+        results.append(
+            run_case(lens, case, executor, values, smart=smart, embedder=embedder, command=command)
+        )
     return results

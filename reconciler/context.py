@@ -16,8 +16,9 @@ from typing import Any
 
 from reconciler.assembly.profiles import ProfileStore, file_version, ttl_from_env
 from reconciler.assembly.similarity import Embedder
-from reconciler.errors import DstError
-from reconciler.generators import DimensionValues, SmartCall
+from reconciler.errors import DstError, LensLoadError
+from reconciler.generators import DimensionValues, SmartCall, TierCall
+from reconciler.generators.cache import Budget, GenerationCache
 from reconciler.git import trees as gitstate
 from reconciler.guard import transpile
 from reconciler.lens import Lens, RepoConfig
@@ -103,6 +104,8 @@ class Runtime:
         on_expect: told ``n`` more answers are about to run (a progress bar's total).
         on_answer: receives the line that starts each answer; ``None`` sends it
             to ``progress`` like any other line.
+        no_cache: ``--no-cache``: every smart and command generation is made again
+            (and refreshes ``.dst/cache/``) instead of replayed.
     """
 
     repo: gitstate.Repository
@@ -112,10 +115,13 @@ class Runtime:
     progress: Callable[[str], None] = _stderr
     on_expect: Callable[[int], None] = _no_total
     on_answer: Callable[[str], None] | None = None
+    no_cache: bool = False
     _warehouses: dict[str, Executor] = field(default_factory=dict)
     _values: dict[str, ValueCache] = field(default_factory=dict)
     _allowing: dict[str, Executor] = field(default_factory=dict)
     _smart: dict[tuple[str, str, str], SmartCall] = field(default_factory=dict)
+    _command: dict[tuple[str, ...], TierCall] = field(default_factory=dict)
+    _cache: GenerationCache | None = None
 
     @property
     def root(self) -> Path:
@@ -268,8 +274,48 @@ class Runtime:
             return None, why
         key = (settings.base_url, settings.model, settings.api_key)
         if key not in self._smart:
-            self._smart[key] = smart.SmartGenerator(settings)
+            self._smart[key] = smart.SmartGenerator(settings, self.generation_cache())
         return self._smart[key], ""
+
+    def generation_cache(self) -> GenerationCache:
+        """The run's cache of external-tier generations (``.dst/cache/``, one per run).
+
+        Its budget comes from ``DST_MAX_CALLS`` / ``DST_MAX_COST_USD``.
+
+        Raises:
+            UsageError: either variable is set to something that is not a budget.
+        """
+        if self._cache is None:
+            self._cache = GenerationCache(
+                self.root / ".dst" / "cache",
+                read=not self.no_cache,
+                budget=Budget.from_env(self.env),
+            )
+        return self._cache
+
+    def command_for(self, lens: Lens) -> TierCall | None:
+        """The command tier for ``lens`` when it lists one (one runner per lens and argv).
+
+        Raises:
+            LensLoadError: the lens lists the ``command`` tier without a ``command:`` block.
+        """
+        if "command" not in lens.config.generator.tiers:
+            return None
+        # lazy: the subprocess runner, only with a command tier
+        from reconciler.generators import command
+
+        settings, why = command.resolve(lens, self.root, self.env)
+        if settings is None:
+            raise LensLoadError(
+                f"{lens.root}/lens.yaml",
+                why,
+                fix="add `command: {run: [python3, gen.py]}` under generator:, "
+                "or drop `command` from tiers",
+            )
+        key = (str(settings.cwd), str(settings.timeout_s), *settings.run)
+        if key not in self._command:
+            self._command[key] = command.CommandGenerator(settings, self.generation_cache())
+        return self._command[key]
 
     def expect(self, answers: int) -> None:
         """Announce that ``answers`` more answers are about to run."""
@@ -311,11 +357,13 @@ class Runtime:
                 raise
             cannot_score = exc.render()
         smart, no_smart = self.smart_for(lens)
+        command = self.command_for(lens)
         tiers = lens.config.generator.tiers
-        if executor is not None and not strict and "fast" not in tiers and not smart:
+        external = smart or command
+        if executor is not None and not strict and "fast" not in tiers and not external:
             cannot_score = f"no generator tier resolves ({no_smart})"
         if executor is None or cannot_score is not None:
-            return Scoring(executor, smart=smart, cannot_score=cannot_score)
+            return Scoring(executor, smart=smart, cannot_score=cannot_score, command=command)
         values = self.values_for(lens, executor)
         embedder, no_embedder = self.embedder_for(lens)
         return Scoring(
@@ -325,6 +373,7 @@ class Runtime:
             embedder,
             jobs=self.jobs_for(lens),
             no_embedder=no_embedder,
+            command=command,
         )
 
     def close(self) -> None:

@@ -75,11 +75,19 @@ class SmartTier(Strict):
     completion_cost_per_1k: float = Field(default=0.0, ge=0)
 
 
-class GeneratorConfig(Strict):
-    """Which generator tiers a lens uses, in order of preference."""
+class CommandTier(Strict):
+    """The ``command`` tier: an argv run in the lens directory, the request JSON on stdin."""
 
-    tiers: tuple[Literal["fast", "smart"], ...] = ("fast",)
+    run: tuple[str, ...] = Field(min_length=1)
+    timeout_s: float = Field(default=30.0, gt=0, le=3600)
+
+
+class GeneratorConfig(Strict):
+    """Which generator tiers a lens uses, in order; ``command`` needs a ``command:`` block."""
+
+    tiers: tuple[Literal["fast", "smart", "command"], ...] = ("fast",)
     smart: SmartTier | None = None
+    command: CommandTier | None = None
     # ``embedding`` folds exemplars by cosine over the ``embed`` extra's local model;
     # without that extra the run falls back to ``lexical`` and says so.
     retrieval: Literal["lexical", "embedding"] = "lexical"
@@ -92,6 +100,9 @@ class ClarifyTerm(Strict):
     ask: str
 
 
+# A setting added after hashes were stamped stays out of the canonical form at its
+# default, so upgrading dst makes nothing stale (DESIGN §2: no silent rehash).
+_UNSTAMPED: dict[str, object] = {"retrieval": "lexical", "command": None}
 MAX_JOBS = 64  # answers one suite runs at once; bounds threads and connections
 
 
@@ -156,10 +167,8 @@ class LensConfig(Strict):
         """The fields that feed generation, as plain JSON-ready data."""
         dumped = self.model_dump(mode="json")
         part = {k: dumped[k] for k in self.generation_fields}
-        # A setting added after hashes were stamped stays out of the canonical form at
-        # its default, so upgrading dst makes nothing stale (DESIGN §2: no silent rehash).
-        if part["generator"].get("retrieval") == "lexical":
-            part["generator"] = {k: v for k, v in part["generator"].items() if k != "retrieval"}
+        gen = part["generator"]
+        part["generator"] = {k: v for k, v in gen.items() if _UNSTAMPED.get(k, ...) != v}
         if not part["allow_functions"]:
             del part["allow_functions"]
         return part

@@ -162,6 +162,7 @@ def cases_step(ctx: StepContext, state: LensState) -> LensState:
         smart=scoring.smart,
         progress=ctx.rt.progress,
         embedder=scoring.embedder,
+        command=scoring.command,
     )
     return replace(state, scoring=scoring, cases=tuple(cases))
 

@@ -36,7 +36,7 @@ from reconciler.compare.ordering import order_keys
 from reconciler.compare.ties import AMBIGUOUS as AMBIGUOUS_NOTE
 from reconciler.compare.ties import LimitCut, ambiguity, kept_other_ties, limit_cut
 from reconciler.errors import DstError
-from reconciler.generators import DimensionValues, SmartCall, generate
+from reconciler.generators import DimensionValues, SmartCall, TierCall, generate
 from reconciler.ids import AnswerId
 from reconciler.lens import MAX_JOBS, Answer, Lens
 from reconciler.resultset import Executor, ResultSet
@@ -169,6 +169,7 @@ def run_answer(
     progress: Callable[[str], None] = lambda _msg: None,
     smart: SmartCall | None = None,
     embedder: Embedder | None = None,
+    command: TierCall | None = None,
 ) -> AnswerResult:
     """Verify one certified answer against the warehouse.
 
@@ -182,6 +183,7 @@ def run_answer(
         smart: the smart generator tier, when the lens lists it and it is configured.
         embedder: the local sentence embedder, when the lens asks for embedding
             retrieval and the ``embed`` extra is installed.
+        command: the command generator tier, when the lens lists it.
 
     Returns:
         The result; never raises for warehouse or generation failures (they
@@ -222,13 +224,21 @@ def run_answer(
         request = assemble(
             lens, answer.question, exclude_answer=aid, certified_matching=False, embedder=embedder
         )
-        generation = generate(lens, request, values, smart=smart)
+        generation = generate(lens, request, values, smart=smart, command=command)
         trace: dict[str, Any] = {
             "attempt": attempt,
             "request": request.record(asset_hashes(lens)),
             "generation": generation.record(),
         }
         attempts.append(trace)
+        if generation.sql is None and generation.error:
+            return AnswerResult(
+                aid,
+                Outcome.ERROR,
+                tuple(attempts),
+                str(generation.declined),
+                oracle=oracle.preview(),
+            )
         if generation.sql is None:
             return AnswerResult(
                 aid,
@@ -357,6 +367,7 @@ class Scoring:
         smart: the smart tier, when the lens lists it and it is configured.
         embedder: the local sentence embedder, when the lens asks for one and it loads.
         jobs: answers in flight at once.
+        command: the command tier, when the lens lists it and it resolves.
         cannot_score: why the gate cannot score (no warehouse, no generator tier),
             else ``None``.
         no_embedder: why embedding retrieval falls back to lexical, else ``""``.
@@ -367,6 +378,7 @@ class Scoring:
     smart: SmartCall | None = None
     embedder: Embedder | None = None
     jobs: int = 1
+    command: TierCall | None = None
     cannot_score: str | None = None
     no_embedder: str = ""
 
@@ -425,6 +437,7 @@ def run_answers(
             progress=progress,
             smart=scoring.smart,
             embedder=scoring.embedder,
+            command=scoring.command,
         )
         return result if transpiled is None else replace(result, transpiled=str(transpiled))
 

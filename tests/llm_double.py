@@ -57,6 +57,7 @@ def serve(reply: Reply, *, status: int = 200) -> Iterator[Endpoint]:
                     "object": "chat.completion",
                     "created": 0,
                     "model": body["model"],
+                    "system_fingerprint": "fp_double_1",
                     "choices": [
                         {
                             "index": 0,

@@ -29,6 +29,7 @@ from reconciler.cli.certify import certify
 from reconciler.cli.ci import ci_app
 from reconciler.cli.coverage import coverage
 from reconciler.cli.evals import evals_app
+from reconciler.cli.explain import explain
 from reconciler.cli.hooks import hooks_app
 from reconciler.cli.init import init
 from reconciler.cli.interop import export_app, import_app
@@ -113,6 +114,7 @@ app.add_typer(validate_app)
 app.command("log")(log)
 app.command("certify")(certify)
 app.command("ask")(ask)
+app.command("explain")(explain)
 app.command("report")(report)
 app.command("init")(init)
 app.command("mutate")(mutate)

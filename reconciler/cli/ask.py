@@ -21,12 +21,13 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from reconciler.cli.common import runtime
-from reconciler.cli.options import Format, FormatOpt, RepoOpt, WarehouseOpt
+from reconciler.cli.options import Format, FormatOpt, NoCacheOpt, RepoOpt, WarehouseOpt
 from reconciler.errors import UsageError
 
 if TYPE_CHECKING:
     from reconciler.ask import AskResponse
     from reconciler.context import Runtime
+    from reconciler.lens import Lens
 
 
 def ask(
@@ -35,6 +36,13 @@ def ask(
     max_repairs: Annotated[
         int, typer.Option("--max-repairs", min=0, max=5, help="Repair attempts after the first.")
     ] = 2,
+    show_request: Annotated[
+        bool,
+        typer.Option(
+            "--show-request", help="Print what each generator tier would be sent; run nothing."
+        ),
+    ] = False,
+    no_cache: NoCacheOpt = False,
     repo: RepoOpt = None,
     warehouse: WarehouseOpt = None,
     fmt: FormatOpt = Format.text,
@@ -45,10 +53,13 @@ def ask(
     from reconciler.candidate import load_serving
 
     rt = runtime(repo, warehouse)
+    rt.no_cache = no_cache
     try:
         dep, served = load_serving(rt.repo, lens)
         if dep is None or served is None:
             raise not_serving(rt, lens)
+        if show_request:
+            return print_request(rt, served, question, None, fmt)
         smart, _why = rt.smart_for(served)
         executor = rt.warehouse_for(served)
         resp = serve(
@@ -59,6 +70,7 @@ def ask(
             smart=smart,
             max_repairs=max_repairs,
             embedder=rt.embedder_for(served)[0],
+            command=rt.command_for(served),
         )
     finally:
         rt.close()
@@ -72,6 +84,46 @@ def ask(
         if reason is not None:
             print(f"dst ask: nothing served: {reason}", file=sys.stderr, flush=True)
     return resp.exit_code
+
+
+def print_request(rt: Runtime, lens: Lens, question: str, answer: str | None, fmt: Format) -> int:
+    """Print what ``question`` on ``lens`` sends each tier (:mod:`reconciler.generators.payload`).
+
+    Assembled the way serving does (certified matching on; a question a certified
+    answer matches is served by it and generates nothing, which is said) when
+    ``answer`` is ``None``, else the way the suite re-asks ``answer`` (matching off,
+    ``answer`` excluded from its own exemplars, DESIGN §4 step 2). Returns 0.
+    """
+    # lazy: the assembly and the tiers' payload builders, only when asked
+    from reconciler.ask import certified_match
+    from reconciler.assembly.request import assemble
+    from reconciler.generators.payload import sent
+    from reconciler.ids import AnswerId
+
+    embedder = rt.embedder_for(lens)[0]
+    excluded = AnswerId(answer) if answer is not None else None
+    request = assemble(
+        lens,
+        question,
+        exclude_answer=excluded,
+        certified_matching=excluded is None,
+        embedder=embedder,
+    )
+    tiers = sent(lens, request)
+    matched = certified_match(lens, question) if excluded is None else None
+    if fmt is Format.json:
+        shown = {"schema_version": 1, "lens": lens.name, "request": request.record()}
+        certified = matched.id if matched else None
+        print(json.dumps({**shown, "certified_answer": certified, "tiers": tiers}, indent=2))
+        return 0
+    print(f"{lens.name}: request for {question!r}")
+    if matched is not None:
+        print(f"note: serving answers this with certified answer {matched.id}, generating nothing")
+    print(json.dumps(request.record(), indent=2))
+    for tier, payload in tiers.items():
+        print(f"\n--- {tier} tier is sent:")
+        print(json.dumps(payload, indent=2, ensure_ascii=False))
+    return 0
 
 
 def not_serving(rt: Runtime, lens: str) -> UsageError:

@@ -76,3 +76,10 @@ ProfileOpt = Annotated[
     Path | None,
     typer.Option("--profile", help="Write cProfile stats of the command to this file."),
 ]
+NoCacheOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-cache",
+        help="Call the smart and command tiers afresh instead of replaying .dst/cache/.",
+    ),
+]

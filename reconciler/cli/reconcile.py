@@ -19,6 +19,7 @@ from reconciler.cli.options import (
     Format,
     FormatOpt,
     JobsOpt,
+    NoCacheOpt,
     ProfileOpt,
     QuietOpt,
     RepoOpt,
@@ -33,6 +34,7 @@ def plan(
     to: Annotated[str, typer.Option("--to", help="Candidate revision.")] = "HEAD",
     lens: Annotated[str | None, typer.Option("--lens", help="Plan one lens.")] = None,
     explain: Annotated[bool, typer.Option("--explain", help="Why each answer is stale.")] = False,
+    no_cache: NoCacheOpt = False,
     profile: ProfileOpt = None,
     repo: RepoOpt = None,
     fmt: FormatOpt = Format.text,
@@ -42,6 +44,7 @@ def plan(
     from reconciler.reconcile import reconcile
 
     rt = runtime(repo)
+    rt.no_cache = no_cache
     with profiled(profile):
         report = reconcile(rt, to=to, only=lens, run_suite=False)
     return emit(report, fmt, explain)
@@ -57,6 +60,7 @@ def apply(
     warehouse: WarehouseOpt = None,
     quiet: QuietOpt = False,
     jobs: JobsOpt = None,
+    no_cache: NoCacheOpt = False,
     profile: ProfileOpt = None,
     repo: RepoOpt = None,
     fmt: FormatOpt = Format.text,
@@ -66,6 +70,7 @@ def apply(
     from reconciler.reconcile import reconcile
 
     rt = runtime(repo, warehouse, jobs)
+    rt.no_cache = no_cache
     try:
         with progress_for(rt, quiet=quiet), profiled(profile):
             report = reconcile(rt, to=to, only=lens, dry_run=dry_run, allow_rewind=allow_rewind)
@@ -80,6 +85,7 @@ def test(
     warehouse: WarehouseOpt = None,
     quiet: QuietOpt = False,
     jobs: JobsOpt = None,
+    no_cache: NoCacheOpt = False,
     repo: RepoOpt = None,
     fmt: FormatOpt = Format.text,
 ) -> int:
@@ -89,6 +95,7 @@ def test(
     from reconciler.verify import verify
 
     rt = runtime(repo, warehouse, jobs)
+    rt.no_cache = no_cache
     if (lens is None) == (not all_lenses):
         raise UsageError(
             "name one lens or pass --all" + (", not both" if all_lenses else ""),

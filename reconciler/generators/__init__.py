@@ -1,10 +1,11 @@
-"""Generator tiers: ``fast`` (deterministic semantic compiler) and ``smart`` (LLM).
+"""Generator tiers: ``fast`` (semantic compiler), ``smart`` (LLM), ``command`` (a program).
 
 :func:`generate` tries the request's tiers in order and returns the first
 generation that produced SQL. The ``fast`` tier lives in
-:mod:`reconciler.generators.fast`; the ``smart`` tier (:mod:`reconciler.generators.smart`) is
-reached through a :data:`SmartCall` that the caller passes in (the pure core never
-opens a network connection); without one, ``smart`` is skipped when another tier is
+:mod:`reconciler.generators.fast`; the ``smart`` tier (:mod:`reconciler.generators.smart`)
+and the ``command`` tier (:mod:`reconciler.generators.command`) are reached through a
+:data:`TierCall` the caller passes in (the pure core never opens a connection or
+starts a process); without one, such a tier is skipped when another tier is
 configured and declines when it is the only one.
 """
 
@@ -13,18 +14,22 @@ from __future__ import annotations
 from reconciler.assembly.request import GenerationRequest
 from reconciler.generators import fast
 from reconciler.generators.generation import (
+    COMMAND_UNAVAILABLE,
     SMART_UNAVAILABLE,
     DimensionValues,
     Generation,
     SmartCall,
+    TierCall,
 )
 from reconciler.lens import Lens
 
 __all__ = [
+    "COMMAND_UNAVAILABLE",
     "SMART_UNAVAILABLE",
     "DimensionValues",
     "Generation",
     "SmartCall",
+    "TierCall",
     "generate",
 ]
 
@@ -34,8 +39,9 @@ def generate(
     request: GenerationRequest,
     values: DimensionValues,
     *,
-    smart: SmartCall | None = None,
+    smart: TierCall | None = None,
     hint: str | None = None,
+    command: TierCall | None = None,
 ) -> Generation:
     """Run the request's tiers in order; the first that produces SQL wins.
 
@@ -46,24 +52,28 @@ def generate(
         smart: the configured smart tier (:mod:`reconciler.generators.smart`), or ``None``:
             then ``smart`` is skipped when another tier is listed and declines
             when it is the only one.
-        hint: an executable gate's repair hint for this retry; only the smart
-            tier reads it (the fast tier is deterministic, a hint cannot change it).
+        hint: an executable gate's repair hint for this retry; only the external
+            tiers read it (the fast tier is deterministic, a hint cannot change it).
+        command: the configured command tier (:mod:`reconciler.generators.command`),
+            or ``None``, skipped or declining like ``smart``.
 
     Returns:
         The first generation with SQL; otherwise the last tier's decline
         (``tier="none"`` when the request names no tier).
     """
     last: Generation | None = None
+    external = {"smart": (smart, SMART_UNAVAILABLE), "command": (command, COMMAND_UNAVAILABLE)}
     for tier in request.tiers:
         if tier == "fast":
             result = fast.compile_request(lens, request, values)
-        elif tier == "smart":
-            if smart is not None:
-                result = smart(lens, request, hint)
+        elif tier in external:
+            call, unavailable = external[tier]
+            if call is not None:
+                result = call(lens, request, hint)
             elif len(request.tiers) > 1:
                 continue
             else:
-                result = Generation("smart", None, SMART_UNAVAILABLE)
+                result = Generation(tier, None, unavailable)
         else:
             result = Generation(tier, None, f"unknown generator tier {tier!r}")
         if result.sql is not None:

@@ -1,8 +1,8 @@
 """What a generator tier returns, and what the tiers are given (pure values).
 
-:class:`Generation` is one attempt of one tier; :data:`SmartCall` is the smart
-tier as the pure core sees it; :data:`DimensionValues` are the warehouse values
-the fast tier reads for value filters. :func:`reconciler.generators.generate`
+:class:`Generation` is one attempt of one tier; :data:`TierCall` is an external
+tier (``smart``, ``command``) as the pure core sees it; :data:`DimensionValues` are
+the warehouse values the fast tier reads for value filters. :func:`reconciler.generators.generate`
 runs the tiers.
 """
 
@@ -21,30 +21,44 @@ class Generation:
     """One generator attempt.
 
     Attributes:
-        tier: the tier that produced it (``fast`` / ``smart``), or ``none``.
-        sql: the generated query, or ``None`` when the generator declined.
-        declined: why it declined (``None`` when it produced SQL).
-        usage: the smart tier's call record (model, latency in seconds, tokens,
-            cost in USD, repair hint); ``None`` for the fast tier.
+        tier: the tier that produced it (``fast`` / ``smart`` / ``command``), or ``none``.
+        sql: the generated query, or ``None`` when the generator declined or failed.
+        declined: why it declined or failed (``None`` when it produced SQL).
+        usage: the call record of an external tier (model or program, latency in
+            seconds, tokens, cost in USD, repair hint, ``cached``); ``None`` for ``fast``.
+        error: ``True`` when the tier could not run (a crashed or hung program, an
+            unusable reply): the suite scores it ``error``, never ``declined``.
     """
 
     tier: str
     sql: str | None
     declined: str | None = None
     usage: Mapping[str, object] | None = None
+    error: bool = False
 
     def record(self) -> dict[str, object]:
         """JSON-ready record."""
         out: dict[str, object] = {"tier": self.tier, "sql": self.sql, "declined": self.declined}
+        if self.error:
+            out["error"] = True
         if self.usage is not None:
             out["usage"] = dict(self.usage)
         return out
 
 
-# The smart tier as the pure core sees it: (lens, request, repair hint) → generation.
-SmartCall = Callable[[Lens, GenerationRequest, "str | None"], Generation]
+# An external tier as the pure core sees it: (lens, request, repair hint) → generation.
+TierCall = Callable[[Lens, GenerationRequest, "str | None"], Generation]
+SmartCall = TierCall
 
 
 SMART_UNAVAILABLE = "smart tier not configured"
+COMMAND_UNAVAILABLE = "command tier not configured"
 
-__all__ = ["SMART_UNAVAILABLE", "DimensionValues", "Generation", "SmartCall"]
+__all__ = [
+    "COMMAND_UNAVAILABLE",
+    "SMART_UNAVAILABLE",
+    "DimensionValues",
+    "Generation",
+    "SmartCall",
+    "TierCall",
+]

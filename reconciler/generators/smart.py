@@ -17,10 +17,16 @@ the selected metrics, the folded exemplars, every skill and the lens's pinned
 query (a fenced ``sql`` block or bare text) or ``DECLINE: reason``; the query goes
 through the same read-only guard as every other SQL before it is returned.
 
-Every call is recorded: tier, model, latency (seconds), prompt and completion tokens
-and the cost in USD at the lens's per-1k-token prices. The API key never appears in
-a record, a message or an error (the client's own errors are reduced to their class
-and status).
+Every call is made at ``temperature: 0`` with ``seed:`` :data:`SEED` (endpoints
+that support it then sample deterministically) and recorded: tier, model, latency
+(seconds), prompt and completion tokens, the cost in USD at the lens's per-1k-token
+prices and the model's reported ``system_fingerprint``. The API key never appears
+in a record, a message or an error (the client's own errors are reduced to their
+class and status).
+
+Every answer (SQL or decline) is cached (:mod:`reconciler.generators.cache`), keyed
+by the exact messages, the base URL, the model, temperature and seed, and the
+occurrence in the run; a failed call is never cached.
 """
 
 from __future__ import annotations
@@ -33,11 +39,14 @@ from dataclasses import dataclass
 from reconciler import guard
 from reconciler.assembly.request import GenerationRequest
 from reconciler.errors import UnsafeSqlError
+from reconciler.generators.cache import GenerationCache, payload_digest
 from reconciler.generators.generation import Generation
 from reconciler.lens import Lens, SmartTier
 
 ENV_BASE_URL = "DST_LLM_BASE_URL"
 ENV_MODEL = "DST_LLM_MODEL"
+SEED = 0  # sent with every call; an endpoint that supports it samples reproducibly
+TEMPERATURE = 0
 
 _FENCE = re.compile(r"```(?:sql)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
 _DECLINE = re.compile(r"^\s*DECLINE\s*:?\s*(.*)$", re.IGNORECASE | re.DOTALL)
@@ -90,17 +99,19 @@ def resolve(lens: Lens, env: Mapping[str, str]) -> tuple[SmartSettings | None, s
 class SmartGenerator:
     """Calls the endpoint once per generation; one client per lens setting.
 
-    Raises nothing to its caller: an unreachable endpoint, a timeout after the
-    client's retries, or an unusable reply becomes a declined :class:`Generation`
-    whose reason says which.
+    Raises nothing to its caller: an unreachable endpoint or an HTTP error after the
+    client's retries (429 and 5xx back off exponentially, ``max_retries`` times)
+    becomes an *error* :class:`Generation`, an unusable reply a declined one; the
+    reason says which.
     """
 
-    def __init__(self, settings: SmartSettings) -> None:
+    def __init__(self, settings: SmartSettings, cache: GenerationCache | None = None) -> None:
         try:  # imported here: openai is the optional ``llm`` extra, loaded only when used
             from openai import OpenAI
         except ImportError:  # pragma: no cover - depends on the installed extras
             raise ImportError("pip install 'dst-reconciler[llm]'") from None
         self.settings = settings
+        self.cache = cache
         self._client = OpenAI(
             base_url=settings.base_url,
             api_key=settings.api_key or "not-needed",
@@ -111,23 +122,49 @@ class SmartGenerator:
     def __call__(
         self, lens: Lens, request: GenerationRequest, hint: str | None = None
     ) -> Generation:
-        """One chat completion for ``request``; returns SQL or a decline, with usage."""
-        s = self.settings
+        """One chat completion for ``request`` (or its cached answer): SQL or a decline."""
         messages = prompt(lens, request, hint)
+        if self.cache is None:
+            return self.complete(lens, messages, hint)
+        material = self.key_material(messages)
+        return self.cache.through("smart", material, lambda: self.complete(lens, messages, hint))
+
+    def key_material(self, messages: list[dict[str, str]]) -> dict[str, object]:
+        """What the cache key of one call is made of (module docstring)."""
+        s = self.settings
+        return {
+            "tier": "smart",
+            "messages": messages,
+            "base_url": s.base_url,
+            "model": s.model,
+            "temperature": TEMPERATURE,
+            "seed": SEED,
+        }
+
+    def complete(self, lens: Lens, messages: list[dict[str, str]], hint: str | None) -> Generation:
+        """Call the endpoint once with ``messages``; returns SQL or a decline, with usage."""
+        s = self.settings
         started = time.perf_counter()
-        usage: dict[str, object] = {"model": s.model, "hint": hint}
+        usage: dict[str, object] = {
+            "model": s.model,
+            "hint": hint,
+            "request_sha256": payload_digest(messages),
+        }
         try:
             reply = self._client.chat.completions.create(
                 model=s.model,
                 messages=messages,  # type: ignore[arg-type]
-                temperature=0,
+                temperature=TEMPERATURE,
+                seed=SEED,
             )
         except Exception as exc:  # the client's errors carry request details; keep the class
             usage["latency_s"] = round(time.perf_counter() - started, 3)
             status = getattr(exc, "status_code", None)
             reason = f"{type(exc).__name__}" + (f" (HTTP {status})" if status else "")
-            return Generation("smart", None, f"smart tier call failed: {reason}", usage)
+            failed = f"smart tier call failed: {reason}"
+            return Generation("smart", None, failed, usage, error=True)
         usage["latency_s"] = round(time.perf_counter() - started, 3)
+        usage["system_fingerprint"] = getattr(reply, "system_fingerprint", None)
         if reply.usage is not None:
             p, c = reply.usage.prompt_tokens, reply.usage.completion_tokens
             usage.update(

@@ -1,0 +1,216 @@
+"""The generation cache: one content-addressed file per external-tier call under ``.dst/cache/``.
+
+A ``smart`` or ``command`` generation is stored under the SHA-256 of its *key*: the
+tier, the exact payload sent (the chat messages, or the request JSON on stdin), the
+model or program (with the hash of each program file it names), the call's
+parameters (temperature, seed, timeout) and the occurrence of that same key within
+the run (the suite's second attempt is a call of its own). Re-running the same plan
+therefore replays every call, in order, without making one, and gives the same
+verdict; ``--no-cache`` makes every call again and refreshes the entries.
+
+Only answers are stored — SQL or a decline — never a failure (a timeout, a crash, an
+unreachable endpoint), which must be retried. An entry is written to a temporary
+file beside it and renamed into place, so readers never see half an entry and
+concurrent writers of one key (two CI jobs sharing the directory) write the same
+bytes. Entries hold no credential: the key material is the payload, which never
+carries one, and the API key is not part of it.
+
+Layout: ``.dst/cache/<first two hex digits>/<sha256>.json``, each
+``{"schema_version": 1, "tier": ..., "generation": {"sql", "declined", "usage"}}``.
+
+A run may be given a :class:`Budget` (``DST_MAX_CALLS``, ``DST_MAX_COST_USD``): once
+it is spent, every further call that the cache cannot answer is an error generation
+("generation budget spent"), so a CI gate fails closed instead of running up a bill.
+Cache hits cost nothing and are always served.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from reconciler.errors import UsageError
+from reconciler.generators.generation import Generation
+
+CACHE_SCHEMA_VERSION = 1
+ENV_MAX_CALLS = "DST_MAX_CALLS"
+ENV_MAX_COST = "DST_MAX_COST_USD"
+
+
+@dataclass
+class Budget:
+    """What one run may spend on external-tier calls (cache hits are free).
+
+    Attributes:
+        max_calls: calls allowed, or ``None`` for no limit.
+        max_cost_usd: USD allowed (as the tiers report ``cost_usd``), or ``None``.
+        calls: calls made so far.
+        cost_usd: USD reported so far.
+    """
+
+    max_calls: int | None = None
+    max_cost_usd: float | None = None
+    calls: int = 0
+    cost_usd: float = 0.0
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> Budget:
+        """``DST_MAX_CALLS`` (a whole number ≥ 0) and ``DST_MAX_COST_USD`` (≥ 0), when set.
+
+        Raises:
+            UsageError: a value that is not such a number.
+        """
+        calls, cost = env.get(ENV_MAX_CALLS, "").strip(), env.get(ENV_MAX_COST, "").strip()
+        try:
+            max_calls = int(calls) if calls else None
+            max_cost = float(cost) if cost else None
+        except ValueError:
+            max_calls = max_cost = -1
+        if (max_calls is not None and max_calls < 0) or (max_cost is not None and max_cost < 0):
+            raise UsageError(
+                f"{ENV_MAX_CALLS}={calls!r} / {ENV_MAX_COST}={cost!r} is not a budget",
+                fix=f"set {ENV_MAX_CALLS} to a whole number and {ENV_MAX_COST} to a number, "
+                "both 0 or more (or unset them)",
+            )
+        return cls(max_calls, max_cost)
+
+    def spent(self) -> str | None:
+        """Why no further call may be made, or ``None`` while the budget lasts."""
+        if self.max_calls is not None and self.calls >= self.max_calls:
+            return f"{self.calls} calls made ({ENV_MAX_CALLS}={self.max_calls})"
+        if self.max_cost_usd is not None and self.cost_usd >= self.max_cost_usd:
+            return f"${self.cost_usd:g} spent ({ENV_MAX_COST}={self.max_cost_usd:g})"
+        return None
+
+    def charge(self, generation: Generation) -> None:
+        """Count one call and the cost it reported."""
+        self.calls += 1
+        cost = (generation.usage or {}).get("cost_usd")
+        if isinstance(cost, (int, float)):
+            self.cost_usd += float(cost)
+
+
+def key_of(material: Mapping[str, object]) -> str:
+    """SHA-256 hex digest of ``material`` as sorted, compact JSON."""
+    text = json.dumps(material, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def payload_digest(payload: str | object) -> str:
+    """SHA-256 hex digest of what a tier was sent: a string's UTF-8 bytes (the command's
+    stdin), anything else as sorted, compact JSON (the smart tier's messages)."""
+    if isinstance(payload, str):
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+    return key_of({"payload": payload})
+
+
+class GenerationCache:
+    """The cache directory of one run (module docstring).
+
+    Args:
+        directory: the cache root (``<repository>/.dst/cache``).
+        read: ``False`` for ``--no-cache``: every lookup misses, stores still refresh.
+        budget: what the run may spend on calls the cache cannot answer.
+
+    Attributes:
+        hits: lookups answered from the cache in this run.
+    """
+
+    def __init__(self, directory: Path, *, read: bool = True, budget: Budget | None = None) -> None:
+        self.directory = directory
+        self.read = read
+        self.budget = budget or Budget()
+        self.hits = 0
+        self._seen: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def key(self, material: Mapping[str, object]) -> str:
+        """The entry key for the next call with ``material`` (its occurrence counted)."""
+        base = key_of(material)
+        with self._lock:
+            occurrence = self._seen.get(base, 0) + 1
+            self._seen[base] = occurrence
+        return key_of({"call": base, "occurrence": occurrence})
+
+    def through(
+        self, tier: str, material: Mapping[str, object], call: Callable[[], Generation]
+    ) -> Generation:
+        """The cached generation for ``material``; else ``call()`` within the budget, stored.
+
+        Args:
+            tier: ``smart`` or ``command``.
+            material: the call's key material (module docstring).
+            call: makes the call; it never raises (failures are error generations).
+        """
+        key = self.key(material)
+        found = self.lookup(key, tier)
+        if found is not None:
+            return found
+        with self._lock:
+            why = self.budget.spent()
+            if why is None:
+                self.budget.calls += 1  # reserved now, so parallel answers cannot overspend
+        if why is not None:
+            return Generation(tier, None, f"generation budget spent: {why}", {}, error=True)
+        generation = call()
+        with self._lock:
+            self.budget.calls -= 1
+            self.budget.charge(generation)
+        self.store(key, generation)
+        return generation
+
+    def _path(self, key: str) -> Path:
+        return self.directory / key[:2] / f"{key}.json"
+
+    def lookup(self, key: str, tier: str) -> Generation | None:
+        """The stored generation for ``key``, marked ``cached``; ``None`` on a miss.
+
+        An unreadable or foreign entry is a miss (it is overwritten by the next store).
+        """
+        if not self.read:
+            return None
+        try:
+            entry = json.loads(self._path(key).read_text(encoding="utf-8"))
+            gen = entry["generation"]
+            if entry.get("schema_version") != CACHE_SCHEMA_VERSION or entry.get("tier") != tier:
+                return None
+            usage = {**gen.get("usage", {}), "cached": True}
+            found = Generation(tier, gen["sql"], gen["declined"], usage)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return None
+        with self._lock:
+            self.hits += 1
+        return found
+
+    def store(self, key: str, generation: Generation) -> None:
+        """Write ``generation`` under ``key`` atomically; failures are never stored.
+
+        A cache that cannot be written (read-only checkout, full disk) is skipped:
+        it costs a call next time, never a verdict.
+        """
+        if generation.error:
+            return
+        entry = {
+            "schema_version": CACHE_SCHEMA_VERSION,
+            "tier": generation.tier,
+            "generation": {
+                "sql": generation.sql,
+                "declined": generation.declined,
+                "usage": dict(generation.usage or {}),
+            },
+        }
+        path = self._path(key)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent)
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                json.dump(entry, out, sort_keys=True, default=str)
+            os.replace(tmp, path)
+        except OSError:
+            return
