@@ -135,13 +135,15 @@ def find_lens_dirs(paths: list[Path], start: Path) -> list[Path]:
 def check_lens(lens_dir: Path) -> LensCheck:
     """Load one lens directory from disk and report its first problem, if any."""
     # lazy: reconciler.git.trees loads the engines, which `dst --help` does not need
-    from reconciler.git.trees import worktree_files
+    from reconciler.candidate import check_seeds_from
+    from reconciler.git.trees import worktree_files, worktree_lens_names
     from reconciler.lens import load_lens
 
     root = _display(lens_dir)
     try:
         files = worktree_files(lens_dir.parent.parent, lens_dir.name)
-        load_lens(lens_dir.name, files, root=root)
+        lens = load_lens(lens_dir.name, files, root=root)
+        check_seeds_from(lens, worktree_lens_names(lens_dir.parent.parent), files["lens.yaml"])
     except LensLoadError as exc:
         return LensCheck(lens_dir.name, root, exc)
     return LensCheck(lens_dir.name, root)
