@@ -20,16 +20,16 @@ from tests import pg
 from tests.helpers import CORPORA, commit, invoke
 
 CATALOG = {
-    "lenses/catalog/lens.yaml": 'name: catalog\nas_of: "2024-12-31"\n',
-    "lenses/catalog/models/products.yaml": (
+    "lenses/shop-catalog/lens.yaml": 'name: shop-catalog\nas_of: "2024-12-31"\n',
+    "lenses/shop-catalog/models/products.yaml": (
         "name: products\ntable: products\nprimary_key: [sku]\n"
         "dimensions:\n  - name: shelf\nfacts:\n  - name: weight\n    data_type: number\n"
     ),
-    "lenses/catalog/metrics/item_count.yaml": (
+    "lenses/shop-catalog/metrics/item_count.yaml": (
         "name: item_count\nsynonyms: [items]\nmodel: products\nexpression: COUNT(*)\n"
     ),
-    "lenses/catalog/seeds/products.csv": "sku,shelf,weight\nA1,top,2.5\nA2,top,1\nB1,low,7\n",
-    "lenses/catalog/answers/item_count.yaml": (
+    "lenses/shop-catalog/seeds/products.csv": "sku,shelf,weight\nA1,top,2.5\nA2,top,1\nB1,low,7\n",
+    "lenses/shop-catalog/answers/item_count.yaml": (
         "id: item_count\nquestion: How many items are there?\n"
         "sql: SELECT COUNT(*) AS item_count FROM products\nstatus: active\n"
         'provenance:\n  certified_by: Ana Lima\n  certified_at: "2025-01-15"\n'
@@ -70,20 +70,23 @@ def test_two_lenses_with_a_products_table_each_seed_apply_and_read_their_own(
     assert seeded.code == 0, seeded.stdout + seeded.stderr
     tables = seeded.json()["tables"]
     sales_products = _rows(lens_repo / "lenses/sales/seeds/products.csv")
-    assert tables["catalog.products"] == 3 and tables["sales.products"] == sales_products
-    assert seeded.json()["schemas"] == ["catalog", "finance", "sales"]
+    assert tables["shop-catalog.products"] == 3 and tables["sales.products"] == sales_products
+    assert seeded.json()["schemas"] == ["finance", "sales", "shop-catalog"]
 
     applied = invoke(lens_repo, "apply", "--format", "json")
     assert applied.code == 0, applied.stdout + applied.stderr
     assert {x["lens"]: x["action"] for x in applied.json()["lenses"]} == dict.fromkeys(
-        ("catalog", "finance", "sales"), "promoted"
+        ("finance", "sales", "shop-catalog"), "promoted"
     )
-    # sales's answers read products.category, which only sales's own table has
-    assert {k: v for k, v in _scores(applied.json()).items() if k != "catalog"} == EXAMPLE_SCORES
-    catalog = applied.lens("catalog")
+    # sales's answers read products.category, which only sales's own table has; the
+    # catalog lens's name is no plain identifier, so every use of it is quoted
+    assert {
+        k: v for k, v in _scores(applied.json()).items() if k != "shop-catalog"
+    } == EXAMPLE_SCORES
+    catalog = applied.lens("shop-catalog")
     assert [r["outcome"] for r in catalog["self_test"]] == ["correct"], catalog["self_test"]
 
-    asked = invoke(lens_repo, "ask", "How many items are there?", "--lens", "catalog",
+    asked = invoke(lens_repo, "ask", "How many items are there?", "--lens", "shop-catalog",
                    "--format", "json")  # fmt: skip
     assert asked.code == 0, asked.stdout + asked.stderr
     assert asked.json()["rows"] == [[3]], "catalog's products, not sales's"
@@ -225,22 +228,31 @@ def test_postgres_lens_schemas_and_the_superuser_warning(lens_repo: Path) -> Non
     with pg.scratch_database("seeds_pg") as scratch:
         seeded = invoke(lens_repo, "seed", "--warehouse", scratch.owner_url, "--format", "json")
         assert seeded.code == 0, seeded.stdout + seeded.stderr
-        assert seeded.json()["schemas"] == ["catalog", "finance", "sales"]
+        assert seeded.json()["schemas"] == ["finance", "sales", "shop-catalog"]
         owner = pg.engine(scratch.owner_url)
         with owner.begin() as conn:
             pg.grant_reader(conn, scratch.reader)
         owner.dispose()
-        applied = invoke(lens_repo, "apply", "--lens", "catalog", "--warehouse", scratch.reader_url)
+        applied = invoke(
+            lens_repo, "apply", "--lens", "shop-catalog", "--warehouse", scratch.reader_url
+        )
         assert applied.code == 0, applied.stdout + applied.stderr
-        question = ("ask", "How many items are there?", "--lens", "catalog", "--format", "json")
+        question = (
+            "ask",
+            "How many items are there?",
+            "--lens",
+            "shop-catalog",
+            "--format",
+            "json",
+        )
         as_reader = invoke(lens_repo, *question, "--warehouse", scratch.reader_url)
         as_owner = invoke(lens_repo, *question, "--warehouse", scratch.owner_url)
         with Warehouse.open(scratch.reader_url) as wh:
-            assert {"catalog", "finance", "sales", "public"} <= wh.schemas()
+            assert {"shop-catalog", "finance", "sales", "public"} <= wh.schemas()
             assert wh.warnings == ()
             # the lens path goes before the session's own, for this transaction only
             shown = wh.execute("SELECT current_setting('search_path')", row_cap=1,
-                               timeout_s=10, search_path=["catalog"])  # fmt: skip
+                               timeout_s=10, search_path=["shop-catalog"])  # fmt: skip
             plain = wh.execute("SELECT current_setting('search_path')", row_cap=1, timeout_s=10)
     assert as_reader.code == 0, as_reader.stdout + as_reader.stderr
     assert as_reader.json()["rows"] == [[3]]
@@ -249,5 +261,5 @@ def test_postgres_lens_schemas_and_the_superuser_warning(lens_repo: Path) -> Non
     warned = [ln for ln in as_owner.stderr.splitlines() if "superuser" in ln]
     assert len(warned) == 1 and warned[0].startswith("warning:"), as_owner.stderr
     assert "least-privilege" in warned[0]
-    assert shown.rows[0][0].startswith('"catalog", ') and "public" in shown.rows[0][0]
-    assert not plain.rows[0][0].startswith('"catalog"')
+    assert shown.rows[0][0].startswith('"shop-catalog", ') and "public" in shown.rows[0][0]
+    assert not plain.rows[0][0].startswith('"shop-catalog"')
