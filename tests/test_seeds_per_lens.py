@@ -12,8 +12,10 @@ import re
 from pathlib import Path
 
 import duckdb
+import pygit2
 import pytest
 
+from reconciler.context import Runtime
 from reconciler.warehouse.connection import Warehouse, embedded_path
 from reconciler.warehouse.seed import SeedFile, seed
 from tests import pg
@@ -174,6 +176,15 @@ def test_imported_cortex_model_seeds_beside_the_examples(lens_repo: Path) -> Non
     assert {k: v for k, v in _scores(applied.json()).items() if k != "revenue"} == EXAMPLE_SCORES
     revenue = applied.lens("revenue")
     assert {r["outcome"] for r in revenue["self_test"]} <= {"correct", "wrong", "declined"}
+
+
+def test_value_profiles_of_two_lenses_tables_of_one_name_are_kept_apart(lens_repo: Path) -> None:
+    rt = Runtime(pygit2.Repository(str(lens_repo)), env={})
+    url = f"duckdb:///{embedded_path(lens_repo).as_posix()}"
+    sales, catalog, flat = (rt.profile_store(url, path) for path in (("sales",), ("c",), ()))
+    assert sales is not None and catalog is not None and flat is not None
+    keys = {store.key("products", "category", 200) for store in (sales, catalog, flat)}
+    assert len(keys) == 3
 
 
 # ---------------------------------------------------------------- explicit seeding
