@@ -103,8 +103,6 @@ class LensConfig(Strict):
     nothing stale. ``strict_declines`` is gate policy like ``eval_gate`` (it never
     feeds generation), so it stays out of the asset too: with it, every declined
     stale answer blocks, reached before or not (DESIGN §5).
-    ``seeds_from``: other lenses whose seed schemas queries read after the lens's own
-    (DESIGN §2); it decides what every answer's SQL reads, so it is generation part.
     """
 
     name: str
@@ -121,7 +119,7 @@ class LensConfig(Strict):
     exclusions: tuple[str, ...] = ()
     clarify: tuple[ClarifyTerm, ...] = ()
     allow_functions: tuple[Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_]*$")], ...] = ()
-    seeds_from: tuple[Annotated[str, Field(pattern=LENS_NAME_RE.pattern)], ...] = ()
+    seeds_from: tuple[Annotated[str, Field(pattern=LENS_NAME_RE.pattern)], ...] = ()  # DESIGN §2
 
     generation_fields: ClassVar[tuple[str, ...]] = (
         "dialect",
@@ -164,11 +162,7 @@ class LensConfig(Strict):
         # its default, so upgrading dst makes nothing stale (DESIGN §2: no silent rehash).
         if part["generator"].get("retrieval") == "lexical":
             part["generator"] = {k: v for k, v in part["generator"].items() if k != "retrieval"}
-        if not part["allow_functions"]:
-            del part["allow_functions"]
-        if not part["seeds_from"]:
-            del part["seeds_from"]
-        return part
+        return {k: v for k, v in part.items() if v or k not in ("allow_functions", "seeds_from")}
 
 
 class Column(Strict):
