@@ -20,6 +20,7 @@ from reconciler.git import refs as refstore
 from reconciler.git import trees as gitstate
 from reconciler.ids import Oid
 from reconciler.lens import Lens, load_lens
+from reconciler.loader import load_yaml
 from reconciler.plan import LensPlan, unchanged_plan
 from reconciler.results import LensState
 
@@ -85,6 +86,41 @@ def serving_state(
     )
 
 
+def check_seeds_from(lens: Lens, lens_names: Collection[str], lens_yaml: bytes) -> None:
+    """Refuse a ``seeds_from`` entry that names no other lens of the repository.
+
+    Checked where the repository's lenses are known (a commit's ``lenses/``, the
+    working tree), since :func:`reconciler.lens.load_lens` sees one lens alone.
+
+    Args:
+        lens: the loaded lens.
+        lens_names: every lens directory of the same commit or working tree.
+        lens_yaml: the lens's ``lens.yaml`` bytes, for the line of the entry.
+
+    Raises:
+        LensLoadError: at the entry's line of ``lens.yaml``: a name that is not a lens
+            there, the lens itself, or a name given twice.
+    """
+    names = lens.config.seeds_from
+    for i, name in enumerate(names):
+        if name == lens.name:
+            why = "names the lens itself (its own seeds come first anyway)"
+        elif name in names[:i]:
+            why = f"names {name!r} twice"
+        elif name not in lens_names:
+            why = f"names {name!r}, which is not a lens of this repository"
+        else:
+            continue
+        doc = load_yaml(f"{lens.root}/lens.yaml", lens_yaml)
+        others = ", ".join(sorted(set(lens_names) - {lens.name})) or "none"
+        raise LensLoadError(
+            doc.path,
+            f"seeds_from {why}",
+            line=doc.line_of(("seeds_from", i)),
+            fix=f"list other lenses whose seeds/ this lens reads (lenses here: {others})",
+        )
+
+
 def _select(names: list[str], only: str | Collection[str] | None, where: str) -> list[str]:
     if only is None:
         return names
@@ -142,6 +178,9 @@ def commit_states(
             candidate = None
         elif dep is None or dep.lens_tree != lens_tree.tree:
             candidate = gitstate.load_lens_at(repo, lens_tree)
+            if candidate.config.seeds_from:
+                path = f"{gitstate.LENSES_DIR}/{name}/lens.yaml"
+                check_seeds_from(candidate, trees, gitstate.file_at(repo, commit, path) or b"")
         states.append(
             serving_state(
                 name,
@@ -185,6 +224,7 @@ def _worktree_state(rt: Runtime, name: str, on_disk: bool) -> LensState:
                 name, dep, candidate=serving, candidate_tree=dep.lens_tree, serving_lens=serving
             )
         candidate = load_lens(name, files)
+        check_seeds_from(candidate, gitstate.worktree_lens_names(rt.root), files["lens.yaml"])
     except (LensLoadError, OSError) as exc:
         # OSError: a file went away between listing and reading (an editor's
         # save in flight); that save's own event brings the next check.

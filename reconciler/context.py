@@ -16,7 +16,7 @@ from typing import Any
 
 from reconciler.assembly.profiles import ProfileStore, file_version, ttl_from_env
 from reconciler.assembly.similarity import Embedder
-from reconciler.errors import DstError, LensLoadError
+from reconciler.errors import DstError, LensLoadError, WarehouseError
 from reconciler.generators import DimensionValues, SmartCall, TierCall
 from reconciler.generators.cache import Budget, GenerationCache
 from reconciler.git import trees as gitstate
@@ -36,28 +36,37 @@ def _no_total(_answers: int) -> None:
 
 
 class LensExecutor:
-    """A warehouse seen through one lens: its ``allow_functions`` and its ``dialect:``.
+    """A warehouse seen through one lens: ``allow_functions``, ``dialect:``, search path.
 
     Every statement still passes the guard and the read-only connection, in the
     warehouse's dialect; only the functions the lens allow-lists (e.g. DuckDB's
     ``query_table``) stop being refused. When the lens's SQL is written in another
     dialect than the warehouse's, every statement and column expression is
     transpiled with sqlglot first (DESIGN §2 "Dialect"), and :attr:`transpiled`
-    says so (``"duckdb→postgres"``) for the run record. Everything else is the
-    shared warehouse's.
+    says so (``"duckdb→postgres"``) for the run record. Every statement runs with
+    the lens's search path (DESIGN §2 "Seeds are per lens"), so its unqualified
+    ``products`` is its own seed table. Everything else is the shared warehouse's.
 
     Attributes:
         dialect: the dialect statements are written in (the lens's); builders
             such as the profile count query generate in it.
         transpiled: ``"<from>→<to>"`` when statements are transpiled, else ``None``.
+        search_path: the schemas searched before the warehouse's own path, in order.
     """
 
-    def __init__(self, warehouse: Executor, allow_functions: tuple[str, ...], dialect: str) -> None:
+    def __init__(
+        self,
+        warehouse: Executor,
+        allow_functions: tuple[str, ...],
+        dialect: str,
+        search_path: tuple[str, ...] = (),
+    ) -> None:
         self._warehouse = warehouse
         self.allow_functions = allow_functions
         self._target = str(getattr(warehouse, "dialect", dialect))
         self.dialect = dialect
         self.transpiled = None if self._target == dialect else f"{dialect}→{self._target}"
+        self.search_path = search_path
 
     def execute(
         self, sql: str, *, row_cap: int, timeout_s: float, as_of: str | None = None
@@ -70,12 +79,15 @@ class LensExecutor:
             WarehouseError: as the warehouse's ``execute``.
         """
         run: Callable[..., ResultSet] = self._warehouse.execute
+        # Only a lens with a schema of its own passes a path: other executors need not take one.
+        path = {"search_path": self.search_path} if self.search_path else {}
         result = run(
             transpile(sql, self.dialect, self._target),
             row_cap=row_cap,
             timeout_s=timeout_s,
             as_of=as_of,
             allow_functions=self.allow_functions,
+            **path,
         )
         return result
 
@@ -84,7 +96,9 @@ class LensExecutor:
     ) -> tuple[str, ...]:
         """The warehouse's ``distinct_values`` with ``column_sql`` transpiled."""
         column = transpile(column_sql, self.dialect, self._target, expression=True)
-        return self._warehouse.distinct_values(table, column, limit=limit, timeout_s=timeout_s)
+        values: Callable[..., tuple[str, ...]] = self._warehouse.distinct_values
+        path = {"search_path": self.search_path} if self.search_path else {}
+        return values(table, column, limit=limit, timeout_s=timeout_s, **path)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._warehouse, name)
@@ -155,23 +169,66 @@ class Runtime:
     def warehouse_for(self, lens: Lens) -> Executor:
         """The read-only warehouse for ``lens``, opened once per URL.
 
+        The single place lens SQL gets its warehouse: every statement of the suite,
+        the self-test, ``dst ask``, ``dst certify``, profiles and ``dst mutate`` runs
+        through the executor returned here, with the lens's search path
+        (:meth:`search_path_for`). A PostgreSQL superuser login is warned about
+        once on the progress sink.
+
         Raises:
-            WarehouseError: it cannot be reached (the gate stands down with this).
+            WarehouseError: it cannot be reached (the gate stands down with this),
+                or the embedded warehouse predates the lens's schema (run ``dst seed``).
         """
         # lazy: SQLAlchemy loads only when a command reaches a warehouse
         from reconciler.warehouse.connection import Warehouse
 
         url, _ = self.resolve_url(lens)
         if url not in self._warehouses:
-            self._warehouses[url] = Warehouse.open(url, pool_size=self.jobs_for(lens))
+            opened = Warehouse.open(url, pool_size=self.jobs_for(lens))
+            for line in opened.warnings:
+                self.progress(line)
+            self._warehouses[url] = opened
         warehouse = self._warehouses[url]
+        path = self.search_path_for(lens, url, warehouse)
         allow, dialect = lens.config.allow_functions, lens.config.dialect
-        if not allow and dialect == getattr(warehouse, "dialect", dialect):
+        if not allow and not path and dialect == getattr(warehouse, "dialect", dialect):
             return warehouse
-        key = f"{url}\x00{','.join(allow)}\x00{dialect}"
+        key = f"{url}\x00{','.join(allow)}\x00{dialect}\x00{','.join(path)}"
         if key not in self._allowing:
-            self._allowing[key] = LensExecutor(warehouse, allow, dialect)
+            self._allowing[key] = LensExecutor(warehouse, allow, dialect, path)
         return self._allowing[key]
+
+    def search_path_for(self, lens: Lens, url: str, warehouse: Executor) -> tuple[str, ...]:
+        """The schemas a query of ``lens`` searches first (DESIGN §2 "Seeds are per lens").
+
+        ``lens`` itself, then the lenses it names in ``seeds_from``, each only where the
+        warehouse holds a schema of that name; the warehouse's default schema follows
+        them. On the embedded warehouse every lens has a schema once ``dst seed`` ran
+        (tables seeded flat, before seeds were per lens, would otherwise answer a lens
+        from another lens's table), so a missing one is an error.
+
+        Returns:
+            The schema names, in order; ``()`` when the warehouse has none of them.
+
+        Raises:
+            WarehouseError: the embedded warehouse lacks one of the schemas.
+        """
+        # lazy: SQLAlchemy loads only when a command reaches a warehouse
+        from reconciler.warehouse.connection import is_embedded
+
+        schemas = getattr(warehouse, "schemas", None)
+        held: frozenset[str] = schemas() if schemas is not None else frozenset()
+        wanted = (lens.name, *lens.config.seeds_from)
+        if is_embedded(url):
+            missing = [name for name in wanted if name not in held]
+            if missing:
+                raise WarehouseError(
+                    f"the embedded warehouse has no schema {missing[0]!r} for lens "
+                    f"{missing[0]}: it was seeded before that lens existed, or before "
+                    "seeds were per lens (all tables in one schema)",
+                    fix="run `dst seed` to rebuild it with a schema per lens",
+                )
+        return tuple(name for name in wanted if name in held)
 
     def values_for(self, lens: Lens, executor: Executor) -> DimensionValues:
         """Distinct dimension values for the generator, read once per lens version.
@@ -183,20 +240,22 @@ class Runtime:
         key = str(id(executor))
         if key not in self._values:
             url, _ = self.resolve_url(lens)
+            path = tuple(getattr(executor, "search_path", ()))
             self._values[key] = ValueCache(
                 executor,
                 lens.config.statement_timeout_s,
-                profiles=self.profile_store(url),
+                profiles=self.profile_store(url, path),
                 dialect=str(getattr(executor, "dialect", lens.config.dialect)),
             )
         return self._values[key].for_lens(lens)
 
-    def profile_store(self, url: str) -> ProfileStore | None:
+    def profile_store(self, url: str, search_path: tuple[str, ...] = ()) -> ProfileStore | None:
         """The profile cache for the warehouse at ``url``; ``None`` for an in-memory one.
 
         A DuckDB or SQLite file is versioned by its size and ``mtime_ns``; any
         other warehouse's entries expire after ``DST_PROFILE_TTL_S`` seconds. Only
-        the redacted URL is hashed and recorded.
+        the redacted URL is hashed and recorded, with the lens's ``search_path``
+        when it has one (two lenses' ``products`` tables are two tables).
         """
         # lazy: SQLAlchemy loads only when a command reaches a warehouse
         from reconciler.warehouse.connection import redact
@@ -204,6 +263,7 @@ class Runtime:
 
         directory = self.root / ".dst" / "profiles"
         ttl = ttl_from_env(self.env)
+        shown = redact(url) + (f" search_path={','.join(search_path)}" if search_path else "")
         try:
             facts = url_facts(url)
         except ValueError:  # an unparseable URL never reaches here; be safe anyway
@@ -215,8 +275,8 @@ class Runtime:
             version = file_version(Path(database))
             if version is None:
                 return None
-            return ProfileStore(directory, redact(url), f"file:{version}", ttl)
-        return ProfileStore(directory, redact(url), None, ttl)
+            return ProfileStore(directory, shown, f"file:{version}", ttl)
+        return ProfileStore(directory, shown, None, ttl)
 
     def embedder_for(self, lens: Lens) -> tuple[Embedder | None, str]:
         """The local sentence embedder when ``lens`` asks for embedding retrieval.

@@ -8,6 +8,7 @@ never rewritten.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from reconciler.context import Runtime
@@ -15,7 +16,8 @@ from reconciler.errors import UsageError
 from reconciler.git import refs as refstore
 from reconciler.git import trees as gitstate
 from reconciler.ids import Oid
-from reconciler.lens import LENS_NAME_RE
+from reconciler.lens import LENS_NAME_RE, LensConfig
+from reconciler.loader import load_yaml, validate
 from reconciler.plan import LensPlan
 from reconciler.results import Action, LensRun, RunReport
 from reconciler.state import DeploymentMeta, RunRecord
@@ -194,7 +196,11 @@ def log(rt: Runtime, name: str, limit: int = 50) -> list[refstore.Deployment]:
 
 
 def seed(rt: Runtime, url: str | None = None) -> SeedReport:
-    """Build the embedded DuckDB warehouse from every working-tree lens's ``seeds/*.csv``.
+    """Build the embedded DuckDB warehouse from the working tree's seeds, a schema per lens.
+
+    ``lenses/<L>/seeds/<t>.csv`` becomes table ``<t>`` in schema ``<L>`` and a
+    repository-level ``seeds/<t>.csv`` table ``<t>`` in the default schema (DESIGN
+    §2); every lens gets its schema, seeds or not.
 
     Args:
         rt: the invocation's runtime.
@@ -203,18 +209,73 @@ def seed(rt: Runtime, url: str | None = None) -> SeedReport:
 
     Raises:
         LensLoadError: a CSV does not load (file and line named).
-        UsageError: two lenses seed one table with different bytes.
+        UsageError: one lens seeds one table from two files with different bytes.
         WarehouseError: ``url`` cannot be seeded (nothing is committed).
     """
     # lazy: SQLAlchemy and DuckDB load only for `dst seed`, not for status or log
+    from reconciler.warehouse.seed import SeedFile
     from reconciler.warehouse.seed import seed as build
 
-    seeds: list[tuple[str, str, bytes]] = []
-    for name in gitstate.worktree_lens_names(rt.root):
-        base = rt.root / gitstate.LENSES_DIR / name / "seeds"
+    names = gitstate.worktree_lens_names(rt.root)
+    folders: list[tuple[str | None, Path]] = [(None, rt.root / "seeds")]
+    folders += [(n, rt.root / gitstate.LENSES_DIR / n / "seeds") for n in names]
+    seeds: list[SeedFile] = []
+    for schema, base in folders:
         if not base.is_dir():
             continue
         for csv in sorted(base.glob("*.csv")):
             rel = csv.relative_to(rt.root).as_posix()
-            seeds.append((csv.stem.lower(), rel, csv.read_bytes()))
-    return build(rt.root, seeds, url=url)
+            seeds.append(SeedFile(schema, csv.stem.lower(), rel, csv.read_bytes()))
+    return build(rt.root, seeds, url=url, schemas=names)
+
+
+@dataclass(frozen=True)
+class OtherWarehouse:
+    """A warehouse some working-tree lenses read instead of the embedded one.
+
+    Attributes:
+        url: its redacted URL.
+        source: where it came from (``DST_WAREHOUSE_URL``, ``lens warehouse:``,
+            ``dst.yaml warehouse:``).
+        lenses: the lenses that read it (empty: the repository has no lens yet).
+    """
+
+    url: str
+    source: str
+    lenses: tuple[str, ...]
+
+
+def seed_elsewhere(rt: Runtime) -> tuple[list[OtherWarehouse], list[str]]:
+    """Which warehouses the working tree's lenses read, for a bare ``dst seed``.
+
+    A bare ``dst seed`` only ever builds the embedded file: a configured warehouse
+    may be production, so seeding it takes ``dst seed --warehouse URL``.
+
+    Returns:
+        ``(other warehouses with their lenses, lenses that read the embedded one)``.
+        With no lens at all, the repository's own resolution stands in for one.
+
+    Raises:
+        LensLoadError: a ``lens.yaml`` or ``dst.yaml`` does not validate.
+        UsageError: a configured URL is not a SQLAlchemy URL or names an unset variable.
+    """
+    # lazy: SQLAlchemy loads only for `dst seed`, not for status or log
+    from reconciler.warehouse.connection import redact, resolve_url
+
+    names = gitstate.worktree_lens_names(rt.root)
+    others: dict[tuple[str, str], list[str]] = {}
+    embedded: list[str] = []
+    listed: list[str | None] = list(names) or [None]
+    for name in listed:
+        lens_url: str | None = None
+        if name is not None:
+            rel = f"{gitstate.LENSES_DIR}/{name}/lens.yaml"
+            doc = load_yaml(rel, (rt.root / rel).read_bytes())
+            lens_url = validate(LensConfig, doc).warehouse
+        resolved, source = resolve_url(None, rt.env, lens_url, rt.repo_config_url(), rt.root)
+        if source == "embedded default":
+            embedded.extend([name] if name else [])
+        else:
+            others.setdefault((redact(resolved), source), []).extend([name] if name else [])
+    found = [OtherWarehouse(u, s, tuple(ls)) for (u, s), ls in sorted(others.items())]
+    return found, embedded

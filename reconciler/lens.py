@@ -130,6 +130,7 @@ class LensConfig(Strict):
     exclusions: tuple[str, ...] = ()
     clarify: tuple[ClarifyTerm, ...] = ()
     allow_functions: tuple[Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_]*$")], ...] = ()
+    seeds_from: tuple[Annotated[str, Field(pattern=LENS_NAME_RE.pattern)], ...] = ()  # DESIGN §2
 
     generation_fields: ClassVar[tuple[str, ...]] = (
         "dialect",
@@ -139,6 +140,7 @@ class LensConfig(Strict):
         "exclusions",
         "clarify",
         "allow_functions",
+        "seeds_from",
     )
 
     @field_validator("dialect")
@@ -169,9 +171,9 @@ class LensConfig(Strict):
         part = {k: dumped[k] for k in self.generation_fields}
         gen = part["generator"]
         part["generator"] = {k: v for k, v in gen.items() if _UNSTAMPED.get(k, ...) != v}
-        if not part["allow_functions"]:
-            del part["allow_functions"]
-        return part
+        # A setting added after hashes were stamped stays out of the canonical form at
+        # its default, so upgrading dst makes nothing stale (DESIGN §2: no silent rehash).
+        return {k: v for k, v in part.items() if v or k not in ("allow_functions", "seeds_from")}
 
 
 class Column(Strict):

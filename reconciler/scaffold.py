@@ -156,8 +156,9 @@ _DST_YAML = """\
 # Repository settings shared by every lens.
 # The warehouse lenses read unless --warehouse, DST_WAREHOUSE_URL or a lens's own
 # warehouse: says otherwise; without one, dst uses the embedded DuckDB file that
-# `dst seed` builds under .dst/ from the lenses' seeds/*.csv. Keep passwords out of
-# git: write them as ${{ENV_VAR}} references, e.g.
+# `dst seed` builds under .dst/ from the lenses' seeds/*.csv (a schema per lens). A
+# configured warehouse is seeded only on request: dst seed --warehouse URL.
+# Keep passwords out of git: write them as ${{ENV_VAR}} references, e.g.
 #   warehouse: postgresql://analyst:${{PGPASSWORD}}@db.example.com:5432/analytics
 {warehouse}"""
 

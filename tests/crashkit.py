@@ -28,7 +28,7 @@ from tests.shop import CUSTOMERS, LENS, ORDERS
 LAUNCHER = Path(__file__).with_name("warm_launcher.py")
 STRESS_ENV = "DST_STRESS"
 """``DST_STRESS=full`` runs the stress tests (marked ``slow``) at their full size."""
-LENSES = ("depot", "shop")  # depot reads the tables shop seeds
+LENSES = ("depot", "shop")  # depot reads the tables shop seeds (seeds_from: [shop])
 
 METRIC = b"""\
 name: order_count
@@ -68,7 +68,8 @@ def lens_files(name: str, variant: int) -> dict[str, str | bytes | None]:
     """The files of lens ``name`` at ``variant`` (1–28; only ``shop`` carries seeds)."""
     base = f"lenses/{name}/"
     files: dict[str, str | bytes | None] = {
-        base + "lens.yaml": LENS.replace(b"name: shop", f"name: {name}".encode()),
+        base + "lens.yaml": LENS.replace(b"name: shop", f"name: {name}".encode())
+        + (b"" if name == "shop" else b"seeds_from: [shop]\n"),
         base + "models/orders.yaml": ORDERS,
         base + "models/customers.yaml": CUSTOMERS,
         base + "metrics/order_count.yaml": METRIC,

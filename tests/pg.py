@@ -93,6 +93,14 @@ def scratch_database(prefix: str) -> Iterator[Scratch]:
 
 
 def grant_reader(conn: sa.Connection, reader: str) -> None:
-    """The least-privilege grants: USAGE on ``public``, SELECT on its tables."""
-    conn.exec_driver_sql(f'GRANT USAGE ON SCHEMA public TO "{reader}"')
-    conn.exec_driver_sql(f'GRANT SELECT ON ALL TABLES IN SCHEMA public TO "{reader}"')
+    """The least-privilege grants: USAGE and SELECT on ``public`` and every lens schema.
+
+    ``dst seed --warehouse`` creates a schema per lens, so the reader needs each of them.
+    """
+    schemas = conn.exec_driver_sql(
+        "SELECT nspname FROM pg_namespace WHERE nspname !~ '^pg_' "
+        "AND nspname <> 'information_schema' ORDER BY 1"
+    ).scalars()
+    for schema in list(schemas):
+        conn.exec_driver_sql(f'GRANT USAGE ON SCHEMA "{schema}" TO "{reader}"')
+        conn.exec_driver_sql(f'GRANT SELECT ON ALL TABLES IN SCHEMA "{schema}" TO "{reader}"')

@@ -45,25 +45,30 @@ def _lens_from(directory: Path, name: str) -> Lens:
 
 
 class Counting:
-    """The real warehouse, counting the queries that reach it."""
+    """The real warehouse, counting the queries that reach it (with a lens's search path)."""
 
-    def __init__(self, inner: Warehouse) -> None:
+    def __init__(self, inner: Warehouse, search_path: tuple[str, ...] = ()) -> None:
         self.inner = inner
         self.dialect = inner.dialect
+        self.search_path = search_path
         self.queries = 0
 
     def execute(
         self, sql: str, *, row_cap: int, timeout_s: float, as_of: str | None = None
     ) -> ResultSet:
         self.queries += 1
-        return self.inner.execute(sql, row_cap=row_cap, timeout_s=timeout_s, as_of=as_of)
+        return self.inner.execute(
+            sql, row_cap=row_cap, timeout_s=timeout_s, as_of=as_of, search_path=self.search_path
+        )
 
     def distinct_values(
         self, table: str, column_sql: str, *, limit: int = 200, timeout_s: float
     ) -> tuple[str, ...]:
         # Warehouse.distinct_values runs through execute; count the call once.
         self.queries += 1
-        return self.inner.distinct_values(table, column_sql, limit=limit, timeout_s=timeout_s)
+        return self.inner.distinct_values(
+            table, column_sql, limit=limit, timeout_s=timeout_s, search_path=self.search_path
+        )
 
 
 # --- 1. every asset used, with its hash, in the recorded request -----------------------
@@ -152,8 +157,8 @@ def test_profiles_are_cached_invalidated_and_repaired(lens_repo: Path) -> None:
     def one_run() -> tuple[dict[tuple[str, str], tuple[str, ...]], Counting, ProfileStore, float]:
         wh = Warehouse.open(url)
         try:
-            counting = Counting(wh)
-            store = rt.profile_store(url)
+            counting = Counting(wh, ("sales",))  # the sales lens's seeds are in schema sales
+            store = rt.profile_store(url, ("sales",))
             assert store is not None
             start = time.perf_counter()
             values = dict(
@@ -180,7 +185,8 @@ def test_profiles_are_cached_invalidated_and_repaired(lens_repo: Path) -> None:
     )
     wh = Warehouse.open(url)
     try:
-        assert cold == dict(ValueCache(wh, 30.0).for_lens(lens))  # same values as uncached
+        uncached = ValueCache(Counting(wh, ("sales",)), 30.0).for_lens(lens)
+        assert cold == dict(uncached)  # same values as uncached
     finally:
         wh.close()
 
@@ -188,8 +194,8 @@ def test_profiles_are_cached_invalidated_and_repaired(lens_repo: Path) -> None:
     database = url.split("///", 1)[1]
     con = duckdb.connect(database)
     con.execute(
-        "INSERT INTO regions SELECT * REPLACE (99 AS region_id, 'Atlantis' AS region_name) "
-        "FROM regions LIMIT 1"
+        "INSERT INTO sales.regions SELECT * REPLACE (99 AS region_id, 'Atlantis' AS region_name) "
+        "FROM sales.regions LIMIT 1"
     )
     con.close()
     fresh, counting, store, _ = one_run()

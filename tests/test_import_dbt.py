@@ -66,10 +66,13 @@ def not_imported(unmapped: tuple[str, ...], kind: str) -> Counter[str]:
     return found
 
 
-def seeded_warehouse(repo: Path) -> duckdb.DuckDBPyConnection:
+def seeded_warehouse(repo: Path, lens: str) -> duckdb.DuckDBPyConnection:
+    """The seeded embedded warehouse, searching ``lens``'s schema first as dst does."""
     done = invoke(repo, "seed", "--format", "json")
     assert done.code == 0, done.stderr
-    return duckdb.connect(done.json()["warehouse"], read_only=True)
+    con = duckdb.connect(done.json()["warehouse"], read_only=True)
+    con.execute(f"SET search_path = '\"{lens}\",main'")
+    return con
 
 
 def rows(con: duckdb.DuckDBPyConnection, sql: str) -> Counter[tuple[Any, ...]]:
@@ -148,7 +151,7 @@ def test_simple_manifest_lens_validates_seeds_and_every_metric_runs(repo: Path) 
     valid = invoke(repo, "validate", "lenses/mf")
     assert valid.code == 0, valid.stderr
     lens = load_lens("mf", read_lens_dir(lens_dir))
-    con = seeded_warehouse(repo)
+    con = seeded_warehouse(repo, "mf")
     for name in lens.metrics:  # the fast tier's own SQL for each metric runs on the data
         sql = render(lens, Plan(Measure.of_metric(lens, name)))
         assert len(con.execute(sql).fetchall()) == 1, name

@@ -54,6 +54,8 @@ def test_example_lenses_promote_on_postgres_as_on_duckdb(lens_repo: Path) -> Non
     with pg.scratch_database("dst_examples") as scratch:
         seeded = invoke(lens_repo, "seed", "--warehouse", scratch.owner_url, "--format", "json")
         assert seeded.code == 0, seeded.stdout + seeded.stderr
+        assert seeded.json()["schemas"] == sorted(EXPECTED), "a schema per lens"
+        assert "sales.orders" in seeded.json()["tables"]
         owner = pg.engine(scratch.owner_url)
         with owner.begin() as conn:
             pg.grant_reader(conn, scratch.reader)

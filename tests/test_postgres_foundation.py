@@ -18,7 +18,7 @@ import pytest
 import sqlalchemy as sa
 
 from reconciler.errors import WarehouseError
-from reconciler.warehouse.seed import seed
+from reconciler.warehouse.seed import SeedFile, seed
 from tests import pg
 from tests.figures import record
 from tests.helpers import commit, git, invoke
@@ -76,7 +76,7 @@ def pg_shop(repo: Path) -> Iterator[tuple[Path, dict[str, str]]]:
         started = time.monotonic()
         seeded = invoke(repo, "seed", "--warehouse", scratch.owner_url, "--format", "json")
         assert seeded.code == 0, seeded.stdout + seeded.stderr
-        assert seeded.json()["tables"] == {"customers": 3, "orders": 5}
+        assert seeded.json()["tables"] == {"shop.customers": 3, "shop.orders": 5}
         owner = pg.engine(scratch.owner_url)
         with owner.begin() as conn:
             pg.grant_reader(conn, scratch.reader)
@@ -98,13 +98,15 @@ def test_seed_loads_typed_tables_through_the_duckdb_reader(
             types = dict(
                 conn.exec_driver_sql(
                     "SELECT column_name, data_type FROM information_schema.columns "
-                    "WHERE table_name = 'orders'"
+                    "WHERE table_schema = 'shop' AND table_name = 'orders'"
                 ).all()
             )
-            total = conn.exec_driver_sql("SELECT sum(amount) FROM orders").scalar()
+            # the lens's seeds are in its own schema, not in public
+            total = conn.exec_driver_sql("SELECT sum(amount) FROM shop.orders").scalar()
+            assert conn.exec_driver_sql("SELECT to_regclass('public.orders')").scalar() is None
             assert conn.exec_driver_sql("SHOW transaction_read_only").scalar() == "on"
             with pytest.raises(sa.exc.DBAPIError, match="read-only transaction"):
-                conn.exec_driver_sql("DELETE FROM orders")
+                conn.exec_driver_sql("DELETE FROM shop.orders")
     finally:
         reader.dispose()
     assert types == {
@@ -158,24 +160,27 @@ def test_apply_block_and_rollback_on_postgres(pg_shop: tuple[Path, dict[str, str
 
 def test_a_failed_seed_commits_nothing(tmp_path: Path) -> None:
     with pg.scratch_database("dst_seed") as scratch:
-        first = [("orders", "lenses/shop/seeds/orders.csv", ORDERS_CSV)]
-        assert seed(tmp_path, first, url=scratch.owner_url).row_counts == {"orders": 5}
+        first = [SeedFile("shop", "orders", "lenses/shop/seeds/orders.csv", ORDERS_CSV)]
+        assert seed(tmp_path, first, url=scratch.owner_url).row_counts == {"shop.orders": 5}
         owner = pg.engine(scratch.owner_url)
         try:
             with owner.begin() as conn:  # a view pins the table, so dropping it fails
-                conn.exec_driver_sql("CREATE VIEW big_orders AS SELECT * FROM orders")
+                conn.exec_driver_sql("CREATE VIEW big_orders AS SELECT * FROM shop.orders")
             again = [
-                ("customers", "lenses/shop/seeds/customers.csv", CUSTOMERS_CSV),
-                ("orders", "lenses/shop/seeds/orders.csv", b"order_id\n1\n"),
+                SeedFile("shop", "customers", "lenses/shop/seeds/customers.csv", CUSTOMERS_CSV),
+                SeedFile("shop", "orders", "lenses/shop/seeds/orders.csv", b"order_id\n1\n"),
+                SeedFile("other", "orders", "lenses/other/seeds/orders.csv", ORDERS_CSV),
             ]
             with pytest.raises(WarehouseError, match=r"seeding .* failed"):
                 seed(tmp_path, again, url=scratch.owner_url)
             with owner.connect() as conn:
-                assert conn.exec_driver_sql("SELECT count(*) FROM orders").scalar() == 5
+                assert conn.exec_driver_sql("SELECT count(*) FROM shop.orders").scalar() == 5
                 tables = conn.exec_driver_sql(
-                    "SELECT string_agg(tablename, ',' ORDER BY tablename) FROM pg_tables "
-                    "WHERE schemaname = 'public'"
+                    "SELECT string_agg(schemaname || '.' || tablename, ',' ORDER BY tablename) "
+                    "FROM pg_tables WHERE schemaname NOT IN ('pg_catalog', 'information_schema')"
                 ).scalar()
-            assert tables == "orders", "customers was created and rolled back with the rest"
+                other = conn.exec_driver_sql("SELECT to_regnamespace('other')").scalar()
+            assert tables == "shop.orders", "customers was created and rolled back with the rest"
+            assert other is None, "the schema the failed seed created was rolled back too"
         finally:
             owner.dispose()

@@ -17,7 +17,7 @@ from sqlalchemy.engine import make_url
 from reconciler.errors import LensLoadError, UnsafeSqlError, UsageError, WarehouseError
 from reconciler.warehouse import connection as warehouse
 from reconciler.warehouse.connection import Warehouse, embedded_path, redact, resolve_url
-from reconciler.warehouse.seed import seed
+from reconciler.warehouse.seed import SeedFile, seed
 
 ORDERS = (
     b"ID,Region,Amount,Ordered_On\n"
@@ -32,10 +32,11 @@ PG_DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/test"
 SLOW_DUCKDB = "SELECT count(*) FROM range(100000000) a, range(100) b"
 
 
-def _seeds() -> list[tuple[str, str, bytes]]:
+def _seeds() -> list[SeedFile]:
+    """Repository-level seeds: the default schema, read without a search path."""
     return [
-        ("orders", "lenses/sales/seeds/orders.csv", ORDERS),
-        ("numbers", "lenses/sales/seeds/numbers.csv", NUMBERS),
+        SeedFile(None, "orders", "seeds/orders.csv", ORDERS),
+        SeedFile(None, "numbers", "seeds/numbers.csv", NUMBERS),
     ]
 
 
@@ -70,7 +71,7 @@ def test_seed_reports_counts(tmp_path: Path) -> None:
     assert report.path == embedded_path(tmp_path)
     assert report.row_counts == {"numbers": 10, "orders": 5}
     assert [t.name for t in report.tables] == ["numbers", "orders"]
-    assert report.tables[1].source == "lenses/sales/seeds/orders.csv"
+    assert report.tables[1].source == "seeds/orders.csv"
 
 
 def _digest(path: Path) -> str:
@@ -89,7 +90,7 @@ def _digest(path: Path) -> str:
 )
 def test_seed_failure_leaves_previous_warehouse_intact(repo: Path, bad: bytes) -> None:
     before = _digest(embedded_path(repo))
-    broken = [*_seeds(), ("zz_broken", "lenses/sales/seeds/zz_broken.csv", bad)]
+    broken = [*_seeds(), SeedFile("sales", "zz_broken", "lenses/sales/seeds/zz_broken.csv", bad)]
     with pytest.raises(LensLoadError) as info:
         seed(repo, broken)
     assert info.value.path == "lenses/sales/seeds/zz_broken.csv"
@@ -100,28 +101,51 @@ def test_seed_failure_leaves_previous_warehouse_intact(repo: Path, bad: bytes) -
         assert wh.execute("SELECT count(*) FROM orders", row_cap=1, timeout_s=10).rows == ((5,),)
 
 
-def test_seed_same_table_identical_bytes_is_fine(tmp_path: Path) -> None:
-    twice = [*_seeds(), ("orders", "lenses/other/seeds/orders.csv", ORDERS)]
-    assert seed(tmp_path, twice).row_counts["orders"] == 5
+def test_two_lenses_each_seed_their_own_table_of_one_name(tmp_path: Path) -> None:
+    other = b"sku,label\nA1,first\n"
+    both = [
+        *_seeds(),
+        SeedFile("sales", "orders", "lenses/sales/seeds/orders.csv", ORDERS),
+        SeedFile("my-lens", "orders", "lenses/my-lens/seeds/orders.csv", other),
+    ]
+    report = seed(tmp_path, both, schemas=["empty"])
+    assert report.row_counts == {"numbers": 10, "orders": 5, "my-lens.orders": 1, "sales.orders": 5}
+    assert report.schemas == ("empty", "my-lens", "sales")
+    with Warehouse.open(f"duckdb:///{embedded_path(tmp_path).as_posix()}") as wh:
+        assert wh.schemas() >= {"main", "sales", "my-lens", "empty"}
+        mine = wh.execute("SELECT * FROM orders", row_cap=9, timeout_s=10, search_path=["my-lens"])
+        assert mine.columns == ("sku", "label")
+        # a table the lens lacks comes from the default schema, after the lens's own
+        numbers = wh.execute("SELECT count(*) FROM numbers", row_cap=1, timeout_s=10,
+                             search_path=["my-lens"])  # fmt: skip
+        assert numbers.rows == ((10,),)
+        # the pooled connection does not carry one lens's path into a query without one
+        flat = wh.execute("SELECT * FROM orders ORDER BY id", row_cap=9, timeout_s=10)
+        assert flat.columns[0] == "id"
 
 
-def test_seed_same_table_different_bytes_names_both_files(tmp_path: Path) -> None:
-    clash = [*_seeds(), ("orders", "lenses/other/seeds/orders.csv", ORDERS + b"6,x,1,2024-03-01\n")]
+def test_seed_same_table_of_one_lens_from_two_files_names_both(tmp_path: Path) -> None:
+    clash = [
+        SeedFile("sales", "orders", "lenses/sales/seeds/orders.csv", ORDERS),
+        SeedFile(
+            "sales", "orders", "lenses/sales/seeds/Orders.csv", ORDERS + b"6,x,1,2024-03-01\n"
+        ),
+    ]
     with pytest.raises(UsageError) as info:
         seed(tmp_path, clash)
     message = info.value.render()
     assert "lenses/sales/seeds/orders.csv" in message
-    assert "lenses/other/seeds/orders.csv" in message
+    assert "lenses/sales/seeds/Orders.csv" in message
     assert not embedded_path(tmp_path).exists()
 
 
 def test_seed_refuses_a_table_name_that_is_not_an_identifier(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="order-items"):
-        seed(tmp_path, [("order-items", "lenses/s/seeds/order-items.csv", ORDERS)])
+        seed(tmp_path, [SeedFile("s", "order-items", "lenses/s/seeds/order-items.csv", ORDERS)])
 
 
 def test_reseed_replaces_the_file_seen_by_a_new_pool(repo: Path) -> None:
-    seed(repo, [("orders", "lenses/sales/seeds/orders.csv", b"id\n1\n")])
+    seed(repo, [SeedFile(None, "orders", "seeds/orders.csv", b"id\n1\n")])
     with Warehouse.open(f"duckdb:///{embedded_path(repo).as_posix()}") as wh:
         assert wh.execute("SELECT count(*) FROM orders", row_cap=1, timeout_s=10).rows == ((1,),)
         with pytest.raises(WarehouseError, match="numbers"):

@@ -17,6 +17,9 @@ Nothing is overwritten: if any lens file exists, init stops before writing
 anything (exit 2 naming the file), so running it twice is refused. Every file is
 written atomically (temporary file, then link or rename).
 
+With ``--warehouse URL`` the seeding step is ``dst seed --warehouse URL``: a bare
+``dst seed`` builds only the embedded file and never writes a configured warehouse.
+
 Exit codes: 0 scaffolded; 2 bad input (an invalid ``--lens`` name, an existing
 file, a warehouse URL that does not parse or holds a literal password, no git
 repository without ``--git``). ``--format json`` prints ``{"schema_version": 1,
@@ -160,9 +163,20 @@ def _write(target: Path, scaffold: Scaffold) -> tuple[list[str], list[str]]:
     return written, kept
 
 
-def _next_steps(name: str) -> list[tuple[str, str]]:
+def _seed_step(name: str, warehouse: str | None) -> tuple[str, str]:
+    """Seeding is explicit for a configured warehouse: it may be production."""
+    if warehouse is None:
+        return "dst seed", f"build the embedded warehouse (.dst/) from lenses/{name}/seeds/"
+    return (
+        f'dst seed --warehouse "{warehouse}"',
+        f"load lenses/{name}/seeds/ into schema {name} there, as an account that may create "
+        "it; skip this if the warehouse already holds the tables",
+    )
+
+
+def _next_steps(name: str, warehouse: str | None = None) -> list[tuple[str, str]]:
     return [
-        ("dst seed", f"build the embedded warehouse (.dst/) from lenses/{name}/seeds/"),
+        _seed_step(name, warehouse),
         ("dst validate", "check the lens files (editors and pre-commit can run it too)"),
         ("dst hooks install", "gate every push with the pre-push hook"),
         (f'git add -A && git commit -m "Add lens {name}"', "dst applies committed lenses"),
@@ -192,7 +206,7 @@ def init(
     scaffold = _check(target, name, warehouse)
     created = _git_root(target, git)
     written, kept = _write(target, scaffold)
-    steps = _next_steps(name)
+    steps = _next_steps(name, warehouse)
     if fmt is Format.json:
         obj = {
             "schema_version": 1,

@@ -2,19 +2,50 @@
 
 Each ``lenses/<L>/seeds/<t>.csv`` becomes table ``<t>`` in schema ``<L>``, a
 repository-level ``seeds/`` folder loads into the default schema (DESIGN §2);
-``--warehouse URL`` seeds that warehouse instead. Exit codes: 0 seeded; 2 bad
-input (a seed that does not load, an unreachable warehouse).
+``--warehouse URL`` seeds that warehouse instead (a schema per lens, created in the
+same transaction as the tables).
+
+A bare ``dst seed`` never writes into a configured warehouse, which may be
+production: when every lens reads another warehouse (``DST_WAREHOUSE_URL``, a
+lens's ``warehouse:``, ``dst.yaml``) it builds nothing and says how to seed that
+one; when only some do, it builds the embedded file for the rest and names the
+others on stderr.
+
+Exit codes: 0 seeded; 2 bad input (a seed that does not load, an unreachable
+warehouse, or a bare ``dst seed`` where no lens reads the embedded warehouse).
+``--format json`` prints ``{"schema_version": 1, "command": "seed", "warehouse",
+"tables": {"<schema>.<table>": rows}, "schemas": [...], "not_seeded": [{"warehouse",
+"source", "lenses"}]}``; a table of the default schema has no ``<schema>.`` prefix.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Annotated
+import sys
+from typing import Annotated, Any
 
 import typer
 
 from reconciler.cli.common import runtime
 from reconciler.cli.options import Format, FormatOpt, RepoOpt
+from reconciler.errors import UsageError
+
+
+def _lenses(names: tuple[str, ...]) -> str:
+    if not names:
+        return "the repository"
+    return ("lens " if len(names) == 1 else "lenses ") + ", ".join(names)
+
+
+def _refuse(others: list[Any]) -> UsageError:
+    where = "; ".join(f"{o.url} ({o.source}) for {_lenses(o.lenses)}" for o in others)
+    return UsageError(
+        f"dst seed builds only the embedded warehouse, and no lens reads it: {where}. "
+        "Nothing was seeded; a configured warehouse is never written implicitly",
+        fix="load the seeds there explicitly with `dst seed --warehouse URL` (a schema per "
+        "lens; it replaces the tables the seeds name), or make sure that warehouse already "
+        "holds the tables",
+    )
 
 
 def seed(
@@ -24,23 +55,38 @@ def seed(
         str | None,
         typer.Option(
             "--warehouse",
-            help="Seed this SQLAlchemy URL instead of the embedded DuckDB file; "
-            "the tables the seeds name are replaced there.",
+            help="Seed this SQLAlchemy URL (PostgreSQL or DuckDB) instead of the embedded "
+            "DuckDB file: a schema per lens, replacing the tables the seeds name.",
         ),
     ] = None,
 ) -> int:
     """Build the embedded DuckDB warehouse (.dst/) from every lens's seeds/*.csv."""
     # lazy: seeding loads SQLAlchemy and DuckDB; `dst --help` does not need them
     from reconciler.history import seed as do_seed
+    from reconciler.history import seed_elsewhere
 
-    result = do_seed(runtime(repo), url=warehouse)
-    tables = {t.name: t.rows for t in result.tables}
+    rt = runtime(repo)
+    others, embedded = ([], []) if warehouse is not None else seed_elsewhere(rt)
+    if others and not embedded:
+        raise _refuse(others)
+    result = do_seed(rt, url=warehouse)
+    for other in others:
+        print(
+            f"note: {_lenses(other.lenses)} read {other.url} ({other.source}), not the "
+            "embedded warehouse; it was not seeded: `dst seed --warehouse URL` loads it",
+            file=sys.stderr,
+        )
+    tables = {t.qualified: t.rows for t in result.tables}
     if fmt is Format.json:
         obj = {
             "schema_version": 1,
             "command": "seed",
             "warehouse": result.target,
             "tables": tables,
+            "schemas": list(result.schemas),
+            "not_seeded": [
+                {"warehouse": o.url, "source": o.source, "lenses": list(o.lenses)} for o in others
+            ],
         }
         print(json.dumps(obj, indent=2))
     else:

@@ -162,7 +162,9 @@ def check_lens(lens_dir: Path, warehouse: Warehouse | None = None) -> LensCheck:
     With ``warehouse``, a lens that loads also has its declared keys checked there.
     """
     # lazy: reconciler.git.trees loads the engines, which `dst --help` does not need
-    from reconciler.git.trees import worktree_files
+    from reconciler.candidate import check_seeds_from
+    from reconciler.context import LensExecutor
+    from reconciler.git.trees import worktree_files, worktree_lens_names
     from reconciler.lens import load_lens
     from reconciler.verify import verify_keys
 
@@ -170,11 +172,17 @@ def check_lens(lens_dir: Path, warehouse: Warehouse | None = None) -> LensCheck:
     try:
         files = worktree_files(lens_dir.parent.parent, lens_dir.name)
         lens = load_lens(lens_dir.name, files, root=root)
+        check_seeds_from(lens, worktree_lens_names(lens_dir.parent.parent), files["lens.yaml"])
     except LensLoadError as exc:
         return LensCheck(lens_dir.name, root, exc)
     if warehouse is None:
         return LensCheck(lens_dir.name, root)
-    data_errors = verify_keys(lens, files, warehouse, dialect=warehouse.dialect)
+    # A lens reads its own schema, then its seeds_from lenses' (DESIGN §2 "Seeds are per
+    # lens"), wherever the warehouse holds them; validate checks keys the same way.
+    held = warehouse.schemas()
+    path = tuple(s for s in (lens.name, *lens.config.seeds_from) if s in held)
+    executor = LensExecutor(warehouse, (), warehouse.dialect, path)
+    data_errors = verify_keys(lens, files, executor, dialect=warehouse.dialect)
     return LensCheck(lens_dir.name, root, data_errors=tuple(data_errors))
 
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -53,6 +53,7 @@ from reconciler import guard
 from reconciler.errors import UnsafeSqlError, UsageError, WarehouseError
 from reconciler.resultset import ResultSet
 from reconciler.warehouse import readonly
+from reconciler.warehouse import search_path as paths
 from reconciler.warehouse.timeouts import WATCHDOG, Alarm
 
 ENV_VAR = "DST_WAREHOUSE_URL"
@@ -66,11 +67,27 @@ _SECRET_KEY = re.compile(r"pass|secret|token|key|credential", re.IGNORECASE)
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _PG_QUERY_CANCELED = "57014"
 _RAW_OPTIONS = {"no_parameters": True}  # no driver %-interpolation of the SQL text
+_SUPERUSER_WARNING = (
+    "warning: {url} connects as a PostgreSQL superuser, which can read server files even "
+    "in a read-only transaction; connect as a least-privilege role (README, Warehouse)"
+)
 
 
 def embedded_path(repo_root: Path) -> Path:
     """Where the embedded warehouse lives: ``<repo_root>/.dst/warehouse.duckdb``."""
     return repo_root / EMBEDDED_DIR / EMBEDDED_FILE
+
+
+def is_embedded(url: str) -> bool:
+    """Whether ``url`` is a DuckDB file ``dst seed`` builds (``…/.dst/warehouse.duckdb``)."""
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError):
+        return False
+    if parsed.get_backend_name() != "duckdb" or not parsed.database:
+        return False
+    path = Path(parsed.database)
+    return path.name == EMBEDDED_FILE and path.parent.name == EMBEDDED_DIR
 
 
 def resolve_url(
@@ -192,6 +209,7 @@ class Warehouse:
         dialect: the sqlglot dialect name of the backend (``duckdb``,
             ``postgres``, ``sqlite``, ``mysql``, ``tsql`` …).
         display_url: the redacted URL, for messages.
+        warnings: lines worth printing once about the connection (a superuser login).
     """
 
     def __init__(
@@ -202,6 +220,8 @@ class Warehouse:
         self.dialect = dialect
         self.display_url = display_url
         self._backend = engine.dialect.name
+        self._schemas: frozenset[str] | None = None
+        self.warnings: tuple[str, ...] = ()
 
     @classmethod
     def open(cls, url: str, *, pool_size: int | None = None) -> Warehouse:
@@ -215,7 +235,8 @@ class Warehouse:
                 ``None`` keeps SQLAlchemy's default of 5.
 
         Returns:
-            An open warehouse.
+            An open warehouse; :attr:`warnings` holds one line when a PostgreSQL
+            login is a superuser (the caller prints it).
 
         Raises:
             WarehouseError: the URL does not parse, its driver is not installed,
@@ -270,6 +291,8 @@ class Warehouse:
             with engine.connect() as conn:
                 if backend == "postgresql":
                     readonly.check_postgres_session(conn, shown)
+                    if paths.is_superuser(conn):
+                        warehouse.warnings = (_SUPERUSER_WARNING.format(url=shown),)
         except SQLAlchemyError as exc:
             engine.dispose()
             cause = exc.orig if isinstance(exc, DBAPIError) else exc
@@ -301,6 +324,7 @@ class Warehouse:
         timeout_s: float,
         as_of: str | None = None,
         allow_functions: Collection[str] = (),
+        search_path: Sequence[str] = (),
     ) -> ResultSet:
         """Run one guarded read-only query.
 
@@ -315,6 +339,8 @@ class Warehouse:
             allow_functions: otherwise denied functions the lens allow-lists
                 (``allow_functions`` in ``lens.yaml``); the connection-level
                 defence still applies to them.
+            search_path: schemas searched first for unqualified tables, in order,
+                for this statement only; ``()`` leaves the warehouse's own.
 
         Returns:
             At most ``row_cap`` rows of plain driver values, column names as the
@@ -329,10 +355,40 @@ class Warehouse:
         tree = guard.check_read_only(sql, self.dialect, allow_functions=allow_functions)
         if as_of is not None:
             sql = guard.pin_current_date(sql, as_of, self.dialect, parsed=tree)
-        return self._execute_raw(sql, row_cap=row_cap, timeout_s=timeout_s)
+        return self._execute_raw(sql, row_cap=row_cap, timeout_s=timeout_s, search_path=search_path)
+
+    def schemas(self) -> frozenset[str]:
+        """The schema names the warehouse holds, read once (as stored).
+
+        Returns:
+            The names; ``frozenset()`` for a backend without a search path (SQLite …).
+
+        Raises:
+            WarehouseError: the catalog query failed.
+        """
+        if self._schemas is None:
+            if self._backend == "postgresql":
+                sql = "SELECT nspname FROM pg_catalog.pg_namespace"
+            elif self._backend == "duckdb":
+                sql = (
+                    "SELECT schema_name FROM information_schema.schemata "
+                    "WHERE catalog_name = current_database()"
+                )
+            else:
+                self._schemas = frozenset()
+                return self._schemas
+            result = self._execute_raw(sql, row_cap=100_000, timeout_s=30.0)
+            self._schemas = frozenset(str(row[0]) for row in result.rows)
+        return self._schemas
 
     def distinct_values(
-        self, table: str, column_sql: str, *, limit: int = 200, timeout_s: float
+        self,
+        table: str,
+        column_sql: str,
+        *,
+        limit: int = 200,
+        timeout_s: float,
+        search_path: Sequence[str] = (),
     ) -> tuple[str, ...]:
         """Distinct non-null values of an expression over a table, as strings.
 
@@ -345,6 +401,7 @@ class Warehouse:
             column_sql: a column name or SQL expression over that table.
             limit: the most values worth indexing.
             timeout_s: wall-clock limit in seconds.
+            search_path: as for :meth:`execute`.
 
         Returns:
             The values, sorted by the warehouse; ``()`` when there are more than
@@ -373,17 +430,19 @@ class Warehouse:
         )
         query = normalize_identifiers(query, dialect=self.dialect)
         sql = query.sql(dialect=self.dialect, identify=True)
-        result = self.execute(sql, row_cap=limit, timeout_s=timeout_s)
+        result = self.execute(sql, row_cap=limit, timeout_s=timeout_s, search_path=search_path)
         if result.truncated:
             return ()
         return tuple(str(row[0]) for row in result.rows)
 
-    def _execute_raw(self, sql: str, *, row_cap: int, timeout_s: float) -> ResultSet:
+    def _execute_raw(
+        self, sql: str, *, row_cap: int, timeout_s: float, search_path: Sequence[str] = ()
+    ) -> ResultSet:
         """Run ``sql`` on a read-only connection without the guard (tests call this)."""
         if row_cap < 0:
             raise ValueError(f"row_cap must be >= 0, got {row_cap}")
         started = time.monotonic()
-        with self._read_only(timeout_s) as conn:
+        with self._read_only(timeout_s, search_path) as conn:
             options = dict(_RAW_OPTIONS)
             if self._backend == "postgresql":
                 options["stream_results"] = True  # server-side cursor: fetch only cap + 1
@@ -397,8 +456,8 @@ class Warehouse:
         return ResultSet(columns, rows, len(fetched) > row_cap, time.monotonic() - started)
 
     @contextmanager
-    def _read_only(self, timeout_s: float) -> Iterator[Connection]:
-        """A connection inside a read-only transaction with the timeout armed."""
+    def _read_only(self, timeout_s: float, search_path: Sequence[str] = ()) -> Iterator[Connection]:
+        """A connection inside a read-only transaction with the timeout and search path set."""
         if timeout_s <= 0:
             raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
         interrupt = _Interrupt()
@@ -411,10 +470,13 @@ class Warehouse:
                         # A query (not SET LOCAL): once one has run, PostgreSQL refuses to
                         # switch the transaction back to read-write, even from a
                         # multi-statement string that begins `SET transaction_read_only = off`.
-                        conn.exec_driver_sql(
-                            f"SELECT set_config('statement_timeout', '{ms}', true)", _RAW_OPTIONS
-                        )
+                        settings = f"set_config('statement_timeout', '{ms}', true)"
+                        if search_path:
+                            settings += f", {paths.postgres_search_path(search_path)}"
+                        conn.exec_driver_sql(f"SELECT {settings}", _RAW_OPTIONS)
                     else:
+                        if self._backend == "duckdb":
+                            paths.set_duckdb_search_path(conn, search_path)
                         interrupt.arm(conn, timeout_s)
                     yield conn
                 finally:

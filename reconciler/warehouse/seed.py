@@ -1,9 +1,13 @@
 """Seeding a warehouse from lens ``seeds/*.csv`` (the one write path).
 
+Seeds are per lens (DESIGN §2): ``lenses/<L>/seeds/<t>.csv`` is table ``<t>`` in
+schema ``<L>``, a repository-level ``seeds/<t>.csv`` is ``<t>`` in the default
+schema (``main`` in DuckDB, ``public`` in PostgreSQL).
+
 Every CSV is read the same way whatever the target: DuckDB's ``read_csv`` builds
 a fresh database file. For the embedded warehouse that file is swapped in with
-``os.replace``; for any other SQLAlchemy URL (a PostgreSQL test warehouse, say)
-its tables are copied out in one transaction. Either way a CSV that fails to
+``os.replace``; for a PostgreSQL (or another DuckDB) URL its schemas and tables
+are copied out in one transaction. Either way a CSV that fails to
 load leaves the previous warehouse intact, and seeding never shares a
 connection or pool with the read-only :class:`~reconciler.warehouse.connection.Warehouse`.
 """
@@ -38,6 +42,26 @@ from reconciler.warehouse.connection import (
 from reconciler.warehouse.readonly import with_installed_driver
 
 _SEED_TABLE = re.compile(r"^[a-z_][a-z0-9_]*$")
+DEFAULT_SCHEMA = {"duckdb": "main", "postgresql": "public"}
+
+
+@dataclass(frozen=True)
+class SeedFile:
+    """One CSV to load.
+
+    Attributes:
+        schema: the lens whose ``seeds/`` holds it (its table lands in the schema named
+            after the lens), or ``None`` for the repository-level ``seeds/`` folder
+            (the default schema: ``main`` in DuckDB, ``public`` in PostgreSQL).
+        table: the table name (the file's stem).
+        source: repository-relative CSV path, for messages.
+        data: the CSV bytes.
+    """
+
+    schema: str | None
+    table: str
+    source: str
+    data: bytes
 
 
 @dataclass(frozen=True)
@@ -49,12 +73,19 @@ class SeededTable:
         source: repository-relative CSV path it came from.
         columns: column names (lowercased from the header row).
         rows: data rows loaded.
+        schema: the lens schema it was written to; ``None`` for the default schema.
     """
 
     name: str
     source: str
     columns: tuple[str, ...]
     rows: int
+    schema: str | None = None
+
+    @property
+    def qualified(self) -> str:
+        """``<schema>.<table>``, or the bare table name in the default schema."""
+        return self.name if self.schema is None else f"{self.schema}.{self.name}"
 
 
 @dataclass(frozen=True)
@@ -63,13 +94,15 @@ class SeedReport:
 
     Attributes:
         path: the embedded warehouse file (the scratch build when ``url`` is set).
-        tables: one entry per table, sorted by name.
+        tables: one entry per table, sorted by schema (default schema first), then name.
         url: the redacted URL of the warehouse seeded, when it is not the embedded one.
+        schemas: the lens schemas created (one per lens, seeds or not).
     """
 
     path: Path
     tables: tuple[SeededTable, ...]
     url: str | None = None
+    schemas: tuple[str, ...] = ()
 
     @property
     def target(self) -> str:
@@ -78,14 +111,22 @@ class SeedReport:
 
     @property
     def row_counts(self) -> dict[str, int]:
-        """``{table: rows}``."""
-        return {t.name: t.rows for t in self.tables}
+        """``{schema.table: rows}`` (a bare table name in the default schema)."""
+        return {t.qualified: t.rows for t in self.tables}
 
 
 def seed(
-    repo_root: Path, seeds: Sequence[tuple[str, str, bytes]], *, url: str | None = None
+    repo_root: Path,
+    seeds: Sequence[SeedFile],
+    *,
+    url: str | None = None,
+    schemas: Sequence[str] = (),
 ) -> SeedReport:
     """Rebuild the embedded DuckDB warehouse (or the one at ``url``) from seed CSVs, atomically.
+
+    Seeds are per lens (DESIGN §2): a lens's ``seeds/<t>.csv`` is table ``<t>`` in
+    schema ``<lens>``, a repository-level one is ``<t>`` in the default schema, so
+    two lenses may each have a ``products`` table.
 
     The database is built in a temporary directory under ``.dst/`` and moved
     over ``.dst/warehouse.duckdb`` with :func:`os.replace`, so a failure leaves
@@ -98,40 +139,46 @@ def seed(
 
     Args:
         repo_root: the repository's working directory.
-        seeds: ``(table name, repository-relative CSV path, CSV bytes)``; the
-            same table from two files is fine when the bytes are identical.
-        url: a SQLAlchemy URL to seed instead of the embedded file. The CSVs are
-            built into a scratch DuckDB file as usual, then each table is dropped
-            if it exists, created with the types DuckDB detected and filled, all
-            in one transaction on a write engine of its own. Tables the seeds do
-            not name are left alone.
+        seeds: the CSVs; one (schema, table) from two files is refused.
+        url: a SQLAlchemy URL (DuckDB or PostgreSQL) to seed instead of the embedded
+            file. The CSVs are built into a scratch DuckDB file as usual, then, all in
+            one transaction on a write engine of its own, each lens schema is created
+            if missing and each table dropped if it exists, created with the types
+            DuckDB detected and filled. Tables the seeds do not name are left alone.
+        schemas: lens names whose schema must exist afterwards even without seeds
+            (every lens of the repository), so a query of such a lens finds its schema.
 
     Returns:
-        The file written and the tables with their row counts.
+        The file written, the tables with their row counts and the schemas created.
 
     Raises:
         WarehouseError: ``url`` does not parse, has no driver, or the copy fails
             (the driver's first line; nothing is committed).
-        UsageError: a table name is not a plain lowercase identifier, or one
-            table comes from two files with different contents (both named).
+        UsageError: a table name is not a plain lowercase identifier, one table of a
+            schema comes from two files (both named), or ``url`` names a database
+            without schemas.
         LensLoadError: a CSV is empty, does not parse, or has two columns that
             differ only in case (naming the CSV).
     """
-    chosen: dict[str, tuple[str, bytes]] = {}
-    for table, source, data in seeds:
-        name = table.lower()
+    chosen: dict[tuple[str, str], SeedFile] = {}
+    for item in seeds:
+        name = item.table.lower()
         if not _SEED_TABLE.match(name):
             raise UsageError(
-                f"{source}: seed table name {table!r} is not a plain identifier",
+                f"{item.source}: seed table name {item.table!r} is not a plain identifier",
                 fix="name the CSV with lowercase letters, digits and underscores",
             )
-        if name in chosen and chosen[name][1] != data:
+        key = (item.schema or "", name)
+        if key in chosen and chosen[key].data != item.data:
             raise UsageError(
                 f"seed table {name!r} comes from two different files: "
-                f"{chosen[name][0]} and {source}",
+                f"{chosen[key].source} and {item.source}",
                 fix="rename one of the CSVs, or make their contents identical",
             )
-        chosen.setdefault(name, (source, data))
+        chosen.setdefault(key, SeedFile(item.schema, name, item.source, item.data))
+    lens_schemas = tuple(sorted({*schemas, *(s for s, _ in chosen if s)}))
+    if url is not None:
+        _check_target(url, lens_schemas)
     folder = repo_root / EMBEDDED_DIR
     folder.mkdir(parents=True, exist_ok=True)
     ignore = folder / ".gitignore"
@@ -141,66 +188,95 @@ def seed(
     work = Path(tempfile.mkdtemp(prefix=".seed-", dir=folder))
     try:
         built = work / EMBEDDED_FILE
-        tables = _build(built, work, chosen)
+        tables = _build(built, work, [chosen[k] for k in sorted(chosen)], lens_schemas)
         if url is not None:
-            _copy_out(built, url, tables)
-            return SeedReport(target, tables, redact(url))
+            _copy_out(built, url, tables, lens_schemas)
+            return SeedReport(target, tables, redact(url), lens_schemas)
         # A write-ahead log left by a crashed writer would be replayed onto the new file.
         Path(f"{target}.wal").unlink(missing_ok=True)
         os.replace(built, target)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return SeedReport(target, tables)
+    return SeedReport(target, tables, schemas=lens_schemas)
+
+
+def _check_target(url: str, lens_schemas: Sequence[str]) -> None:
+    """Refuse, before building anything, a URL that cannot hold lens schemas."""
+    try:
+        backend = make_url(url).get_backend_name()
+    except (ArgumentError, ValueError):
+        raise WarehouseError(
+            "cannot seed <unparseable warehouse URL>: not a SQLAlchemy URL",
+            fix="write it as dialect+driver://user@host/database",
+        ) from None
+    if lens_schemas and backend not in DEFAULT_SCHEMA:
+        raise UsageError(
+            f"cannot seed {redact(url)}: lens seeds load into a schema per lens "
+            f"({', '.join(lens_schemas)}), and {backend} has no schemas",
+            fix="seed a PostgreSQL or DuckDB warehouse, or load the tables yourself",
+        )
 
 
 def _build(
-    database: Path, work: Path, chosen: Mapping[str, tuple[str, bytes]]
+    database: Path, work: Path, chosen: Sequence[SeedFile], lens_schemas: Sequence[str]
 ) -> tuple[SeededTable, ...]:
     tables: list[SeededTable] = []
     con = duckdb.connect(str(database))
     try:
-        for index, (name, (source, data)) in enumerate(sorted(chosen.items())):
-            if not data.strip():
+        for schema in lens_schemas:
+            con.execute(f"CREATE SCHEMA IF NOT EXISTS {_quote(schema)}")
+        for index, item in enumerate(chosen):
+            if not item.data.strip():
                 raise LensLoadError(
-                    source,
+                    item.source,
                     "seed CSV is empty",
                     fix="add a header row naming the columns, then the data",
                 )
             csv_path = work / f"{index}.csv"
-            csv_path.write_bytes(data)
-            options = "skip = 0, delim = ',', quote = '\"', escape = '\"'"
-            path = exp.Literal.string(csv_path.as_posix()).sql("duckdb")
-            reader = f"read_csv({path}, header = true, {options})"
+            csv_path.write_bytes(item.data)
+            qualified = _qualified(item.schema, item.table)
             try:
-                described = con.execute(f"SELECT * FROM {reader} LIMIT 0").description or []
-                header = [str(d[0]) for d in described]
-                # DuckDB renames duplicate headers (a, a_1); read the raw row to catch them.
-                raw_reader = f"read_csv({path}, header = false, all_varchar = true, {options})"
-                raw = con.execute(f"SELECT * FROM {raw_reader} LIMIT 1").fetchone() or ()
-                lowered = [str(h or "").strip().lower() for h in raw]
-                _check_header(source, lowered)
-                select = ", ".join(
-                    f"{_quote(h)} AS {_quote(low)}" for h, low in zip(header, lowered, strict=True)
-                )
-                con.execute(f"CREATE TABLE {_quote(name)} AS SELECT {select} FROM {reader}")
-                count = con.execute(f"SELECT count(*) FROM {_quote(name)}").fetchone()
+                lowered, rows = _load_csv(con, csv_path, item.source, qualified)
             except duckdb.Error as exc:
-                message, line = _csv_problem(str(exc).replace(csv_path.as_posix(), source))
+                message, line = _csv_problem(str(exc).replace(csv_path.as_posix(), item.source))
                 raise LensLoadError(
-                    source,
+                    item.source,
                     f"seed CSV does not load: {message}",
                     line=line,
                     fix="save it as UTF-8 CSV with a header row and the same number of "
                     "comma-separated fields on every line",
                 ) from None
-            rows = int(count[0]) if count else 0
-            tables.append(SeededTable(name, source, tuple(lowered), rows))
+            tables.append(SeededTable(item.table, item.source, lowered, rows, item.schema))
     finally:
         con.close()
     return tuple(tables)
 
 
-def _copy_out(built: Path, url: str, tables: Sequence[SeededTable]) -> None:
+def _load_csv(
+    con: duckdb.DuckDBPyConnection, csv_path: Path, source: str, qualified: str
+) -> tuple[tuple[str, ...], int]:
+    """Create ``qualified`` from one CSV: ``(lowercased columns, rows)``."""
+    options = "skip = 0, delim = ',', quote = '\"', escape = '\"'"
+    path = exp.Literal.string(csv_path.as_posix()).sql("duckdb")
+    reader = f"read_csv({path}, header = true, {options})"
+    described = con.execute(f"SELECT * FROM {reader} LIMIT 0").description or []
+    header = [str(d[0]) for d in described]
+    # DuckDB renames duplicate headers (a, a_1); read the raw row to catch them.
+    raw_reader = f"read_csv({path}, header = false, all_varchar = true, {options})"
+    raw = con.execute(f"SELECT * FROM {raw_reader} LIMIT 1").fetchone() or ()
+    lowered = [str(h or "").strip().lower() for h in raw]
+    _check_header(source, lowered)
+    select = ", ".join(
+        f"{_quote(h)} AS {_quote(low)}" for h, low in zip(header, lowered, strict=True)
+    )
+    con.execute(f"CREATE TABLE {qualified} AS SELECT {select} FROM {reader}")
+    count = con.execute(f"SELECT count(*) FROM {qualified}").fetchone()
+    return tuple(lowered), int(count[0]) if count else 0
+
+
+def _copy_out(
+    built: Path, url: str, tables: Sequence[SeededTable], lens_schemas: Sequence[str]
+) -> None:
     shown = redact(url)
     try:
         engine = sa.create_engine(with_installed_driver(make_url(url)))
@@ -211,18 +287,21 @@ def _copy_out(built: Path, url: str, tables: Sequence[SeededTable]) -> None:
         ) from None
     source = duckdb.connect(str(built), read_only=True)
     try:
-        with engine.begin() as conn:  # all tables or none
+        with engine.begin() as conn:  # all schemas and tables or none
+            for schema in lens_schemas:
+                conn.execute(sa.schema.CreateSchema(schema, if_not_exists=True))
             for seeded in tables:
-                quoted = _quote(seeded.name)
-                described = source.execute(f"DESCRIBE {quoted}").fetchall()
+                qualified = _qualified(seeded.schema, seeded.name)
+                described = source.execute(f"DESCRIBE {qualified}").fetchall()
                 table = sa.Table(
                     seeded.name,
                     sa.MetaData(),
                     *(sa.Column(str(d[0]), _column_type(str(d[1]))) for d in described),
+                    schema=seeded.schema,
                 )
                 table.drop(conn, checkfirst=True)
                 table.create(conn)
-                rows = source.execute(f"SELECT * FROM {quoted}").fetchall()
+                rows = source.execute(f"SELECT * FROM {qualified}").fetchall()
                 if rows:
                     conn.execute(
                         table.insert(), [dict(zip(seeded.columns, r, strict=True)) for r in rows]
@@ -232,8 +311,8 @@ def _copy_out(built: Path, url: str, tables: Sequence[SeededTable]) -> None:
         password = make_url(url).password
         raise WarehouseError(
             f"seeding {shown} failed: {_first_line(cause, str(password) if password else None)}",
-            fix="check that the account may create tables there, and that no view depends "
-            "on a seeded table",
+            fix="check that the account may create schemas and tables there, and that no "
+            "view depends on a seeded table",
         ) from None
     finally:
         source.close()
@@ -290,6 +369,10 @@ def _quote(identifier: str) -> str:
     return exp.to_identifier(identifier, quoted=True).sql("duckdb")
 
 
+def _qualified(schema: str | None, table: str) -> str:
+    return _quote(table) if schema is None else f"{_quote(schema)}.{_quote(table)}"
+
+
 def run_on_seeds(seeds: Mapping[str, bytes], queries: Sequence[str]) -> list[OracleRun]:
     """Execute queries over seed CSVs in a scratch embedded warehouse (for importers).
 
@@ -303,7 +386,8 @@ def run_on_seeds(seeds: Mapping[str, bytes], queries: Sequence[str]) -> list[Ora
     """
     with tempfile.TemporaryDirectory(prefix="dst-import-") as scratch:
         root = Path(scratch)
-        seed(root, [(table, f"seeds/{table}.csv", raw) for table, raw in sorted(seeds.items())])
+        files = [SeedFile(None, t, f"seeds/{t}.csv", raw) for t, raw in sorted(seeds.items())]
+        seed(root, files)
         runs: list[OracleRun] = []
         with Warehouse.open(f"duckdb:///{embedded_path(root)}") as wh:
             for sql in queries:
