@@ -1,0 +1,284 @@
+"""The lens's file formats: one strict pydantic model per kind of lens file (DESIGN §2).
+
+``lens.yaml`` (:class:`LensConfig`), ``models/*.yaml`` (:class:`Model`),
+``metrics/*.yaml`` (:class:`Metric`), ``exemplars/*.yaml`` (:class:`Exemplar`),
+``answers/*.yaml`` (:class:`Answer`), ``evals/cases.yaml`` (:class:`CasesFile`) and
+``dst.yaml`` (:class:`RepoConfig`). Every model forbids unknown keys and coerces
+nothing, so an unknown key, a wrong type or an unquoted ``NO`` is a
+:class:`~reconciler.errors.LensLoadError` at its line once
+:func:`reconciler.lens.load_lens` validates a file. The JSON Schemas under
+``schemas/`` are generated from these models.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+from typing import Annotated, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from sqlglot.dialects.dialect import Dialect
+
+MAX_ROW_CAP = 1000
+LENS_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+_NAME_RE = r"^[A-Za-z_][A-Za-z0-9_]*$"
+_DATE_RE = r"^\d{4}-\d{2}-\d{2}$"
+# A physical table: an identifier with up to two qualifiers (catalog.schema.table).
+_TABLE_RE = r"^[A-Za-z_][A-Za-z0-9_$]*(\.[A-Za-z_][A-Za-z0-9_$]*){0,2}$"
+# A SQLAlchemy URL: dialect[+driver]://…
+_URL_RE = r"^[A-Za-z][A-Za-z0-9_]*(\+[A-Za-z0-9_]+)?://"
+
+# Phrases whose meaning depends on the day the question is asked (DESIGN §4: such
+# a certified question is evaluated at the lens's pinned as_of, or rejected).
+RELATIVE_DATE_RE = re.compile(
+    r"\b(today|yesterday|tomorrow|this (week|month|quarter|year)|"
+    r"(last|previous|past|prior|current|next) (\d+ )?(day|week|month|quarter|year)s?|"
+    r"year to date|month to date|quarter to date|ytd|mtd|qtd)\b",
+    re.IGNORECASE,
+)
+
+
+class Strict(BaseModel):
+    """Base for every lens file model: frozen, unknown keys rejected.
+
+    Pydantic v2 never coerces a number, boolean or date into a ``str`` field, so an
+    unquoted ``NO`` or ``1.10`` where text is expected is an error, not a silent cast.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RepoConfig(Strict):
+    """``dst.yaml`` at the repository root: settings shared by every lens."""
+
+    warehouse: str | None = Field(default=None, pattern=_URL_RE)
+
+
+class SmartTier(Strict):
+    """Settings of the optional LLM tier (an OpenAI-compatible endpoint)."""
+
+    model: str | None = None
+    base_url: str | None = Field(default=None, pattern=r"^https?://[^@\s]+$")
+    base_url_env: str = "DST_LLM_BASE_URL"
+    api_key_env: str = "DST_LLM_API_KEY"
+    timeout_s: float = Field(default=60.0, gt=0, le=600)
+    max_retries: int = Field(default=2, ge=0, le=10)
+    prompt_cost_per_1k: float = Field(default=0.0, ge=0)
+    completion_cost_per_1k: float = Field(default=0.0, ge=0)
+
+
+class CommandTier(Strict):
+    """The ``command`` tier: an argv run in the lens directory, the request JSON on stdin."""
+
+    run: tuple[str, ...] = Field(min_length=1)
+    timeout_s: float = Field(default=30.0, gt=0, le=3600)
+
+
+class GeneratorConfig(Strict):
+    """Which generator tiers a lens uses, in order; ``command`` needs a ``command:`` block."""
+
+    tiers: tuple[Literal["fast", "smart", "command"], ...] = ("fast",)
+    smart: SmartTier | None = None
+    command: CommandTier | None = None
+    # ``embedding`` folds exemplars by cosine over the ``embed`` extra's local model;
+    # without that extra the run falls back to ``lexical`` and says so.
+    retrieval: Literal["lexical", "embedding"] = "lexical"
+
+
+class ClarifyTerm(Strict):
+    """An ambiguous term: a question containing it is answered with ``ask``."""
+
+    term: str
+    ask: str
+
+
+# A setting added after hashes were stamped stays out of the canonical form at its
+# default, so upgrading dst makes nothing stale (DESIGN §2: no silent rehash).
+_UNSTAMPED: dict[str, object] = {"retrieval": "lexical", "command": None}
+MAX_JOBS = 64  # answers one suite runs at once; bounds threads and connections
+
+
+class LensConfig(Strict):
+    """``lens.yaml``.
+
+    ``generation_fields`` lists the part that feeds generation; only that part is
+    the ``lens/<name>`` asset, so editing ``description`` or ``eval_gate`` makes
+    nothing stale. ``strict_declines`` is gate policy like ``eval_gate`` (it never
+    feeds generation), so it stays out of the asset too: with it, every declined
+    stale answer blocks, reached before or not (DESIGN §5).
+    """
+
+    name: str
+    description: str = ""
+    eval_gate: Literal["off", "warn", "block"] = "block"
+    strict_declines: bool = Field(default=False, strict=True)
+    warehouse: str | None = Field(default=None, pattern=_URL_RE)
+    dialect: str = "duckdb"
+    row_cap: int = Field(default=MAX_ROW_CAP, ge=1, le=MAX_ROW_CAP, strict=True)
+    statement_timeout_s: float = Field(default=30.0, gt=0, le=3600, strict=True)
+    jobs: int | None = Field(default=None, ge=1, le=MAX_JOBS, strict=True)
+    as_of: str | None = Field(default=None, pattern=_DATE_RE)
+    generator: GeneratorConfig = GeneratorConfig()
+    exclusions: tuple[str, ...] = ()
+    clarify: tuple[ClarifyTerm, ...] = ()
+    allow_functions: tuple[Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_]*$")], ...] = ()
+    seeds_from: tuple[Annotated[str, Field(pattern=LENS_NAME_RE.pattern)], ...] = ()  # DESIGN §2
+
+    generation_fields: ClassVar[tuple[str, ...]] = (
+        "dialect",
+        "row_cap",
+        "as_of",
+        "generator",
+        "exclusions",
+        "clarify",
+        "allow_functions",
+        "seeds_from",
+    )
+
+    @field_validator("dialect")
+    @classmethod
+    def _known_dialect(cls, value: str) -> str:
+        try:
+            Dialect.get_or_raise(value)
+        except ValueError:
+            raise ValueError(
+                f"unknown SQL dialect {value!r} (use a sqlglot dialect name such "
+                f"as duckdb, postgres, sqlite, snowflake)"
+            ) from None
+        return value
+
+    @field_validator("as_of")
+    @classmethod
+    def _calendar_date(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                date.fromisoformat(value)
+            except ValueError:
+                raise ValueError(f"{value!r} is not a calendar date") from None
+        return value
+
+    def generation_part(self) -> dict[str, object]:
+        """The fields that feed generation, as plain JSON-ready data."""
+        dumped = self.model_dump(mode="json")
+        part = {k: dumped[k] for k in self.generation_fields}
+        gen = part["generator"]
+        part["generator"] = {k: v for k, v in gen.items() if _UNSTAMPED.get(k, ...) != v}
+        # A setting added after hashes were stamped stays out of the canonical form at
+        # its default, so upgrading dst makes nothing stale (DESIGN §2: no silent rehash).
+        return {k: v for k, v in part.items() if v or k not in ("allow_functions", "seeds_from")}
+
+
+class Column(Strict):
+    """A dimension, time dimension or fact of a model; ``expr`` defaults to ``name``."""
+
+    name: str = Field(pattern=_NAME_RE)
+    expr: str | None = None
+    data_type: str = "string"
+    description: str = ""
+    synonyms: tuple[str, ...] = ()
+    sample_values: tuple[str, ...] = ()
+
+    @property
+    def sql(self) -> str:
+        """The SQL expression over the model's table."""
+        return self.expr or self.name
+
+
+class Join(Strict):
+    """A join from this model to another: ``on`` maps this model's columns to ``to``'s."""
+
+    to: str
+    relationship: Literal["many_to_one", "one_to_one", "one_to_many"] = "many_to_one"
+    on: dict[str, str]
+
+
+class Model(Strict):
+    """``models/*.yaml``: one physical table and its semantic columns."""
+
+    name: str = Field(pattern=_NAME_RE)
+    description: str = ""
+    table: str = Field(pattern=_TABLE_RE)
+    primary_key: tuple[str, ...] = ()
+    dimensions: tuple[Column, ...] = ()
+    time_dimensions: tuple[Column, ...] = ()
+    facts: tuple[Column, ...] = ()
+    default_time_dimension: str | None = None
+    joins: tuple[Join, ...] = ()
+
+    def columns(self) -> tuple[Column, ...]:
+        """Every declared column: dimensions, time dimensions, facts."""
+        return self.dimensions + self.time_dimensions + self.facts
+
+    def time_dimension(self) -> Column | None:
+        """The default time dimension, else the first declared one, else ``None``."""
+        for col in self.time_dimensions:
+            if col.name == self.default_time_dimension:
+                return col
+        return self.time_dimensions[0] if self.time_dimensions else None
+
+
+class Metric(Strict):
+    """``metrics/*.yaml``: an aggregate ``expression`` over ``model``'s table."""
+
+    name: str = Field(pattern=_NAME_RE)
+    label: str | None = None
+    description: str = ""
+    synonyms: tuple[str, ...] = ()
+    model: str
+    expression: str
+    filters: tuple[str, ...] = ()
+
+
+class Exemplar(Strict):
+    """``exemplars/*.yaml``: an uncertified question → SQL example."""
+
+    name: str = Field(pattern=_NAME_RE)
+    question: str
+    sql: str
+    description: str = ""
+
+
+class Provenance(Strict):
+    """Who certified an answer, when, from what: an active one needs a person, a past date."""
+
+    certified_by: str
+    certified_at: str
+    source: str = "manual"
+
+
+class Answer(Strict):
+    """``answers/*.yaml``: a certified answer; ``sql`` is the oracle.
+
+    ``expect_empty: true`` says an empty result *is* the answer: only then does an
+    oracle with no rows compare plainly against an empty generated result;
+    otherwise the suite reports it as a *vacuous oracle* (DESIGN §4 step 3).
+    """
+
+    id: str = Field(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+    question: str
+    sql: str
+    status: Literal["active", "retired", "draft"] = "active"
+    provenance: Provenance
+    description: str = ""
+    expect_empty: bool = False
+
+    @field_validator("question")
+    @classmethod
+    def _question_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("question is empty")
+        return value
+
+
+class Case(Strict):
+    """One behavioural case from ``evals/cases.yaml``."""
+
+    question: str
+    expect: Literal["clarify", "refuse", "answer"]
+    term: str | None = None
+
+
+class CasesFile(Strict):
+    """``evals/cases.yaml``."""
+
+    cases: tuple[Case, ...] = ()
