@@ -16,8 +16,10 @@ from pathlib import Path
 
 import duckdb
 import pytest
+import sqlalchemy as sa
 
 from reconciler.lens import load_lens
+from tests import pg
 from tests.benchmarks import accuracy, defog
 from tests.benchmarks.scores import IDK_FILE, render
 from tests.figures import record
@@ -79,6 +81,29 @@ def test_defog_with_auto_generated_lenses_scores_every_question(
     assert report.totals()["idk"]["wrong"] == 0
     broker = next(s for s in report.scores if s.name == "broker")
     assert broker.load["statements"] > 0 and broker.load["rows_dropped"] > 0
+
+
+def test_defog_on_postgresql_scores_as_on_duckdb_and_drops_its_database(
+    corpus: Path, tmp_path: Path
+) -> None:
+    admin = pg.admin_or_skip()
+    picked = ("advising", "ewallet")
+    before = _databases(admin)
+    on_duckdb = defog.run_defog(corpus, tmp_path, lenses=LENSES, databases=picked)
+    on_postgres = defog.run_defog(
+        corpus, tmp_path, lenses=LENSES, databases=picked, warehouse=pg.admin_url()
+    )
+    assert not on_postgres.skipped, on_postgres.skipped
+    assert on_postgres.by_corpus() == on_duckdb.by_corpus()
+    assert all(s.load == {"failed": 0} for s in on_postgres.scores)
+    left = _databases(admin) - before
+    admin.dispose()
+    assert not left, left
+
+
+def _databases(admin: sa.Engine) -> set[str]:
+    with admin.connect() as conn:
+        return {r[0] for r in conn.exec_driver_sql("SELECT datname FROM pg_database")}
 
 
 def test_hand_written_lenses_name_real_tables_and_unique_keys(corpus: Path, tmp_path: Path) -> None:
