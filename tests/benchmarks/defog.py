@@ -238,12 +238,21 @@ def question_sets(corpus: Path, names: Sequence[str], report: Report) -> dict[st
 
 
 def _lens_for(
-    db: str, folder: Path, creates: list[exp.Create], lenses: Path | None, score: Score
+    db: str, folder: Path, creates: list[exp.Create] | None, lenses: Path | None, score: Score
 ) -> Lens:
+    """The hand-written lens when ``lenses`` holds one, else one from ``creates`` (parsed
+    from the script when not given)."""
     hand = lenses / db if lenses is not None else None
     if hand is not None and (hand / "lens.yaml").is_file():
         score.lens = "hand-written"
-        return load_lens(db, read_lens_dir(hand), root=f"{lenses.name}/{db}")
+        return load_lens(db, read_lens_dir(hand), root=f"{hand.parent.name}/{db}")
+    if creates is None:
+        script = (folder / f"{db}.sql").read_text("utf-8")
+        creates = [
+            c
+            for c in sqlglot.parse(script, read="postgres")
+            if isinstance(c, exp.Create) and c.kind == "TABLE"
+        ]
     glossary_path = folder / f"{db}.json"
     glossary = json.loads(glossary_path.read_text("utf-8")) if glossary_path.is_file() else {}
     return load_lens(db, lens_files(db, creates, glossary))
@@ -321,17 +330,13 @@ def _run_one(
     warehouse: str | None,
     score: Score,
 ) -> None:
-    creates = [
-        c
-        for c in sqlglot.parse(sql_text, read="postgres")
-        if isinstance(c, exp.Create) and c.kind == "TABLE"
-    ]
-    lens = _lens_for(db, folder, creates, lenses, score)
     if warehouse is not None:
+        lens = _lens_for(db, folder, None, lenses, score)
         with postgres_database(warehouse, db, sql_text) as (url, failed):
             score.load = {"failed": failed}
             _score_database(lens, url, rows, db, score)
         return
     target = work / f"{db}.duckdb"
-    _, score.load = load_duckdb(sql_text, target)
+    creates, score.load = load_duckdb(sql_text, target)
+    lens = _lens_for(db, folder, creates, lenses, score)
     _score_database(lens, f"duckdb:///{target}", rows, db, score)
