@@ -20,7 +20,7 @@ import sqlalchemy as sa
 
 from reconciler.lens import load_lens
 from tests import pg
-from tests.benchmarks import accuracy, defog
+from tests.benchmarks import accuracy, defog, scores
 from tests.benchmarks.scores import IDK_FILE, Report, render
 from tests.figures import record
 from tests.helpers import CORPORA, PROJECT
@@ -191,3 +191,14 @@ def test_gold_variants_expand_alternatives_and_column_sets() -> None:
         "SELECT a, b FROM t GROUP BY a, b",
         "SELECT c FROM t",
     ]
+
+
+def test_decline_reasons_count_each_unknown_word_and_elide_names() -> None:
+    assert scores.reasons("unrecognised words: 'posted', 'ordered', 'posted'") == [
+        "unknown word 'posted'",
+        "unknown word 'ordered'",
+    ]
+    assert scores.reasons("'rating' is a fact of model 'reviews': say how") == [
+        "'…' is a fact of model '…': say how"
+    ]
+    assert scores.reasons("") == ["no reason given"]

@@ -93,7 +93,10 @@ def run_cortex(corpus: Path, work: Path) -> Report:
         score.files[QUESTION_FILE] = Counter()
         for r in obj["self_test"]:
             outcome = r["outcome"] if r["outcome"] in OUTCOMES else "error"
-            score.count(QUESTION_FILE, outcome, f"{r.get('answer')}: {r.get('detail', '')}")
+            detail = str(r.get("detail") or "")
+            if outcome != "declined":
+                detail = f"{r.get('answer')}: {detail}"
+            score.count(QUESTION_FILE, outcome, detail.split("generator declined: ")[-1])
         report.scores.append(score)
     return report
 

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 OUTCOMES = ("correct", "wrong", "declined", "error")
 IDK_FILE = "idk.csv"
+TOP_REASONS = 12
+_UNKNOWN = "unrecognised words: "
+_QUOTED = re.compile(r"'[^']*'")
 
 
 @dataclass
@@ -22,6 +26,7 @@ class Score:
             is ``wrong`` (every question there is unanswerable).
         load: ``{"statements": n, "failed": n, "rows_dropped": n}`` when data was loaded.
         wrong_examples: one line per wrong answer: question, served SQL, why.
+        declines: why answerable questions were declined, by reason (see :func:`reasons`).
     """
 
     corpus: str
@@ -30,12 +35,15 @@ class Score:
     files: dict[str, Counter[str]] = field(default_factory=dict)
     load: dict[str, int] = field(default_factory=dict)
     wrong_examples: list[str] = field(default_factory=list)
+    declines: Counter[str] = field(default_factory=Counter)
 
     def count(self, question_file: str, outcome: str, detail: str = "") -> None:
         """Count one scored question of ``question_file``."""
         self.files.setdefault(question_file, Counter())[outcome] += 1
         if outcome == "wrong":
             self.wrong_examples.append(f"[{self.name} {question_file}] {detail}")
+        elif outcome == "declined" and question_file != IDK_FILE:
+            self.declines.update(reasons(detail))
 
     def answerable(self) -> Counter[str]:
         """Outcomes summed over every question file except ``idk.csv``."""
@@ -58,7 +66,18 @@ class Score:
             "load": self.load,
             "files": {f: {k: c[k] for k in OUTCOMES} for f, c in sorted(self.files.items())},
             "wrong_examples": self.wrong_examples,
+            "declines": dict(self.declines.most_common()),
         }
+
+
+def reasons(message: str) -> list[str]:
+    """A decline message as countable reasons: each unknown word apart, other messages
+    with their quoted names elided (``'x' is a fact of model 'y' …`` → ``'…' is a fact …``).
+    """
+    first = message.strip().splitlines()[0] if message.strip() else "no reason given"
+    if first.startswith(_UNKNOWN):
+        return [f"unknown word {w}" for w in dict.fromkeys(_QUOTED.findall(first))]
+    return [_QUOTED.sub("'…'", first)[:90]]
 
 
 @dataclass
@@ -86,6 +105,13 @@ class Report:
             i.update(s.idk())
         return {"questions": q, "idk": i}
 
+    def declines(self) -> Counter[str]:
+        """Decline reasons summed over every score."""
+        total: Counter[str] = Counter()
+        for s in self.scores:
+            total.update(s.declines)
+        return total
+
     def record(self, elapsed_s: float) -> dict[str, Any]:
         """The ``--format json`` object."""
         t = self.totals()
@@ -96,6 +122,7 @@ class Report:
                 for c, files in self.by_corpus().items()
             },
             "overall": {k: {o: v[o] for o in OUTCOMES} for k, v in t.items()},
+            "declines": dict(self.declines().most_common()),
             "skipped": self.skipped,
             "elapsed_s": round(elapsed_s, 1),
         }
@@ -135,6 +162,9 @@ def render(report: Report, elapsed_s: float) -> list[str]:
         if s.load.get("failed") or s.load.get("rows_dropped")
     ]
     lines += [f"skipped: {m}" for m in report.skipped]
+    top = report.declines().most_common(TOP_REASONS)
+    if top:
+        lines.append("most frequent decline reasons: " + "; ".join(f"{r} ({n})" for r, n in top))
     return lines
 
 
