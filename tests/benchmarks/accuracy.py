@@ -3,7 +3,8 @@
     python3 -m tests.benchmarks.accuracy [--corpora DIR] [--lenses DIR]
         [--warehouse postgresql://…] [--format text|json]
 
-``--corpora`` is a folder shaped like the shared corpora: ``defog/`` (``data/<db>/``
+``--corpora`` (default ``$DST_CORPORA``, else ``../shared/corpora`` beside the
+checkout) is a folder shaped like the shared corpora: ``defog/`` (``data/<db>/``
 with ``<db>.sql`` and ``<db>.json``, ``sql-eval/*.csv``) and ``cortex-analyst/<model>/``
 (semantic model YAML files and one CSV data folder); either part may be absent, and
 any missing piece is reported and skipped.
@@ -38,8 +39,7 @@ from pathlib import Path
 from tests.benchmarks.cortex import run_cortex
 from tests.benchmarks.defog import QUESTION_FILES, run_defog
 from tests.benchmarks.scores import Report, render
-
-DEFAULT_CORPORA = Path(__file__).resolve().parents[3] / "shared" / "corpora"
+from tests.helpers import CORPORA as DEFAULT_CORPORA
 
 
 def run(
