@@ -1,7 +1,7 @@
 """Accuracy benchmark on real questions: the defog databases and the Cortex Analyst models.
 
     python3 -m tests.benchmarks.accuracy [--corpora DIR] [--lenses DIR]
-        [--warehouse postgresql://…] [--format text|json]
+        [--warehouse postgresql://…] [--format text|json] [--details]
 
 ``--corpora`` (default ``$DST_CORPORA``, else ``../shared/corpora`` beside the
 checkout) is a folder shaped like the shared corpora: ``defog/`` (``data/<db>/``
@@ -75,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lenses", type=Path, default=None, help="folder of lenses, one per db")
     parser.add_argument("--warehouse", default=None, help="PostgreSQL superuser URL to load into")
     parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--details", action="store_true", help="json: every question's outcome")
     args = parser.parse_args(argv)
     if not (args.corpora / "defog").is_dir() and not (args.corpora / "cortex-analyst").is_dir():
         print(f"no defog/ or cortex-analyst/ folder under {args.corpora}", file=sys.stderr)
@@ -87,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         report = run(args.corpora, Path(tmp), lenses=args.lenses, warehouse=args.warehouse)
     elapsed = time.perf_counter() - started
     if args.format == "json":
-        print(json.dumps(report.record(elapsed), indent=2))
+        print(json.dumps(report.record(elapsed, details=args.details), indent=2))
     else:
         print("\n".join(render(report, elapsed)))
         for s in report.scores:

@@ -96,7 +96,8 @@ def run_cortex(corpus: Path, work: Path) -> Report:
             detail = str(r.get("detail") or "")
             if outcome != "declined":
                 detail = f"{r.get('answer')}: {detail}"
-            score.count(QUESTION_FILE, outcome, detail.split("generator declined: ")[-1])
+            reason = detail.split("generator declined: ")[-1]
+            score.count(QUESTION_FILE, outcome, reason, str(r.get("question") or r.get("answer")))
         report.scores.append(score)
     return report
 

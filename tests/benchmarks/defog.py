@@ -285,7 +285,7 @@ def _score_database(
             for row in (r for r in questions if r["db_name"] == db):
                 gold = None if name == IDK_FILE else row.get("query", "")
                 outcome, detail = score_question(lens, warehouse, values, row["question"], gold)
-                score.count(name, outcome, detail)
+                score.count(name, outcome, detail, row["question"])
     finally:
         warehouse.close()
 

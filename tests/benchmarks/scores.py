@@ -27,6 +27,7 @@ class Score:
         load: ``{"statements": n, "failed": n, "rows_dropped": n}`` when data was loaded.
         wrong_examples: one line per wrong answer: question, served SQL, why.
         declines: why answerable questions were declined, by reason (see :func:`reasons`).
+        outcomes: one ``{"file", "question", "outcome", "detail"}`` per scored question.
     """
 
     corpus: str
@@ -36,10 +37,14 @@ class Score:
     load: dict[str, int] = field(default_factory=dict)
     wrong_examples: list[str] = field(default_factory=list)
     declines: Counter[str] = field(default_factory=Counter)
+    outcomes: list[dict[str, str]] = field(default_factory=list)
 
-    def count(self, question_file: str, outcome: str, detail: str = "") -> None:
+    def count(self, question_file: str, outcome: str, detail: str = "", question: str = "") -> None:
         """Count one scored question of ``question_file``."""
         self.files.setdefault(question_file, Counter())[outcome] += 1
+        self.outcomes.append(
+            {"file": question_file, "question": question, "outcome": outcome, "detail": detail}
+        )
         if outcome == "wrong":
             self.wrong_examples.append(f"[{self.name} {question_file}] {detail}")
         elif outcome == "declined" and question_file != IDK_FILE:
@@ -57,9 +62,9 @@ class Score:
         """Outcomes on ``idk.csv``."""
         return self.files.get(IDK_FILE, Counter())
 
-    def record(self) -> dict[str, Any]:
-        """JSON-ready figures."""
-        return {
+    def record(self, *, details: bool = False) -> dict[str, Any]:
+        """JSON-ready figures; ``details`` adds every question's outcome."""
+        out = {
             "corpus": self.corpus,
             "database": self.name,
             "lens": self.lens,
@@ -68,6 +73,9 @@ class Score:
             "wrong_examples": self.wrong_examples,
             "declines": dict(self.declines.most_common()),
         }
+        if details:
+            out["questions"] = self.outcomes
+        return out
 
 
 def reasons(message: str) -> list[str]:
@@ -112,11 +120,11 @@ class Report:
             total.update(s.declines)
         return total
 
-    def record(self, elapsed_s: float) -> dict[str, Any]:
-        """The ``--format json`` object."""
+    def record(self, elapsed_s: float, *, details: bool = False) -> dict[str, Any]:
+        """The ``--format json`` object (``details``: with every question's outcome)."""
         t = self.totals()
         return {
-            "databases": [s.record() for s in self.scores],
+            "databases": [s.record(details=details) for s in self.scores],
             "corpora": {
                 c: {f: {k: n[k] for k in OUTCOMES} for f, n in sorted(files.items())}
                 for c, files in self.by_corpus().items()
