@@ -162,7 +162,8 @@ def test_the_benchmark_runs_on_any_corpus_folder_and_reports_missing_pieces(
     corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     corpora = _copy_corpus(tmp_path / "corpora")
-    code = accuracy.main(["--corpora", str(corpora), "--lenses", str(LENSES), "--format", "json", "--details"])
+    argv = ["--corpora", str(corpora), "--lenses", str(LENSES), "--format", "json", "--details"]
+    code = accuracy.main(argv)
     out = json.loads(capsys.readouterr().out)
     assert code == 0, out
     names = {(d["corpus"], d["database"], d["lens"]) for d in out["databases"]}
@@ -180,10 +181,10 @@ def test_the_benchmark_runs_on_any_corpus_folder_and_reports_missing_pieces(
     defog_files = out["corpora"]["defog"]
     assert sum(defog_files["questions_gen_postgres.csv"].values()) == 30 + 5
     assert defog_files[IDK_FILE]["wrong"] == 0
-    for record in out["databases"]:
-        counted = sum(sum(c.values()) for c in record["files"].values())
-        assert len(record["questions"]) == counted > 0
-        assert all(q["question"] and q["outcome"] in scores.OUTCOMES for q in record["questions"])
+    for db in out["databases"]:
+        counted = sum(sum(c.values()) for c in db["files"].values())
+        assert len(db["questions"]) == counted > 0
+        assert all(q["question"] and q["outcome"] in scores.OUTCOMES for q in db["questions"])
     assert accuracy.main(["--corpora", str(tmp_path / "nothing")]) == 2
 
 
