@@ -41,6 +41,11 @@ answer is worse than no answer. A question is read as
   team`` then means all of those people; ``with ties`` / ``including ties`` keeps
   every row tied within the first n.
 
+Every join the query uses must pass the join-grain gate (DESIGN §1): the "one"
+side of each many-to-one join unique on its key in the warehouse, as the
+:class:`~reconciler.assembly.grain.WarehouseFacts` passed in with the values say;
+with no such facts (a plain mapping: no warehouse) a join is unknown, and declined.
+
 Every word must be accounted for: a lens phrase, a grammar word, a stopword or the
 name of a model the query uses. Anything left over — ``since``, ``not``, ``weather``
 — declines, and so does a question holding one of the lens's ``exclusions`` or
@@ -58,6 +63,7 @@ from datetime import date
 
 from sqlglot.errors import SqlglotError
 
+from reconciler.assembly.grain import join_doubt
 from reconciler.assembly.joins import join_paths
 from reconciler.assembly.lexicon import Target, model_nouns, person_dimensions
 from reconciler.assembly.request import GenerationRequest
@@ -133,7 +139,9 @@ def parse(
     Args:
         lens: the lens whose phrases, models and joins are used.
         question: the question as asked.
-        values: ``{(model, dimension): distinct values}`` read from the warehouse.
+        values: ``{(model, dimension): distinct values}`` read from the warehouse;
+            a :class:`~reconciler.assembly.grain.WarehouseFacts` also carries the
+            join-key facts every join the plan uses must pass.
         allowed_metrics: when given, the metrics assembly selected; a different
             reading declines rather than silently using an unrecorded asset.
 
@@ -145,7 +153,8 @@ def parse(
 
     Raises:
         Declined: the question is outside the grammar, names no measure, names
-            something ambiguous or unknown, or needs a join the lens does not declare.
+            something ambiguous or unknown, needs a join the lens does not declare,
+            or joins through a "one" side not known to be unique on its key.
     """
     found = retrieve(lens, question, values)
     _check_terms(lens, found.tokens)
@@ -170,7 +179,11 @@ def parse(
     for part in plans:
         involved.update(part.models())
         for target in part.models():
-            involved.update(j.to for _, j in one_path(lens, part.base, target))
+            for here, join in one_path(lens, part.base, target):
+                involved.add(join.to)
+                doubt = join_doubt(values, here, join)
+                if doubt is not None:
+                    raise Declined(doubt)
     stray = ", ".join(sorted(reading.model_nouns - involved))
     if stray:
         raise Declined(f"the question names model(s) {stray} that the query would not use")
