@@ -73,7 +73,7 @@ from reconciler.generators.compiler import Declined, Measure, Plan, one_path, re
 from reconciler.generators.generation import DimensionValues, Generation
 from reconciler.generators.grammar import Reading, phrase_of, plural, read_grammar
 from reconciler.generators.measures import check_extras, select_measures
-from reconciler.generators.periods import shift
+from reconciler.generators.periods import shift, spell_to_date
 from reconciler.lens import Lens
 
 __all__ = ["TIER", "Declined", "Measure", "Plan", "compile_request", "parse", "render"]
@@ -156,7 +156,7 @@ def parse(
             something ambiguous or unknown, needs a join the lens does not declare,
             or joins through a "one" side not known to be unique on its key.
     """
-    found = retrieve(lens, question, values)
+    found = retrieve(lens, spell_to_date(question), values)
     _check_terms(lens, found.tokens)
     reading = read_grammar(lens, found)
     measures = select_measures(lens, found, reading, allowed_metrics)

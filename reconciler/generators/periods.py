@@ -18,8 +18,11 @@ they decline. With ``as_of`` = D:
 * ``this`` / ``current`` ``month|quarter|year``: the whole calendar unit holding D
   (what ``DATE_TRUNC(unit, CURRENT_DATE)`` up to one unit later selects, evaluated
   at ``as_of``);
-* ``month|quarter|year to date`` (``mtd``, ``qtd``, ``ytd``): from the start of the
-  unit holding D through D itself.
+* ``month|quarter|year to date`` (``mtd``, ``qtd``, ``ytd``, ``so far this year``,
+  ``this year so far``): from the start of the unit holding D through D itself.
+  Every spelling is read as its abbreviation before anything else
+  (:func:`spell_to_date`), so a lens phrase that happens to hold one of its words
+  (a time dimension called ``date``) cannot take part of it.
 
 Weeks (Sunday or Monday start?), rolling windows (``past 30 days``, ``last 3
 months``) and ``since …`` are not read: the question keeps an unknown word and
@@ -28,6 +31,7 @@ declines.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import date, timedelta
 
@@ -44,6 +48,14 @@ _ORDINAL_QUARTERS = {
 _PREVIOUS = frozenset({"last", "previous", "prior"})
 _CURRENT = frozenset({"this", "current"})
 _TO_DATE = {"ytd": "year", "qtd": "quarter", "mtd": "month"}
+_ABBREVIATION = {unit: short for short, unit in _TO_DATE.items()}
+# "year to date", "year-to-date", "so far this year", "this year so far" (any case).
+_SPELLED_TO_DATE = re.compile(
+    r"\b(?:(?P<a>year|quarter|month)[\s-]+to[\s-]+date"
+    r"|so\s+far\s+this\s+(?P<b>year|quarter|month)"
+    r"|this\s+(?P<c>year|quarter|month)\s+so\s+far)\b",
+    re.IGNORECASE,
+)
 # "(over|throughout) (the) entire|whole|full|complete (available) <span>"; "all (available) time".
 _WHOLE = frozenset({"entire", "whole", "full", "complete"})
 _SPANS = frozenset(["time period", "time range", "date range", "time frame", "period", "history"])
@@ -69,6 +81,20 @@ class Period:
     def span(self) -> tuple[date, date]:
         """``(start, stop)``."""
         return self.start, self.stop
+
+
+def spell_to_date(question: str) -> str:
+    """``question`` with every spelled-out to-date period replaced by its abbreviation
+    (``year to date``, ``so far this year``, ``this year so far`` → ``ytd``; the same
+    for quarter and month), so that all spellings mean one filter. Anything else is
+    kept as written: ``so far`` alone, or ``to date`` without a unit, stays unread
+    and the question declines."""
+
+    def short(match: re.Match[str]) -> str:
+        unit = next(g for g in match.group("a", "b", "c") if g)
+        return _ABBREVIATION[unit.lower()]
+
+    return _SPELLED_TO_DATE.sub(short, question)
 
 
 def unit_start(day: date, unit: str) -> date:
