@@ -22,9 +22,10 @@ lens's dialect, following the conventions of the question grammar:
   ``<measure>_change`` = the measure minus the previous bucket's (``_pct_change``:
   100 × that over the previous value), NULL when the previous bucket has no rows;
   the filter reaches one bucket before the period so its first bucket has a change;
-* ORDER BY: time series by bucket; rankings by the measure then LIMIT n (``with
-  ties``: every row whose RANK() is within n, so the result may hold more than n
-  rows); plain breakdowns by the measure descending; the keys always break ties.
+* ORDER BY: an ordering phrase's column first ("sorted by region"); else time
+  series by bucket; rankings by the measure then LIMIT n (``with ties``: every row
+  whose RANK() is within n, so the result may hold more than n rows); plain
+  breakdowns by the measure descending; the keys always break ties.
 """
 
 from __future__ import annotations
@@ -136,6 +137,8 @@ class Plan:
             earlier than the question's period, so its first bucket has a change.
         joined: plans of measures on other models, with the same keys, filters and
             period; each is aggregated apart and the results joined on the keys.
+        order: ``(output column, descending)`` an ordering phrase asked for
+            ("sorted by region"), first in the ORDER BY; the other keys break ties.
     """
 
     measure: Measure
@@ -152,6 +155,7 @@ class Plan:
     ties: bool = False
     change: tuple[str, str, date | None] | None = None
     joined: tuple[Plan, ...] = ()
+    order: tuple[str, bool] | None = None
 
     @property
     def base(self) -> str:
@@ -317,7 +321,12 @@ class _Renderer:
         if plan.change:
             return self._with_change(query, [a for _, a in keys])
         order: list[exp.Ordered] = []
-        if plan.rank:
+        if plan.order:
+            alias, descending = plan.order
+            chosen = next(s.this for s in query.selects if s.alias_or_name == alias)
+            order.append(exp.Ordered(this=chosen.copy(), desc=descending))
+            keys = [(e, a) for e, a in keys if a != alias]
+        elif plan.rank:
             order.append(exp.Ordered(this=measure.copy(), desc=plan.rank[0]))
         elif plan.grain is None and keys:
             order.append(exp.Ordered(this=measure.copy(), desc=True))

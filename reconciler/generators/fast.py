@@ -34,6 +34,8 @@ answer is worse than no answer. A question is read as
 * optional boolean flags: a boolean dimension ``is_<word>`` whose ``<word>``
   stands right before a noun naming its model (``won opportunities`` →
   ``iswon = TRUE``); the word anywhere else (``closed revenue``) declines;
+* an optional closing ordering phrase (:mod:`reconciler.generators.ordering`):
+  ``ordered by …``, ``sorted by … descending``, ``in ascending order``;
 * an optional ranking: ``top 5 …``, ``which 3 … lowest …``, ``bottom 2 …``, and
   ``Who has the highest …?``: an opening "who" ranks the one *person* dimension
   (a name or synonym ending in ``rep``, ``owner``, ``employee`` …; see
@@ -73,6 +75,7 @@ from reconciler.generators.compiler import Declined, Measure, Plan, one_path, re
 from reconciler.generators.generation import DimensionValues, Generation
 from reconciler.generators.grammar import Reading, phrase_of, plural, read_grammar
 from reconciler.generators.measures import check_extras, select_measures
+from reconciler.generators.ordering import order_plan, split_ordering
 from reconciler.generators.periods import shift, spell_to_date
 from reconciler.lens import Lens
 
@@ -156,6 +159,7 @@ def parse(
             something ambiguous or unknown, needs a join the lens does not declare,
             or joins through a "one" side not known to be unique on its key.
     """
+    question, ordering = split_ordering(question)
     found = retrieve(lens, spell_to_date(question), values)
     _check_terms(lens, found.tokens)
     reading = read_grammar(lens, found)
@@ -187,7 +191,8 @@ def parse(
     stray = ", ".join(sorted(reading.model_nouns - involved))
     if stray:
         raise Declined(f"the question names model(s) {stray} that the query would not use")
-    return dataclasses.replace(plan, joined=tuple(plans[1:])) if len(plans) > 1 else plan
+    plan = dataclasses.replace(plan, joined=tuple(plans[1:])) if len(plans) > 1 else plan
+    return plan if ordering is None else order_plan(lens, plan, ordering, values)
 
 
 def _shape(plan: Plan) -> tuple[object, ...]:
