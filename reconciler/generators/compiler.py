@@ -339,9 +339,16 @@ class _Renderer:
         return query.sql(dialect=self.dialect, pretty=True, copy=False)
 
     def _within(self, span: tuple[date, date]) -> list[exp.Expr]:
+        """``time >= start AND time < stop``; an open end (``date.min`` / ``date.max``,
+        "since 2023", "before 2024") adds no condition."""
         assert self.plan.time is not None
         start, stop = (exp.cast(exp.Literal.string(d.isoformat()), "date") for d in span)
-        return [self.column(*self.plan.time) >= start, self.column(*self.plan.time) < stop]
+        out: list[exp.Expr] = []
+        if span[0] != date.min:
+            out.append(self.column(*self.plan.time) >= start)
+        if span[1] != date.max:
+            out.append(self.column(*self.plan.time) < stop)
+        return out
 
     def _measure(self, measure: Measure, own_filters: list[str]) -> exp.Expr:
         """The measure's aggregate, its ``own_filters`` moved inside each aggregate."""

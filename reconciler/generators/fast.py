@@ -79,7 +79,7 @@ from reconciler.generators.grammar import Reading, phrase_of, plural, read_gramm
 from reconciler.generators.listing import ranked_rows
 from reconciler.generators.measures import check_extras, select_measures
 from reconciler.generators.ordering import order_plan, split_ordering
-from reconciler.generators.periods import shift, spell_to_date
+from reconciler.generators.periods import RANGE, shift, spell_to_date
 from reconciler.lens import Lens
 
 __all__ = ["TIER", "Declined", "Measure", "Plan", "compile_request", "parse", "render"]
@@ -342,6 +342,8 @@ def _when(
     grain, period, compared = _periods(
         reading, change[0] if change else next(iter(reading.grains), None)
     )
+    if change and period and period[0] == date.min:
+        raise Declined("a change between periods needs a first period, not 'before …'")
     if change and (compared or reading.share or measures > 1 or reading.directions):
         raise Declined(
             "a change between periods is read alone (not with a comparison, share, "
@@ -410,6 +412,8 @@ def _periods(
         if len(periods) < 2:
             raise Declined("a comparison needs two periods to compare (e.g. '2024 vs 2023')")
         units = sorted({p.unit for p in periods})
+        if RANGE in units:
+            raise Declined("a comparison of periods with a bound (since, before …) is not read")
         if len(units) > 1:
             raise Declined(f"the compared periods are of different units ({', '.join(units)})")
         if grain and _GRAIN_ORDER.index(grain) > _GRAIN_ORDER.index(units[0]):
@@ -418,6 +422,8 @@ def _periods(
     if len(periods) > 1:
         raise Declined("the question names more than one period")
     period = periods[0] if periods else None
+    if period and period.unit == RANGE:
+        return grain, period.span, ()  # any grain may break a bounded span down
     if grain and period and _GRAIN_ORDER.index(grain) >= _GRAIN_ORDER.index(period.unit):
         raise Declined(f"a {grain} breakdown within one {period.unit} is not a question I can read")
     return grain, period.span if period else None, ()

@@ -24,9 +24,21 @@ they decline. With ``as_of`` = D:
   (:func:`spell_to_date`), so a lens phrase that happens to hold one of its words
   (a time dimension called ``date``) cannot take part of it.
 
+Bounds around a period P (absolute or relative), with unit ``range`` (any grain
+may break one down; it is never one of compared periods):
+
+* ``since P``: from P's first day on; ``after P``: from the day after P ends
+  (``after 2023`` = from 2024-01-01); ``before P``: up to P's first day;
+* ``between P1 and P2``: from P1's first day through P2's last
+  (``between March and May 2024``: a bare month takes P2's year); P1 after P2
+  declines.
+
+An open end is :data:`OPEN_START` / :data:`OPEN_STOP` (``date.min`` / ``date.max``),
+which the compiler leaves out of the WHERE.
+
 Weeks (Sunday or Monday start?), rolling windows (``past 30 days``, ``last 3
-months``) and ``since …`` are not read: the question keeps an unknown word and
-declines.
+months``) and a bound around anything but a period are not read: the question
+keeps an unknown word and declines.
 """
 
 from __future__ import annotations
@@ -39,6 +51,9 @@ from reconciler.assembly.text import MONTHS, QUARTER_RE, YEAR_RE
 from reconciler.generators.compiler import Declined
 
 UNITS = ("month", "quarter", "year")
+RANGE = "range"  # the unit of a bounded span ("since 2023", "between March and May 2024")
+OPEN_START = date.min
+OPEN_STOP = date.max
 
 _ORDINAL_QUARTERS = {
     w: i
@@ -139,8 +154,13 @@ def period_at(
         Declined: a relative period when the lens pins no ``as_of``.
     """
     words = _FreeTokens(toks, free)
+    return _bounded_at(words, i, as_of) or _single_at(words, i, as_of)
+
+
+def _single_at(words: _FreeTokens, i: int, as_of: str | None) -> tuple[int, Period] | None:
+    """One period (no bound) starting at ``i``."""
     k = i + 1 if words[i] == "the" else i
-    if words[k] == "last" and k > 0 and toks[k - 1] == "the":
+    if words[k] == "last" and k > 0 and words.toks[k - 1] == "the":
         return None  # "in the last year": the previous calendar year, or the past 12 months?
     return (
         _relative_at(words, i, k, as_of)
@@ -148,6 +168,44 @@ def period_at(
         or _month_at(words, i)
         or _year_at(words, i)
     )
+
+
+def _bounded_at(words: _FreeTokens, i: int, as_of: str | None) -> tuple[int, Period] | None:
+    """``since P``, ``after P``, ``before P``, ``between P1 and P2`` at ``i``."""
+    word = words[i]
+    if word in ("since", "after", "before"):
+        inner = _single_at(words, i + 1, as_of)
+        if inner is None:
+            return None
+        end, p = inner
+        start, stop = {
+            "since": (p.start, OPEN_STOP),
+            "after": (p.stop, OPEN_STOP),
+            "before": (OPEN_START, p.start),
+        }[word]
+        return end, Period(start, stop, RANGE, f"{word} {p.phrase}")
+    if word != "between":
+        return None
+    first = _single_at(words, i + 1, as_of)
+    bare_month = first is None and words[i + 1] in MONTHS
+    j = i + 2 if bare_month else (first[0] if first else -1)
+    if j < 0 or words[j] != "and":
+        return None
+    second = _single_at(words, j + 1, as_of)
+    if second is None:
+        return None
+    end, last = second
+    if bare_month:
+        if last.unit != "month":
+            return None
+        first = (j, Period(date(last.start.year, MONTHS[words[i + 1]], 1), last.start, "month"))
+    assert first is not None
+    if first[1].start >= last.stop:
+        raise Declined(
+            f"between {first[1].phrase or words[i + 1]} and {last.phrase}: "
+            "the first period starts after the second ends"
+        )
+    return end, Period(first[1].start, last.stop, RANGE, f"between … and {last.phrase}")
 
 
 class _FreeTokens:
