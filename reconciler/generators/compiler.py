@@ -9,7 +9,8 @@ lens's dialect, following the conventions of the question grammar:
   (aliased by the metric's name, or ``<avg|sum|min|max>_<fact>`` for a fact);
 * FROM the measure's model, INNER JOIN along the declared joins outward;
 * WHERE: the metric's filters, the period as a half-open range on the time
-  dimension, dimension-value equalities, boolean flags ``= TRUE``;
+  dimension, dimension-value equalities, boolean flags ``= TRUE``, comparisons on
+  facts (``amount > 100``);
 * several measures side by side: the filters they share go to WHERE, each one's
   own filters into its aggregates (``SUM(CASE WHEN <filter> THEN amount END)``), so
   every column is what the metric alone would give for that group;
@@ -61,6 +62,14 @@ FACT_FUNCTIONS: Mapping[str, type[exp.Func]] = {
     "sum": exp.Sum,
     "min": exp.Min,
     "max": exp.Max,
+}
+
+
+_COMPARISONS: Mapping[str, type[exp.Binary]] = {
+    ">": exp.GT,
+    ">=": exp.GTE,
+    "<": exp.LT,
+    "<=": exp.LTE,
 }
 
 
@@ -137,6 +146,8 @@ class Plan:
             earlier than the question's period, so its first bucket has a change.
         joined: plans of measures on other models, with the same keys, filters and
             period; each is aggregated apart and the results joined on the keys.
+        bounds: ``(model, fact, operator, whole number)`` comparison filters
+            ("with amount more than 100").
         order: ``(output column, descending)`` an ordering phrase asked for
             ("sorted by region"), first in the ORDER BY; the other keys break ties.
     """
@@ -156,6 +167,7 @@ class Plan:
     change: tuple[str, str, date | None] | None = None
     joined: tuple[Plan, ...] = ()
     order: tuple[str, bool] | None = None
+    bounds: tuple[tuple[str, str, str, str], ...] = ()
 
     @property
     def base(self) -> str:
@@ -169,6 +181,7 @@ class Plan:
             *(m for m, _ in self.breakdowns),
             *(m for m, _, _ in self.filters),
             *(m for m, _ in self.flags),
+            *(m for m, _, _, _ in self.bounds),
             *((self.time[0],) if self.time else ()),
             *self.measure.models,
             *(m for extra in self.extra for m in extra.models),
@@ -307,6 +320,11 @@ class _Renderer:
             conditions.append(self.column(model, dim).eq(self._literal(model, dim, value)))
         for model, dim in plan.flags:
             conditions.append(self.column(model, dim).eq(exp.true()))
+        for model, fact, op, number in plan.bounds:
+            compare = _COMPARISONS[op]
+            conditions.append(
+                compare(this=self.column(model, fact), expression=exp.Literal.number(number))
+            )
         if conditions:
             query = query.where(exp.and_(*conditions), copy=False)
         if keys:

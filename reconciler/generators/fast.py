@@ -31,6 +31,8 @@ answer is worse than no answer. A question is read as
   exactly one breakdown or grain;
 * optional equality filters on dimension values the warehouse holds (``values``) or
   the lens lists in ``sample_values`` (``for Electronics``, ``in the West region``);
+* optional comparisons on facts (:mod:`reconciler.generators.bounds`): ``with
+  amount more than 100``, ``quantity between 2 and 5``;
 * optional boolean flags: a boolean dimension ``is_<word>`` whose ``<word>``
   stands right before a noun naming its model (``won opportunities`` →
   ``iswon = TRUE``); the word anywhere else (``closed revenue``) declines;
@@ -73,6 +75,7 @@ from reconciler.assembly.lexicon import Target, model_nouns, person_dimensions
 from reconciler.assembly.request import GenerationRequest
 from reconciler.assembly.retrieval import Mention, Retrieval, counted_model, retrieve, time_models
 from reconciler.assembly.text import normalize
+from reconciler.generators.bounds import Bound, split_bounds
 from reconciler.generators.compiler import Declined, Measure, Plan, one_path, render
 from reconciler.generators.generation import DimensionValues, Generation
 from reconciler.generators.grammar import Reading, phrase_of, plural, read_grammar
@@ -163,7 +166,8 @@ def parse(
             or joins through a "one" side not known to be unique on its key.
     """
     question, ordering = split_ordering(question)
-    found = retrieve(lens, spell_to_date(question), values)
+    question, bounds = split_bounds(lens, spell_to_date(question), values)
+    found = retrieve(lens, question, values)
     _check_terms(lens, found.tokens)
     reading = read_grammar(lens, found)
     measures = select_measures(lens, found, reading, allowed_metrics)
@@ -172,7 +176,11 @@ def parse(
         raise Declined(f"unrecognised words: {listed}")
     bases = dict.fromkeys(m.model for m in measures)
     plans = [
-        _plan(lens, found, reading, measures, tuple(m for m in measures if m.model == b))
+        _bounded(
+            lens,
+            _plan(lens, found, reading, measures, tuple(m for m in measures if m.model == b)),
+            bounds,
+        )
         for b in bases
     ]
     plan = plans[0]
@@ -200,7 +208,25 @@ def parse(
 
 def _shape(plan: Plan) -> tuple[object, ...]:
     """What every model's part of a several-model question must agree on."""
-    return plan.breakdowns, plan.filters, plan.flags, plan.grain, plan.period, plan.compared
+    return (
+        plan.breakdowns,
+        plan.filters,
+        plan.flags,
+        plan.grain,
+        plan.period,
+        plan.compared,
+        plan.bounds,
+    )
+
+
+def _bounded(lens: Lens, plan: Plan, bounds: tuple[Bound, ...]) -> Plan:
+    """``plan`` with the comparison filters on facts (:mod:`reconciler.generators.bounds`),
+    each fact resolved from the plan's base along a safe join path."""
+    out: list[tuple[str, str, str, str]] = []
+    for bound in bounds:
+        chosen = _resolve(lens, plan.base, bound.facts, "fact", bound.phrase)
+        out.extend((chosen.model, chosen.name, op, n) for op, n in bound.conditions)
+    return dataclasses.replace(plan, bounds=tuple(out)) if out else plan
 
 
 def _plan(
