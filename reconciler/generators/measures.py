@@ -119,7 +119,7 @@ def select_measures(
         if allowed_metrics is not None and measure.metric not in (None, *allowed_metrics):
             raise Declined(f"metric {measure.metric!r} was not selected by assembly")
     if len(named) > 1:
-        _check_readings(lens, found, named)
+        _check_readings(lens, found, named, spans)
     if len(measures) > 1:
         return _several(lens, found, reading, tuple(measures.values()), spans, spent | claimed)
     measure = next(iter(measures.values()))
@@ -197,11 +197,17 @@ def _counts(lens: Lens, measure: Measure) -> bool:
     return isinstance(tree, exp.Count) and not isinstance(tree.this, exp.Distinct)
 
 
-def _check_readings(lens: Lens, found: Retrieval, named: list[tuple[Mention, Measure]]) -> None:
+def _check_readings(
+    lens: Lens,
+    found: Retrieval,
+    named: list[tuple[Mention, Measure]],
+    spans: list[tuple[int, int]],
+) -> None:
     """Decline a question whose measure phrases have two readings.
 
-    Two measures right next to each other, or with only "of" between ("order
-    amount", "amount of orders"), and not listed with "and":
+    Two measures (each with its aggregation word, ``spans``) right next to each
+    other, or with only "of" between ("order amount", "amount of orders", "total
+    amount average price"), and not listed with "and":
 
     * one is a metric phrase that is also a model's noun ("orders": metric
       ``order_count`` and model ``orders``): a column of its own, or the rows the
@@ -213,8 +219,10 @@ def _check_readings(lens: Lens, found: Retrieval, named: list[tuple[Mention, Mea
         Declined: naming both readings.
     """
     nouns = model_nouns(lens)
-    for (a, ma), (b, mb) in itertools.pairwise(named):
-        between = tuple(t for t in found.tokens[a.end : b.start] if t != "the")
+    for ((a, ma), (_, end)), ((b, mb), (start, _)) in itertools.pairwise(
+        zip(named, spans, strict=True)
+    ):
+        between = tuple(t for t in found.tokens[end:start] if t != "the")
         if between not in ((), ("of",)):
             continue  # "and" lists them plainly
         for m, measure in ((a, ma), (b, mb)):
