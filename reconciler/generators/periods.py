@@ -5,8 +5,8 @@ spans (``month``, ``quarter``, ``year``), so that a time grain can be checked
 against it ("monthly … in 2024" is fine, "yearly … in 2024" is not).
 
 Absolute periods: a year (``2024``, ``year 2024``), a quarter (``Q3 2024``,
-``2024 Q3``, ``third quarter of 2024``) or a month (``March 2024``, ``month of
-March 2024``).
+``2024 Q3``, ``third quarter of 2024``), a month (``March 2024``, ``month of
+March 2024``) or a day (``2024-03-15``, ``March 15, 2024``).
 
 Relative periods are resolved against the lens's pinned ``as_of`` date (DESIGN §4:
 a question whose meaning depends on the day is evaluated at ``as_of``); without one
@@ -83,7 +83,8 @@ class Period:
     Attributes:
         start: first day in the period.
         stop: first day after it.
-        unit: ``month``, ``quarter`` or ``year`` (a to-date period keeps its unit).
+        unit: ``day``, ``month``, ``quarter`` or ``year`` (a to-date period keeps
+            its unit), or :data:`RANGE` for a bounded span.
         phrase: the words that named it (for messages).
     """
 
@@ -165,9 +166,30 @@ def _single_at(words: _FreeTokens, i: int, as_of: str | None) -> tuple[int, Peri
     return (
         _relative_at(words, i, k, as_of)
         or _quarter_at(words, i)
+        or _day_at(words, i)
         or _month_at(words, i)
         or _year_at(words, i)
     )
+
+
+def _day_at(words: _FreeTokens, i: int) -> tuple[int, Period] | None:
+    """``2024-03-15`` (ISO, split into its three numbers) or ``March 15 2024``
+    (``March 15, 2024``): one day, unit ``day``."""
+    y, month, day = words.year(i), words[i + 1], words[i + 2]
+    if y is not None and len(month) == 2 and len(day) == 2 and (month + day).isdigit():
+        end, m, d = i + 3, int(month), int(day)
+    elif words[i] in MONTHS and words[i + 1].isdigit() and len(words[i + 1]) <= 2:
+        y = words.year(i + 2)
+        if y is None:
+            return None
+        end, m, d = i + 3, MONTHS[words[i]], int(words[i + 1])
+    else:
+        return None
+    try:
+        start = date(y, m, d)
+    except ValueError:
+        raise Declined(f"{y}-{m:02}-{d:02} is not a date") from None
+    return end, Period(start, start + timedelta(days=1), "day", start.isoformat())
 
 
 def _bounded_at(words: _FreeTokens, i: int, as_of: str | None) -> tuple[int, Period] | None:
