@@ -23,8 +23,8 @@ import yaml
 from reconciler.ask import ask as serve
 from reconciler.assembly.grain import WarehouseFacts
 from reconciler.assembly.profiles import ProfileStore
-from reconciler.assembly.request import GenerationRequest
-from reconciler.generators import DimensionValues, Generation
+from reconciler.assembly.request import GenerationRequest, assemble
+from reconciler.generators import DimensionValues, Generation, generate
 from reconciler.lens import Lens, load_lens
 from reconciler.suite import Outcome, ValueCache, run_answer
 from reconciler.warehouse.connection import Warehouse
@@ -211,3 +211,18 @@ def test_key_facts_are_cached_per_data_version(warehouses: dict[str, Path], tmp_
     customers = cold.key_facts[("customers", ("customer_id",))]
     assert customers.unique is False and customers.detail == "customer_id = 1 occurs 3 times"
     assert cold.key_facts[("products", ("product_id",))].unique is True
+
+
+def test_a_governed_metric_is_in_the_request_and_its_change_is_seen() -> None:
+    question = "Total ad stats clicks by campaign"
+    lens = _lens("clicks")
+    request = assemble(lens, question)
+    assert "metrics/clicks" in request.used_assets()  # so the binding names the metric
+    before = generate(lens, request, WarehouseFacts({}, {})).sql
+    changed = DATA["lenses"]["clicks"]["files"]["metrics/clicks.yaml"].replace(
+        '["is_valid"]', '["is_valid", "impressions > 60"]'
+    )
+    edited = _lens("clicks", {"metrics/clicks.yaml": changed.encode()})
+    after = generate(edited, assemble(edited, question), WarehouseFacts({}, {})).sql
+    assert before is not None and after is not None
+    assert "impressions > 60" not in before and "impressions > 60" in after
