@@ -226,3 +226,13 @@ def test_a_governed_metric_is_in_the_request_and_its_change_is_seen() -> None:
     after = generate(edited, assemble(edited, question), WarehouseFacts({}, {})).sql
     assert before is not None and after is not None
     assert "impressions > 60" not in before and "impressions > 60" in after
+
+
+def test_an_ordering_phrase_selects_its_key_not_the_word_order() -> None:
+    lens = _lens("order_count")  # metric order_count has the synonym "orders"
+    request = assemble(lens, "Revenue by region ordered by revenue descending")
+    assert request.metrics == ("revenue",)
+    assert assemble(lens, "Revenue by region sorted by orders descending").metrics == (
+        "order_count",
+        "revenue",
+    )

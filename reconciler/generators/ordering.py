@@ -25,26 +25,14 @@ An ordering phrase anywhere but at the end keeps its words and declines.
 from __future__ import annotations
 
 import dataclasses
-import re
 
 from reconciler.assembly.retrieval import retrieve
-from reconciler.assembly.text import GRAIN_WORDS, tokenize
+from reconciler.assembly.text import GRAIN_WORDS, ordering_phrase, tokenize
 from reconciler.generators.compiler import Declined, Plan
 from reconciler.generators.generation import DimensionValues
 from reconciler.lens import Lens
 
 _DIRECTIONS = {"ascending": False, "asc": False, "descending": True, "desc": True}
-_ORDER_BY = re.compile(
-    # a bare "order by" is not one: "net revenue per order by region"
-    r"[\s,;]*\b(?:ordered|sorted|(?:order|sort)\s+(?:the\s+)?(?:results?|rows|them|it|output))"
-    r"\s+by\s+(?P<key>[\w\s]+?)"
-    r"(?:[\s,]+(?:in\s+)?(?P<dir>ascending|descending|asc|desc)(?:\s+order)?)?"
-    r"[\s.?!]*$",
-    re.IGNORECASE,
-)
-_IN_ORDER = re.compile(
-    r"[\s,;]*\bin\s+(?P<dir>ascending|descending)\s+order\b[\s.?!]*$", re.IGNORECASE
-)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,17 +46,13 @@ class Ordering:
 
 def split_ordering(question: str) -> tuple[str, Ordering | None]:
     """``(question without its closing ordering phrase, the phrase)``, or
-    ``(question, None)`` when it closes with none."""
-    match = _ORDER_BY.search(question)
-    if match:
-        direction = match.group("dir")
-        key = match.group("key").strip()
-        ordering = Ordering(key, _DIRECTIONS[direction.lower()] if direction else None)
-        return question[: match.start()], ordering
-    match = _IN_ORDER.search(question)
-    if match:
-        return question[: match.start()], Ordering(None, _DIRECTIONS[match.group("dir").lower()])
-    return question, None
+    ``(question, None)`` when it closes with none
+    (:func:`reconciler.assembly.text.ordering_phrase` finds it)."""
+    found = ordering_phrase(question)
+    if found is None:
+        return question, None
+    rest, key, direction = found
+    return rest, Ordering(key, _DIRECTIONS[direction.lower()] if direction else None)
 
 
 def order_plan(lens: Lens, plan: Plan, ordering: Ordering, values: DimensionValues) -> Plan:
