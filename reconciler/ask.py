@@ -10,7 +10,7 @@ One question against one lens version (the serving version, in the CLI), in orde
    back to the asker;
 3. **generation** through the tiers (:func:`reconciler.generators.generate`) with
    certified matching recorded, execution on the read-only warehouse, and the
-   executable gates (:mod:`reconciler.trust`);
+   executable gates (:mod:`reconciler.trust`), the join-grain gate among them;
 4. a **bounded repair loop** (:data:`MAX_REPAIRS`): a failed gate's repair action is
    followed — ``retry`` regenerates on the smart tier with the gate's hint (the fast
    tier is deterministic: without a smart tier the loop stops), ``escalate`` to ``research``
@@ -184,7 +184,9 @@ def ask(
         lens: the lens version to serve from.
         question: the question as asked.
         executor: the read-only warehouse.
-        values: dimension values for the fast tier's value filters.
+        values: dimension values for the fast tier's value filters, with the
+            warehouse's join-key facts for the join-grain gate
+            (:class:`~reconciler.assembly.grain.WarehouseFacts`).
         smart: the smart tier, or ``None`` (then stated in ``notes``).
         max_repairs: repair attempts after the first generation (0 disables).
         embedder: the local sentence embedder, or ``None``: with a lens that asks
@@ -226,7 +228,7 @@ def ask(
         if gen.sql is None:
             resp.message = gen.declined or "no answer"
         ex = _run(lens, question, route, gen.sql, executor, resp)
-        _finish(resp, lens, ex)
+        _finish(resp, lens, ex, values)
         action = first_repair(resp.evaluations)
         if action is None or attempt == max_repairs or smart is None:
             break
@@ -268,7 +270,9 @@ def _run(
     )
 
 
-def _finish(resp: AskResponse, lens: Lens, ex: Execution) -> AskResponse:
-    resp.evaluations = evaluate(ex, lens)
+def _finish(
+    resp: AskResponse, lens: Lens, ex: Execution, values: DimensionValues | None = None
+) -> AskResponse:
+    resp.evaluations = evaluate(ex, lens, values)
     resp.trust_state = trust_state_from_evaluations(resp.route, resp.evaluations)
     return resp

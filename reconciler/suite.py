@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
 
-from reconciler.assembly.profiles import ProfileStore
+from reconciler.assembly.profiles import ProfileStore, gather_facts
 from reconciler.assembly.request import assemble
 from reconciler.assembly.similarity import Embedder
 from reconciler.assets import asset_hashes
@@ -40,6 +40,7 @@ from reconciler.generators import DimensionValues, SmartCall, TierCall, generate
 from reconciler.ids import AnswerId
 from reconciler.lens import MAX_JOBS, Answer, Lens
 from reconciler.resultset import Executor, ResultSet
+from reconciler.trust import Execution, join_grain
 
 MAX_ATTEMPTS = 2
 VALUES_PER_DIMENSION = 200
@@ -115,7 +116,9 @@ class AnswerResult:
 
 @dataclass
 class ValueCache:
-    """Distinct values of a lens's string dimensions, read once per run (generator input).
+    """Distinct values of a lens's string dimensions, read once per run (generator input),
+    with the join-key facts of the join-grain gate
+    (:func:`~reconciler.assembly.profiles.gather_facts`).
 
     With ``profiles`` (a :class:`reconciler.assembly.profiles.ProfileStore`) each
     column's profile comes from the on-disk cache when its content hash matches,
@@ -130,7 +133,8 @@ class ValueCache:
     _cache: dict[str, DimensionValues] = field(default_factory=dict)
 
     def for_lens(self, lens: Lens) -> DimensionValues:
-        """``{(model, dimension): values}`` for every string dimension of ``lens``."""
+        """``{(model, dimension): values}`` for every string dimension of ``lens``, as a
+        :class:`~reconciler.assembly.grain.WarehouseFacts` carrying its join-key facts."""
         key = f"{lens.name}:{id(lens)}"
         if key not in self._cache:
             values: dict[tuple[str, str], tuple[str, ...]] = {}
@@ -142,7 +146,14 @@ class ValueCache:
                         values[(model.name, col.name)] = self._values(model.table, col.sql)
                     except DstError:
                         values[(model.name, col.name)] = ()
-            self._cache[key] = values
+            self._cache[key] = gather_facts(
+                lens,
+                values,
+                self.executor,
+                self.profiles,
+                timeout_s=self.timeout_s,
+                dialect=self.dialect,
+            )
         return self._cache[key]
 
     def _values(self, table: str, column_sql: str) -> tuple[str, ...]:
@@ -247,6 +258,19 @@ def run_answer(
                 f"generator declined: {generation.declined}",
                 oracle=oracle.preview(),
                 notes=notes,
+            )
+        grain = join_grain(
+            Execution(answer.question, "generated", generation.sql, dialect=cfg.dialect),
+            lens,
+            values,
+        )
+        if not grain.passed and grain.severity == "blocking":
+            return AnswerResult(
+                aid,
+                Outcome.WRONG,
+                tuple(attempts),
+                f"join-grain gate: {grain.detail}",
+                oracle=oracle.preview(),
             )
         progress(f"{lens.name}/{aid}: executing generated SQL (attempt {attempt})")
         try:

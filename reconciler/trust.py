@@ -31,6 +31,8 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+from reconciler.assembly.grain import join_doubt, joins_used, key_duplicated
+from reconciler.assembly.lexicon import DimensionValues
 from reconciler.assembly.text import tokenize
 from reconciler.lens import Lens
 
@@ -51,6 +53,7 @@ GATE_NO_ANSWER = "no_answer"
 GATE_GROUNDING = "grounding"
 GATE_EXECUTED = "result_executed"
 GATE_CARDINALITY = "semantic_cardinality"
+GATE_JOIN_GRAIN = "join_grain"
 
 SCALAR_HINT = "return a single aggregated value"
 
@@ -239,15 +242,62 @@ def semantic_cardinality(ex: Execution) -> Evaluation:
     )
 
 
-def evaluate(ex: Execution, lens: Lens) -> tuple[Evaluation, ...]:
-    """Every executable gate on ``ex``, in a fixed order."""
-    return (
+def join_grain(ex: Execution, lens: Lens, values: DimensionValues) -> Evaluation:
+    """Fails (``blocking``) when the SQL joins through a "one" side that is not unique.
+
+    DESIGN §1 "join-grain gate": for every many-to-one or one-to-one join of the
+    lens the SQL performs (:func:`reconciler.assembly.grain.joins_used`), the
+    warehouse facts in ``values`` (:class:`~reconciler.assembly.grain.WarehouseFacts`)
+    must say the "one" side is unique on the join key; a duplicate fans every
+    matching row out, so the answer is blocked and the smart tier is asked to
+    aggregate that side first. A key whose uniqueness is unknown (no facts, or the
+    check failed) fails as a ``warning``: the answer is not proven safe, not
+    proven wrong. Certified SQL and SQL that does not parse are not this gate's
+    business (grounding reports the latter).
+    """
+    if ex.sql is None or ex.route == "certified_answer":
+        return Evaluation(GATE_JOIN_GRAIN, True, "info")
+    try:
+        tree = sqlglot.parse_one(ex.sql, read=ex.dialect)
+    except SqlglotError:
+        return Evaluation(GATE_JOIN_GRAIN, True, "info", detail="the SQL does not parse")
+    broken: list[str] = []
+    doubts: list[str] = []
+    for here, join in joins_used(tree, lens):
+        doubt = join_doubt(values, here, join)
+        if doubt is not None:
+            (broken if key_duplicated(values, join) else doubts).append(doubt)
+    if broken:
+        hint = (
+            f"{broken[0]}; aggregate that side to one row per key before joining, "
+            "or join on a unique key"
+        )
+        return Evaluation(
+            GATE_JOIN_GRAIN,
+            False,
+            "blocking",
+            detail="; ".join(broken),
+            suggested_repair="fix the join key in the lens, or de-duplicate the table",
+            repair_action=RepairAction("retry", ex.route, hint),
+        )
+    if doubts:
+        return Evaluation(GATE_JOIN_GRAIN, False, "warning", detail="; ".join(doubts))
+    return Evaluation(GATE_JOIN_GRAIN, True, "info")
+
+
+def evaluate(
+    ex: Execution, lens: Lens, values: DimensionValues | None = None
+) -> tuple[Evaluation, ...]:
+    """Every executable gate on ``ex``, in a fixed order; ``values`` (with the
+    warehouse's join-key facts) feed the join-grain gate, which runs only when given."""
+    gates = (
         execution_error(ex),
         no_answer(ex),
         grounding(ex, lens),
         result_executed(ex),
         semantic_cardinality(ex),
     )
+    return gates if values is None else (*gates, join_grain(ex, lens, values))
 
 
 def trust_state_from_evaluations(route: Route, evaluations: Iterable[Evaluation]) -> TrustState:

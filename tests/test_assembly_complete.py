@@ -17,12 +17,13 @@ import pygit2
 import pytest
 
 from reconciler.assembly.embedding import NOT_INSTALLED, extra_missing, extract_model
+from reconciler.assembly.grain import one_sides
 from reconciler.assembly.profiles import ProfileStore, read_profile
 from reconciler.assembly.request import assemble
 from reconciler.assets import asset_hashes, dependency_set, lens_assets
 from reconciler.context import Runtime
 from reconciler.errors import UsageError
-from reconciler.generators import generate
+from reconciler.generators import DimensionValues, generate
 from reconciler.ids import AnswerId
 from reconciler.lens import Lens, load_lens
 from reconciler.resultset import ResultSet
@@ -154,24 +155,30 @@ def test_profiles_are_cached_invalidated_and_repaired(lens_repo: Path) -> None:
     dims = _string_dims(lens)
     assert dims >= 5
 
-    def one_run() -> tuple[dict[tuple[str, str], tuple[str, ...]], Counting, ProfileStore, float]:
+    def one_run() -> tuple[DimensionValues, Counting, ProfileStore, float]:
         wh = Warehouse.open(url)
         try:
             counting = Counting(wh, ("sales",))  # the sales lens's seeds are in schema sales
             store = rt.profile_store(url, ("sales",))
             assert store is not None
             start = time.perf_counter()
-            values = dict(
-                ValueCache(counting, 30.0, profiles=store, dialect=wh.dialect).for_lens(lens)
-            )
+            values = ValueCache(counting, 30.0, profiles=store, dialect=wh.dialect).for_lens(lens)
             return values, counting, store, time.perf_counter() - start
         finally:
             wh.close()
 
+    keys = len(one_sides(lens))  # one join-key fact query per "one" side
+    assert keys >= 2
+
+    def profile_entries() -> list[Path]:
+        found = sorted((lens_repo / ".dst" / "profiles").glob("*.json"))
+        return [p for p in found if "profile" in json.loads(p.read_text())]
+
     cold, counting, store, cold_s = one_run()
-    assert counting.queries == 2 * dims and store.misses == dims and store.hits == 0
-    entries = sorted((lens_repo / ".dst" / "profiles").glob("*.json"))
+    assert counting.queries == 2 * dims + keys and store.misses == dims and store.hits == 0
+    entries = profile_entries()
     assert len(entries) == dims
+    assert len(list((lens_repo / ".dst" / "profiles").glob("*.json"))) == dims + keys
     entry = json.loads(entries[0].read_text())
     assert entry["data_version"].startswith("file:") and entry["ttl_s"] is None
     assert {"values", "row_count", "null_count"} <= set(entry["profile"])
@@ -199,7 +206,7 @@ def test_profiles_are_cached_invalidated_and_repaired(lens_repo: Path) -> None:
     )
     con.close()
     fresh, counting, store, _ = one_run()
-    assert counting.queries == 2 * dims and store.misses == dims
+    assert counting.queries == 2 * dims + keys and store.misses == dims
     assert "Atlantis" in fresh[("regions", "region")]
     # The fast tier resolves the literal from the profile (it is in no sample_values).
     question = "What was net revenue in Atlantis?"
@@ -208,9 +215,7 @@ def test_profiles_are_cached_invalidated_and_repaired(lens_repo: Path) -> None:
     assert generate(lens, assemble(lens, question), cold).sql != sql
 
     # A corrupt entry is ignored and rewritten; the others still hit.
-    newest = max(
-        (lens_repo / ".dst" / "profiles").glob("*.json"), key=lambda p: p.stat().st_mtime_ns
-    )
+    newest = max(profile_entries(), key=lambda p: p.stat().st_mtime_ns)
     newest.write_text("{ not json")
     _, counting, store, _ = one_run()
     assert store.misses == 1 and store.hits == dims - 1 and counting.queries == 2

@@ -14,6 +14,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from reconciler.assembly.grain import KeyFact, WarehouseFacts
 from reconciler.assembly.request import assemble
 from reconciler.assembly.retrieval import retrieve
 from reconciler.assembly.text import normalize, tokenize
@@ -33,6 +34,7 @@ from tests.helpers.grammar import (
     ask,
     dimension_values,
     grammar_cases,
+    key_facts,
     same_rows,
 )
 
@@ -103,9 +105,19 @@ def test_value_matching_uses_the_stored_casing(shop: Lens, values: DimensionValu
     assert sql is not None and "'Electronics'" in sql
 
 
-def test_sample_values_work_without_warehouse_values(shop: Lens) -> None:
-    sql = ask(shop, "Net revenue for the SMB segment", {}).sql
+def test_sample_values_work_without_warehouse_values(
+    shop: Lens, warehouse: duckdb.DuckDBPyConnection
+) -> None:
+    no_values = WarehouseFacts({}, key_facts(warehouse, shop))  # join-key facts only
+    sql = ask(shop, "Net revenue for the SMB segment", no_values).sql
     assert sql is not None and "'SMB'" in sql
+
+
+def test_a_join_without_key_facts_is_declined(shop: Lens) -> None:
+    # No warehouse facts: customers.customer_id may or may not be unique.
+    result = ask(shop, "Net revenue for the SMB segment", {})
+    assert result.sql is None and result.declined is not None
+    assert "customers.customer_id is unique is unknown" in result.declined
 
 
 def test_metric_expressions_and_filters_are_qualified(shop: Lens, values: DimensionValues) -> None:
@@ -137,8 +149,12 @@ def test_ambiguous_dimension_is_declined(values: DimensionValues) -> None:
     result = ask(lens, "Net revenue by region", values)
     assert result.sql is None and result.declined is not None
     assert "ambiguous" in result.declined and "stores.region" in result.declined
-    # Naming the model settles it.
-    settled = ask(lens, "Net revenue by stores region", values).sql
+    # Naming the model settles it (the test's warehouse has no stores table: its key
+    # fact is stated here).
+    assert isinstance(values, WarehouseFacts)
+    store_key = KeyFact("stores", ("store_id",), True)
+    facts = WarehouseFacts(values, {**values.key_facts, ("stores", ("store_id",)): store_key})
+    settled = ask(lens, "Net revenue by stores region", facts).sql
     assert settled is not None and "stores" in settled
 
 

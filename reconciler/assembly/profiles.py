@@ -5,7 +5,10 @@ literal ("in EMEA") against the distinct values a dimension holds in the
 warehouse. A profile is read with two guarded read-only queries per column —
 its distinct non-null values (at most ``limit``; none kept when there are more)
 and its row and null counts — and cached under ``.dst/profiles/`` so a second
-run reads no warehouse at all.
+run reads no warehouse at all. The join-key facts of the join-grain gate
+(:mod:`reconciler.assembly.grain`: is a join's "one" side unique on its key?) are
+read with one bounded query each and cached the same way (:meth:`ProfileStore.key_fact`,
+:func:`gather_facts`).
 
 The cache key is a SHA-256 over the *redacted* warehouse URL, the table, the
 column SQL, the value bound and a data version:
@@ -38,8 +41,17 @@ from sqlglot.errors import ParseError
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 
 from reconciler import guard
-from reconciler.errors import UnsafeSqlError
+from reconciler.assembly.grain import (
+    KeyFact,
+    WarehouseFacts,
+    duplicate_detail,
+    duplicate_key_sql,
+    one_sides,
+)
+from reconciler.assembly.lexicon import DimensionValues
+from reconciler.errors import DstError, UnsafeSqlError
 from reconciler.files import replace_file
+from reconciler.lens import Lens
 from reconciler.resultset import Executor
 
 SCHEMA_VERSION = 1
@@ -150,7 +162,8 @@ class ProfileStore:
             for a server (then entries expire after ``ttl_s``).
         ttl_s: seconds a server warehouse's entry stays valid.
         now: the clock (seconds since the epoch).
-        hits, misses: lookups answered from disk, and lookups that queried.
+        hits, misses: profile lookups answered from disk, and those that queried
+            (key facts, :meth:`key_fact`, are not counted).
     """
 
     directory: Path
@@ -161,10 +174,12 @@ class ProfileStore:
     hits: int = 0
     misses: int = 0
     _memo: dict[str, ColumnProfile] = field(default_factory=dict)
+    _facts: dict[str, KeyFact] = field(default_factory=dict)
 
-    def key(self, table: str, column_sql: str, limit: int) -> str:
-        """The content hash naming a column's entry (hex SHA-256)."""
-        ident = {
+    def key(self, table: str, column_sql: str, limit: int, kind: str = "profile") -> str:
+        """The content hash naming a column's entry (hex SHA-256); ``kind`` is
+        ``profile`` (values and counts) or ``key_fact`` (join-key uniqueness)."""
+        ident: dict[str, object] = {
             "schema_version": SCHEMA_VERSION,
             "warehouse": self.warehouse,
             "table": table,
@@ -172,6 +187,8 @@ class ProfileStore:
             "limit": limit,
             "data_version": self.data_version or "ttl",
         }
+        if kind != "profile":  # profile keys stay what they were before key facts
+            ident["kind"] = kind
         text = json.dumps(ident, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -248,3 +265,104 @@ class ProfileStore:
         with contextlib.suppress(OSError):
             self.put(table, column_sql, limit, fresh)
         return fresh
+
+    def key_fact(
+        self,
+        executor: ProfileExecutor,
+        model: str,
+        table: str,
+        columns: tuple[str, ...],
+        *,
+        timeout_s: float,
+        dialect: str,
+    ) -> KeyFact:
+        """Whether ``table`` is unique on ``columns``: cached, else read and cached.
+
+        Same directory, key and data-version rules as :meth:`profile`; a fact the
+        warehouse could not establish (``unique is None``) is never cached.
+        """
+        key = self.key(table, ",".join(columns), 1, kind="key_fact")
+        cached = self._facts.get(key) or self._cached_fact(key, model, columns)
+        if cached is not None:
+            self._facts[key] = cached
+            return cached
+        fresh = read_key_fact(executor, model, table, columns, timeout_s=timeout_s, dialect=dialect)
+        if fresh.unique is not None:
+            entry = {
+                "schema_version": SCHEMA_VERSION,
+                "key": key,
+                "kind": "key_fact",
+                "warehouse": self.warehouse,
+                "table": table,
+                "columns": list(columns),
+                "data_version": self.data_version,
+                "ttl_s": None if self.data_version else self.ttl_s,
+                "fetched_at": self.now(),
+                "key_fact": fresh.record(),
+            }
+            with contextlib.suppress(OSError):
+                replace_file(self.path(key), json.dumps(entry, sort_keys=True, indent=1).encode())
+            self._facts[key] = fresh
+        return fresh
+
+    def _cached_fact(self, key: str, model: str, columns: tuple[str, ...]) -> KeyFact | None:
+        try:
+            entry = json.loads(self.path(key).read_text(encoding="utf-8"))
+            if entry.get("schema_version") != SCHEMA_VERSION or entry.get("key") != key:
+                return None
+            ttl = entry.get("ttl_s")
+            if ttl is not None and self.now() - float(entry["fetched_at"]) > float(ttl):
+                return None
+            raw = entry["key_fact"]
+            if not isinstance(raw["unique"], bool):
+                return None
+            return KeyFact(model, columns, raw["unique"], str(raw["detail"]))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return None
+
+
+def read_key_fact(
+    executor: ProfileExecutor,
+    model: str,
+    table: str,
+    columns: tuple[str, ...],
+    *,
+    timeout_s: float,
+    dialect: str,
+) -> KeyFact:
+    """One guarded read-only query (:func:`~reconciler.assembly.grain.duplicate_key_sql`):
+    is ``table`` unique on ``columns``? A failed query gives ``unique=None`` with
+    the warehouse's message, never an exception."""
+    try:
+        sql = duplicate_key_sql(table, columns, dialect)
+        found = executor.execute(sql, row_cap=1, timeout_s=timeout_s)
+    except DstError as exc:
+        return KeyFact(model, columns, None, exc.message)
+    if not found.rows:
+        return KeyFact(model, columns, True)
+    return KeyFact(model, columns, False, duplicate_detail(columns, tuple(found.rows[0])))
+
+
+def gather_facts(
+    lens: Lens,
+    values: DimensionValues,
+    executor: ProfileExecutor,
+    store: ProfileStore | None,
+    *,
+    timeout_s: float,
+    dialect: str,
+) -> WarehouseFacts:
+    """``values`` with the key fact of every join's "one" side of ``lens``
+    (:func:`~reconciler.assembly.grain.one_sides`), from ``store`` when given."""
+    keys: dict[tuple[str, tuple[str, ...]], KeyFact] = {}
+    for model, columns in one_sides(lens):
+        table = lens.models[model].table
+        if store is None:
+            keys[(model, columns)] = read_key_fact(
+                executor, model, table, columns, timeout_s=timeout_s, dialect=dialect
+            )
+        else:
+            keys[(model, columns)] = store.key_fact(
+                executor, model, table, columns, timeout_s=timeout_s, dialect=dialect
+            )
+    return WarehouseFacts(values, keys)

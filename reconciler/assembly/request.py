@@ -26,7 +26,7 @@ from reconciler.assembly.retrieval import (
     time_models,
 )
 from reconciler.assembly.similarity import Embedder, fold_exemplars, related
-from reconciler.assembly.text import mentions_time
+from reconciler.assembly.text import mentions_time, ordering_phrase
 from reconciler.ids import AnswerId, AssetId, LensName
 from reconciler.lens import Lens
 
@@ -158,7 +158,8 @@ def assemble(
 ) -> GenerationRequest:
     """Assemble the generation request for ``question`` on ``lens``.
 
-    Selection, each part only what the question names:
+    Selection, each part only what the question names (a closing ordering phrase
+    counts by its key alone: "… ordered by region" names ``region``, not "order"):
 
     * metrics: every metric a matched phrase may mean (name, label, synonym);
     * models: the metrics' models (and models their SQL names as qualifiers),
@@ -198,7 +199,8 @@ def assemble(
     Raises:
         KeyError: ``exclude_answer`` is not an answer of the lens.
     """
-    found = retrieve(lens, question)
+    phrase = ordering_phrase(question)
+    found = retrieve(lens, question if phrase is None else f"{phrase[0]} {phrase[1] or ''}")
     request = GenerationRequest(
         lens=lens.name,
         question=question,

@@ -12,6 +12,7 @@ what assembly recorded can never disagree.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import sqlglot
@@ -116,9 +117,34 @@ def retrieve(lens: Lens, question: str, values: DimensionValues | None = None) -
         # The facts a metric (or dimension …) phrase also names, for "average <phrase>".
         shadowed = targets[0].kind != "fact"
         facts = tuple(t for t in lex[toks[start:end]] if shadowed and t.kind == "fact")
+        if not shadowed:
+            metrics = _governing_metrics(lex, toks[start + 1 : end], targets)
+            if metrics:
+                targets, facts = metrics, targets
         mentions.append(Mention(start, end, targets, facts))
     mentions.sort(key=lambda m: m.start)
     return Retrieval(ws, toks, tuple(mentions))
+
+
+def _governing_metrics(
+    lex: Mapping[tuple[str, ...], tuple[Target, ...]],
+    rest: tuple[str, ...],
+    facts: tuple[Target, ...],
+) -> tuple[Target, ...]:
+    """The metrics a model-prefixed fact phrase ("ad stats clicks") also names.
+
+    Governed definitions first: when the phrase after the model's name names both
+    these facts and metrics on their model ("clicks": metric ``clicks`` and fact
+    ``clicks``), the phrase means the metrics, exactly as the bare phrase does, so
+    their filters apply and a changed metric is seen by the gate. ``()`` otherwise.
+    """
+    models = {t.model for t in facts}
+    for k in range(len(rest)):
+        named = lex.get(rest[k:], ())
+        metrics = tuple(t for t in named if t.kind == "metric" and t.model in models)
+        if metrics and all(f in named for f in facts):
+            return metrics
+    return ()
 
 
 def time_models(lens: Lens, source: str) -> list[str]:

@@ -112,3 +112,35 @@ def canonical_sql(sql: str, dialect: str) -> str:
         )
     except SqlglotError:
         return " ".join(sql.split())
+
+
+# A closing ordering phrase: "… ordered by net revenue", "…, sort the results by month
+# desc", "… in descending order". A bare "order by" is not one ("net revenue per
+# order by region").
+_ORDER_BY = re.compile(
+    r"[\s,;]*\b(?:ordered|sorted|(?:order|sort)\s+(?:the\s+)?(?:results?|rows|them|it|output))"
+    r"\s+by\s+(?P<key>[\w\s]+?)"
+    r"(?:[\s,]+(?:in\s+)?(?P<dir>ascending|descending|asc|desc)(?:\s+order)?)?"
+    r"[\s.?!]*$",
+    re.IGNORECASE,
+)
+_IN_ORDER = re.compile(
+    r"[\s,;]*\bin\s+(?P<dir>ascending|descending)\s+order\b[\s.?!]*$", re.IGNORECASE
+)
+
+
+def ordering_phrase(question: str) -> tuple[str, str | None, str | None] | None:
+    """The question's closing ordering phrase, as ``(question without it, the key's
+    words or None, the direction word or None)``, else ``None``.
+
+    Assembly retrieves on the question without the phrase's own words ("ordered",
+    "by", "descending") but with its key, so "ordered" never selects an ``orders``
+    metric; the fast tier reads the phrase (:mod:`reconciler.generators.ordering`).
+    """
+    match = _ORDER_BY.search(question)
+    if match:
+        return question[: match.start()], match.group("key").strip(), match.group("dir")
+    match = _IN_ORDER.search(question)
+    if match:
+        return question[: match.start()], None, match.group("dir")
+    return None

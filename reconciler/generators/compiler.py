@@ -9,7 +9,8 @@ lens's dialect, following the conventions of the question grammar:
   (aliased by the metric's name, or ``<avg|sum|min|max>_<fact>`` for a fact);
 * FROM the measure's model, INNER JOIN along the declared joins outward;
 * WHERE: the metric's filters, the period as a half-open range on the time
-  dimension, dimension-value equalities, boolean flags ``= TRUE``;
+  dimension, dimension-value equalities, boolean flags ``= TRUE``, comparisons on
+  facts (``amount > 100``);
 * several measures side by side: the filters they share go to WHERE, each one's
   own filters into its aggregates (``SUM(CASE WHEN <filter> THEN amount END)``), so
   every column is what the metric alone would give for that group;
@@ -22,9 +23,10 @@ lens's dialect, following the conventions of the question grammar:
   ``<measure>_change`` = the measure minus the previous bucket's (``_pct_change``:
   100 × that over the previous value), NULL when the previous bucket has no rows;
   the filter reaches one bucket before the period so its first bucket has a change;
-* ORDER BY: time series by bucket; rankings by the measure then LIMIT n (``with
-  ties``: every row whose RANK() is within n, so the result may hold more than n
-  rows); plain breakdowns by the measure descending; the keys always break ties.
+* ORDER BY: an ordering phrase's column first ("sorted by region"); else time
+  series by bucket; rankings by the measure then LIMIT n (``with ties``: every row
+  whose RANK() is within n, so the result may hold more than n rows); plain
+  breakdowns by the measure descending; the keys always break ties.
 """
 
 from __future__ import annotations
@@ -60,6 +62,14 @@ FACT_FUNCTIONS: Mapping[str, type[exp.Func]] = {
     "sum": exp.Sum,
     "min": exp.Min,
     "max": exp.Max,
+}
+
+
+_COMPARISONS: Mapping[str, type[exp.Binary]] = {
+    ">": exp.GT,
+    ">=": exp.GTE,
+    "<": exp.LT,
+    "<=": exp.LTE,
 }
 
 
@@ -136,6 +146,10 @@ class Plan:
             earlier than the question's period, so its first bucket has a change.
         joined: plans of measures on other models, with the same keys, filters and
             period; each is aggregated apart and the results joined on the keys.
+        bounds: ``(model, fact, operator, whole number)`` comparison filters
+            ("with amount more than 100").
+        order: ``(output column, descending)`` an ordering phrase asked for
+            ("sorted by region"), first in the ORDER BY; the other keys break ties.
     """
 
     measure: Measure
@@ -152,6 +166,8 @@ class Plan:
     ties: bool = False
     change: tuple[str, str, date | None] | None = None
     joined: tuple[Plan, ...] = ()
+    order: tuple[str, bool] | None = None
+    bounds: tuple[tuple[str, str, str, str], ...] = ()
 
     @property
     def base(self) -> str:
@@ -165,6 +181,7 @@ class Plan:
             *(m for m, _ in self.breakdowns),
             *(m for m, _, _ in self.filters),
             *(m for m, _ in self.flags),
+            *(m for m, _, _, _ in self.bounds),
             *((self.time[0],) if self.time else ()),
             *self.measure.models,
             *(m for extra in self.extra for m in extra.models),
@@ -303,6 +320,11 @@ class _Renderer:
             conditions.append(self.column(model, dim).eq(self._literal(model, dim, value)))
         for model, dim in plan.flags:
             conditions.append(self.column(model, dim).eq(exp.true()))
+        for model, fact, op, number in plan.bounds:
+            compare = _COMPARISONS[op]
+            conditions.append(
+                compare(this=self.column(model, fact), expression=exp.Literal.number(number))
+            )
         if conditions:
             query = query.where(exp.and_(*conditions), copy=False)
         if keys:
@@ -317,7 +339,12 @@ class _Renderer:
         if plan.change:
             return self._with_change(query, [a for _, a in keys])
         order: list[exp.Ordered] = []
-        if plan.rank:
+        if plan.order:
+            alias, descending = plan.order
+            chosen = next(s.this for s in query.selects if s.alias_or_name == alias)
+            order.append(exp.Ordered(this=chosen.copy(), desc=descending))
+            keys = [(e, a) for e, a in keys if a != alias]
+        elif plan.rank:
             order.append(exp.Ordered(this=measure.copy(), desc=plan.rank[0]))
         elif plan.grain is None and keys:
             order.append(exp.Ordered(this=measure.copy(), desc=True))
@@ -330,9 +357,16 @@ class _Renderer:
         return query.sql(dialect=self.dialect, pretty=True, copy=False)
 
     def _within(self, span: tuple[date, date]) -> list[exp.Expr]:
+        """``time >= start AND time < stop``; an open end (``date.min`` / ``date.max``,
+        "since 2023", "before 2024") adds no condition."""
         assert self.plan.time is not None
         start, stop = (exp.cast(exp.Literal.string(d.isoformat()), "date") for d in span)
-        return [self.column(*self.plan.time) >= start, self.column(*self.plan.time) < stop]
+        out: list[exp.Expr] = []
+        if span[0] != date.min:
+            out.append(self.column(*self.plan.time) >= start)
+        if span[1] != date.max:
+            out.append(self.column(*self.plan.time) < stop)
+        return out
 
     def _measure(self, measure: Measure, own_filters: list[str]) -> exp.Expr:
         """The measure's aggregate, its ``own_filters`` moved inside each aggregate."""

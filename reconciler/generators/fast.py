@@ -31,15 +31,26 @@ answer is worse than no answer. A question is read as
   exactly one breakdown or grain;
 * optional equality filters on dimension values the warehouse holds (``values``) or
   the lens lists in ``sample_values`` (``for Electronics``, ``in the West region``);
+* optional comparisons on facts (:mod:`reconciler.generators.bounds`): ``with
+  amount more than 100``, ``quantity between 2 and 5``;
 * optional boolean flags: a boolean dimension ``is_<word>`` whose ``<word>``
   stands right before a noun naming its model (``won opportunities`` →
   ``iswon = TRUE``); the word anywhere else (``closed revenue``) declines;
+* an optional closing ordering phrase (:mod:`reconciler.generators.ordering`):
+  ``ordered by …``, ``sorted by … descending``, ``in ascending order``;
+* or, alone, a ranking of rows by a raw column of the noun's model: ``top 3
+  products by price`` (:mod:`reconciler.generators.listing`);
 * an optional ranking: ``top 5 …``, ``which 3 … lowest …``, ``bottom 2 …``, and
   ``Who has the highest …?``: an opening "who" ranks the one *person* dimension
   (a name or synonym ending in ``rep``, ``owner``, ``employee`` …; see
   :func:`~reconciler.assembly.lexicon.person_dimensions`); ``in the team`` / ``on our
   team`` then means all of those people; ``with ties`` / ``including ties`` keeps
   every row tied within the first n.
+
+Every join the query uses must pass the join-grain gate (DESIGN §1): the "one"
+side of each many-to-one join unique on its key in the warehouse, as the
+:class:`~reconciler.assembly.grain.WarehouseFacts` passed in with the values say;
+with no such facts (a plain mapping: no warehouse) a join is unknown, and declined.
 
 Every word must be accounted for: a lens phrase, a grammar word, a stopword or the
 name of a model the query uses. Anything left over — ``since``, ``not``, ``weather``
@@ -58,16 +69,20 @@ from datetime import date
 
 from sqlglot.errors import SqlglotError
 
+from reconciler.assembly.grain import join_doubt
 from reconciler.assembly.joins import join_paths
 from reconciler.assembly.lexicon import Target, model_nouns, person_dimensions
 from reconciler.assembly.request import GenerationRequest
 from reconciler.assembly.retrieval import Mention, Retrieval, counted_model, retrieve, time_models
 from reconciler.assembly.text import normalize
+from reconciler.generators.bounds import Bound, split_bounds
 from reconciler.generators.compiler import Declined, Measure, Plan, one_path, render
 from reconciler.generators.generation import DimensionValues, Generation
 from reconciler.generators.grammar import Reading, phrase_of, plural, read_grammar
+from reconciler.generators.listing import ranked_rows
 from reconciler.generators.measures import check_extras, select_measures
-from reconciler.generators.periods import shift
+from reconciler.generators.ordering import order_plan, split_ordering
+from reconciler.generators.periods import RANGE, shift, spell_to_date
 from reconciler.lens import Lens
 
 __all__ = ["TIER", "Declined", "Measure", "Plan", "compile_request", "parse", "render"]
@@ -133,7 +148,9 @@ def parse(
     Args:
         lens: the lens whose phrases, models and joins are used.
         question: the question as asked.
-        values: ``{(model, dimension): distinct values}`` read from the warehouse.
+        values: ``{(model, dimension): distinct values}`` read from the warehouse;
+            a :class:`~reconciler.assembly.grain.WarehouseFacts` also carries the
+            join-key facts every join the plan uses must pass.
         allowed_metrics: when given, the metrics assembly selected; a different
             reading declines rather than silently using an unrecorded asset.
 
@@ -145,8 +162,11 @@ def parse(
 
     Raises:
         Declined: the question is outside the grammar, names no measure, names
-            something ambiguous or unknown, or needs a join the lens does not declare.
+            something ambiguous or unknown, needs a join the lens does not declare,
+            or joins through a "one" side not known to be unique on its key.
     """
+    question, ordering = split_ordering(question)
+    question, bounds = split_bounds(lens, spell_to_date(question), values)
     found = retrieve(lens, question, values)
     _check_terms(lens, found.tokens)
     reading = read_grammar(lens, found)
@@ -156,7 +176,11 @@ def parse(
         raise Declined(f"unrecognised words: {listed}")
     bases = dict.fromkeys(m.model for m in measures)
     plans = [
-        _plan(lens, found, reading, measures, tuple(m for m in measures if m.model == b))
+        _bounded(
+            lens,
+            _plan(lens, found, reading, measures, tuple(m for m in measures if m.model == b)),
+            bounds,
+        )
         for b in bases
     ]
     plan = plans[0]
@@ -170,16 +194,39 @@ def parse(
     for part in plans:
         involved.update(part.models())
         for target in part.models():
-            involved.update(j.to for _, j in one_path(lens, part.base, target))
+            for here, join in one_path(lens, part.base, target):
+                involved.add(join.to)
+                doubt = join_doubt(values, here, join)
+                if doubt is not None:
+                    raise Declined(doubt)
     stray = ", ".join(sorted(reading.model_nouns - involved))
     if stray:
         raise Declined(f"the question names model(s) {stray} that the query would not use")
-    return dataclasses.replace(plan, joined=tuple(plans[1:])) if len(plans) > 1 else plan
+    plan = dataclasses.replace(plan, joined=tuple(plans[1:])) if len(plans) > 1 else plan
+    return plan if ordering is None else order_plan(lens, plan, ordering, values)
 
 
 def _shape(plan: Plan) -> tuple[object, ...]:
     """What every model's part of a several-model question must agree on."""
-    return plan.breakdowns, plan.filters, plan.flags, plan.grain, plan.period, plan.compared
+    return (
+        plan.breakdowns,
+        plan.filters,
+        plan.flags,
+        plan.grain,
+        plan.period,
+        plan.compared,
+        plan.bounds,
+    )
+
+
+def _bounded(lens: Lens, plan: Plan, bounds: tuple[Bound, ...]) -> Plan:
+    """``plan`` with the comparison filters on facts (:mod:`reconciler.generators.bounds`),
+    each fact resolved from the plan's base along a safe join path."""
+    out: list[tuple[str, str, str, str]] = []
+    for bound in bounds:
+        chosen = _resolve(lens, plan.base, bound.facts, "fact", bound.phrase)
+        out.extend((chosen.model, chosen.name, op, n) for op, n in bound.conditions)
+    return dataclasses.replace(plan, bounds=tuple(out)) if out else plan
 
 
 def _plan(
@@ -321,6 +368,8 @@ def _when(
     grain, period, compared = _periods(
         reading, change[0] if change else next(iter(reading.grains), None)
     )
+    if change and period and period[0] == date.min:
+        raise Declined("a change between periods needs a first period, not 'before …'")
     if change and (compared or reading.share or measures > 1 or reading.directions):
         raise Declined(
             "a change between periods is read alone (not with a comparison, share, "
@@ -389,6 +438,8 @@ def _periods(
         if len(periods) < 2:
             raise Declined("a comparison needs two periods to compare (e.g. '2024 vs 2023')")
         units = sorted({p.unit for p in periods})
+        if RANGE in units:
+            raise Declined("a comparison of periods with a bound (since, before …) is not read")
         if len(units) > 1:
             raise Declined(f"the compared periods are of different units ({', '.join(units)})")
         if grain and _GRAIN_ORDER.index(grain) > _GRAIN_ORDER.index(units[0]):
@@ -397,6 +448,8 @@ def _periods(
     if len(periods) > 1:
         raise Declined("the question names more than one period")
     period = periods[0] if periods else None
+    if period and period.unit == RANGE:
+        return grain, period.span, ()  # any grain may break a bounded span down
     if grain and period and _GRAIN_ORDER.index(grain) >= _GRAIN_ORDER.index(period.unit):
         raise Declined(f"a {grain} breakdown within one {period.unit} is not a question I can read")
     return grain, period.span if period else None, ()
@@ -508,6 +561,11 @@ def compile_request(lens: Lens, request: GenerationRequest, values: DimensionVal
         if exemplar is not None and normalize(exemplar.question) == asked:
             return Generation(TIER, exemplar.sql)
     try:
+        found = retrieve(lens, request.question, values)
+        _check_terms(lens, found.tokens)
+        listed = ranked_rows(lens, found, read_grammar(lens, found))
+        if listed is not None:
+            return Generation(TIER, listed)
         plan = parse(lens, request.question, values, allowed_metrics=request.metrics)
         return Generation(TIER, render(lens, plan))
     except Declined as exc:

@@ -25,7 +25,7 @@ from reconciler.lens import Lens
 DESCENDING = frozenset({"top", "highest", "largest", "biggest", "most", "greatest"})
 ASCENDING = frozenset({"bottom", "lowest", "smallest", "least", "fewest"})
 _NUMBERS = "one two three four five six seven eight nine ten"
-_NUMBER_WORDS = {w: i for i, w in enumerate(_NUMBERS.split(), start=1)}
+NUMBER_WORDS = {w: i for i, w in enumerate(_NUMBERS.split(), start=1)}
 # Aggregation words a question may add, and the aggregates the metric must use for
 # the word to be redundant rather than a different question ("average revenue").
 AGGREGATE_WORDS: Mapping[str, tuple[type[exp.Expr], ...]] = {
@@ -161,8 +161,8 @@ class _Scan:
             r.grains.setdefault(GRAIN_WORDS[t], i)
         elif t in DESCENDING or t in ASCENDING:
             r.directions.add(t in DESCENDING)
-        elif t.isdigit() or t in _NUMBER_WORDS:
-            r.numbers.append(int(t) if t.isdigit() else _NUMBER_WORDS[t])
+        elif t.isdigit() or t in NUMBER_WORDS:
+            r.numbers.append(int(t) if t.isdigit() else NUMBER_WORDS[t])
         elif t in AGGREGATE_WORDS:
             r.aggregates[i] = t
         elif t in COMPARE_WORDS:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 import sqlglot
 from sqlglot import exp
 
-from reconciler.assembly.lexicon import Target
+from reconciler.assembly.lexicon import Target, model_nouns
 from reconciler.assembly.retrieval import Mention, Retrieval, counted_model
 from reconciler.assembly.text import GRAIN_WORDS, tokenize
 from reconciler.generators.compiler import Declined, Measure
@@ -93,6 +93,7 @@ def select_measures(
             metric assembly did not select.
     """
     measures: dict[tuple[str, str, str], Measure] = {}
+    named: list[tuple[Mention, Measure]] = []
     spans: list[tuple[int, int]] = []
     spent: set[int] = set()  # aggregation words consumed by a fact
     claimed: set[int] = set()  # aggregation words right before a metric they fit
@@ -109,6 +110,7 @@ def select_measures(
         if used is not None:
             (spent if measure.metric is None else claimed).add(used)
         measures[(measure.name, measure.model, measure.expression)] = measure
+        named.append((m, measure))
         spans.append((before[0] if before and not inherited else m.start, m.end))
         previous, last_end = before, m.end
     if not measures:
@@ -116,6 +118,8 @@ def select_measures(
     for measure in measures.values():
         if allowed_metrics is not None and measure.metric not in (None, *allowed_metrics):
             raise Declined(f"metric {measure.metric!r} was not selected by assembly")
+    if len(named) > 1:
+        _check_readings(lens, found, named, spans)
     if len(measures) > 1:
         return _several(lens, found, reading, tuple(measures.values()), spans, spent | claimed)
     measure = next(iter(measures.values()))
@@ -178,9 +182,63 @@ def _check_words(lens: Lens, measure: Measure, reading: Reading, spent: set[int]
 
 
 def _listed(found: Retrieval, end: int, start: int) -> bool:
-    """Whether tokens ``[end, start)`` only list ("and", or nothing but "the"/"of")."""
-    between = tuple(t for t in found.tokens[end:start] if t not in ("the", "of"))
-    return between in ((), ("and",))
+    """Whether tokens ``[end, start)`` only list: "and" (then "of" may follow: "the
+    average of X and of Y"), or nothing (a comma), "the" aside. A bare "of" is no list:
+    "amount of orders" is one thing, not two."""
+    between = tuple(t for t in found.tokens[end:start] if t != "the")
+    return between in ((), ("and",), ("and", "of"))
+
+
+def _counts(lens: Lens, measure: Measure) -> bool:
+    """Whether ``measure`` is a metric counting rows (``COUNT(…)``, not DISTINCT)."""
+    if measure.metric is None:
+        return False
+    tree = sqlglot.parse_one(measure.expression, read=lens.config.dialect)
+    return isinstance(tree, exp.Count) and not isinstance(tree.this, exp.Distinct)
+
+
+def _check_readings(
+    lens: Lens,
+    found: Retrieval,
+    named: list[tuple[Mention, Measure]],
+    spans: list[tuple[int, int]],
+) -> None:
+    """Decline a question whose measure phrases have two readings.
+
+    Two measures (each with its aggregation word, ``spans``) right next to each
+    other, or with only "of" between ("order amount", "amount of orders", "total
+    amount average price"), and not listed with "and":
+
+    * one is a metric phrase that is also a model's noun ("orders": metric
+      ``order_count`` and model ``orders``): a column of its own, or the rows the
+      other measure is taken over?
+    * one is a fact or a count metric: two columns, or one measure of the other's
+      rows?
+
+    Raises:
+        Declined: naming both readings.
+    """
+    nouns = model_nouns(lens)
+    for ((a, ma), (_, end)), ((b, mb), (start, _)) in itertools.pairwise(
+        zip(named, spans, strict=True)
+    ):
+        between = tuple(t for t in found.tokens[end:start] if t != "the")
+        if between not in ((), ("of",)):
+            continue  # "and" lists them plainly
+        for m, measure in ((a, ma), (b, mb)):
+            model = nouns.get(found.tokens[m.start : m.end])
+            if measure.metric is not None and model is not None:
+                raise Declined(
+                    f"{phrase_of(found, m)!r} reads two ways: metric {measure.metric!r} "
+                    f"or the rows of model {model!r} that "
+                    f"{(mb if m is a else ma).name} is taken over"
+                )
+        if ma.metric is None or mb.metric is None or _counts(lens, ma) or _counts(lens, mb):
+            words = " ".join(found.words[a.start : b.end])
+            raise Declined(
+                f"{words!r} reads two ways: {ma.name} and {mb.name} as two columns, or one "
+                f"measure of the other's rows; join them with 'and' for two columns"
+            )
 
 
 def _several(

@@ -5,8 +5,8 @@ spans (``month``, ``quarter``, ``year``), so that a time grain can be checked
 against it ("monthly … in 2024" is fine, "yearly … in 2024" is not).
 
 Absolute periods: a year (``2024``, ``year 2024``), a quarter (``Q3 2024``,
-``2024 Q3``, ``third quarter of 2024``) or a month (``March 2024``, ``month of
-March 2024``).
+``2024 Q3``, ``third quarter of 2024``), a month (``March 2024``, ``month of
+March 2024``) or a day (``2024-03-15``, ``March 15, 2024``).
 
 Relative periods are resolved against the lens's pinned ``as_of`` date (DESIGN §4:
 a question whose meaning depends on the day is evaluated at ``as_of``); without one
@@ -18,16 +18,32 @@ they decline. With ``as_of`` = D:
 * ``this`` / ``current`` ``month|quarter|year``: the whole calendar unit holding D
   (what ``DATE_TRUNC(unit, CURRENT_DATE)`` up to one unit later selects, evaluated
   at ``as_of``);
-* ``month|quarter|year to date`` (``mtd``, ``qtd``, ``ytd``): from the start of the
-  unit holding D through D itself.
+* ``month|quarter|year to date`` (``mtd``, ``qtd``, ``ytd``, ``so far this year``,
+  ``this year so far``): from the start of the unit holding D through D itself.
+  Every spelling is read as its abbreviation before anything else
+  (:func:`spell_to_date`), so a lens phrase that happens to hold one of its words
+  (a time dimension called ``date``) cannot take part of it.
+
+Bounds around a period P (absolute or relative), with unit ``range`` (any grain
+may break one down; it is never one of compared periods):
+
+* ``since P``: from P's first day on; ``after P``: from the day after P ends
+  (``after 2023`` = from 2024-01-01); ``before P``: up to P's first day;
+* ``between P1 and P2``: from P1's first day through P2's last
+  (``between March and May 2024``: a bare month takes P2's year); P1 after P2
+  declines.
+
+An open end is :data:`OPEN_START` / :data:`OPEN_STOP` (``date.min`` / ``date.max``),
+which the compiler leaves out of the WHERE.
 
 Weeks (Sunday or Monday start?), rolling windows (``past 30 days``, ``last 3
-months``) and ``since …`` are not read: the question keeps an unknown word and
-declines.
+months``) and a bound around anything but a period are not read: the question
+keeps an unknown word and declines.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import date, timedelta
 
@@ -35,6 +51,9 @@ from reconciler.assembly.text import MONTHS, QUARTER_RE, YEAR_RE
 from reconciler.generators.compiler import Declined
 
 UNITS = ("month", "quarter", "year")
+RANGE = "range"  # the unit of a bounded span ("since 2023", "between March and May 2024")
+OPEN_START = date.min
+OPEN_STOP = date.max
 
 _ORDINAL_QUARTERS = {
     w: i
@@ -44,6 +63,14 @@ _ORDINAL_QUARTERS = {
 _PREVIOUS = frozenset({"last", "previous", "prior"})
 _CURRENT = frozenset({"this", "current"})
 _TO_DATE = {"ytd": "year", "qtd": "quarter", "mtd": "month"}
+_ABBREVIATION = {unit: short for short, unit in _TO_DATE.items()}
+# "year to date", "year-to-date", "so far this year", "this year so far" (any case).
+_SPELLED_TO_DATE = re.compile(
+    r"\b(?:(?P<a>year|quarter|month)[\s-]+to[\s-]+date"
+    r"|so\s+far\s+this\s+(?P<b>year|quarter|month)"
+    r"|this\s+(?P<c>year|quarter|month)\s+so\s+far)\b",
+    re.IGNORECASE,
+)
 # "(over|throughout) (the) entire|whole|full|complete (available) <span>"; "all (available) time".
 _WHOLE = frozenset({"entire", "whole", "full", "complete"})
 _SPANS = frozenset(["time period", "time range", "date range", "time frame", "period", "history"])
@@ -56,7 +83,8 @@ class Period:
     Attributes:
         start: first day in the period.
         stop: first day after it.
-        unit: ``month``, ``quarter`` or ``year`` (a to-date period keeps its unit).
+        unit: ``day``, ``month``, ``quarter`` or ``year`` (a to-date period keeps
+            its unit), or :data:`RANGE` for a bounded span.
         phrase: the words that named it (for messages).
     """
 
@@ -69,6 +97,20 @@ class Period:
     def span(self) -> tuple[date, date]:
         """``(start, stop)``."""
         return self.start, self.stop
+
+
+def spell_to_date(question: str) -> str:
+    """``question`` with every spelled-out to-date period replaced by its abbreviation
+    (``year to date``, ``so far this year``, ``this year so far`` → ``ytd``; the same
+    for quarter and month), so that all spellings mean one filter. Anything else is
+    kept as written: ``so far`` alone, or ``to date`` without a unit, stays unread
+    and the question declines."""
+
+    def short(match: re.Match[str]) -> str:
+        unit = next(g for g in match.group("a", "b", "c") if g)
+        return _ABBREVIATION[unit.lower()]
+
+    return _SPELLED_TO_DATE.sub(short, question)
 
 
 def unit_start(day: date, unit: str) -> date:
@@ -113,15 +155,79 @@ def period_at(
         Declined: a relative period when the lens pins no ``as_of``.
     """
     words = _FreeTokens(toks, free)
+    return _bounded_at(words, i, as_of) or _single_at(words, i, as_of)
+
+
+def _single_at(words: _FreeTokens, i: int, as_of: str | None) -> tuple[int, Period] | None:
+    """One period (no bound) starting at ``i``."""
     k = i + 1 if words[i] == "the" else i
-    if words[k] == "last" and k > 0 and toks[k - 1] == "the":
+    if words[k] == "last" and k > 0 and words.toks[k - 1] == "the":
         return None  # "in the last year": the previous calendar year, or the past 12 months?
     return (
         _relative_at(words, i, k, as_of)
         or _quarter_at(words, i)
+        or _day_at(words, i)
         or _month_at(words, i)
         or _year_at(words, i)
     )
+
+
+def _day_at(words: _FreeTokens, i: int) -> tuple[int, Period] | None:
+    """``2024-03-15`` (ISO, split into its three numbers) or ``March 15 2024``
+    (``March 15, 2024``): one day, unit ``day``."""
+    y, month, day = words.year(i), words[i + 1], words[i + 2]
+    if y is not None and len(month) == 2 and len(day) == 2 and (month + day).isdigit():
+        end, m, d = i + 3, int(month), int(day)
+    elif words[i] in MONTHS and words[i + 1].isdigit() and len(words[i + 1]) <= 2:
+        y = words.year(i + 2)
+        if y is None:
+            return None
+        end, m, d = i + 3, MONTHS[words[i]], int(words[i + 1])
+    else:
+        return None
+    try:
+        start = date(y, m, d)
+    except ValueError:
+        raise Declined(f"{y}-{m:02}-{d:02} is not a date") from None
+    return end, Period(start, start + timedelta(days=1), "day", start.isoformat())
+
+
+def _bounded_at(words: _FreeTokens, i: int, as_of: str | None) -> tuple[int, Period] | None:
+    """``since P``, ``after P``, ``before P``, ``between P1 and P2`` at ``i``."""
+    word = words[i]
+    if word in ("since", "after", "before"):
+        inner = _single_at(words, i + 1, as_of)
+        if inner is None:
+            return None
+        end, p = inner
+        start, stop = {
+            "since": (p.start, OPEN_STOP),
+            "after": (p.stop, OPEN_STOP),
+            "before": (OPEN_START, p.start),
+        }[word]
+        return end, Period(start, stop, RANGE, f"{word} {p.phrase}")
+    if word != "between":
+        return None
+    first = _single_at(words, i + 1, as_of)
+    bare_month = first is None and words[i + 1] in MONTHS
+    j = i + 2 if bare_month else (first[0] if first else -1)
+    if j < 0 or words[j] != "and":
+        return None
+    second = _single_at(words, j + 1, as_of)
+    if second is None:
+        return None
+    end, last = second
+    if bare_month:
+        if last.unit != "month":
+            return None
+        first = (j, Period(date(last.start.year, MONTHS[words[i + 1]], 1), last.start, "month"))
+    assert first is not None
+    if first[1].start >= last.stop:
+        raise Declined(
+            f"between {first[1].phrase or words[i + 1]} and {last.phrase}: "
+            "the first period starts after the second ends"
+        )
+    return end, Period(first[1].start, last.stop, RANGE, f"between … and {last.phrase}")
 
 
 class _FreeTokens:

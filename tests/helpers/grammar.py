@@ -16,6 +16,14 @@ from typing import Any
 import duckdb
 import yaml
 
+from reconciler.assembly.grain import (
+    KeyFact,
+    KeyPlace,
+    WarehouseFacts,
+    duplicate_detail,
+    duplicate_key_sql,
+    one_sides,
+)
 from reconciler.assembly.request import assemble
 from reconciler.generators import DimensionValues, Generation, generate
 from reconciler.lens import Lens
@@ -293,7 +301,8 @@ def same_rows(left: list[tuple[Any, ...]], right: list[tuple[Any, ...]]) -> bool
 
 
 def dimension_values(con: duckdb.DuckDBPyConnection, lens: Lens) -> DimensionValues:
-    """Distinct values of every dimension, read from the warehouse as the suite does."""
+    """Distinct values of every dimension, read from the warehouse as the suite does,
+    with its join-key facts (:class:`~reconciler.assembly.grain.WarehouseFacts`)."""
     out: dict[tuple[str, str], tuple[str, ...]] = {}
     for model in lens.models.values():
         for col in model.dimensions:
@@ -302,7 +311,18 @@ def dimension_values(con: duckdb.DuckDBPyConnection, lens: Lens) -> DimensionVal
                 f"WHERE {col.sql} IS NOT NULL"
             ).fetchall()
             out[(model.name, col.name)] = tuple(sorted(str(r[0]) for r in rows))
-    return out
+    return WarehouseFacts(out, key_facts(con, lens))
+
+
+def key_facts(con: duckdb.DuckDBPyConnection, lens: Lens) -> dict[KeyPlace, KeyFact]:
+    """The join-key facts of ``lens``, read with the suite's own bounded query."""
+    facts: dict[KeyPlace, KeyFact] = {}
+    for model, columns in one_sides(lens):
+        sql = duplicate_key_sql(lens.models[model].table, columns, "duckdb")
+        row = con.execute(sql).fetchone()
+        detail = duplicate_detail(columns, tuple(row)) if row else ""
+        facts[(model, columns)] = KeyFact(model, columns, row is None, detail)
+    return facts
 
 
 def ask(lens: Lens, question: str, values: DimensionValues, **kw: Any) -> Generation:

@@ -1,0 +1,115 @@
+"""Ordering phrases of the ``fast`` tier: "ordered by", "sorted by", "in descending order" (pure).
+
+A question may end with how to order its result: ``… ordered by net revenue``,
+``… sorted by region``, ``…, order the results by month``, each optionally with a
+direction (``ascending``, ``descending``, ``asc``, ``desc``, ``in descending
+order``), or just ``… in descending order``. :func:`split_ordering` takes the
+phrase off the question before the rest is read (its words, "order" among them,
+would otherwise be read as lens phrases); :func:`order_plan` resolves the key
+against the plan:
+
+* the key must name one column of the result: a breakdown dimension, the time
+  bucket (its grain word or time dimension) or one of the measures — anything
+  else declines;
+* with no direction, a dimension or the time bucket sorts ascending; a measure
+  declines (highest first, or lowest?);
+* a direction without a key orders a time series by its bucket and a breakdown
+  by its (first) measure;
+* an ordering phrase with a ranking, a change, a share, ties or measures on
+  several models is not read (they fix their own order).
+
+The ordered key comes first in the ORDER BY; the other keys break ties.
+An ordering phrase anywhere but at the end keeps its words and declines.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from reconciler.assembly.retrieval import retrieve
+from reconciler.assembly.text import GRAIN_WORDS, ordering_phrase, tokenize
+from reconciler.generators.compiler import Declined, Plan
+from reconciler.generators.generation import DimensionValues
+from reconciler.lens import Lens
+
+_DIRECTIONS = {"ascending": False, "asc": False, "descending": True, "desc": True}
+
+
+@dataclasses.dataclass(frozen=True)
+class Ordering:
+    """An ordering phrase: the key's words (``None``: none named) and the direction
+    (``True`` descending, ``False`` ascending, ``None`` not said)."""
+
+    key: str | None
+    descending: bool | None
+
+
+def split_ordering(question: str) -> tuple[str, Ordering | None]:
+    """``(question without its closing ordering phrase, the phrase)``, or
+    ``(question, None)`` when it closes with none
+    (:func:`reconciler.assembly.text.ordering_phrase` finds it)."""
+    found = ordering_phrase(question)
+    if found is None:
+        return question, None
+    rest, key, direction = found
+    return rest, Ordering(key, _DIRECTIONS[direction.lower()] if direction else None)
+
+
+def order_plan(lens: Lens, plan: Plan, ordering: Ordering, values: DimensionValues) -> Plan:
+    """``plan`` ordered as ``ordering`` says (rules in the module docstring).
+
+    Raises:
+        Declined: the key names no single column of the result, a measure is
+            ordered without a direction, or the plan fixes its own order.
+    """
+    fixed = {
+        "a ranking": plan.rank is not None,
+        "a change between periods": plan.change is not None,
+        "a share": plan.share is not None,
+        "measures on several models": bool(plan.joined),
+    }
+    clash = next((what for what, there in fixed.items() if there), None)
+    if clash is not None:
+        raise Declined(f"an ordering phrase with {clash} is not read (it has its own order)")
+    if not plan.breakdowns and plan.grain is None:
+        raise Declined("an ordering phrase on a single value: there is nothing to order")
+    if ordering.key is None:
+        alias = plan.grain or plan.measure.name
+        return dataclasses.replace(plan, order=(alias, bool(ordering.descending)))
+    alias, is_measure = _key_column(lens, plan, ordering.key, values)
+    if is_measure and ordering.descending is None:
+        raise Declined(
+            f"ordered by {ordering.key!r}: highest first or lowest first? "
+            "Say 'descending' or 'ascending'"
+        )
+    return dataclasses.replace(plan, order=(alias, bool(ordering.descending)))
+
+
+def _key_column(lens: Lens, plan: Plan, key: str, values: DimensionValues) -> tuple[str, bool]:
+    """``(output column alias, whether it is a measure)`` that ``key`` names."""
+    tokens = tuple(t for t in tokenize(key) if t != "the")
+    if plan.grain is not None and len(tokens) == 1 and GRAIN_WORDS.get(tokens[0]) == plan.grain:
+        return plan.grain, False
+    found = retrieve(lens, key, values)
+    covered = found.covered()
+    loose = [w for i, w in enumerate(found.words) if i not in covered and found.tokens[i] != "the"]
+    if loose or len(found.mentions) != 1:
+        raise Declined(f"ordered by {key!r}: that is not one column of the result")
+    mention = found.mentions[0]
+    measures = {m.metric: m.name for m in (plan.measure, *plan.extra) if m.metric}
+    for target in mention.targets:
+        if target.kind == "metric" and target.name in measures:
+            return measures[target.name], True
+        if target.kind == "dimension" and (target.model, target.name) in plan.breakdowns:
+            return target.name, False
+        if (
+            target.kind == "time_dimension"
+            and plan.grain
+            and plan.time
+            == (
+                target.model,
+                target.name,
+            )
+        ):
+            return plan.grain, False
+    raise Declined(f"ordered by {key!r}: that is not a column of the result")
