@@ -56,10 +56,19 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class Webhook(Strict):
+    """A ``notify:`` entry of ``dst.yaml`` (DESIGN §7); its URL is in variable ``url_env``."""
+
+    url_env: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    events: tuple[Literal["promoted", "blocked", "stood_down", "recovered"], ...]
+    retries: int = Field(default=2, ge=0, le=5, strict=True)  # tries after the first
+
+
 class RepoConfig(Strict):
     """``dst.yaml`` at the repository root: settings shared by every lens."""
 
     warehouse: str | None = Field(default=None, pattern=_URL_RE)
+    notify: tuple[Webhook, ...] = ()
 
 
 class SmartTier(Strict):
