@@ -11,6 +11,7 @@ import ast
 import json
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -18,6 +19,9 @@ from typing import Any
 
 import pytest
 
+from reconciler.lens import Webhook
+from reconciler.notify import LensEvent
+from reconciler.notify.webhooks import BACKOFF_S, deliver
 from tests.helpers import commit, git, invoke
 from tests.helpers.examples import answers_bound_to, double_metric, serving
 
@@ -25,7 +29,8 @@ HOOK_ENV = "DST_TEST_WEBHOOK"
 
 
 class Receiver:
-    """A local webhook: records each request's JSON body; 500 for the first ``fail_first``."""
+    """A local webhook: records each request's JSON body; 500 for the first ``fail_first``,
+    404 on a path ending in ``/404``."""
 
     def __init__(self, fail_first: int = 0) -> None:
         self.fail_first = fail_first
@@ -39,7 +44,8 @@ class Receiver:
                 receiver.calls.append(json.loads(body))
                 receiver.headers.append(dict(self.headers))
                 failing = len(receiver.calls) <= receiver.fail_first
-                self.send_response(500 if failing else 200)
+                missing = self.path.endswith("/404")
+                self.send_response(404 if missing else 500 if failing else 200)
                 self.end_headers()
                 self.wfile.write(b"nope" if failing else b"ok")
 
@@ -232,3 +238,74 @@ def test_only_notifications_speak_http() -> None:
             if any(n.startswith(("urllib.request", "http.client")) for n in names):
                 speaking.add(path.relative_to(package).parts[0])
     assert speaking == {"notify"}
+
+
+def _event() -> LensEvent:
+    return LensEvent(
+        event="blocked",
+        lens="sales",
+        environment=None,
+        deployment="ab" * 20,
+        source={"commit": "cd" * 20, "subject": "s", "author": "A"},
+        score={"correct": 1, "total": 2},
+        previous_score={"correct": 2, "total": 2},
+        reach={"reached": 1, "total": 2},
+        failing=({"answer": "x", "outcome": "wrong", "reason": "1 row differs"},),
+        reason="gate BLOCKED",
+    )
+
+
+def test_backoff_doubles_and_a_4xx_is_not_retried(receiver: Receiver) -> None:
+    receiver.fail_first = 99
+    waits: list[float] = []
+
+    def sleep(s: float) -> None:
+        waits.append(s)
+        time.sleep(s)
+
+    hook = Webhook(url_env="U", events=("blocked",), retries=2)
+    (done,) = deliver([hook], {"U": receiver.url}, [_event()], sleep=sleep)
+    assert (done.ok, done.tries, done.status) == (False, 3, 500)
+    assert waits == [BACKOFF_S, 2 * BACKOFF_S]
+    assert len(receiver.calls) == 3
+
+    receiver.calls.clear()
+    (gone,) = deliver([hook], {"U": receiver.url + "/404"}, [_event()], sleep=sleep)
+    assert (gone.ok, gone.tries, gone.status) == (False, 1, 404)  # final: not retried
+    (cut,) = deliver([hook], {"U": receiver.url}, [_event()], sleep=sleep, total_s=0.3)
+    assert cut.tries == 1 and not cut.ok  # the next wait would pass the time budget
+
+
+def test_a_receiver_that_is_not_http_is_a_failed_delivery() -> None:
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+
+        def answer() -> None:
+            for _ in range(2):
+                conn, _ = server.accept()
+                with conn:
+                    conn.recv(65536)
+                    conn.sendall(b"garbage\r\n\r\n")
+
+        thread = threading.Thread(target=answer, daemon=True)
+        thread.start()
+        url = f"http://127.0.0.1:{server.getsockname()[1]}/"
+        hook = Webhook(url_env="U", events=("blocked",), retries=1)
+        (done,) = deliver([hook], {"U": url}, [_event()])
+        thread.join(timeout=10)
+    assert not done.ok and done.tries == 2 and done.status is None
+    assert "not an HTTP answer" in str(done.error)
+
+
+def test_the_payload_and_its_slack_text() -> None:
+    payload = _event().payload()
+    assert set(payload) == {
+        "schema_version", "lens", "environment", "action", "deployment", "source", "score",
+        "previous_score", "reach", "failing", "reason", "text",
+    }  # fmt: skip
+    assert payload["text"].splitlines() == [
+        f"dst: lens *sales* BLOCKED at `{'cd' * 6}` “s” by A",
+        "score 1/2 (was 2/2), reach 1/2",
+        "• `x` wrong: 1 row differs",
+    ]

@@ -23,6 +23,7 @@ import sys
 from reconciler.context import Runtime
 from reconciler.errors import DstError
 from reconciler.git import refs as refstore
+from reconciler.git import trees as gitstate
 from reconciler.git.commits import commit_info
 from reconciler.lens import RepoConfig, Webhook
 from reconciler.loader import load_yaml, validate
@@ -47,7 +48,11 @@ def webhooks_of(rt: Runtime) -> tuple[Webhook, ...]:
 
 def recovered(rt: Runtime, run: LensRun) -> bool:
     """A promoted lens recovers when its last attempt blocked (or stood down) after the
-    deployment this promotion replaced was recorded (or with nothing serving before)."""
+    deployment this promotion replaced was recorded (or with nothing serving before).
+
+    Times are whole seconds; on a tie the attempt is the later one unless the
+    deployment's source commit contains the attempt's (it was the fix).
+    """
     attempt = refstore.ref_target(rt.repo, refstore.attempts_ref(run.plan.lens))
     if attempt is None:
         return False
@@ -57,7 +62,11 @@ def recovered(rt: Runtime, run: LensRun) -> bool:
     if run.plan.serving is None:
         return True
     before = refstore.read_deployment(rt.repo, run.plan.serving).info
-    return last.recorded_at >= before.recorded_at
+    if last.recorded_at != before.recorded_at:
+        return last.recorded_at > before.recorded_at
+    # Recorded in the same second: the attempt came after the deployment unless the
+    # deployment's source already contains the commit the attempt tried.
+    return not gitstate.contains(rt.repo, before.source, last.source)
 
 
 def events_of(rt: Runtime, report: RunReport) -> list[LensEvent]:
@@ -91,8 +100,8 @@ def announce(rt: Runtime, report: RunReport) -> list[Delivery]:
     try:
         hooks = webhooks_of(rt)
         events = events_of(rt, report) if hooks else []
-    except (DstError, OSError) as exc:
-        why = exc.render() if isinstance(exc, DstError) else str(exc)
+    except Exception as exc:  # the refs already moved: nothing here may change the outcome
+        why = exc.render() if isinstance(exc, DstError) else f"{type(exc).__name__}: {exc}"
         print(f"warning: notifications not sent: {why}", file=sys.stderr, flush=True)
         return []
     if not events:

@@ -12,6 +12,7 @@ a warning), never a changed verdict.
 
 from __future__ import annotations
 
+import http.client
 import json
 import time
 import urllib.error
@@ -138,7 +139,7 @@ def _send(
         tries += 1
         try:
             status = _post(url, body, min(TIMEOUT_S, left))
-        except (urllib.error.URLError, OSError, ValueError) as exc:
+        except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as exc:
             status, error = None, _reason(exc)
         else:
             if 200 <= status < 300:
@@ -160,4 +161,6 @@ def _reason(exc: Exception) -> str:
         return cause.strerror.lower()
     if isinstance(cause, TimeoutError) or "timed out" in str(cause):
         return "timed out"
+    if isinstance(cause, http.client.HTTPException):
+        return f"not an HTTP answer ({type(cause).__name__})"
     return type(cause).__name__ if not isinstance(cause, str) else cause
