@@ -17,11 +17,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import pygit2
 import pytest
 
+from reconciler.context import Runtime
 from reconciler.lens import Webhook
 from reconciler.notify import LensEvent
 from reconciler.notify.webhooks import BACKOFF_S, deliver
+from reconciler.watch import Follower, follow
 from tests.helpers import commit, git, invoke
 from tests.helpers.examples import answers_bound_to, double_metric, serving
 
@@ -309,3 +312,28 @@ def test_the_payload_and_its_slack_text() -> None:
         "score 1/2 (was 2/2), reach 1/2",
         "• `x` wrong: 1 row differs",
     ]
+
+
+def test_ci_apply_notifies_too(promoted_repo: Path, receiver: Receiver) -> None:
+    _configure(promoted_repo)
+    double_metric(promoted_repo, "units_sold")
+    env = {"GITHUB_EVENT_NAME": "", "GITHUB_EVENT_PATH": "", "GITHUB_STEP_SUMMARY": ""}
+    done = invoke(promoted_repo, "ci", "apply", env={**env, HOOK_ENV: receiver.url})
+    assert done.code == 1, done.stdout + done.stderr
+    assert receiver.events() == [("sales", "blocked")]
+
+
+def test_watch_reconcile_mode_notifies_once_per_commit(
+    promoted_repo: Path, receiver: Receiver
+) -> None:
+    _configure(promoted_repo)
+    double_metric(promoted_repo, "units_sold")
+    rt = Runtime(pygit2.Repository(str(promoted_repo)), env={HOOK_ENV: receiver.url})
+    follower = Follower("main")
+    try:
+        report = follow(rt, follower)
+        assert report is not None and report.exit_code == 1
+        assert follow(rt, follower) is None  # the same tip is never retried
+    finally:
+        rt.close()
+    assert receiver.events() == [("sales", "blocked")]
