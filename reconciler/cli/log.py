@@ -77,7 +77,7 @@ def _log_object(lens: str, entries: list[LogEntry], marks: dict[str, str]) -> di
     """``dst log --format json``: ``deployments`` (the serving history, as before, plus
     ``kind``, ``recorded_at_iso``, ``source_commit``) and ``history``, deployments and
     attempts interleaved newest first."""
-    # lazy: the trend helpers are pure but live beside the renderers
+    # lazy: the trend functions load with the renderers, which `dst --help` does not need
     from reconciler.render.trend import rates
 
     def obj(e: LogEntry) -> dict[str, Any]:
