@@ -1,4 +1,4 @@
-"""Operations on serving versions: rollback, status, log, seed.
+"""Operations on serving versions: rollback, status, log, gc, seed.
 
 (``dst test``, which re-verifies a serving version, is :mod:`reconciler.verify`.)
 Rollback writes a new deployment whose content is an older one's; history is
@@ -7,14 +7,18 @@ never rewritten.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from reconciler.context import Runtime
 from reconciler.errors import UsageError
+from reconciler.git import attempts as attemptstore
 from reconciler.git import refs as refstore
 from reconciler.git import trees as gitstate
+from reconciler.git.commits import CommitInfo, commit_info
 from reconciler.ids import Oid
 from reconciler.lens import LENS_NAME_RE, LensConfig
 from reconciler.loader import load_yaml, validate
@@ -140,9 +144,104 @@ def _rollback_target(
     return found
 
 
+ATTEMPTS_WARN = 50
+"""``dst status`` says to run ``dst gc`` when a lens has more attempts than this."""
+
+
+def iso_time(ts: int) -> str:
+    """``2026-12-01T10:58:09Z`` of a time in seconds since the epoch (UTC)."""
+    return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def ago(ts: int, now: float | None = None) -> str:
+    """How long before ``now`` (default: the clock) ``ts`` was: ``just now``, ``5 min ago``,
+    ``3 h ago``, ``2 days ago``; a time in the future (a skewed clock) is ``in the future``."""
+    delta = int((time.time() if now is None else now) - ts)
+    if delta < -60:
+        return "in the future"
+    for unit, size in (("days", 86400), ("h", 3600), ("min", 60)):
+        if delta >= size:
+            n = delta // size
+            return f"{n} {'day' if unit == 'days' and n == 1 else unit} ago"
+    return "just now"
+
+
+def _source_record(info: CommitInfo | None, oid: str | None) -> dict[str, Any] | None:
+    if info is not None:
+        return info.record()
+    return {"commit": oid} if oid else None
+
+
+@dataclass(frozen=True)
+class Rollback:
+    """A rollback that serves now (possibly under later ``verify`` deployments).
+
+    Attributes:
+        deployment: the rollback deployment commit.
+        rollback_to: the deployment whose content it serves again.
+        recorded_at: when the rollback was recorded (seconds since the epoch).
+    """
+
+    deployment: Oid
+    rollback_to: Oid | None
+    recorded_at: int
+
+    def record(self) -> dict[str, Any]:
+        """JSON-ready: ``{"deployment", "rollback_to", "recorded_at"}``."""
+        return {
+            "deployment": self.deployment,
+            "rollback_to": self.rollback_to,
+            "recorded_at": self.recorded_at,
+        }
+
+
+def serving_rollback(rt: Runtime, name: str) -> Rollback | None:
+    """The rollback lens ``name`` serves, until a newer promotion replaces it.
+
+    ``verify`` deployments (``dst test``) keep serving the same content, so the
+    walk looks past them; a ``promote`` ends it.
+    """
+    oid = refstore.ref_target(rt.repo, refstore.serving_ref(name))
+    while oid is not None:
+        dep = refstore.read_deployment(rt.repo, oid)
+        if dep.info.action == "rollback":
+            return Rollback(dep.oid, dep.info.rollback_to, dep.info.recorded_at)
+        if dep.info.action != "verify":
+            return None
+        oid = dep.previous
+    return None
+
+
+def rollforwards(rt: Runtime, to: str, only: str | None = None) -> list[tuple[str, Rollback]]:
+    """Lenses serving a rollback whose lens tree at ``to`` differs, so applying ``to``
+    would roll them forward: ``[(lens, rollback)]``, sorted.
+
+    Raises:
+        UsageError: ``to`` does not name a commit.
+    """
+    trees = gitstate.lens_trees(rt.repo, gitstate.resolve_commit(rt.repo, to))
+    out = []
+    for name in [only] if only else refstore.served_lenses(rt.repo):
+        rolled = serving_rollback(rt, name)
+        if rolled is None or name not in trees:
+            continue
+        serving = refstore.read_deployment(rt.repo, Oid(rolled.deployment))
+        if trees[name].tree != serving.lens_tree:
+            out.append((name, rolled))
+    return out
+
+
 @dataclass(frozen=True)
 class LensStatus:
-    """Serving and last-attempt state of one lens."""
+    """Serving and last-attempt state of one lens.
+
+    Attributes:
+        serving_commit, attempt_commit: the source commit's author, time and subject
+            (``{"commit", "author", "email", "time", "subject"}``), ``None`` without one.
+        rollback: the rollback serving now, if any.
+        attempts: attempts recorded under ``refs/dst/attempts/<lens>`` (counted up to
+            ``ATTEMPTS_WARN + 1``).
+    """
 
     lens: str
     serving: Oid | None
@@ -151,6 +250,10 @@ class LensStatus:
     attempt_meta: dict[str, Any]
     retired: Oid | None = None
     retired_meta: dict[str, Any] = field(default_factory=dict)
+    serving_commit: dict[str, Any] | None = None
+    attempt_commit: dict[str, Any] | None = None
+    rollback: Rollback | None = None
+    attempts: int = 0
 
     def record(self) -> dict[str, Any]:
         """JSON-ready form (``retired``: the retirement deployment, if the lens has one)."""
@@ -158,8 +261,12 @@ class LensStatus:
             "lens": self.lens,
             "serving": self.serving,
             "serving_meta": self.serving_meta,
+            "serving_commit": self.serving_commit,
+            "serving_rollback": self.rollback.record() if self.rollback else None,
             "last_attempt": self.attempt,
             "last_attempt_meta": self.attempt_meta,
+            "last_attempt_commit": self.attempt_commit,
+            "attempts": self.attempts,
             "retired": self.retired,
             "retired_meta": self.retired_meta,
         }
@@ -181,7 +288,11 @@ def status(rt: Runtime) -> list[LensStatus]:
         am = dict(refstore.read_deployment(repo, a).meta) if a else {}
         r = refstore.ref_target(repo, refstore.retired_ref(name))
         rm = dict(refstore.read_deployment(repo, r).meta) if r else {}
-        out.append(LensStatus(name, s, sm, a, am, r, rm))
+        sc = _source_record(commit_info(repo, sm.get("source")), sm.get("source"))
+        ac = _source_record(commit_info(repo, am.get("source")), am.get("source"))
+        count = attemptstore.chain_length(repo, a, ATTEMPTS_WARN + 1) if a else 0
+        rolled = serving_rollback(rt, name) if s else None
+        out.append(LensStatus(name, s, sm, a, am, r, rm, sc, ac, rolled, count))
     return out
 
 
@@ -193,6 +304,79 @@ def log(rt: Runtime, name: str, limit: int = 50) -> list[refstore.Deployment]:
         return refstore.history(rt.repo, retired, limit)
     dep = serving_or_fail(rt, name)
     return refstore.history(rt.repo, dep.oid, limit)
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    """One line of ``dst log``: a deployment, or an attempt (blocked, stood down; never served).
+
+    Attributes:
+        deployment: the deployment or attempt commit, read back.
+        attempt: it is an attempt (under ``refs/dst/attempts/<lens>``).
+        source: the source commit's author, time and subject (``None``: not in this clone).
+    """
+
+    deployment: refstore.Deployment
+    attempt: bool
+    source: CommitInfo | None
+
+    def record(self) -> dict[str, Any]:
+        """JSON-ready: the stored meta plus ``deployment``, ``kind`` (``deployment`` or
+        ``attempt``), ``recorded_at_iso`` and ``source_commit``."""
+        meta = self.deployment.meta
+        return {
+            "deployment": self.deployment.oid,
+            "kind": "attempt" if self.attempt else "deployment",
+            **meta,
+            "recorded_at_iso": iso_time(int(meta.get("recorded_at", 0))),
+            "source_commit": _source_record(self.source, self.deployment.source),
+        }
+
+
+def timeline(rt: Runtime, name: str, limit: int = 50) -> list[LogEntry]:
+    """Deployments (:func:`log`) and attempts of lens ``name`` interleaved, newest first,
+    at most ``limit`` of each.
+
+    Raises:
+        UsageError: the lens has neither a serving (or retired) history nor attempts.
+    """
+    head = refstore.ref_target(rt.repo, refstore.attempts_ref(name))
+    tried = refstore.history(rt.repo, head, limit) if head else []
+    try:
+        deps = log(rt, name, limit)
+    except UsageError:
+        if not tried:
+            raise
+        deps = []
+    entries = [
+        LogEntry(d, attempt, commit_info(rt.repo, d.source))
+        for d, attempt in [*((d, False) for d in deps), *((d, True) for d in tried)]
+    ]
+    # Newest first; on a tie (same second) a deployment before the attempt it outlived.
+    return sorted(entries, key=lambda e: (-e.deployment.info.recorded_at, e.attempt))
+
+
+def gc(rt: Runtime, keep: int, names: list[str] | None = None) -> list[attemptstore.Pruned]:
+    """Prune every lens's (or ``names``') attempts to the newest ``keep``.
+
+    Raises:
+        UsageError: ``keep`` < 1, or a name has no attempts.
+        RefConflict: an attempts ref moved meanwhile; nothing of that lens moved.
+    """
+    if keep < 1:
+        raise UsageError(f"--keep {keep}: keep at least one attempt", fix="pass --keep 1 or more")
+    refstore.recover(rt.repo)
+    wanted = names or refstore.ref_names(rt.repo, refstore.ATTEMPTS)
+    out = []
+    for name in wanted:
+        pruned = attemptstore.prune(rt.repo, name, keep)
+        if pruned is None:
+            raise UsageError(
+                f"lens {name!r} has no attempts under {refstore.attempts_ref(name)}",
+                fix="see `dst status`",
+            )
+        out.append(pruned)
+    return out
 
 
 def seed(rt: Runtime, url: str | None = None) -> SeedReport:

@@ -41,6 +41,7 @@ from reconciler.lensfiles import (
     RepoConfig,
     SmartTier,
     Strict,
+    Webhook,
 )
 from reconciler.loader import Document, load_yaml, validate
 
@@ -384,5 +385,6 @@ __all__ = [
     "Skill",
     "SmartTier",
     "Strict",
+    "Webhook",
     "load_lens",
 ]

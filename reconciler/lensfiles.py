@@ -3,8 +3,8 @@
 ``lens.yaml`` (:class:`LensConfig`), ``models/*.yaml`` (:class:`Model`),
 ``metrics/*.yaml`` (:class:`Metric`), ``exemplars/*.yaml`` (:class:`Exemplar`),
 ``answers/*.yaml`` (:class:`Answer`), ``evals/cases.yaml`` (:class:`CasesFile`) and
-``dst.yaml`` (:class:`RepoConfig`). Every model forbids unknown keys and coerces
-nothing, so an unknown key, a wrong type or an unquoted ``NO`` is a
+``dst.yaml`` (:class:`RepoConfig`, its webhooks :class:`Webhook`). Every model
+forbids unknown keys and coerces nothing, so an unknown key, a wrong type or an unquoted ``NO`` is a
 :class:`~reconciler.errors.LensLoadError` at its line once
 :func:`reconciler.lens.load_lens` validates a file. The JSON Schemas under
 ``schemas/`` are generated from these models.
@@ -48,10 +48,19 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class Webhook(Strict):
+    """A ``notify:`` entry of ``dst.yaml`` (DESIGN §7); its URL is in variable ``url_env``."""
+
+    url_env: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    events: tuple[Literal["promoted", "blocked", "stood_down", "recovered"], ...]
+    retries: int = Field(default=2, ge=0, le=5, strict=True)  # tries after the first
+
+
 class RepoConfig(Strict):
     """``dst.yaml`` at the repository root: settings shared by every lens."""
 
     warehouse: str | None = Field(default=None, pattern=_URL_RE)
+    notify: tuple[Webhook, ...] = ()
 
 
 class SmartTier(Strict):

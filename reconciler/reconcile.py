@@ -4,7 +4,9 @@ Each lens passes through :data:`LENS_STEPS` (plan, suite, self-test, behavioural
 cases, gate), a tuple of functions
 ``(StepContext, LensState) -> LensState`` that return new frozen values; the
 lens's :class:`~reconciler.results.Action` is decided once, after the gate; then
-the one cross-lens step, :func:`reconciler.promote.promote`, moves refs.
+the one cross-lens step, :func:`reconciler.promote.promote`, moves refs. After the
+refs moved (or the blocked attempts were recorded) an apply's lens events go to the
+``dst.yaml`` webhooks (:func:`reconciler.notify.announce`); dry runs send nothing.
 
 * ``dst plan`` runs ``LENS_STEPS[:1]`` (:data:`PLAN_STEPS`): it plans and runs nothing;
 * ``dst apply --dry-run`` and the pre-push hook run :data:`LENS_STEPS` and stop;
@@ -31,6 +33,7 @@ from reconciler.git import refs as refstore
 from reconciler.git import trees as gitstate
 from reconciler.ids import Oid
 from reconciler.lens import Answer, Lens
+from reconciler.notify import announce
 from reconciler.plan import LensPlan, plan_lens
 from reconciler.promote import promote, record_attempts, retire_warning
 from reconciler.results import Action, LensRun, LensState, RunReport, shrink_notes
@@ -356,6 +359,7 @@ def reconcile(
         report.exit_code = 1
         if not dry_run:
             report.lenses = record_attempts(rt, commit, runs)
+            announce(rt, report)
         return report
     if dry_run:
         for r in runs:
@@ -364,6 +368,7 @@ def reconcile(
             report.messages.append("dry run: no ref moved")
         return report
     report.lenses = promote(rt, commit, list(zip(runs, states, strict=True)))
+    announce(rt, report)
     return report
 
 

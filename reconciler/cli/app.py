@@ -30,6 +30,7 @@ from reconciler.cli.ci import ci_app
 from reconciler.cli.coverage import coverage
 from reconciler.cli.evals import evals_app
 from reconciler.cli.explain import explain
+from reconciler.cli.gc import gc
 from reconciler.cli.hooks import hooks_app
 from reconciler.cli.init import init
 from reconciler.cli.interop import export_app, import_app
@@ -112,6 +113,7 @@ app.command("watch")(watch)
 app.command("coverage")(coverage)
 app.add_typer(validate_app)
 app.command("log")(log)
+app.command("gc")(gc)
 app.command("certify")(certify)
 app.command("ask")(ask)
 app.command("explain")(explain)

@@ -313,6 +313,7 @@ def apply(
 ) -> int:
     """Apply HEAD for real (default branch); the workflow then pushes refs/dst/*."""
     # lazy: the reconcile loads the engines; `dst --help` does not need them
+    from reconciler.cli.reconcile import confirm_rollforward
     from reconciler.git.sync import require_known
     from reconciler.reconcile import reconcile
 
@@ -335,6 +336,7 @@ def apply(
         require_known(rt.repo)
         if head is not None:
             _load_every_lens(rt, head, None)
+        confirm_rollforward(rt, "HEAD", None, yes=True)  # the notice; CI never asks
         report = reconcile(rt, to="HEAD")
         report.command = "ci apply"
         return _publish(rt, report, fmt, junit, "dst lens apply")

@@ -1,7 +1,11 @@
 """``dst log LENS``: a lens's deployment history and its accuracy trend.
 
 The history is the first-parent walk of ``refs/dst/serving/<lens>`` (DESIGN
-§3), newest first. The text form ends with accuracy and wrong-rate sparklines
+§3) interleaved with the blocked and stood-down attempts under
+``refs/dst/attempts/<lens>`` (marked ✗, never served), newest first. Each entry
+shows when it was recorded (UTC, and how long ago), the action, score, accuracy,
+wrong-rate and reach, and the source commit's subject and author. The text form
+ends with accuracy and wrong-rate sparklines over the deployments
 (oldest → newest); ``--plot out.png`` also draws both lines with matplotlib
 (the optional ``plot`` extra). Each line also shows the deployment's reach and,
 where the active corpus changed size since the deployment before, a
@@ -16,13 +20,17 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from reconciler.cli.common import runtime, short_score
 from reconciler.cli.options import Format, FormatOpt, RepoOpt
+
+if TYPE_CHECKING:
+    from reconciler.history import LogEntry
 
 
 def log(
@@ -38,12 +46,13 @@ def log(
     repo: RepoOpt = None,
     fmt: FormatOpt = Format.text,
 ) -> int:
-    """Deployment history of a lens (first-parent history of its serving ref), with its trend."""
+    """Deployments and blocked attempts of a lens, newest first, with its accuracy trend."""
     # lazy: reconciler.history loads the engines, which `dst --help` does not need
-    from reconciler.history import log as do_log
-    from reconciler.render.trend import corpus_marks, percent, points, summary_lines
+    from reconciler.history import timeline
+    from reconciler.render.trend import corpus_marks, points, summary_lines
 
-    deps = do_log(runtime(repo), lens)
+    entries = timeline(runtime(repo), lens)
+    deps = [e.deployment for e in entries if not e.attempt]
     trend = points([(d.oid, d.meta) for d in deps])
     if plot is not None:
         # lazy: matplotlib (the optional plot extra) loads only for --plot
@@ -51,41 +60,72 @@ def log(
 
         width, height = plot_trend(lens, trend, plot)
         print(f"plot written to {plot} ({width}×{height} px)", file=sys.stderr)
-    by_oid = {p.deployment: p for p in trend}
     marks = corpus_marks(trend)
     if fmt is Format.json:
-        print(
-            json.dumps(
-                {
-                    "schema_version": 1,
-                    "command": "log",
-                    "lens": lens,
-                    "deployments": [
-                        {
-                            "deployment": d.oid,
-                            **d.meta,
-                            "accuracy": by_oid[d.oid].accuracy,
-                            "wrong_rate": by_oid[d.oid].wrong_rate,
-                            "corpus_change": marks.get(d.oid),
-                        }
-                        for d in deps
-                    ],
-                },
-                indent=2,
-                default=str,
-            )
-        )
+        print(json.dumps(_log_object(lens, entries, marks), indent=2, default=str))
         return 0
-    for d in deps:
-        p = by_oid[d.oid]
-        reach = d.info.reach
-        print(
-            f"{d.oid[:12]}  {d.meta.get('action', ''):<9} source "
-            f"{str(d.meta.get('source', ''))[:12]}  score {short_score(d.meta.get('score'))}"
-            f"  accuracy {percent(p.accuracy)}, wrong {percent(p.wrong_rate)}"
-            + (f"  reach {reach.get('reached', 0)}/{reach.get('total', 0)}" if reach else "")
-            + (f"  [{marks[d.oid]}]" if d.oid in marks else "")
-        )
+    now = time.time()
+    for e in entries:
+        for line in _entry_lines(e, marks, now):
+            print(line)
     for line in summary_lines(trend):
         print(line)
     return 0
+
+
+def _log_object(lens: str, entries: list[LogEntry], marks: dict[str, str]) -> dict[str, Any]:
+    """``dst log --format json``: ``deployments`` (the serving history, as before, plus
+    ``kind``, ``recorded_at_iso``, ``source_commit``) and ``history``, deployments and
+    attempts interleaved newest first."""
+    # lazy: the trend functions load with the renderers, which `dst --help` does not need
+    from reconciler.render.trend import rates
+
+    def obj(e: LogEntry) -> dict[str, Any]:
+        accuracy, wrong = rates(e.deployment.meta.get("score"))
+        return {
+            **e.record(),
+            "accuracy": accuracy,
+            "wrong_rate": wrong,
+            "corpus_change": marks.get(e.deployment.oid),
+        }
+
+    return {
+        "schema_version": 1,
+        "command": "log",
+        "lens": lens,
+        "deployments": [obj(e) for e in entries if not e.attempt],
+        "history": [obj(e) for e in entries],
+    }
+
+
+def _entry_lines(e: LogEntry, marks: dict[str, str], now: float) -> list[str]:
+    """Two lines per entry: what and when, then the source commit (attempts marked ✗)."""
+    # lazy: reconciler.history loads the engines, which `dst --help` does not need
+    from reconciler.history import ago, iso_time
+    from reconciler.render.trend import percent, rates
+
+    d, meta = e.deployment, e.deployment.meta
+    at = int(meta.get("recorded_at", 0))
+    accuracy, wrong = rates(meta.get("score"))
+    reach = d.info.reach
+    action = str(meta.get("action", ""))
+    head = (
+        f"{'✗' if e.attempt else '●'} {d.oid[:12]}  "
+        f"{(action.upper() + ' (attempt)') if e.attempt else action:<20} "
+        f"{iso_time(at)} ({ago(at, now)})  score {short_score(meta.get('score'))}, "
+        f"accuracy {percent(accuracy)}, wrong {percent(wrong)}"
+        + (f", reach {reach.get('reached', 0)}/{reach.get('total', 0)}" if reach else "")
+        + (f"  [{marks[d.oid]}]" if d.oid in marks else "")
+    )
+    src = e.source
+    source = (
+        f"    source {src.oid[:12]} “{src.subject}” by {src.author}"
+        if src is not None
+        else f"    source {str(d.source)[:12]} (not in this clone)"
+    )
+    lines = [head, source]
+    if action == "rollback" and meta.get("rollback_to"):
+        lines.append(f"    serves again the content of {str(meta['rollback_to'])[:12]}")
+    if e.attempt and meta.get("reason"):
+        lines.append(f"    reason: {meta['reason']}")
+    return lines

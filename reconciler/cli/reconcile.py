@@ -10,7 +10,8 @@ unchanged or all green; 1 blocked, stood down or a divergence; 2 bad input
 
 from __future__ import annotations
 
-from typing import Annotated
+import sys
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -28,6 +29,9 @@ from reconciler.cli.options import (
 from reconciler.cli.profiling import profiled
 from reconciler.cli.progress import progress_for
 from reconciler.errors import UsageError
+
+if TYPE_CHECKING:
+    from reconciler.context import Runtime
 
 
 def plan(
@@ -57,6 +61,9 @@ def apply(
     allow_rewind: Annotated[
         bool, typer.Option("--allow-rewind", help="Promote even if it undoes what serves.")
     ] = False,
+    yes: Annotated[
+        bool, typer.Option("--yes", help="Roll forward a lens serving a rollback; no prompt.")
+    ] = False,
     warehouse: WarehouseOpt = None,
     quiet: QuietOpt = False,
     jobs: JobsOpt = None,
@@ -72,11 +79,43 @@ def apply(
     rt = runtime(repo, warehouse, jobs)
     rt.no_cache = no_cache
     try:
+        if not dry_run:
+            confirm_rollforward(rt, to, lens, yes)
         with progress_for(rt, quiet=quiet), profiled(profile):
             report = reconcile(rt, to=to, only=lens, dry_run=dry_run, allow_rewind=allow_rewind)
         return emit(report, fmt)
     finally:
         rt.close()
+
+
+def confirm_rollforward(rt: Runtime, to: str, lens: str | None, yes: bool) -> None:
+    """Say which lenses serving a rollback this apply rolls forward; on a terminal,
+    without ``--yes``, ask first.
+
+    Off a terminal (CI, hooks, watch) the notice is printed and the apply goes on:
+    the commit is the desired state, as in Argo CD once auto-sync is on again.
+
+    Raises:
+        UsageError: the person at the terminal declined.
+    """
+    # lazy: reconciler.history loads the engines, which `dst --help` does not need
+    from reconciler.history import rollforwards
+
+    pending = rollforwards(rt, to, lens)
+    for name, rolled in pending:
+        print(
+            f"lens {name} serves a rollback to {str(rolled.rollback_to)[:12]} "
+            f"({rolled.deployment[:12]}); this apply rolls it forward to {to}",
+            file=sys.stderr,
+        )
+    if not pending or yes or not sys.stdin.isatty():
+        return
+    if not typer.confirm("roll forward?", default=False, err=True):
+        names = ", ".join(name for name, _ in pending)
+        raise UsageError(
+            f"not rolled forward: {names} keep serving the rollback",
+            fix="pass --yes to roll forward, or `dst apply --lens L` for the other lenses",
+        )
 
 
 def test(

@@ -1,14 +1,18 @@
 """``dst status`` and ``dst rollback``: what serves, and serving an earlier deployment again.
 
-``status`` lists each lens's serving deployment and, when newer, its last
-attempt with the reason, plus any lock file left under ``refs/dst/``; ``rollback``
-writes a new deployment commit whose content is an older one's (DESIGN §3).
+``status`` lists each lens's serving deployment (when it was recorded, and the
+source commit's subject and author), says when a rollback serves, and, when newer,
+its last attempt with the reason; it warns when a lens has more than
+``ATTEMPTS_WARN`` attempts (``dst gc``) and lists any lock file left under
+``refs/dst/``; ``rollback`` writes a new deployment commit whose content is an
+older one's (DESIGN §3).
 Exit codes: 0 shown or rolled back; 2 bad input (no such lens or deployment).
 """
 
 from __future__ import annotations
 
 import json
+import time
 from typing import Annotated, Any
 
 import typer
@@ -60,9 +64,25 @@ def _reach(reach: Any) -> str:
     return f", reach {reach.get('reached', 0)}/{reach['total']}"
 
 
+def _commit_line(what: str, meta: dict[str, Any], commit: Any, now: float) -> str:
+    """``  promoted 2026-12-01T10:58:09Z (5 min ago) from 1a2b… “subject” by Ana``."""
+    # lazy: reconciler.history loads the engines, which `dst --help` does not need
+    from reconciler.history import ago, iso_time
+
+    at = int(meta.get("recorded_at", 0))
+    line = f"  {what} {iso_time(at)} ({ago(at, now)})"
+    if commit and commit.get("subject") is not None:
+        line += f" from {str(commit['commit'])[:12]} “{commit['subject']}” by {commit['author']}"
+    return line
+
+
 def _status_lines(r: Any, known: bool, unknown: str) -> list[str]:
-    """One lens of ``dst status``: what serves (or retired it), then a newer last attempt."""
-    sm, am = r.serving_meta, r.attempt_meta
+    """One lens of ``dst status``: what serves (or retired it), when and from what commit,
+    a rollback serving, then a newer last attempt and a long attempts chain."""
+    # lazy: reconciler.history loads the engines, which `dst --help` does not need
+    from reconciler.history import ATTEMPTS_WARN
+
+    sm, am, now = r.serving_meta, r.attempt_meta, time.time()
     served = (
         (
             f"serving {r.serving[:12]} ({sm.get('action')}, source "
@@ -79,11 +99,24 @@ def _status_lines(r: Any, known: bool, unknown: str) -> list[str]:
             f"nothing serving"
         )
     lines = [f"{r.lens}: {served}"]
+    if r.serving:
+        lines.append(_commit_line("recorded", sm, r.serving_commit, now))
+    if r.rollback is not None:
+        lines.append(
+            f"  serving a rollback to {str(r.rollback.rollback_to)[:12]} since "
+            f"{r.rollback.deployment[:12]}: the next `dst apply` of a changed lens rolls forward"
+        )
     newer = int(am.get("recorded_at", 0)) >= int(sm.get("recorded_at", 0))
     if r.attempt and (newer or not r.serving):
         lines.append(
             f"  last attempt {r.attempt[:12]}: {am.get('action')} source "
             f"{str(am.get('source', ''))[:12]} — {am.get('reason', '')}"
+        )
+        lines.append("  " + _commit_line("attempted", am, r.attempt_commit, now))
+    if r.attempts > ATTEMPTS_WARN:
+        lines.append(
+            f"  more than {ATTEMPTS_WARN} attempts recorded under refs/dst/attempts/{r.lens}; "
+            f"prune them with `dst gc --keep 10`"
         )
     return lines
 

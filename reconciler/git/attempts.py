@@ -1,0 +1,95 @@
+"""Pruning ``refs/dst/attempts/<lens>``: keep the newest attempts, drop the rest (``dst gc``).
+
+Blocked and stood-down applies each append an attempt commit (DESIGN §3), so the
+chain grows with every failed push. Pruning rewrites the newest ``keep``
+attempts onto the lens's history root — same trees, ``state/`` files, messages
+and times, with ``previous`` pointing at the rewritten attempt before — and
+moves the ref by compare-and-swap (:func:`reconciler.git.refs.update_refs`);
+the dropped commits become unreachable and git's own ``git gc`` reclaims them.
+Serving and retired histories are never touched: they are the lenses' records.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pygit2
+
+from reconciler.git import refs as refstore
+from reconciler.ids import Oid
+from reconciler.state import DeploymentMeta, RunRecord
+
+
+@dataclass(frozen=True)
+class Pruned:
+    """What pruning one lens's attempts did.
+
+    Attributes:
+        lens: the lens.
+        ref: ``refs/dst/attempts/<lens>``.
+        before: attempts in the chain before.
+        kept: attempts kept (the newest).
+        old: the ref's value before.
+        new: its value after (``old`` when nothing was pruned).
+    """
+
+    lens: str
+    ref: str
+    before: int
+    kept: int
+    old: Oid
+    new: Oid
+
+    @property
+    def dropped(self) -> int:
+        """Attempts pruned."""
+        return self.before - self.kept
+
+
+def chain_length(repo: pygit2.Repository, head: Oid, stop: int | None = None) -> int:
+    """Commits on ``head``'s first-parent chain before the history root (at most ``stop``)."""
+    count, commit = 0, repo[head].peel(pygit2.Commit)
+    while commit.parents and (stop is None or count < stop):
+        count += 1
+        commit = commit.parents[0]
+    return count
+
+
+def prune(repo: pygit2.Repository, lens: str, keep: int) -> Pruned | None:
+    """Keep the newest ``keep`` (≥ 1) attempts of ``lens``; ``None`` when it has no attempts.
+
+    Raises:
+        RefConflict: the attempts ref moved meanwhile (another apply recorded one);
+            nothing moved, run it again.
+        StateError: an attempt commit does not read as one.
+    """
+    if keep < 1:
+        raise ValueError(f"keep must be at least 1, not {keep}")
+    ref = refstore.attempts_ref(lens)
+    head = refstore.ref_target(repo, ref)
+    if head is None:
+        return None
+    before = chain_length(repo, head)
+    if before <= keep:
+        return Pruned(lens, ref, before, before, head, head)
+    chain = refstore.history(repo, head, keep)  # newest first
+    previous: Oid | None = None
+    for dep in reversed(chain):
+        commit = repo[dep.oid].peel(pygit2.Commit)
+        run = RunRecord.model_validate(refstore.read_run(repo, dep.oid))
+        meta = DeploymentMeta.model_validate({**dep.meta, "previous": previous})
+        parents = [previous or refstore.history_root(repo, lens), dep.source]
+        previous = refstore.write_deployment(
+            repo,
+            lens_tree=dep.lens_tree,
+            bindings=dep.bindings,
+            run=run,
+            meta=meta,
+            parents=parents,
+            message=commit.message.rstrip("\n"),
+        )
+    if previous is None:  # pragma: no cover - keep ≥ 1 and the chain is longer
+        raise RuntimeError(f"lens {lens}: no attempt kept")
+    reason = f"dst gc: keep the newest {keep} attempts of {lens}"
+    refstore.update_refs(repo, [refstore.RefUpdate(ref, head, previous)], reason=reason)
+    return Pruned(lens, ref, before, keep, head, previous)
