@@ -23,6 +23,7 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from reconciler.assets import PlanMemo
 from reconciler.candidate import commit_states, worktree_states
 from reconciler.cases import run_cases
 from reconciler.context import Runtime
@@ -31,7 +32,7 @@ from reconciler.git import refs as refstore
 from reconciler.git import trees as gitstate
 from reconciler.ids import Oid
 from reconciler.lens import Answer, Lens
-from reconciler.plan import LensPlan, plan_lens
+from reconciler.plan import LensPlan, Planner
 from reconciler.promote import promote, record_attempts, retire_warning
 from reconciler.results import Action, LensRun, LensState, RunReport, shrink_notes
 from reconciler.suite import AnswerResult, Scoring, run_answers
@@ -68,7 +69,8 @@ def plan_step(ctx: StepContext, state: LensState) -> LensState:
     A candidate that does not contain the serving source commit is refused
     (``refused``) unless this is a dry run or ``--allow-rewind``, where it warns.
     """
-    plan = state.plan or plan_lens(
+    planner = Planner(PlanMemo(ctx.rt.root / ".dst" / "plan"))
+    plan = state.plan or planner.plan_lens(
         state.name,
         candidate=state.candidate,
         candidate_commit=state.candidate_commit,
@@ -343,7 +345,7 @@ def reconcile(
     ]
     report = RunReport(ctx.command, runs, messages, dry_run=dry_run)
     if to == "HEAD":
-        dirty = gitstate.uncommitted_lens_paths(rt.repo)
+        dirty = gitstate.uncommitted_lens_paths(rt.repo, [only] if isinstance(only, str) else only)
         if dirty:
             report.messages.append(
                 f"note: {len(dirty)} uncommitted change(s) under lenses/ (e.g. {dirty[0]}) are "
