@@ -20,15 +20,15 @@ import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import sqlglot
-
-from reconciler import __version__, guard
-from reconciler.assembly.request import assemble
+from reconciler import __version__
 from reconciler.errors import UnsafeSqlError
 from reconciler.files import replace_file
 from reconciler.ids import AnswerId, AssetId
-from reconciler.lens import Answer, Lens, Metric, Model
+
+if TYPE_CHECKING:
+    from reconciler.lens import Answer, Lens, Metric, Model
 
 HASH_SCHEME = 1
 
@@ -59,6 +59,9 @@ def normalize_sql(sql: str, dialect: str) -> str:
     Falls back to whitespace-collapsed text for SQL sqlglot cannot parse (that
     SQL is rejected at load anyway; this keeps hashing total).
     """
+    # lazy: reading serving state (`dst status`) needs HASH_SCHEME here, not the SQL parser
+    import sqlglot
+
     try:
         tree = sqlglot.parse_one(sql, read=dialect)
     except sqlglot.errors.ParseError:
@@ -150,6 +153,9 @@ def oracle_hash(answer: Answer, dialect: str) -> str:
 
 def oracle_models(lens: Lens, answer: Answer) -> list[AssetId]:
     """Model assets of the physical tables the oracle SQL reads (sqlglot), sorted."""
+    # lazy: the read-only guard loads the SQL parser; reading serving state does not need it
+    from reconciler import guard
+
     try:
         tables = guard.tables_read(answer.sql, lens.config.dialect)
     except UnsafeSqlError:
@@ -198,6 +204,9 @@ def dependency_set(lens: Lens, answer: Answer) -> dict[AssetId, tuple[AssetId, .
     exemplars) ∪ model assets of the tables its oracle reads — closed over
     metric → model → joined models (DESIGN §1, §2).
     """
+    # lazy: the assembly loads the lens models and the SQL parser; serving state does not
+    from reconciler.assembly.request import assemble
+
     request = assemble(lens, answer.question, exclude_answer=AnswerId(answer.id))
     roots: list[AssetId] = [AssetId(f"lens/{lens.name}"), *map(AssetId, lens.skills)]
     roots += sorted(request.used_assets())

@@ -16,12 +16,14 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reconciler.assets import HASH_SCHEME, Asset, dependency_set, oracle_hash
 from reconciler.errors import StateError
 from reconciler.ids import AnswerId, AssetId
-from reconciler.lens import Answer, Lens
+
+if TYPE_CHECKING:
+    from reconciler.lens import Answer, Lens
 
 BINDINGS_SCHEMA = 1
 
