@@ -258,7 +258,7 @@ class PlanMemo:
     is stored once per tree id and read back by every later plan of that tree:
     a re-plan of the same trees parses no SQL. One JSON file per version, named
     by the SHA-256 of ``(memo schema, tool version, hash scheme, lens name, tree
-    id)``; inside, answers are keyed by :func:`answer_key`, so an entry is only
+    id, dialect)``; inside, answers are keyed by :func:`answer_key`, so an entry is only
     ever used for the exact answer text it was computed from. Files are written
     atomically; an unreadable, corrupt or foreign file counts as a miss and is
     rewritten. Without a directory (or a tree id: the working tree) it memoizes
@@ -278,7 +278,7 @@ class PlanMemo:
     def _file(self, lens: Lens, tree: str | None) -> Path | None:
         if self.directory is None or tree is None:
             return None
-        ident = [MEMO_SCHEMA, __version__, HASH_SCHEME, lens.name, tree]
+        ident = [MEMO_SCHEMA, __version__, HASH_SCHEME, lens.name, tree, lens.config.dialect]
         name = hashlib.sha256(json.dumps(ident).encode("utf-8")).hexdigest()
         return self.directory / f"{name}.json"
 
