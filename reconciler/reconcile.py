@@ -69,8 +69,7 @@ def plan_step(ctx: StepContext, state: LensState) -> LensState:
     A candidate that does not contain the serving source commit is refused
     (``refused``) unless this is a dry run or ``--allow-rewind``, where it warns.
     """
-    planner = Planner(PlanMemo(ctx.rt.root / ".dst" / "plan"))
-    plan = state.plan or planner.plan_lens(
+    plan = state.plan or Planner(PlanMemo(ctx.rt.root / ".dst" / "plan")).plan_lens(
         state.name,
         candidate=state.candidate,
         candidate_commit=state.candidate_commit,
