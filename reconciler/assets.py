@@ -13,9 +13,11 @@ means bumping :data:`HASH_SCHEME` and migrating stored bindings explicitly.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
+import os
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -225,6 +227,7 @@ def dependency_set(lens: Lens, answer: Answer) -> dict[AssetId, tuple[AssetId, .
 # -- the plan memo ------------------------------------------------------------------------
 
 MEMO_SCHEMA = 1
+MEMO_KEPT = 1024  # lens versions kept under .dst/plan/; the least recently used go first
 DepSet = dict[AssetId, tuple[AssetId, ...]]
 
 
@@ -256,7 +259,9 @@ class PlanMemo:
     A lens tree id names the tree's content exactly, so what a plan derives from
     a version (its asset hashes, each answer's oracle hash and dependency set)
     is stored once per tree id and read back by every later plan of that tree:
-    a re-plan of the same trees parses no SQL. One JSON file per version, named
+    a re-plan of the same trees normalizes no SQL and assembles nothing for a
+    dependency set (loading the lens still runs the read-only check over its
+    SQL). One JSON file per version, named
     by the SHA-256 of ``(memo schema, tool version, hash scheme, lens name, tree
     id, dialect)``; inside, answers are keyed by :func:`answer_key`, so an entry is only
     ever used for the exact answer text it was computed from. Files are written
@@ -291,8 +296,10 @@ class PlanMemo:
             if found is None:
                 self.misses += 1
                 found = _Version(lens_assets(lens), {}, {}, path, dirty=True)
-            else:
+            elif path is not None:
                 self.hits += 1
+                with contextlib.suppress(OSError):
+                    os.utime(path)  # recently used: kept longest (see _prune)
             self._versions[key] = found
         return found
 
@@ -336,6 +343,21 @@ class PlanMemo:
             except OSError:
                 continue  # a read-only checkout plans as fast as before, just not faster
             version.dirty = False
+            self._prune()
+
+    def _prune(self) -> None:
+        """Keep the :data:`MEMO_KEPT` most recently used versions (best effort)."""
+        if self.directory is None:
+            return
+        try:
+            entries = list(os.scandir(self.directory))
+            if len(entries) <= MEMO_KEPT:
+                return
+            entries.sort(key=lambda e: e.stat().st_mtime_ns)
+            for old in entries[: len(entries) - MEMO_KEPT]:
+                os.unlink(old.path)
+        except OSError:
+            return
 
 
 def _read_version(path: Path) -> _Version | None:

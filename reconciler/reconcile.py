@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Literal
 
 from reconciler.assets import PlanMemo
@@ -69,7 +70,7 @@ def plan_step(ctx: StepContext, state: LensState) -> LensState:
     A candidate that does not contain the serving source commit is refused
     (``refused``) unless this is a dry run or ``--allow-rewind``, where it warns.
     """
-    plan = state.plan or Planner(PlanMemo(ctx.rt.root / ".dst" / "plan")).plan_lens(
+    plan = state.plan or Planner(PlanMemo(_memo_dir(ctx.rt))).plan_lens(
         state.name,
         candidate=state.candidate,
         candidate_commit=state.candidate_commit,
@@ -108,6 +109,11 @@ def plan_step(ctx: StepContext, state: LensState) -> LensState:
         suite=gated,
         cases_wanted=plan.gate != "off" and bool(plan.gated or plan.self_test),
     )
+
+
+def _memo_dir(rt: Runtime) -> Path | None:
+    """Where plans keep what they derive from lens versions: ``.dst/plan/`` of the work tree."""
+    return None if rt.repo.is_bare else rt.root / ".dst" / "plan"
 
 
 def suite_step(ctx: StepContext, state: LensState) -> LensState:

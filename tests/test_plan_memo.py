@@ -1,6 +1,6 @@
 """The plan memo: asset hashes, oracle hashes and dependency sets of a lens version on disk.
 
-A re-plan of the same trees parses no SQL and assembles nothing; a changed SQL
+A re-plan of the same trees normalizes no SQL and assembles nothing; a changed SQL
 string, another dialect, another lens tree, another tool version or a corrupt
 file misses, and the plan it yields is the one a plan without the memo yields.
 """
@@ -82,7 +82,9 @@ CHANGED = _edited(
 )
 
 
-def test_a_replan_of_the_same_trees_parses_nothing(tmp_path: Path, assembled: list[str]) -> None:
+def test_a_replan_of_the_same_trees_hashes_and_assembles_nothing(
+    tmp_path: Path, assembled: list[str]
+) -> None:
     first = _plan(PlanMemo(tmp_path), CHANGED)
     assert len(list(tmp_path.glob("*.json"))) == 2  # serving and candidate
     assert len(assembled) == 2
@@ -184,3 +186,16 @@ def test_dst_plan_keeps_its_memo_under_dot_dst(promoted_repo: Path) -> None:
     second = invoke(promoted_repo, "plan", "--format", "json")
     assert second.json() == first.json()
     assert set(memo.glob("*.json")) == stored
+
+
+def test_only_the_most_recent_versions_are_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(assets, "MEMO_KEPT", 3)
+    for n in range(4):
+        _plan(PlanMemo(tmp_path), CHANGED, candidate_tree=f"{n}" * 40)
+    kept = list(tmp_path.glob("*.json"))
+    assert len(kept) == 3
+    memo = PlanMemo(tmp_path)
+    _plan(memo, CHANGED, candidate_tree="3" * 40)  # the last one planned is still there
+    assert (memo.hits, memo.misses) == (2, 0)

@@ -130,7 +130,7 @@ def uncommitted_lens_paths(
     args = ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"]
     try:
         root = repo_root(repo)
-        where = [f"--git-dir={repo.path}", f"--work-tree={root}"]
+        where = [f"--git-dir={repo.path}", f"--work-tree={root}", "--literal-pathspecs"]
         done = subprocess.run(
             ["git", *where, *args, "--", *specs], cwd=root, capture_output=True, check=False
         )
