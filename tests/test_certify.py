@@ -292,8 +292,8 @@ _ANSWERS_PATH = re.compile(r"(^|/)answers(/|$)")
 # Who may call the generic writers and what they write.
 _GENERIC_CALLERS = {
     "write_new_file": {"certify.py", "cli/init.py"},  # answers/<id>.yaml; init's scaffold
-    # .gitignore; evals/cases.yaml; the .dst/profiles cache
-    "replace_file": {"cli/init.py", "cli/evals.py", "assembly/profiles.py"},
+    # .gitignore; evals/cases.yaml; the .dst/profiles cache; the .dst/plan memo
+    "replace_file": {"cli/init.py", "cli/evals.py", "assembly/profiles.py", "assets.py"},
 }
 # Modules that write files *and* build answers/ paths: certify alone.
 _ANSWER_WRITERS = {"certify.py"}
