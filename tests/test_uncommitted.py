@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pygit2
+import pytest
 
 from reconciler.git.trees import uncommitted_lens_paths
 from tests.helpers import git, invoke
@@ -57,3 +58,15 @@ def test_plan_of_one_lens_notes_only_its_own_changes(lens_repo: Path) -> None:
     everything = invoke(lens_repo, "plan", "--format", "json")
     notes = [m for m in everything.json()["messages"] if "uncommitted" in m]
     assert len(notes) == 1 and "4 uncommitted change(s)" in notes[0], notes
+
+
+def test_without_a_git_command_the_walk_gives_the_same_paths(
+    lens_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = _dirty(lens_repo)
+    repo = pygit2.Repository(str(lens_repo))
+    monkeypatch.setenv("PATH", str(lens_repo / "no-such-bin"))
+    assert uncommitted_lens_paths(repo) == expected
+    assert uncommitted_lens_paths(repo, ["finance"]) == [
+        p for p in expected if p.startswith("lenses/finance/")
+    ]
