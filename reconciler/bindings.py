@@ -11,16 +11,19 @@ the asset chain that explains them (``dst plan --explain``), after dbt's
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reconciler.assets import HASH_SCHEME, Asset, dependency_set, oracle_hash
 from reconciler.errors import StateError
 from reconciler.ids import AnswerId, AssetId
-from reconciler.lens import Lens
+
+if TYPE_CHECKING:
+    from reconciler.lens import Answer, Lens
 
 BINDINGS_SCHEMA = 1
 
@@ -81,8 +84,12 @@ class Bindings:
         return (json.dumps(self.to_json(), indent=2, sort_keys=True) + "\n").encode()
 
     @classmethod
-    def loads(cls, raw: bytes, *, where: str) -> Bindings:
+    def loads(cls, raw: bytes, *, where: str, answers: bool = True) -> Bindings:
         """Parse ``state/bindings.json``.
+
+        With ``answers=False`` only the header is checked (schema version and
+        hash scheme) and the result holds no answers: for a lens whose tree
+        already serves, whose bindings a plan never consults.
 
         Raises:
             StateError: bad JSON, an unknown ``schema_version`` or a different
@@ -105,6 +112,8 @@ class Bindings:
                 fix="use the dst version that wrote this state: a hash-scheme change needs "
                 "an explicit migration, never a silent re-hash",
             )
+        if not answers:
+            return cls()
         return cls(
             {
                 AnswerId(k): Binding(
@@ -186,6 +195,9 @@ def select_stale(
     assets: Mapping[AssetId, Asset],
     bindings: Bindings,
     serving: Lens | None,
+    *,
+    deps_of: Callable[[Answer], dict[AssetId, tuple[AssetId, ...]]] | None = None,
+    oracle_of: Callable[[Answer], str] | None = None,
 ) -> tuple[list[StaleAnswer], dict[AnswerId, dict[AssetId, tuple[AssetId, ...]]]]:
     """Stale active answers of ``candidate`` against the stored ``bindings``.
 
@@ -194,17 +206,24 @@ def select_stale(
         assets: ``lens_assets(candidate)``.
         bindings: the serving version's bindings (empty when nothing serves).
         serving: the serving lens, to tell new and re-authored answers apart.
+        deps_of, oracle_of: an answer's dependency set and oracle hash on
+            ``candidate`` (default :func:`dependency_set`, :func:`oracle_hash`;
+            a plan passes its memo's).
 
     Returns:
         ``(stale answers sorted by id, {answer id: dependency set with chains}
         for every active answer)``.
     """
     dialect = candidate.config.dialect
+    if deps_of is None:
+        deps_of = functools.partial(dependency_set, candidate)
+    if oracle_of is None:
+        oracle_of = functools.partial(oracle_hash, dialect=dialect)
     deps_by_answer: dict[AnswerId, dict[AssetId, tuple[AssetId, ...]]] = {}
     stale: list[StaleAnswer] = []
     for answer in candidate.active_answers():
         aid = AnswerId(answer.id)
-        deps = dependency_set(candidate, answer)
+        deps = deps_of(answer)
         deps_by_answer[aid] = deps
         reasons: list[StaleReason] = []
         old = serving.answers.get(aid) if serving is not None else None
@@ -214,7 +233,7 @@ def select_stale(
         if binding is None:
             reasons.append(StaleReason(Reason.NEVER_VERIFIED))
         else:
-            if binding.oracle != oracle_hash(answer, dialect):
+            if binding.oracle != oracle_of(answer):
                 reasons.append(StaleReason(Reason.SQL_REAUTHORED))
             for asset_id, old_hash in sorted(binding.assets.items()):
                 if asset_id not in assets:

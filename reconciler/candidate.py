@@ -160,8 +160,10 @@ def commit_states(
     for name in names:
         lens_tree = trees.get(name)
         oid = refstore.ref_target(repo, refstore.serving_ref(name))
-        dep = refstore.read_deployment(repo, oid) if oid is not None else None
         tree = lens_tree.tree if lens_tree else None
+        # the tree already serves: its plan never consults the bindings, so skip reading them
+        same = oid is not None and tree is not None and refstore.deployment_tree(repo, oid) == tree
+        dep = refstore.read_deployment(repo, oid, bindings=not same) if oid is not None else None
         if dep is not None and dep.lens_tree == tree and dep.info.gate in ("off", "warn", "block"):
             plan = unchanged_plan(
                 name,

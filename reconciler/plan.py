@@ -8,11 +8,12 @@ self-test answers, the starvation flag and the gate mode. It runs nothing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypedDict
 
-from reconciler.assets import Asset, lens_assets, oracle_hash
+from reconciler.assets import Asset, PlanMemo, oracle_hash
 from reconciler.bindings import Bindings, StaleAnswer, select_stale
 from reconciler.ids import AnswerId, AssetId, Oid
 from reconciler.lens import Answer, Lens
@@ -169,10 +170,23 @@ def diff_assets(old: Mapping[AssetId, Asset], new: Mapping[AssetId, Asset]) -> l
     return changes
 
 
-def diff_answers(old: Lens | None, new: Lens) -> list[tuple[AnswerId, str]]:
+def diff_answers(
+    old: Lens | None,
+    new: Lens,
+    *,
+    old_oracle: Callable[[Answer], str] | None = None,
+    new_oracle: Callable[[Answer], str] | None = None,
+) -> list[tuple[AnswerId, str]]:
     """Certified-answer changes: ``added``, ``removed``, ``reauthored`` (question or
-    SQL), ``<old status>→<new status>``, or ``provenance`` (nothing else changed)."""
+    SQL), ``<old status>→<new status>``, or ``provenance`` (nothing else changed).
+
+    ``old_oracle`` / ``new_oracle`` give an answer's oracle hash in ``old`` /
+    ``new`` (default :func:`~reconciler.assets.oracle_hash`; a plan passes its memo's).
+    """
     before = dict(old.answers) if old is not None else {}
+    old_dialect = old.config.dialect if old else ""
+    old_oracle = old_oracle or functools.partial(oracle_hash, dialect=old_dialect)
+    new_oracle = new_oracle or functools.partial(oracle_hash, dialect=new.config.dialect)
     out: list[tuple[AnswerId, str]] = []
     for aid in sorted(set(before) | set(new.answers)):
         a, b = before.get(aid), new.answers.get(aid)
@@ -180,15 +194,125 @@ def diff_answers(old: Lens | None, new: Lens) -> list[tuple[AnswerId, str]]:
             out.append((aid, "added"))
         elif b is None:
             out.append((aid, "removed"))
-        elif oracle_hash(a, old.config.dialect if old else "") != oracle_hash(
-            b, new.config.dialect
-        ):
+        elif old_oracle(a) != new_oracle(b):
             out.append((aid, "reauthored"))
         elif a.status != b.status:
             out.append((aid, f"{a.status}→{b.status}"))
         elif a != b:
             out.append((aid, "provenance"))
     return out
+
+
+@dataclass(frozen=True)
+class Planner:
+    """Plans lenses, keeping what it derives from each lens version in a memo.
+
+    Attributes:
+        memo: asset hashes, oracle hashes and dependency sets by lens version
+            (:class:`~reconciler.assets.PlanMemo`: on disk under ``.dst/plan/``
+            for ``dst plan`` and ``dst apply``; in memory by default).
+    """
+
+    memo: PlanMemo = field(default_factory=lambda: PlanMemo(None))
+
+    def plan_lens(
+        self,
+        name: str,
+        *,
+        candidate: Lens | None,
+        candidate_commit: Oid | None,
+        candidate_tree: Oid | None,
+        serving: Lens | None,
+        serving_deployment: Oid | None,
+        serving_tree: Oid | None,
+        bindings: Bindings,
+    ) -> LensPlan:
+        """Plan one lens.
+
+        Args:
+            name: lens name.
+            candidate: the candidate lens (``None`` when the candidate deletes it).
+            candidate_commit, candidate_tree: where it was read from.
+            serving: the serving lens (``None`` when nothing serves).
+            serving_deployment, serving_tree: the serving deployment and its lens tree.
+            bindings: the serving deployment's bindings.
+
+        Returns:
+            The plan; an unchanged lens tree short-circuits to ``unchanged=True``.
+        """
+        active_before = len(serving.active_answers()) if serving is not None else 0
+        if candidate is None:
+            return LensPlan(
+                lens=name,
+                gate=serving.config.eval_gate if serving else "block",
+                serving=serving_deployment,
+                serving_tree=serving_tree,
+                candidate=candidate_commit,
+                candidate_tree=None,
+                unchanged=False,
+                active_before=active_before,
+            )
+        gate = candidate.config.eval_gate
+        if candidate_tree is not None and candidate_tree == serving_tree:
+            return LensPlan(
+                lens=name,
+                gate=gate,
+                serving=serving_deployment,
+                serving_tree=serving_tree,
+                candidate=candidate_commit,
+                candidate_tree=candidate_tree,
+                unchanged=True,
+                active_before=active_before,
+                active_after=active_before,
+            )
+        memo = self.memo
+        new_assets = memo.assets(candidate, candidate_tree)
+        old_assets = memo.assets(serving, serving_tree) if serving is not None else {}
+        new_oracle = functools.partial(memo.oracle_hash, candidate, candidate_tree)
+        stale, deps = select_stale(
+            candidate,
+            new_assets,
+            bindings,
+            serving,
+            deps_of=functools.partial(memo.dependency_set, candidate, candidate_tree),
+            oracle_of=new_oracle,
+        )
+        active = candidate.active_answers()
+        old_oracle = (
+            functools.partial(memo.oracle_hash, serving, serving_tree)
+            if serving is not None
+            else None
+        )
+        changed_answers = diff_answers(
+            serving, candidate, old_oracle=old_oracle, new_oracle=new_oracle
+        )
+        memo.flush()
+        created = {aid for aid, change in changed_answers if change in ("added", "reauthored")}
+        removed = _removed_active(serving, active, bindings)
+        self_test = tuple(
+            AnswerId(a.id) for a in active if serving is None or AnswerId(a.id) in created
+        )
+        return LensPlan(
+            lens=name,
+            gate=gate,
+            serving=serving_deployment,
+            serving_tree=serving_tree,
+            candidate=candidate_commit,
+            candidate_tree=candidate_tree,
+            unchanged=False,
+            changed_assets=tuple(diff_assets(old_assets, new_assets)),
+            stale=tuple(stale),
+            self_test=self_test,
+            starvation=active_before >= 1 and not active,
+            active_before=active_before,
+            active_after=len(active),
+            deps=deps,
+            assets=new_assets,
+            changed_answers=tuple(changed_answers),
+            stamped=frozenset(aid for aid in deps if aid in bindings.answers),
+            strict_declines=candidate.config.strict_declines,
+            removed_active=removed,
+        )
 
 
 def plan_lens(
@@ -202,74 +326,16 @@ def plan_lens(
     serving_tree: Oid | None,
     bindings: Bindings,
 ) -> LensPlan:
-    """Plan one lens.
-
-    Args:
-        name: lens name.
-        candidate: the candidate lens (``None`` when the candidate deletes it).
-        candidate_commit, candidate_tree: where it was read from.
-        serving: the serving lens (``None`` when nothing serves).
-        serving_deployment, serving_tree: the serving deployment and its lens tree.
-        bindings: the serving deployment's bindings.
-
-    Returns:
-        The plan; an unchanged lens tree short-circuits to ``unchanged=True``.
-    """
-    active_before = len(serving.active_answers()) if serving is not None else 0
-    if candidate is None:
-        return LensPlan(
-            lens=name,
-            gate=serving.config.eval_gate if serving else "block",
-            serving=serving_deployment,
-            serving_tree=serving_tree,
-            candidate=candidate_commit,
-            candidate_tree=None,
-            unchanged=False,
-            active_before=active_before,
-        )
-    gate = candidate.config.eval_gate
-    if candidate_tree is not None and candidate_tree == serving_tree:
-        return LensPlan(
-            lens=name,
-            gate=gate,
-            serving=serving_deployment,
-            serving_tree=serving_tree,
-            candidate=candidate_commit,
-            candidate_tree=candidate_tree,
-            unchanged=True,
-            active_before=active_before,
-            active_after=active_before,
-        )
-    new_assets = lens_assets(candidate)
-    old_assets = lens_assets(serving) if serving is not None else {}
-    stale, deps = select_stale(candidate, new_assets, bindings, serving)
-    active = candidate.active_answers()
-    changed_answers = diff_answers(serving, candidate)
-    created = {aid for aid, change in changed_answers if change in ("added", "reauthored")}
-    removed = _removed_active(serving, active, bindings)
-    self_test = tuple(
-        AnswerId(a.id) for a in active if serving is None or AnswerId(a.id) in created
-    )
-    return LensPlan(
-        lens=name,
-        gate=gate,
-        serving=serving_deployment,
-        serving_tree=serving_tree,
-        candidate=candidate_commit,
+    """Plan one lens with an in-memory memo (:meth:`Planner.plan_lens`)."""
+    return Planner().plan_lens(
+        name,
+        candidate=candidate,
+        candidate_commit=candidate_commit,
         candidate_tree=candidate_tree,
-        unchanged=False,
-        changed_assets=tuple(diff_assets(old_assets, new_assets)),
-        stale=tuple(stale),
-        self_test=self_test,
-        starvation=active_before >= 1 and not active,
-        active_before=active_before,
-        active_after=len(active),
-        deps=deps,
-        assets=new_assets,
-        changed_answers=tuple(changed_answers),
-        stamped=frozenset(aid for aid in deps if aid in bindings.answers),
-        strict_declines=candidate.config.strict_declines,
-        removed_active=removed,
+        serving=serving,
+        serving_deployment=serving_deployment,
+        serving_tree=serving_tree,
+        bindings=bindings,
     )
 
 

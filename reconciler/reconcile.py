@@ -23,8 +23,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Literal
 
+from reconciler.assets import PlanMemo
 from reconciler.candidate import commit_states, worktree_states
 from reconciler.cases import run_cases
 from reconciler.context import Runtime
@@ -34,7 +36,7 @@ from reconciler.git import trees as gitstate
 from reconciler.ids import Oid
 from reconciler.lens import Answer, Lens
 from reconciler.notify import announce
-from reconciler.plan import LensPlan, plan_lens
+from reconciler.plan import LensPlan, Planner
 from reconciler.promote import promote, record_attempts, retire_warning
 from reconciler.results import Action, LensRun, LensState, RunReport, shrink_notes
 from reconciler.suite import AnswerResult, Scoring, run_answers
@@ -71,7 +73,7 @@ def plan_step(ctx: StepContext, state: LensState) -> LensState:
     A candidate that does not contain the serving source commit is refused
     (``refused``) unless this is a dry run or ``--allow-rewind``, where it warns.
     """
-    plan = state.plan or plan_lens(
+    plan = state.plan or Planner(PlanMemo(_memo_dir(ctx.rt))).plan_lens(
         state.name,
         candidate=state.candidate,
         candidate_commit=state.candidate_commit,
@@ -110,6 +112,11 @@ def plan_step(ctx: StepContext, state: LensState) -> LensState:
         suite=gated,
         cases_wanted=plan.gate != "off" and bool(plan.gated or plan.self_test),
     )
+
+
+def _memo_dir(rt: Runtime) -> Path | None:
+    """Where plans keep what they derive from lens versions: ``.dst/plan/`` of the work tree."""
+    return None if rt.repo.is_bare else rt.root / ".dst" / "plan"
 
 
 def suite_step(ctx: StepContext, state: LensState) -> LensState:
@@ -347,7 +354,7 @@ def reconcile(
     ]
     report = RunReport(ctx.command, runs, messages, dry_run=dry_run)
     if to == "HEAD":
-        dirty = gitstate.uncommitted_lens_paths(rt.repo)
+        dirty = gitstate.uncommitted_lens_paths(rt.repo, [only] if isinstance(only, str) else only)
         if dirty:
             report.messages.append(
                 f"note: {len(dirty)} uncommitted change(s) under lenses/ (e.g. {dirty[0]}) are "

@@ -13,13 +13,19 @@ from tests.benchmarks import run, synth
 def test_benchmarks_run_at_tiny_sizes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DST_BENCH_CACHE", str(tmp_path / "cache"))
     rows = run.bench_plan([synth.Size(2, 6, 2), synth.Size(3, 6, 2)], runs=1)
+    rows += run.bench_startup(runs=1)
     rows.append(run.bench_compare(50, 6, runs=1))
     assert [r.name.split(",")[0] for r in rows] == [
         "plan",
         "plan",
         "plan growth 2 -> 3 unchanged lenses",
+        "plan",
+        "plan peak memory",
+        "status",
+        "--help vs import typer",
         "compare 50x6 results (vs 10 ms)",
     ]
+    assert [r.unit for r in rows].count("KiB") == 1
     for row in rows:
         assert row.measured_s is not None and row.measured_s > 0
         assert row.ratio is not None and row.met in ("met", "MISSED")

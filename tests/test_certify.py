@@ -244,9 +244,15 @@ _ANSWERS_PATH = re.compile(r"(^|/)answers(/|$)")
 # Who may call the generic writers and what they write.
 _GENERIC_CALLERS = {
     "write_new_file": {"certify.py", "cli/init.py"},  # answers/<id>.yaml; init's scaffold
-    # .gitignore; evals/cases.yaml; the .dst/profiles cache
+    # .gitignore; evals/cases.yaml; the .dst/profiles cache; the .dst/plan memo;
     # answers/<id>.yaml re-certified (dst certify --replace)
-    "replace_file": {"certify.py", "cli/init.py", "cli/evals.py", "assembly/profiles.py"},
+    "replace_file": {
+        "certify.py",
+        "cli/init.py",
+        "cli/evals.py",
+        "assembly/profiles.py",
+        "assets.py",
+    },
 }
 # Modules that write files *and* build answers/ paths: certify alone.
 _ANSWER_WRITERS = {"certify.py"}

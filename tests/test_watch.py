@@ -493,7 +493,9 @@ def test_reconcile_mode_refuses_a_missing_branch(promoted: Path) -> None:
 def _app() -> typer.Typer:
     """``dst`` with ``watch`` registered, whether or not cli.py registers it yet."""
     app = reconciler.cli.app.app
-    if any(c.name == "watch" or c.callback is watch_command for c in app.registered_commands):
+    if "watch" in dict(reconciler.cli.app.COMMANDS) or any(
+        c.name == "watch" or c.callback is watch_command for c in app.registered_commands
+    ):
         return app
     local = typer.Typer()
     local.command("watch")(watch_command)
@@ -540,7 +542,8 @@ import typer
 import reconciler.cli.app
 from reconciler.cli.watch import watch
 app = reconciler.cli.app.app
-if not any(c.callback is watch for c in app.registered_commands):
+lazy = dict(getattr(reconciler.cli.app, "COMMANDS", ()))
+if "watch" not in lazy and not any(c.callback is watch for c in app.registered_commands):
     app = typer.Typer()
     app.command("watch")(watch)
     app.callback()(lambda: None)

@@ -17,33 +17,66 @@ bad input; 3 unexpected (traceback written to a log file whose path is printed);
 
 from __future__ import annotations
 
+import importlib
 from typing import Annotated, Any
 
 import typer
 from typer.core import TyperGroup
 
 from reconciler import __version__
-from reconciler.cli.ask import ask
 from reconciler.cli.boundary import Invocation, guard
-from reconciler.cli.certify import certify
-from reconciler.cli.ci import ci_app
-from reconciler.cli.coverage import coverage
-from reconciler.cli.evals import evals_app
-from reconciler.cli.explain import explain
-from reconciler.cli.gc import gc
-from reconciler.cli.hooks import hooks_app
-from reconciler.cli.init import init
-from reconciler.cli.interop import export_app, import_app
-from reconciler.cli.log import log
-from reconciler.cli.mutate import mutate
 from reconciler.cli.options import COMMAND_KEY, FORMAT_KEY
-from reconciler.cli.reconcile import apply, plan, test
-from reconciler.cli.report import report
-from reconciler.cli.seed import seed
-from reconciler.cli.serving import rollback, status
-from reconciler.cli.sync import sync_app
-from reconciler.cli.validate import validate_app
-from reconciler.cli.watch import watch
+
+# Every command as ``(name, "module:attribute")``, in the order `dst --help` lists
+# them (typer lists single commands before command groups). A command's module is
+# imported when that command runs (or help lists it), so `dst status` never loads
+# what `dst ask` or `dst ci` need.
+COMMANDS: tuple[tuple[str, str], ...] = (
+    ("seed", "reconciler.cli.seed:seed"),
+    ("plan", "reconciler.cli.reconcile:plan"),
+    ("apply", "reconciler.cli.reconcile:apply"),
+    ("test", "reconciler.cli.reconcile:test"),
+    ("status", "reconciler.cli.serving:status"),
+    ("rollback", "reconciler.cli.serving:rollback"),
+    ("watch", "reconciler.cli.watch:watch"),
+    ("coverage", "reconciler.cli.coverage:coverage"),
+    ("log", "reconciler.cli.log:log"),
+    ("gc", "reconciler.cli.gc:gc"),
+    ("certify", "reconciler.cli.certify:certify"),
+    ("ask", "reconciler.cli.ask:ask"),
+    ("explain", "reconciler.cli.explain:explain"),
+    ("report", "reconciler.cli.report:report"),
+    ("init", "reconciler.cli.init:init"),
+    ("mutate", "reconciler.cli.mutate:mutate"),
+    ("import", "reconciler.cli.interop:import_app"),
+    ("hooks", "reconciler.cli.hooks:hooks_app"),
+    ("sync", "reconciler.cli.sync:sync"),
+    ("ci", "reconciler.cli.ci:ci_app"),
+    ("validate", "reconciler.cli.validate:validate"),
+    ("export", "reconciler.cli.interop:export_app"),
+    ("evals", "reconciler.cli.evals:evals_app"),
+)
+
+
+def load_command(name: str, target: str) -> Any:
+    """The click command for ``target`` (``"module:attribute"``: a function or a typer app).
+
+    Returns:
+        A ``typer.core.TyperCommand`` for a function, a ``TyperGroup`` for an app,
+        named ``name``.
+    """
+    module, attribute = target.split(":")
+    obj = getattr(importlib.import_module(module), attribute)
+    command: Any
+    if isinstance(obj, typer.Typer):
+        command = typer.main.get_group(obj)
+    else:
+        single = typer.Typer(add_completion=False)
+        single.command(name)(obj)
+        command = typer.main.get_command(single)
+    command.name = name
+    return command
+
 
 # The command-line framework's own control flow, which it prints itself: ``--help``
 # and ``typer.Exit``, an aborted prompt, a usage error (typer's click exceptions).
@@ -57,7 +90,32 @@ def _invocation(ctx: typer.Context) -> Invocation:
 
 
 class DstGroup(TyperGroup):
-    """The root group: runs whichever command is invoked inside the error boundary."""
+    """The root group: runs whichever command is invoked inside the error boundary.
+
+    Commands named in :data:`COMMANDS` load on first use; any command registered on
+    :data:`app` directly is listed after them.
+    """
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        """Every command name, :data:`COMMANDS` first, in registration order."""
+        lazy = [name for name, _ in COMMANDS]
+        return [*lazy, *(name for name in super().list_commands(ctx) if name not in lazy)]
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        """Resolve ``args[0]``; an unknown name loads every command first, for the suggestion."""
+        if args and args[0] not in self.commands and args[0] not in dict(COMMANDS):
+            for name in self.list_commands(ctx):
+                self.get_command(ctx, name)
+        return super().resolve_command(ctx, args)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        """The command ``cmd_name``, importing its module the first time; ``None`` if unknown."""
+        if cmd_name not in self.commands:
+            target = dict(COMMANDS).get(cmd_name)
+            if target is None:
+                return None
+            self.commands[cmd_name] = load_command(cmd_name, target)
+        return self.commands[cmd_name]
 
     def invoke(self, ctx: Any) -> Any:
         """Invoke the command; exit with the code it returned or the boundary chose.
@@ -96,29 +154,3 @@ def _root(
     if version:
         print(f"dst {__version__}")
         raise typer.Exit(0)
-
-
-# Registration order is the order `dst --help` lists the commands in.
-app.add_typer(import_app, name="import")
-app.command("seed")(seed)
-app.command("plan")(plan)
-app.command("apply")(apply)
-app.command("test")(test)
-app.command("status")(status)
-app.command("rollback")(rollback)
-app.add_typer(hooks_app, name="hooks")
-app.add_typer(sync_app)
-app.add_typer(ci_app, name="ci")
-app.command("watch")(watch)
-app.command("coverage")(coverage)
-app.add_typer(validate_app)
-app.command("log")(log)
-app.command("gc")(gc)
-app.command("certify")(certify)
-app.command("ask")(ask)
-app.command("explain")(explain)
-app.command("report")(report)
-app.command("init")(init)
-app.command("mutate")(mutate)
-app.add_typer(export_app, name="export")
-app.add_typer(evals_app)

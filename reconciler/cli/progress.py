@@ -18,18 +18,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, TextIO
 
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-)
-
 if TYPE_CHECKING:
+    from rich.progress import TaskID
+
     from reconciler.context import Runtime
 
 BAR_WIDTH = 24
@@ -49,6 +40,17 @@ class AnswerBar:
     """
 
     def __init__(self, stream: TextIO) -> None:
+        # lazy: rich loads only when a bar is drawn (stderr is a terminal), not for logs or json
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            SpinnerColumn,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
         self.console = Console(file=stream, stderr=stream is sys.stderr)
         self.progress = Progress(
             SpinnerColumn(),

@@ -96,6 +96,14 @@ def retired_ref(lens: str) -> str:
     return RETIRED + lens
 
 
+def deployment_tree(repo: pygit2.Repository, oid: Oid) -> Oid | None:
+    """The ``lens/`` tree id of deployment ``oid`` without reading its state, or ``None``."""
+    commit = repo.get(oid)
+    if not isinstance(commit, pygit2.Commit) or "lens" not in commit.tree:
+        return None
+    return Oid(str(commit.tree["lens"].id))
+
+
 def ref_target(repo: pygit2.Repository, ref: str) -> Oid | None:
     """The oid a direct ref points at, or ``None`` when it does not exist."""
     found = repo.references.get(ref)
@@ -125,8 +133,12 @@ def _state_blob(repo: pygit2.Repository, tree: pygit2.Tree, path: str, where: st
     return _blob(repo, entry.id)
 
 
-def read_deployment(repo: pygit2.Repository, oid: Oid) -> Deployment:
+def read_deployment(repo: pygit2.Repository, oid: Oid, *, bindings: bool = True) -> Deployment:
     """Read a deployment commit.
+
+    With ``bindings=False`` the bindings' header is checked but no binding is
+    read (``Deployment.bindings`` is empty): for a plan of a lens tree that
+    already serves, which never consults them.
 
     Raises:
         StateError: the commit lacks ``lens/`` or ``state/*.json``, or its meta
@@ -140,7 +152,7 @@ def read_deployment(repo: pygit2.Repository, oid: Oid) -> Deployment:
     raw = _state_blob(repo, tree, "state/meta.json", where)
     meta = load(DeploymentMeta, raw, where=where, name="state/meta.json")
     bindings_raw = _blob(repo, tree["state/bindings.json"].id)
-    bindings = Bindings.loads(bindings_raw, where=f"{where} state/bindings.json")
+    stamps = Bindings.loads(bindings_raw, where=f"{where} state/bindings.json", answers=bindings)
     try:
         lens_tree = Oid(str(tree["lens"].id))
     except KeyError:
@@ -149,7 +161,7 @@ def read_deployment(repo: pygit2.Repository, oid: Oid) -> Deployment:
         oid=Oid(str(oid)),
         lens_tree=lens_tree,
         info=meta,
-        bindings=bindings,
+        bindings=stamps,
         previous=meta.previous or None,
     )
 

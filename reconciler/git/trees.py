@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import posixpath
+import subprocess
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -106,16 +108,44 @@ def lens_trees(repo: pygit2.Repository, commit: Oid) -> dict[str, LensTree]:
     }
 
 
-def uncommitted_lens_paths(repo: pygit2.Repository) -> list[str]:
-    """Paths under ``lenses/`` that differ from HEAD in the index or working tree, sorted."""
+def uncommitted_lens_paths(
+    repo: pygit2.Repository, lenses: Collection[str] | None = None
+) -> list[str]:
+    """Paths under ``lenses/`` that differ from HEAD in the index or working tree, sorted.
+
+    Asks ``git status`` limited to the pathspec ``lenses/`` (or ``lenses/<name>/``
+    for each of ``lenses``), so only those files are compared with the index;
+    libgit2's status has no pathspec and would stat every file of the working
+    tree. Without a usable git CLI it falls back to that full walk.
+
+    Args:
+        repo: the repository (bare or unborn: no paths).
+        lenses: lens names to look at; ``None`` for all of ``lenses/``.
+    """
     if repo.is_bare or repo.head_is_unborn:
         return []
-    status = repo.status(untracked_files="all", ignored=False)
-    return sorted(
-        p
-        for p, flags in status.items()
-        if p.startswith(LENSES_DIR + "/") and flags != pygit2.GIT_STATUS_CURRENT
-    )
+    specs = [f"{LENSES_DIR}/"] if lenses is None else [f"{LENSES_DIR}/{n}/" for n in lenses]
+    if not specs:
+        return []
+    args = ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"]
+    try:
+        root = repo_root(repo)
+        where = [f"--git-dir={repo.path}", f"--work-tree={root}", "--literal-pathspecs"]
+        done = subprocess.run(
+            ["git", *where, *args, "--", *specs], cwd=root, capture_output=True, check=False
+        )
+    except OSError:
+        done = None
+    if done is None or done.returncode != 0:
+        status = repo.status(untracked_files="all", ignored=False)
+        return sorted(
+            p
+            for p, flags in status.items()
+            if p.startswith(tuple(specs)) and flags != pygit2.GIT_STATUS_CURRENT
+        )
+    # each entry is "XY <path>\0" (git-status(1), "Porcelain Format Version 1")
+    entries = done.stdout.decode("utf-8", "surrogateescape").split("\0")
+    return sorted(e[3:] for e in entries if len(e) > 3 and e[3:].startswith(tuple(specs)))
 
 
 def tree_files(

@@ -6,10 +6,14 @@ Run from the project root::
     python3 -m tests.benchmarks.run --quick    # tiny sizes: exercises every benchmark in seconds
 
 Each row compares dst with a baseline measured on the same machine in the same
-run, so the ratio, not the absolute time, is the target. Synthetic repositories
-are cached (``tests/benchmarks/synth.py``); PostgreSQL rows skip with a reason
-when ``DST_BENCH_PG`` (default ``postgresql://postgres@127.0.0.1:5432/test``)
-does not answer.
+run, so the ratio, not the absolute time, is the target. Rows of whole processes
+(plan, status, help, the pre-push hook) are paired: the command and its baseline
+run alternately, one warm-up each, then the median of at least seven runs of
+each, in CPU seconds (user + system, waited-for children included: ``wait4(2)``),
+so a busy machine's waits do not count; the memory row is the median peak RSS.
+Synthetic repositories are cached (``tests/benchmarks/synth.py``); PostgreSQL
+rows skip with a reason when ``DST_BENCH_PG`` (default
+``postgresql://postgres@127.0.0.1:5432/test``) does not answer.
 """
 
 from __future__ import annotations
@@ -37,13 +41,18 @@ PG_URL = os.environ.get("DST_BENCH_PG", "postgresql://postgres@127.0.0.1:5432/te
 
 @dataclass
 class Row:
-    """One target: ``measured / baseline`` against ``target`` (``≤``)."""
+    """One target: ``measured / baseline`` against ``target`` (``≤``).
+
+    ``measured_s`` and ``baseline_s`` are seconds (CPU seconds for whole
+    processes), or KiB of peak resident memory when ``unit`` is ``"KiB"``.
+    """
 
     name: str
     measured_s: float | None
     baseline_s: float | None
     target: float
     note: str = ""
+    unit: str = "s"
 
     @property
     def ratio(self) -> float | None:
@@ -62,59 +71,195 @@ def median(fn: Callable[[], float], runs: int) -> float:
     return statistics.median(fn() for _ in range(runs))
 
 
-def timed_process(args: list[str], cwd: Path, stdin: bytes | None = None) -> float:
-    """Wall seconds of one process; raises if it fails (exit ≥ 2)."""
+def _env(cwd: Path) -> dict[str, str]:
     env = {**os.environ, **synth.GIT_ENV, "HOME": str(cwd)}
     env.pop("DST_WAREHOUSE_URL", None)
+    return env
+
+
+def timed_process(args: list[str], cwd: Path, stdin: bytes | None = None) -> float:
+    """Wall seconds of one process; raises if it fails (exit ≥ 2)."""
     start = time.perf_counter()
-    done = subprocess.run(args, cwd=cwd, env=env, input=stdin, capture_output=True)
+    done = subprocess.run(args, cwd=cwd, env=_env(cwd), input=stdin, capture_output=True)
     took = time.perf_counter() - start
     if done.returncode >= 2:
         raise RuntimeError(f"{args} exited {done.returncode}: {done.stderr.decode()[-2000:]}")
     return took
 
 
-def import_pygit2(cwd: Path, runs: int) -> float:
-    return median(lambda: timed_process([sys.executable, "-c", "import pygit2"], cwd), runs)
+@dataclass(frozen=True)
+class Usage:
+    """What one whole process used: CPU seconds (user + system, its children included)
+    and peak resident memory in KiB."""
+
+    cpu_s: float
+    peak_kib: int
+
+
+def process_usage(args: list[str], cwd: Path, stdin: bytes | None = None) -> Usage:
+    """Run one process to its end and read its resource usage (``wait4(2)``).
+
+    CPU time, not wall time: on a machine shared with other work, the time a
+    process waits for a core is not its cost. A child's usage includes the
+    processes it waited for (``git status`` under ``dst plan``).
+
+    Raises:
+        RuntimeError: the process exited 2 or more.
+    """
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(
+            args,
+            cwd=cwd,
+            env=_env(cwd),
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
+        if stdin is not None and proc.stdin is not None:
+            proc.stdin.write(stdin)
+            proc.stdin.close()
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode >= 2 or proc.returncode < 0:
+            err.seek(0)
+            tail = err.read().decode("utf-8", "replace")[-2000:]
+            raise RuntimeError(f"{args} exited {proc.returncode}: {tail}")
+    return Usage(usage.ru_utime + usage.ru_stime, int(usage.ru_maxrss))
+
+
+@dataclass(frozen=True)
+class Process:
+    """One command line to measure: arguments, working directory, stdin, and what to
+    do before each run (not measured)."""
+
+    args: list[str]
+    cwd: Path
+    stdin: bytes | None = None
+    prepare: Callable[[], None] | None = None
+
+    def run(self) -> Usage:
+        if self.prepare is not None:
+            self.prepare()
+        return process_usage(self.args, self.cwd, self.stdin)
+
+
+def paired(a: Process, b: Process, runs: int) -> tuple[Usage, Usage]:
+    """Medians of ``a`` and ``b`` run alternately (a, b, a, b …) ``runs`` times each.
+
+    One discarded warm-up run of each first (file cache, ``.dst/`` memos) when
+    ``runs`` is 3 or more. Alternating
+    puts both under the same load drifts, so their ratio holds where absolute times
+    do not. Returns the median CPU seconds and median peak KiB of each.
+    """
+    if runs >= 3:  # a smoke run (tests/test_bench_smoke.py) skips the warm-up
+        a.run()
+        b.run()
+    first: list[Usage] = []
+    second: list[Usage] = []
+    for _ in range(runs):
+        first.append(a.run())
+        second.append(b.run())
+
+    def med(xs: list[Usage]) -> Usage:
+        return Usage(
+            statistics.median(x.cpu_s for x in xs), int(statistics.median(x.peak_kib for x in xs))
+        )
+
+    return med(first), med(second)
+
+
+def python(code: str, cwd: Path) -> Process:
+    """``python -c CODE`` in ``cwd``: an import floor."""
+    return Process([sys.executable, "-c", code], cwd)
+
+
+def dst_process(cwd: Path, *args: str, stdin: bytes | None = None) -> Process:
+    """``python -m reconciler ARGS`` in ``cwd``."""
+    return Process([sys.executable, "-m", "reconciler", *args], cwd, stdin)
+
+
+PLAN_FLOOR = "import pygit2, yaml, pydantic, sqlglot"
 
 
 # -- plan ---------------------------------------------------------------------------
 
 
 def bench_plan(sizes: list[synth.Size], runs: int) -> list[Row]:
-    """``dst plan`` with one lens changed vs ``git diff --name-only`` + ``import pygit2``."""
+    """``dst plan`` with one lens changed against the import floor, its growth with
+    unchanged lenses, a plan with a cold memo, and its peak memory."""
     rows = []
-    plan_times: dict[int, float] = {}
+    repos = []
+    usage: tuple[Usage, Usage] | None = None
     for size in sizes:
         started = time.perf_counter()
         repo = synth.ensure(size)
+        repos.append(repo)
         print(f"  synthetic {size.key}: ready in {time.perf_counter() - started:.1f} s", flush=True)
-        plan = [sys.executable, "-m", "reconciler", "plan", "--format", "json"]
-        t_plan = median(lambda: timed_process(plan, repo.path), runs)  # noqa: B023
-        diff = ["git", "diff", "--name-only", repo.base, repo.changed, "--", "lenses/"]
-        t_diff = median(lambda: timed_process(diff, repo.path), runs)  # noqa: B023
-        base = t_diff + import_pygit2(repo.path, runs)
-        plan_times[size.lenses] = t_plan
+        plan = dst_process(repo.path, "plan", "--format", "json")
+        usage = t_plan, t_floor = paired(plan, python(PLAN_FLOOR, repo.path), runs)
         rows.append(
             Row(
                 f"plan, 1 lens changed, {size.lenses}x{size.assets}x{size.answers}",
-                t_plan,
-                base,
-                2.0,
-                f"git diff {t_diff * 1000:.0f} ms",
+                t_plan.cpu_s,
+                t_floor.cpu_s,
+                1.5,
+                f"vs python -c '{PLAN_FLOOR}'; CPU time; .dst/plan memo warm (a re-plan)",
             )
         )
-    small, large = min(plan_times), max(plan_times)
-    if small != large:
+    small, large = repos[0], repos[-1]
+    if small.size != large.size:
+        big, little = paired(
+            dst_process(large.path, "plan", "--format", "json"),
+            dst_process(small.path, "plan", "--format", "json"),
+            runs,
+        )
         rows.append(
             Row(
-                f"plan growth {small} -> {large} unchanged lenses",
-                plan_times[large],
-                plan_times[small],
-                1.2,
+                f"plan growth {small.size.lenses} -> {large.size.lenses} unchanged lenses",
+                big.cpu_s,
+                little.cpu_s,
+                1.1,
             )
         )
+    memo = large.path / ".dst" / "plan"
+    plan = dst_process(large.path, "plan", "--format", "json")
+    cold = Process(plan.args, plan.cwd, prepare=lambda: shutil.rmtree(memo, ignore_errors=True))
+    t_cold, t_floor = paired(cold, python(PLAN_FLOOR, large.path), runs)
+    rows.append(
+        Row(
+            f"plan, 1 lens changed, {large.size.lenses} lenses, cold memo",
+            t_cold.cpu_s,
+            t_floor.cpu_s,
+            1.5,
+            "the memo under .dst/plan/ deleted before each run",
+        )
+    )
+    assert usage is not None  # the largest size was measured last
+    t_plan, t_floor = usage
+    rows.append(
+        Row(
+            f"plan peak memory, {large.size.lenses} lenses, vs the import floor",
+            float(t_plan.peak_kib),
+            float(t_floor.peak_kib),
+            1.5,
+            unit="KiB",
+        )
+    )
     return rows
+
+
+# -- start-up: status and help ----------------------------------------------------------
+
+
+def bench_startup(runs: int) -> list[Row]:
+    """``dst status`` of two lenses vs ``import pygit2``; ``dst --help`` vs ``import typer``."""
+    repo = synth.ensure(synth.Size(2, 8, 3)).path
+    status, floor = paired(dst_process(repo, "status"), python("import pygit2", repo), runs)
+    helped, typer_floor = paired(dst_process(repo, "--help"), python("import typer", repo), runs)
+    return [
+        Row("status, 2 lenses, vs import pygit2", status.cpu_s, floor.cpu_s, 1.5),
+        Row("--help vs import typer", helped.cpu_s, typer_floor.cpu_s, 1.5),
+    ]
 
 
 # -- pre-push with no lens touched ----------------------------------------------------
@@ -124,7 +269,7 @@ def bench_noop_prepush(work: Path, runs: int) -> Row:
     """The pre-push hook on a push that touches no lens vs a bare ``import pygit2``."""
     repo = work / "prepush"
     shutil.copytree(PROJECT / "lenses", repo / "lenses")
-    env = {**os.environ, **synth.GIT_ENV, "HOME": str(repo)}
+    env = _env(repo)
 
     def git(*args: str) -> str:
         return subprocess.run(
@@ -140,9 +285,9 @@ def bench_noop_prepush(work: Path, runs: int) -> Row:
     git("commit", "-q", "-m", "readme")
     new = git("rev-parse", "HEAD")
     line = f"refs/heads/main {new} refs/heads/main {old}\n".encode()
-    hook = [sys.executable, "-m", "reconciler", "hook-impl", "pre-push", "origin", "url"]
-    t_hook = median(lambda: timed_process(hook, repo, stdin=line), runs)
-    return Row("no-op pre-push", t_hook, import_pygit2(repo, runs), 1.5)
+    hook = dst_process(repo, "hook-impl", "pre-push", "origin", "url", stdin=line)
+    t_hook, floor = paired(hook, python("import pygit2", repo), runs)
+    return Row("no-op pre-push vs import pygit2", t_hook.cpu_s, floor.cpu_s, 1.2)
 
 
 # -- the suite on DuckDB, and its overhead over the bare statements --------------------
@@ -427,8 +572,7 @@ def render(rows: list[Row]) -> str:
         "-" * 108,
     ]
     for r in rows:
-        m = f"{r.measured_s * 1000:.1f}ms" if r.measured_s is not None else "-"
-        b = f"{r.baseline_s * 1000:.1f}ms" if r.baseline_s is not None else "-"
+        m, b = _amount(r.measured_s, r.unit), _amount(r.baseline_s, r.unit)
         ratio = f"{r.ratio:.2f}" if r.ratio is not None else "-"
         lines.append(f"{r.name:<62} {m:>10} {b:>10} {ratio:>7} {r.target:>5.2f}  {r.met}")
         if r.note:
@@ -436,17 +580,23 @@ def render(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def _amount(value: float | None, unit: str) -> str:
+    if value is None:
+        return "-"
+    return f"{value / 1024:.1f}MiB" if unit == "KiB" else f"{value * 1000:.1f}ms"
+
+
 def main(argv: list[str] | None = None) -> list[Row]:
     """Run every benchmark and print the table; returns the rows."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes (a smoke run)")
-    parser.add_argument("--runs", type=int, default=5, help="runs per median (>= 5)")
+    parser.add_argument("--runs", type=int, default=7, help="runs per median (>= 7)")
     parser.add_argument(
-        "--only", default="", help="comma list: plan,prepush,suite,pg,compare,watch"
+        "--only", default="", help="comma list: plan,startup,prepush,suite,pg,compare,watch"
     )
     args = parser.parse_args(argv)
     quick = args.quick
-    runs = args.runs if not quick else min(args.runs, 3)
+    runs = max(args.runs, 7) if not quick else min(args.runs, 3)
     only = set(filter(None, args.only.split(",")))
 
     def wanted(name: str) -> bool:
@@ -465,6 +615,9 @@ def main(argv: list[str] | None = None) -> list[Row]:
             if quick:
                 os.environ.setdefault("DST_BENCH_CACHE", str(work / "cache"))
             rows += bench_plan(sizes, runs)
+        if wanted("startup"):
+            print("start-up …", flush=True)
+            rows += bench_startup(runs)
         if wanted("prepush"):
             print("pre-push …", flush=True)
             rows.append(bench_noop_prepush(work, runs))

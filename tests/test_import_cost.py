@@ -1,0 +1,80 @@
+"""Each command imports only what it uses: ``python -X importtime`` of a real ``dst`` process.
+
+Start-up is most of what a read-only command costs, so the heavy engines stay out
+of the commands that do not touch them: no SQLAlchemy, DuckDB or HTTP client for
+``dst status`` or ``dst plan`` (a plan runs nothing), no rich for them either
+(rich draws help, tables and progress bars on a terminal only), and ``dst --help``
+loads none of the reconcile, the suite, pygit2 or sqlglot. These spawn
+``dst``: what a fresh process imports cannot be seen from inside this one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import commit, dst
+
+ENGINES = (
+    "sqlalchemy",
+    "duckdb",
+    "openai",
+    "sentence_transformers",
+    "reconciler.warehouse",
+    "reconciler.generators.smart",
+)
+RICH = ("rich", "typer.rich_utils")
+RECONCILE = ("reconciler.context", "reconciler.suite", "reconciler.reconcile", "pygit2", "sqlglot")
+
+
+def imported(repo: Path, *args: str) -> set[str]:
+    """Top-level-qualified names of every module ``dst ARGS`` imported in ``repo``."""
+    done = dst(repo, *args, env={"PYTHONPROFILEIMPORTTIME": "1"})
+    assert done.code in (0, 1), done.stderr[-2000:]
+    names = set()
+    for line in done.stderr.splitlines():
+        if line.startswith("import time:") and line.count("|") == 2:
+            name = line.rsplit("|", 1)[1].strip()
+            if name != "package":  # the header line
+                names.add(name)
+    assert "reconciler.cli.entry" in names, done.stderr[-2000:]
+    return names
+
+
+def heavy(names: set[str], prefixes: tuple[str, ...]) -> list[str]:
+    """The modules in ``names`` that are, or sit under, one of ``prefixes``."""
+    return sorted(n for n in names if any(n == p or n.startswith(p + ".") for p in prefixes))
+
+
+def test_status_imports_no_engine_and_no_rich(promoted_repo: Path) -> None:
+    names = imported(promoted_repo, "status")
+    assert heavy(names, ENGINES + RICH) == []
+
+
+def test_plan_of_serving_trees_imports_no_engine_and_no_rich(promoted_repo: Path) -> None:
+    names = imported(promoted_repo, "plan")
+    assert heavy(names, ENGINES + RICH) == []
+
+
+def test_plan_of_a_change_imports_no_engine_and_no_rich(promoted_repo: Path) -> None:
+    skill = next((promoted_repo / "lenses" / "sales" / "skills").glob("*.md"))
+    edited = skill.read_text() + "\n- One more convention.\n"
+    commit(promoted_repo, {skill.relative_to(promoted_repo).as_posix(): edited}, "skill")
+    names = imported(promoted_repo, "plan", "--format", "json")
+    assert "reconciler.assets" in names  # it did plan the change
+    assert heavy(names, ENGINES + RICH) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "absent"),
+    [
+        (("--help",), ENGINES + RECONCILE + ("pydantic",)),
+        # a command's own help builds its parameters, which loads typer's pydantic adapter
+        (("plan", "--help"), ENGINES + RECONCILE),
+    ],
+)
+def test_help_imports_neither_engines_nor_the_reconcile(
+    repo: Path, args: tuple[str, ...], absent: tuple[str, ...]
+) -> None:
+    assert heavy(imported(repo, *args), absent) == []
