@@ -374,3 +374,23 @@ def test_the_environment_warehouse_sits_between_the_variable_and_the_lens(repo: 
     assert rt.resolve_url(lens) == ("duckdb:///var.duckdb", "DST_WAREHOUSE_URL")
     rt.warehouse_url = "duckdb:///flag.duckdb"
     assert rt.resolve_url(lens) == ("duckdb:///flag.duckdb", "--warehouse")
+
+
+def test_ci_apply_env_promotes_what_staging_serves_and_refuses_the_rest(staged: Path) -> None:
+    hidden = {"GITHUB_EVENT_NAME": "", "GITHUB_EVENT_PATH": "", "GITHUB_STEP_SUMMARY": ""}
+    staging_sales = ref(staged, "refs/dst/env/staging/serving/sales")
+    done = invoke(staged, "ci", "apply", "--env", "prod", "--format", "json", env=hidden)
+    assert done.code == 0, done.stdout + done.stderr
+    assert {x["lens"]: x["action"] for x in done.json()["lenses"]} == {
+        "finance": "unchanged",
+        "sales": "promoted",
+    }
+    prod_sales = ref(staged, "refs/dst/env/prod/serving/sales")
+    assert prod_sales and lens_tree(staged, prod_sales) == lens_tree(staged, str(staging_sales))
+    assert "(env prod)" in git(staged, "log", "-1", "--format=%s", prod_sales)
+
+    edit_skill(staged, "finance", "Quarters follow the calendar year.")
+    refused = invoke(staged, "ci", "apply", "--env", "prod", "--format", "github", env=hidden)
+    assert refused.code == 1, refused.stdout + refused.stderr
+    assert "promote through staging first" in refused.stdout
+    assert ref(staged, "refs/dst/env/prod/serving/sales") == prod_sales

@@ -297,8 +297,16 @@ def _reach_serving(rt: Any, head: str, span: _Span, *, strict: bool = True) -> b
             (:func:`reconciler.git.base.reach_serving`).
     """
     deepening = prbase.Deepening(span.max_deepen, span.deepen_by)
+    # lazy: the ref store loads pygit2, which `dst --help` does not need
+    from reconciler.git import refs as refstore
+
     notes = prbase.reach_serving(
-        rt.root, head, deepening=deepening, remote=span.remote, strict=strict
+        rt.root,
+        head,
+        deepening=deepening,
+        remote=span.remote,
+        strict=strict,
+        prefix=refstore.namespace(rt.environment) + "serving/",
     )
     for note in notes:
         rt.progress(note)
