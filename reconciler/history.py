@@ -390,14 +390,16 @@ def gc(rt: Runtime, keep: int, names: list[str] | None = None) -> list[attemptst
     """
     if keep < 1:
         raise UsageError(f"--keep {keep}: keep at least one attempt", fix="pass --keep 1 or more")
-    refstore.recover(rt.repo)
-    wanted = names or refstore.ref_names(rt.repo, refstore.ATTEMPTS)
+    rt.environment_config()  # an unknown --env is bad input before anything moves
+    env = rt.environment
+    refstore.recover(rt.repo, env)
+    wanted = names or refstore.ref_names(rt.repo, refstore.namespace(env) + "attempts/")
     out = []
     for name in wanted:
-        pruned = attemptstore.prune(rt.repo, name, keep)
+        pruned = attemptstore.prune(rt.repo, name, keep, env)
         if pruned is None:
             raise UsageError(
-                f"lens {name!r} has no attempts under {refstore.attempts_ref(name)}",
+                f"lens {name!r} has no attempts under {refstore.attempts_ref(name, env)}",
                 fix="see `dst status`",
             )
         out.append(pruned)

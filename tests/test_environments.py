@@ -394,3 +394,54 @@ def test_ci_apply_env_promotes_what_staging_serves_and_refuses_the_rest(staged: 
     assert refused.code == 1, refused.stdout + refused.stderr
     assert "promote through staging first" in refused.stdout
     assert ref(staged, "refs/dst/env/prod/serving/sales") == prod_sales
+
+
+def test_a_retirement_in_staging_syncs_without_touching_prod(staged: Path, tmp_path: Path) -> None:
+    bare = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
+    git(staged, "remote", "add", "origin", str(bare))
+    git(staged, "push", "-q", "origin", "main")
+    assert invoke(staged, "sync", "--push").code == 0
+    git(tmp_path, "clone", "-q", str(bare), "other")
+    other = tmp_path / "other"
+    assert invoke(other, "sync", "--fetch").code == 0
+    prod_finance = ref(other, "refs/dst/env/prod/serving/finance")
+    assert prod_finance is not None
+
+    commit(staged, {"lenses/finance": None}, "drop the finance lens")
+    retired = invoke(staged, "apply", "--env", "staging", "--format", "json")
+    assert retired.code == 0, retired.stdout + retired.stderr
+    assert retired.lens("finance")["action"] == "retired"
+    assert ref(staged, "refs/dst/env/staging/serving/finance") is None
+    git(staged, "push", "-q", "origin", "main")
+    pushed = invoke(staged, "sync", "--push")
+    assert pushed.code == 0, pushed.stdout + pushed.stderr
+    on_origin = dst_refs(bare)
+    assert "refs/dst/env/staging/serving/finance" not in on_origin
+    assert "refs/dst/env/staging/retired/finance" in on_origin
+    assert on_origin["refs/dst/env/prod/serving/finance"] == prod_finance
+
+    fetched = invoke(other, "sync", "--fetch", "--format", "json")
+    assert fetched.code == 0, fetched.stdout + fetched.stderr
+    assert ref(other, "refs/dst/env/staging/serving/finance") is None
+    assert ref(other, "refs/dst/env/prod/serving/finance") == prod_finance
+    assert dst_refs(other) == dst_refs(staged)
+
+
+def test_gc_env_prunes_that_environments_attempts_only(staged: Path) -> None:
+    for note in ("Quarters follow the calendar year.", "Amounts are in euros."):
+        edit_skill(staged, "finance", note)
+        refused = invoke(staged, "apply", "--env", "prod", "--lens", "finance")
+        assert refused.code == 1 and "promote through staging first" in refused.stdout
+    chain = git(staged, "rev-list", "--first-parent", "refs/dst/env/prod/attempts/finance")
+    assert len(chain.split()) == 3  # two attempts and the history root
+    staging_before = {k: v for k, v in dst_refs(staged).items() if "/staging/" in k}
+
+    pruned = invoke(staged, "gc", "--keep", "1", "--env", "prod", "--format", "json")
+    assert pruned.code == 0, pruned.stdout + pruned.stderr
+    body = pruned.json()["lenses"]
+    assert [(p["lens"], p["ref"], p["dropped"]) for p in body] == [
+        ("finance", "refs/dst/env/prod/attempts/finance", 1)
+    ]
+    assert {k: v for k, v in dst_refs(staged).items() if "/staging/" in k} == staging_before
+    assert invoke(staged, "gc", "--env", "prod", "sales").code == 2  # prod has no sales attempts

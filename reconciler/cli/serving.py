@@ -135,7 +135,8 @@ def _status_lines(r: Any, known: bool, unknown: str) -> list[str]:
     if r.attempts > ATTEMPTS_WARN:
         lines.append(
             f"  more than {ATTEMPTS_WARN} attempts recorded under "
-            f"{_space(r.environment)}attempts/{r.lens}; prune them with `dst gc --keep 10`"
+            f"{_space(r.environment)}attempts/{r.lens}; prune them with `dst gc --keep 10"
+            f"{f' --env {r.environment}' if r.environment else ''}`"
         )
     return lines
 
