@@ -445,3 +445,12 @@ def test_gc_env_prunes_that_environments_attempts_only(staged: Path) -> None:
     ]
     assert {k: v for k, v in dst_refs(staged).items() if "/staging/" in k} == staging_before
     assert invoke(staged, "gc", "--env", "prod", "sales").code == 2  # prod has no sales attempts
+
+
+def test_a_dry_run_in_prod_only_warns(staged: Path) -> None:
+    edit_skill(staged, "finance", "Amounts are in euros.")
+    before = dst_refs(staged)
+    done = invoke(staged, "apply", "--env", "prod", "--lens", "finance", "--dry-run")
+    assert done.code == 0, done.stdout + done.stderr
+    assert "WARNING promote through staging first" in done.stdout
+    assert dst_refs(staged) == before
