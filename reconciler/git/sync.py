@@ -336,12 +336,19 @@ def _adopt_fix(
     try:
         source = str(refstore.read_deployment(repo, theirs).source)
     except DstError:
-        return f"{take}, then re-plan with `dst apply --lens {lens}` and `dst sync --push`"
+        replan = f"dst apply{_env_flag(ref)} --lens {lens}"
+        return f"{take}, then re-plan with `{replan}` and `dst sync --push`"
     # The winner's source commit may be on no branch; the fetched deployment keeps it.
     return (
         f"{take}, bring in what it serves with `git merge --no-edit {source}`, then re-plan "
-        f"with `dst apply --lens {lens}` and `dst sync --push`"
+        f"with `dst apply{_env_flag(ref)} --lens {lens}` and `dst sync --push`"
     )
+
+
+def _env_flag(ref: str) -> str:
+    """`` --env E`` for a ref of environment E, ``""`` for the default environment's."""
+    space = (split_rest(ref[len(DST) :]) or ("",))[0]
+    return f" --env {space[len('env/') : -1]}" if space else ""
 
 
 def push(repo: pygit2.Repository, remote: str = "origin") -> SyncReport:
@@ -456,7 +463,7 @@ def _rejected(
     reason = line.reason or line.summary
     fix = (
         f"run `dst sync --fetch --remote {remote}` and follow what it says for lens {lens}, "
-        f"then re-plan with `dst apply --lens {lens}`"
+        f"then re-plan with `dst apply{_env_flag(ref)} --lens {lens}`"
     )
     if line.reason == "atomic push failed":
         msg = (
