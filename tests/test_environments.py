@@ -454,3 +454,14 @@ def test_a_dry_run_in_prod_only_warns(staged: Path) -> None:
     assert done.code == 0, done.stdout + done.stderr
     assert "WARNING promote through staging first" in done.stdout
     assert dst_refs(staged) == before
+
+
+def test_a_lock_left_in_staging_does_not_hold_prod_up(staged: Path) -> None:
+    lock = staged / ".git" / "refs" / "dst" / "env" / "staging" / "serving" / "sales.lock"
+    lock.write_text("left by a killed process\n")
+    quick = {"DST_LOCK_WAIT_S": "0.2"}
+    held = invoke(staged, "rollback", "sales", "--env", "staging", env=quick)
+    assert held.code != 0 and "sales.lock" in held.stderr, held.stderr
+    tested = invoke(staged, "test", "finance", "--env", "prod", env=quick)
+    assert tested.code == 0, tested.stdout + tested.stderr
+    assert lock.is_file()  # never deleted by dst

@@ -439,8 +439,9 @@ def recover(repo: pygit2.Repository, env: str | None = None) -> list[str]:
 
     Every command that moves a ref calls this first, for the environment it
     works in (``None``: the default one); another environment's intent record
-    is left to that environment's next command. It first waits out lock
-    files on ``refs/dst/`` (a peer's lock lasts milliseconds) and refuses to go
+    and lock files are left to that environment's next command. It first waits
+    out lock files on the environment's refs and ``packed-refs.lock`` (a peer's
+    lock lasts milliseconds) and refuses to go
     on past one that a killed process left. Then, if ``refs/dst/applying``
     names an intent, its lens refs move all together or not at all: when each
     still holds its old or already its new deployment, the ones at old roll
@@ -454,7 +455,7 @@ def recover(repo: pygit2.Repository, env: str | None = None) -> list[str]:
         StaleLock: a lock file stayed unchanged through the bounded wait.
         StateError: ``refs/dst/applying`` is not a dst intent record.
     """
-    reflocks.wait_out(repo)
+    reflocks.wait_out(repo, _own_locks(repo, env))
     applying = applying_ref(env)
     intent = ref_target(repo, applying)
     if intent is None:
@@ -495,6 +496,19 @@ def recover(repo: pygit2.Repository, env: str | None = None) -> list[str]:
         crash_point("recover-rolled")
     _transaction(repo, [RefUpdate(applying, intent, None)], "recover: done")
     return messages
+
+
+def _own_locks(repo: pygit2.Repository, env: str | None) -> list[str]:
+    """The refs under ``env``'s namespace that have a lock file now (the default
+    environment's exclude ``refs/dst/env/``): another environment's lock, even one a
+    killed process left, never holds this environment up."""
+    space = namespace(env)
+    held = [lock.name.removesuffix(".lock") for lock in reflocks.ref_locks(repo)]
+    return [
+        ref
+        for ref in held
+        if ref.startswith(space) and (env is not None or not ref.startswith(ENVIRONMENTS))
+    ]
 
 
 def recover_all(repo: pygit2.Repository) -> list[str]:
