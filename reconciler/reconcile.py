@@ -91,6 +91,8 @@ def plan_step(ctx: StepContext, state: LensState) -> LensState:
             notes = [retire_warning(plan)]
         elif state.candidate is not None:
             notes = ctx.rt.leaner_notes(state.candidate)
+        upstream = _not_upstream(ctx.rt, plan)
+        notes = [*([f"WARNING {upstream}"] if upstream else []), *notes]
         return replace(state, plan=plan, messages=(*state.messages, *notes))
     rewind = _rewind(ctx.rt, plan, state.serving_source)
     if rewind and not (ctx.dry_run or ctx.allow_rewind):

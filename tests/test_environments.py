@@ -235,6 +235,12 @@ def test_test_and_plan_take_env(staged: Path) -> None:
     assert plan.code == 0, plan.stderr
     actions = {x["lens"]: x["action"] for x in plan.json()["lenses"]}
     assert actions == {"finance": "unchanged", "sales": "planned"}  # v2 is only on staging
+    assert not any("promote through" in m for m in plan.lens("sales")["messages"])
+    edit_skill(staged, "finance", "Amounts are in euros.")
+    ahead = invoke(staged, "plan", "--env", "prod", "--lens", "finance", "--format", "json")
+    assert ahead.code == 0, ahead.stderr
+    warned = [m for m in ahead.lens("finance")["messages"] if "promote through" in m]
+    assert warned and warned[0].startswith("WARNING promote through staging first")
     assert (
         invoke(staged, "plan", "--env", "staging", "--format", "json").lens("sales")["action"]
         == "unchanged"
