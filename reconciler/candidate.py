@@ -26,14 +26,15 @@ from reconciler.results import LensState
 
 
 def load_serving(
-    repo: gitstate.Repository, name: str
+    repo: gitstate.Repository, name: str, env: str | None = None
 ) -> tuple[refstore.Deployment | None, Lens | None]:
-    """The serving deployment of lens ``name`` and its lens, or ``(None, None)``.
+    """The serving deployment of lens ``name`` (in environment ``env``) and its lens,
+    or ``(None, None)``.
 
     Raises:
         StateError: the deployment is unreadable, or its lens no longer loads.
     """
-    oid = refstore.ref_target(repo, refstore.serving_ref(name))
+    oid = refstore.ref_target(repo, refstore.serving_ref(name, env))
     if oid is None:
         return None, None
     dep = refstore.read_deployment(repo, oid)
@@ -153,13 +154,14 @@ def commit_states(
     """
     repo = rt.repo
     commit = gitstate.resolve_commit(repo, to)
-    rt.repo_config_url()  # a broken dst.yaml is bad input now, not a stand-down later
+    rt.environment_config()  # a broken dst.yaml or --env is bad input now, not a stand-down
+    env = rt.environment
     trees = gitstate.lens_trees(repo, commit)
-    names = _select(sorted(set(trees) | set(refstore.served_lenses(repo))), only, to)
+    names = _select(sorted(set(trees) | set(refstore.served_lenses(repo, env))), only, to)
     states = []
     for name in names:
         lens_tree = trees.get(name)
-        oid = refstore.ref_target(repo, refstore.serving_ref(name))
+        oid = refstore.ref_target(repo, refstore.serving_ref(name, env))
         tree = lens_tree.tree if lens_tree else None
         # the tree already serves: its plan never consults the bindings, so skip reading them
         same = oid is not None and tree is not None and refstore.deployment_tree(repo, oid) == tree
@@ -208,13 +210,13 @@ def worktree_states(rt: Runtime, names: Collection[str] | None) -> list[LensStat
         StateError: serving state cannot be read.
     """
     on_disk = set(gitstate.worktree_lens_names(rt.root))
-    known = sorted(on_disk | set(refstore.served_lenses(rt.repo)))
+    known = sorted(on_disk | set(refstore.served_lenses(rt.repo, rt.environment)))
     wanted = known if names is None else _select(known, names, "the working tree")
     return [_worktree_state(rt, name, name in on_disk) for name in wanted]
 
 
 def _worktree_state(rt: Runtime, name: str, on_disk: bool) -> LensState:
-    dep, serving = load_serving(rt.repo, name)
+    dep, serving = load_serving(rt.repo, name, rt.environment)
     if not on_disk:
         return serving_state(name, dep, serving_lens=serving)
     try:

@@ -8,6 +8,7 @@ connect.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -16,12 +17,13 @@ from typing import Any
 
 from reconciler.assembly.profiles import ProfileStore, file_version, ttl_from_env
 from reconciler.assembly.similarity import Embedder
-from reconciler.errors import DstError, LensLoadError, WarehouseError
+from reconciler.errors import DstError, LensLoadError, UsageError, WarehouseError
 from reconciler.generators import DimensionValues, SmartCall, TierCall
 from reconciler.generators.cache import Budget, GenerationCache
 from reconciler.git import trees as gitstate
 from reconciler.guard import transpile
 from reconciler.lens import Lens, RepoConfig
+from reconciler.lensfiles import Environment, environment_problems
 from reconciler.loader import load_yaml, validate
 from reconciler.resultset import Executor, ResultSet
 from reconciler.suite import Scoring, ValueCache, resolve_jobs
@@ -104,6 +106,12 @@ class LensExecutor:
         return getattr(self._warehouse, name)
 
 
+def _key_line(text: str, key: str) -> int | None:
+    """The 1-based line where mapping key ``key`` is written (plain or quoted), if any."""
+    pattern = re.compile(rf"^\s*(['\"]?){re.escape(key)}\1\s*:")
+    return next((n for n, line in enumerate(text.splitlines(), 1) if pattern.match(line)), None)
+
+
 @dataclass
 class Runtime:
     """Per-invocation context.
@@ -120,6 +128,9 @@ class Runtime:
             to ``progress`` like any other line.
         no_cache: ``--no-cache``: every smart and command generation is made again
             (and refreshes ``.dst/cache/``) instead of replayed.
+        environment: ``--env``: the named environment (``dst.yaml environments:``)
+            whose refs and warehouse this command works with; ``None`` for the
+            unnamed default environment.
     """
 
     repo: gitstate.Repository
@@ -130,6 +141,7 @@ class Runtime:
     on_expect: Callable[[int], None] = _no_total
     on_answer: Callable[[str], None] | None = None
     no_cache: bool = False
+    environment: str | None = None
     _warehouses: dict[str, Executor] = field(default_factory=dict)
     _values: dict[str, ValueCache] = field(default_factory=dict)
     _allowing: dict[str, Executor] = field(default_factory=dict)
@@ -142,28 +154,77 @@ class Runtime:
         """The working tree root."""
         return gitstate.repo_root(self.repo)
 
+    def repo_config(self) -> RepoConfig:
+        """``dst.yaml`` at the repository root, validated (an empty one without the file).
+
+        Raises:
+            LensLoadError: ``dst.yaml`` does not validate (unknown key, not a URL, an
+                environment that promotes from an unknown one, from itself or in a
+                cycle), at the offending line.
+        """
+        path = self.root / "dst.yaml"
+        if not path.is_file():
+            return RepoConfig()
+        raw = path.read_bytes()
+        doc = load_yaml("dst.yaml", raw)
+        config = validate(RepoConfig, doc)
+        for where, problem, fix in environment_problems(config)[:1]:
+            line = doc.line_of(where)
+            if len(where) == 2:  # a bad name: the line of the key itself, not of its value
+                line = _key_line(raw.decode("utf-8"), where[1]) or line
+            raise LensLoadError("dst.yaml", problem, line=line, fix=fix)
+        return config
+
     def repo_config_url(self) -> str | None:
         """``warehouse:`` from ``dst.yaml`` at the repository root, if any.
 
         Raises:
-            LensLoadError: ``dst.yaml`` does not validate (unknown key, not a URL …).
+            LensLoadError: ``dst.yaml`` does not validate (see :meth:`repo_config`).
         """
-        path = self.root / "dst.yaml"
-        if not path.is_file():
+        return self.repo_config().warehouse
+
+    def environment_config(self) -> Environment | None:
+        """The ``dst.yaml`` entry of :attr:`environment`; ``None`` for the default one.
+
+        Raises:
+            LensLoadError: ``dst.yaml`` does not validate.
+            UsageError: ``dst.yaml`` names no such environment (exit 2).
+        """
+        known = self.repo_config().environments
+        if self.environment is None:
             return None
-        return validate(RepoConfig, load_yaml("dst.yaml", path.read_bytes())).warehouse
+        if self.environment not in known:
+            listed = ", ".join(sorted(known)) or "none"
+            raise UsageError(
+                f"--env {self.environment}: dst.yaml has no environment of that name "
+                f"(environments: {listed})",
+                fix=f"add `environments: {{{self.environment}: {{warehouse: URL}}}}` to "
+                "dst.yaml, or pass one of those",
+            )
+        return known[self.environment]
 
     def resolve_url(self, lens: Lens | None) -> tuple[str, str]:
-        """``(url, where it came from)`` by DESIGN §7 precedence."""
+        """``(url, where it came from)`` by DESIGN §7 precedence.
+
+        ``--warehouse`` > ``DST_WAREHOUSE_URL`` > the environment's ``warehouse:``
+        (``dst.yaml environments: <E>``, with ``--env E``) > the lens's
+        ``warehouse:`` > ``dst.yaml``'s ``warehouse:`` > the embedded default.
+        """
         # lazy: SQLAlchemy loads only when a command reaches a warehouse
         from reconciler.warehouse.connection import resolve_url
 
+        environment = self.environment_config()
         return resolve_url(
             self.warehouse_url,
             self.env,
             lens.config.warehouse if lens else None,
             self.repo_config_url(),
             self.root,
+            environment_url=(
+                (f"environment {self.environment} warehouse:", environment.warehouse)
+                if environment is not None
+                else None
+            ),
         )
 
     def warehouse_for(self, lens: Lens) -> Executor:

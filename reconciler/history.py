@@ -36,12 +36,15 @@ def serving_or_fail(rt: Runtime, name: str) -> refstore.Deployment:
     Raises:
         UsageError: nothing serves it (the message lists what does).
     """
-    oid = refstore.ref_target(rt.repo, refstore.serving_ref(name))
+    env = rt.environment
+    oid = refstore.ref_target(rt.repo, refstore.serving_ref(name, env))
     if oid is None:
-        served = ", ".join(refstore.served_lenses(rt.repo)) or "none"
+        served = ", ".join(refstore.served_lenses(rt.repo, env)) or "none"
+        where = f" in environment {env}" if env else ""
+        flag = f" --env {env}" if env else ""
         raise UsageError(
-            f"lens {name!r} has no serving version (serving: {served})",
-            fix="promote it first with `dst apply`",
+            f"lens {name!r} has no serving version{where} (serving: {served})",
+            fix=f"promote it first with `dst apply{flag}`",
         )
     return refstore.read_deployment(rt.repo, oid)
 
@@ -60,7 +63,8 @@ def rollback(rt: Runtime, name: str, to: str | None) -> RunReport:
             a deployment of this lens.
         RefConflict: the serving ref moved meanwhile.
     """
-    refstore.recover(rt.repo)
+    rt.environment_config()  # an unknown --env is bad input before anything moves
+    refstore.recover(rt.repo, rt.environment)
     current = serving_or_fail(rt, name)
     target = _rollback_target(rt, name, current, to)
     plan = LensPlan(
@@ -88,7 +92,7 @@ def rollback(rt: Runtime, name: str, to: str | None) -> RunReport:
     record = RunRecord(schema_version=1, lens=name, rollback_of=current.oid, rollback_to=target.oid)
     oid = refstore.advance(
         rt.repo,
-        refstore.serving_ref(name),
+        refstore.serving_ref(name, rt.environment),
         current.oid,
         refstore.NewDeployment(
             lens=name,
@@ -97,7 +101,8 @@ def rollback(rt: Runtime, name: str, to: str | None) -> RunReport:
             bindings=target.bindings,
             run=record,
             meta=meta,
-            message=f"rollback {name} to {target.oid[:12]} (source {target.source[:12]})",
+            message=f"rollback {name} to {target.oid[:12]} (source {target.source[:12]})"
+            + refstore.env_note(rt.environment),
         ),
         reason=f"dst rollback {name}",
     )
@@ -201,7 +206,7 @@ def serving_rollback(rt: Runtime, name: str) -> Rollback | None:
     ``verify`` deployments (``dst test``) keep serving the same content, so the
     walk looks past them; a ``promote`` ends it.
     """
-    oid = refstore.ref_target(rt.repo, refstore.serving_ref(name))
+    oid = refstore.ref_target(rt.repo, refstore.serving_ref(name, rt.environment))
     while oid is not None:
         dep = refstore.read_deployment(rt.repo, oid)
         if dep.info.action == "rollback":
@@ -221,7 +226,7 @@ def rollforwards(rt: Runtime, to: str, only: str | None = None) -> list[tuple[st
     """
     trees = gitstate.lens_trees(rt.repo, gitstate.resolve_commit(rt.repo, to))
     out = []
-    for name in [only] if only else refstore.served_lenses(rt.repo):
+    for name in [only] if only else refstore.served_lenses(rt.repo, rt.environment):
         rolled = serving_rollback(rt, name)
         if rolled is None or name not in trees:
             continue
@@ -241,6 +246,7 @@ class LensStatus:
         rollback: the rollback serving now, if any.
         attempts: attempts recorded under ``refs/dst/attempts/<lens>`` (counted up to
             ``ATTEMPTS_WARN + 1``).
+        environment: the environment these refs belong to, ``None`` for the default one.
     """
 
     lens: str
@@ -254,11 +260,13 @@ class LensStatus:
     attempt_commit: dict[str, Any] | None = None
     rollback: Rollback | None = None
     attempts: int = 0
+    environment: str | None = None
 
     def record(self) -> dict[str, Any]:
         """JSON-ready form (``retired``: the retirement deployment, if the lens has one)."""
         return {
             "lens": self.lens,
+            "environment": self.environment,
             "serving": self.serving,
             "serving_meta": self.serving_meta,
             "serving_commit": self.serving_commit,
@@ -273,34 +281,51 @@ class LensStatus:
 
 
 def status(rt: Runtime) -> list[LensStatus]:
-    """Every lens with serving state, in the working tree, with attempts or retired."""
-    repo = rt.repo
-    names = set(refstore.served_lenses(repo))
-    for prefix in (refstore.ATTEMPTS, refstore.RETIRED):
-        names |= set(refstore.ref_names(repo, prefix))
+    """Every lens with serving state (in ``rt.environment``), in the working tree, with
+    attempts or retired."""
+    repo, env = rt.repo, rt.environment
+    space = refstore.namespace(env)
+    names: set[str] = set()
+    for kind in ("serving/", "attempts/", "retired/"):
+        names |= set(refstore.ref_names(repo, space + kind))
     names |= set(gitstate.worktree_lens_names(rt.root))
     names = {n for n in names if LENS_NAME_RE.match(n)}
     out = []
     for name in sorted(names):
-        s = refstore.ref_target(repo, refstore.serving_ref(name))
-        a = refstore.ref_target(repo, refstore.attempts_ref(name))
+        s = refstore.ref_target(repo, refstore.serving_ref(name, env))
+        a = refstore.ref_target(repo, refstore.attempts_ref(name, env))
         sm = dict(refstore.read_deployment(repo, s).meta) if s else {}
         am = dict(refstore.read_deployment(repo, a).meta) if a else {}
-        r = refstore.ref_target(repo, refstore.retired_ref(name))
+        r = refstore.ref_target(repo, refstore.retired_ref(name, env))
         rm = dict(refstore.read_deployment(repo, r).meta) if r else {}
         sc = _source_record(commit_info(repo, sm.get("source")), sm.get("source"))
         ac = _source_record(commit_info(repo, am.get("source")), am.get("source"))
         count = attemptstore.chain_length(repo, a, ATTEMPTS_WARN + 1) if a else 0
         rolled = serving_rollback(rt, name) if s else None
-        out.append(LensStatus(name, s, sm, a, am, r, rm, sc, ac, rolled, count))
+        out.append(LensStatus(name, s, sm, a, am, r, rm, sc, ac, rolled, count, env))
     return out
+
+
+def environment_names(rt: Runtime) -> list[str]:
+    """The named environments: those ``dst.yaml`` lists, then any others with refs, in order.
+
+    Raises:
+        LensLoadError: ``dst.yaml`` does not validate.
+    """
+    configured = list(rt.repo_config().environments)
+    extra = [e for e in refstore.environments_with_refs(rt.repo) if e not in configured]
+    return configured + extra
 
 
 def log(rt: Runtime, name: str, limit: int = 50) -> list[refstore.Deployment]:
     """A lens's deployments, newest first (first-parent history of its serving ref,
     or of its retirement deployment when the lens was retired and nothing serves it)."""
-    retired = refstore.ref_target(rt.repo, refstore.retired_ref(name))
-    if retired is not None and refstore.ref_target(rt.repo, refstore.serving_ref(name)) is None:
+    env = rt.environment
+    retired = refstore.ref_target(rt.repo, refstore.retired_ref(name, env))
+    if (
+        retired is not None
+        and refstore.ref_target(rt.repo, refstore.serving_ref(name, env)) is None
+    ):
         return refstore.history(rt.repo, retired, limit)
     dep = serving_or_fail(rt, name)
     return refstore.history(rt.repo, dep.oid, limit)
@@ -340,7 +365,7 @@ def timeline(rt: Runtime, name: str, limit: int = 50) -> list[LogEntry]:
     Raises:
         UsageError: the lens has neither a serving (or retired) history nor attempts.
     """
-    head = refstore.ref_target(rt.repo, refstore.attempts_ref(name))
+    head = refstore.ref_target(rt.repo, refstore.attempts_ref(name, rt.environment))
     tried = refstore.history(rt.repo, head, limit) if head else []
     try:
         deps = log(rt, name, limit)
@@ -365,14 +390,16 @@ def gc(rt: Runtime, keep: int, names: list[str] | None = None) -> list[attemptst
     """
     if keep < 1:
         raise UsageError(f"--keep {keep}: keep at least one attempt", fix="pass --keep 1 or more")
-    refstore.recover(rt.repo)
-    wanted = names or refstore.ref_names(rt.repo, refstore.ATTEMPTS)
+    rt.environment_config()  # an unknown --env is bad input before anything moves
+    env = rt.environment
+    refstore.recover(rt.repo, env)
+    wanted = names or refstore.ref_names(rt.repo, refstore.namespace(env) + "attempts/")
     out = []
     for name in wanted:
-        pruned = attemptstore.prune(rt.repo, name, keep)
+        pruned = attemptstore.prune(rt.repo, name, keep, env)
         if pruned is None:
             raise UsageError(
-                f"lens {name!r} has no attempts under {refstore.attempts_ref(name)}",
+                f"lens {name!r} has no attempts under {refstore.attempts_ref(name, env)}",
                 fix="see `dst status`",
             )
         out.append(pruned)

@@ -56,11 +56,86 @@ class Webhook(Strict):
     retries: int = Field(default=2, ge=0, le=5, strict=True)  # tries after the first
 
 
+ENVIRONMENT_NAME_RE = LENS_NAME_RE  # it becomes a ref path component: refs/dst/env/<name>/
+
+
+class Environment(Strict):
+    """One entry of ``environments:`` in ``dst.yaml`` (DESIGN §3 "Environments").
+
+    ``warehouse`` is this environment's SQLAlchemy URL (it wins over the lens's and
+    ``dst.yaml``'s own ``warehouse:``); ``promote_from`` names the environment a
+    lens tree must already serve in before it may be promoted here.
+    """
+
+    warehouse: str | None = Field(default=None, pattern=_URL_RE)
+    promote_from: str | None = None
+
+
 class RepoConfig(Strict):
-    """``dst.yaml`` at the repository root: settings shared by every lens."""
+    """``dst.yaml`` at the repository root: settings shared by every lens.
+
+    ``environments`` maps an environment name to its :class:`Environment`; the
+    names, ``promote_from`` targets and cycles are checked by
+    :func:`environment_problems` (the loader reports them at their line).
+    """
 
     warehouse: str | None = Field(default=None, pattern=_URL_RE)
     notify: tuple[Webhook, ...] = ()
+    environments: dict[str, Environment] = Field(default_factory=dict)
+
+
+def environment_problems(config: RepoConfig) -> list[tuple[tuple[str, ...], str, str]]:
+    """What is wrong with ``config.environments``: ``[(path, problem, fix)]``, first first.
+
+    ``path`` is the key path of the offending value in ``dst.yaml`` (for its line).
+    Checks: each name is a valid ref component; ``promote_from`` names another
+    environment that exists; following ``promote_from`` never comes back (no cycle).
+    """
+    envs = config.environments
+    out: list[tuple[tuple[str, ...], str, str]] = []
+    for name, env in envs.items():
+        if not ENVIRONMENT_NAME_RE.match(name):
+            out.append(
+                (
+                    ("environments", name),
+                    f"environment name {name!r} is not lower-case letters, digits, - or _",
+                    "rename it, e.g. staging or prod",
+                )
+            )
+        source = env.promote_from
+        where = ("environments", name, "promote_from")
+        if source is None:
+            continue
+        if source == name:
+            out.append((where, f"environment {name!r} promotes from itself", "drop promote_from"))
+        elif source not in envs:
+            known = ", ".join(sorted(envs))
+            out.append(
+                (
+                    where,
+                    f"environment {name!r} promotes from {source!r}, which is not an "
+                    f"environment (environments: {known})",
+                    f"name one of them, or add {source}: under environments:",
+                )
+            )
+    if out:
+        return out
+    for name in envs:
+        seen, current = [name], envs[name].promote_from
+        while current is not None and current not in seen:
+            seen.append(current)
+            current = envs[current].promote_from
+        if current is not None:
+            chain = " → ".join([*seen, current])
+            out.append(
+                (
+                    ("environments", name, "promote_from"),
+                    f"environments promote from each other in a cycle: {chain}",
+                    "break the cycle: the first environment in the chain has no promote_from",
+                )
+            )
+            break
+    return out
 
 
 class SmartTier(Strict):

@@ -7,7 +7,8 @@ serving refs move in one compare-and-swap reference transaction
 (:func:`reconciler.git.refs.update_refs`). When a lens blocks, nothing serving
 moves and each blocking lens's run is recorded under ``refs/dst/attempts/``
 instead (:func:`record_attempts`), so ``dst status`` shows why and watch does not
-retry the same commit.
+retry the same commit. With ``--env E`` every ref named here is E's
+(``refs/dst/env/<E>/…``) and so is the intent record.
 """
 
 from __future__ import annotations
@@ -53,7 +54,10 @@ def promote(rt: Runtime, commit: Oid, lenses: list[tuple[LensRun, LensState]]) -
             oid, moves = _deployment(rt, commit, run, state)
             out.append(replace(run, recorded=oid, serving_after=oid))
         updates += moves
-    refstore.update_refs(repo, updates, reason=f"dst apply {commit[:12]}")
+    where = f" --env {rt.environment}" if rt.environment else ""
+    refstore.update_refs(
+        repo, updates, reason=f"dst apply{where} {commit[:12]}", env=rt.environment
+    )
     return out
 
 
@@ -76,13 +80,15 @@ def _deployment(
         # retirement, so a later retirement is a fast-forward of the first.
         parents=[
             plan.serving
-            or refstore.ref_target(repo, refstore.retired_ref(plan.lens))
+            or refstore.ref_target(repo, refstore.retired_ref(plan.lens, rt.environment))
             or refstore.history_root(repo, plan.lens),
             commit,
         ],
-        message=f"promote {plan.lens} {commit[:12]} score {s['correct']}/{s['total']}",
+        message=f"promote {plan.lens} {commit[:12]} score {s['correct']}/{s['total']}"
+        + refstore.env_note(rt.environment),
     )
-    return oid, [refstore.RefUpdate(refstore.serving_ref(plan.lens), plan.serving, oid)]
+    ref = refstore.serving_ref(plan.lens, rt.environment)
+    return oid, [refstore.RefUpdate(ref, plan.serving, oid)]
 
 
 def retire_warning(plan: LensPlan) -> str:
@@ -117,11 +123,12 @@ def _retirement(
         run=record,
         meta=meta_for(run, "retired", commit, plan.serving),
         parents=[plan.serving, commit],
-        message=f"retire {plan.lens} {commit[:12]} (lens deleted from the source)",
+        message=f"retire {plan.lens} {commit[:12]} (lens deleted from the source)"
+        + refstore.env_note(rt.environment),
     )
-    retired = refstore.retired_ref(plan.lens)
+    retired = refstore.retired_ref(plan.lens, rt.environment)
     return oid, [
-        refstore.RefUpdate(refstore.serving_ref(plan.lens), plan.serving, None),
+        refstore.RefUpdate(refstore.serving_ref(plan.lens, rt.environment), plan.serving, None),
         refstore.RefUpdate(retired, refstore.ref_target(repo, retired), oid),
     ]
 
@@ -141,7 +148,7 @@ def _attempt(rt: Runtime, commit: Oid, run: LensRun) -> LensRun:
     tree = plan.candidate_tree or plan.serving_tree
     if tree is None:
         return run
-    ref = refstore.attempts_ref(plan.lens)
+    ref = refstore.attempts_ref(plan.lens, rt.environment)
     last = refstore.ref_target(repo, ref)
     _, record = state_for(run, commit, None, Bindings())
     try:
@@ -157,7 +164,7 @@ def _attempt(rt: Runtime, commit: Oid, run: LensRun) -> LensRun:
                 run=record,
                 meta=meta_for(run, run.action, commit, last),
                 message=f"{run.action} {plan.lens} {commit[:12]} score "
-                f"{run.score['correct']}/{run.score['total']}",
+                f"{run.score['correct']}/{run.score['total']}{refstore.env_note(rt.environment)}",
             ),
             reason=f"dst apply {commit[:12]} ({run.action})",
         )

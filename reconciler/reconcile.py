@@ -72,6 +72,8 @@ def plan_step(ctx: StepContext, state: LensState) -> LensState:
 
     A candidate that does not contain the serving source commit is refused
     (``refused``) unless this is a dry run or ``--allow-rewind``, where it warns.
+    With ``--env E``, a candidate lens tree that E's ``promote_from`` environment
+    does not serve yet is refused too (a dry run warns).
     """
     plan = state.plan or Planner(PlanMemo(_memo_dir(ctx.rt))).plan_lens(
         state.name,
@@ -91,11 +93,16 @@ def plan_step(ctx: StepContext, state: LensState) -> LensState:
             notes = [retire_warning(plan)]
         elif state.candidate is not None:
             notes = ctx.rt.leaner_notes(state.candidate)
+        upstream = _not_upstream(ctx.rt, plan)
+        notes = [*([f"WARNING {upstream}"] if upstream else []), *notes]
         return replace(state, plan=plan, messages=(*state.messages, *notes))
     rewind = _rewind(ctx.rt, plan, state.serving_source)
     if rewind and not (ctx.dry_run or ctx.allow_rewind):
         return replace(state, plan=plan, refused=rewind, messages=(*state.messages, rewind))
-    lead = [f"WARNING {rewind}"] if rewind else []
+    upstream = _not_upstream(ctx.rt, plan)
+    if upstream and not ctx.dry_run:
+        return replace(state, plan=plan, refused=upstream, messages=(*state.messages, upstream))
+    lead = [f"WARNING {why}" for why in (rewind, upstream) if why]
     if plan.unchanged:
         notes = ["already serving this lens tree"]
     elif state.candidate is None and plan.serving is not None:
@@ -309,6 +316,31 @@ def _rewind(rt: Runtime, plan: LensPlan, source: Oid | None) -> str | None:
     )
 
 
+def _not_upstream(rt: Runtime, plan: LensPlan) -> str | None:
+    """Why ``plan``'s candidate may not be promoted in ``rt``'s environment yet, or ``None``.
+
+    An environment with ``promote_from: S`` takes only a lens tree that already
+    serves in S (DESIGN §3 "Environments"); the message names the command that
+    promotes it there. A lens the candidate deletes, or one already serving
+    here, passes.
+    """
+    environment = rt.environment_config()
+    if environment is None or environment.promote_from is None:
+        return None
+    if plan.unchanged or plan.candidate_tree is None or plan.candidate is None:
+        return None
+    upstream = environment.promote_from
+    oid = refstore.ref_target(rt.repo, refstore.serving_ref(plan.lens, upstream))
+    if oid is not None and refstore.read_deployment(rt.repo, oid).lens_tree == plan.candidate_tree:
+        return None
+    where = "serves another version of it" if oid is not None else "does not serve it"
+    return (
+        f"promote through {upstream} first: environment {rt.environment} promotes from "
+        f"{upstream}, which {where}; run `dst apply --env {upstream} --lens {plan.lens} "
+        f"--to {plan.candidate[:12]}` first"
+    )
+
+
 # -- the commands ---------------------------------------------------------------------
 
 
@@ -339,7 +371,7 @@ def reconcile(
         DstError: bad input or unreadable state (exit 2); nothing is promoted.
     """
     ctx = StepContext(rt, "apply" if run_suite else "plan", dry_run, allow_rewind)
-    messages = [] if dry_run or not run_suite else refstore.recover(rt.repo)
+    messages = [] if dry_run or not run_suite else refstore.recover(rt.repo, rt.environment)
     commit, inputs = commit_states(rt, to, only)
     states = [run_steps(ctx, s, LENS_STEPS if run_suite else PLAN_STEPS) for s in inputs]
     decided = decide_actions(ctx, states)
@@ -352,6 +384,8 @@ def reconcile(
         )
         for s, (action, why) in zip(states, decided, strict=True)
     ]
+    if rt.environment is not None:
+        messages.insert(0, f"environment {rt.environment} ({refstore.namespace(rt.environment)})")
     report = RunReport(ctx.command, runs, messages, dry_run=dry_run)
     if to == "HEAD":
         dirty = gitstate.uncommitted_lens_paths(rt.repo, [only] if isinstance(only, str) else only)

@@ -93,7 +93,7 @@ def restamp(ctx: StepContext, state: LensState) -> LensState:
     crash_point("restamp-before")
     oid = refstore.advance(
         ctx.rt.repo,
-        refstore.serving_ref(state.name),
+        refstore.serving_ref(state.name, ctx.rt.environment),
         serving,
         refstore.NewDeployment(
             lens=state.name,
@@ -102,7 +102,8 @@ def restamp(ctx: StepContext, state: LensState) -> LensState:
             bindings=bindings,
             run=record,
             meta=meta_for(state, "verify", source, serving),
-            message=f"verify {state.name} {source[:12]} score {s['correct']}/{s['total']}",
+            message=f"verify {state.name} {source[:12]} score {s['correct']}/{s['total']}"
+            + refstore.env_note(ctx.rt.environment),
         ),
         reason=f"dst test {state.name}",
     )
@@ -128,7 +129,8 @@ def verify(rt: Runtime, names: list[str]) -> RunReport:
         WarehouseError: the warehouse cannot be reached.
         RefConflict: the serving ref moved during the run (re-run).
     """
-    report = RunReport("test", [], refstore.recover(rt.repo))
+    rt.environment_config()  # an unknown --env is bad input before anything runs
+    report = RunReport("test", [], refstore.recover(rt.repo, rt.environment))
     if not names:
         report.messages.append("nothing is serving yet: promote a lens with `dst apply` first")
     ctx = StepContext(rt, "test")

@@ -82,7 +82,7 @@ def test_the_composite_action_declares_what_it_reads() -> None:
     action = _load(ACTION)
     assert action["runs"]["using"] == "composite"
     declared = set(action["inputs"])
-    assert declared == {"command", "python-version", "base", "junit"}
+    assert declared == {"command", "python-version", "base", "junit", "env"}
     used = set(re.findall(r"\binputs\.([\w-]+)", ACTION.read_text()))
     assert used <= declared, used - declared
     assert used == declared, f"declared but never read: {declared - used}"

@@ -39,11 +39,13 @@ def test_loser_of_the_compare_and_swap_refuses_with_replan(
     real_update = refstore.update_refs
     raced: dict[str, Any] = {}
 
-    def racing_update(repo: pygit2.Repository, updates: Any, *, reason: str) -> None:
+    def racing_update(
+        repo: pygit2.Repository, updates: Any, *, reason: str, env: str | None = None
+    ) -> None:
         # Another process promotes the same candidate between our plan and our swap.
         if not raced:
             raced["other"] = dst(promoted_repo, "apply", "--lens", "sales")
-        real_update(repo, updates, reason=reason)
+        real_update(repo, updates, reason=reason, env=env)
 
     monkeypatch.setattr(refstore, "update_refs", racing_update)
     monkeypatch.chdir(promoted_repo)

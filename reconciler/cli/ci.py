@@ -10,6 +10,9 @@
 * ``dst ci apply`` — for pushes to the default branch: the real apply; the
   workflow then pushes ``refs/dst/*`` (a fast-forward). It refuses on a
   pull-request event, where HEAD is a merge commit that never landed.
+  ``--env E`` applies to environment E (its refs, its warehouse, its
+  ``promote_from`` rule); approvals for E come from the job's GitHub
+  ``environment:`` protection rules, never from dst.
 
 The exit code is the report's alone (0 passed, 1 blocked or stood down, 2 bad
 input or insufficient history); rendering never decides it. An error is
@@ -29,7 +32,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from reconciler.cli.common import runtime
-from reconciler.cli.options import RepoOpt, WarehouseOpt, record_invocation
+from reconciler.cli.options import EnvOpt, RepoOpt, WarehouseOpt, record_invocation
 from reconciler.errors import UsageError
 from reconciler.git import base as prbase
 from reconciler.git.base import Event, load_event
@@ -167,7 +170,7 @@ def _load_every_lens(rt: Any, commit: str, only: list[str] | None) -> None:
     trees = gitstate.lens_trees(rt.repo, Oid(commit))
     errors: list[LensLoadError] = []
     for name in sorted(trees if only is None else set(only) & set(trees)):
-        serving = refstore.ref_target(rt.repo, refstore.serving_ref(name))
+        serving = refstore.ref_target(rt.repo, refstore.serving_ref(name, rt.environment))
         tree = trees[name].tree
         if serving is not None and refstore.read_deployment(rt.repo, serving).lens_tree == tree:
             continue
@@ -196,6 +199,7 @@ def check(
     max_deepen: MaxDeepenOpt = 10,
     deepen_by: DeepenByOpt = 32,
     remote: RemoteOpt = "origin",
+    env: EnvOpt = None,
     warehouse: WarehouseOpt = None,
     repo: RepoOpt = None,
     fmt: CiFormatOpt = CiFormat.text,
@@ -206,14 +210,14 @@ def check(
     from reconciler.reconcile import reconcile
 
     event = load_event(os.environ)
-    rt = runtime(repo, warehouse)
+    rt = runtime(repo, warehouse, environment=env)
     try:
         span = _Span(base, head, max_deepen, deepen_by, remote)
         head_oid, merge_base, notes = _resolve_span(rt, event, span)
         # a dry run: a commit out of reach only warns, as a rewind would
         if _reach_serving(rt, head_oid, span, strict=False):
             rt.close()  # the open repository still sees the old shallow boundary
-            rt = runtime(repo, warehouse)
+            rt = runtime(repo, warehouse, environment=env)
         names, more = _changed_lenses(rt.repo, merge_base, head_oid)
         require_known(rt.repo)
         _load_every_lens(rt, head_oid, names)
@@ -293,8 +297,16 @@ def _reach_serving(rt: Any, head: str, span: _Span, *, strict: bool = True) -> b
             (:func:`reconciler.git.base.reach_serving`).
     """
     deepening = prbase.Deepening(span.max_deepen, span.deepen_by)
+    # lazy: the ref store loads pygit2, which `dst --help` does not need
+    from reconciler.git import refs as refstore
+
     notes = prbase.reach_serving(
-        rt.root, head, deepening=deepening, remote=span.remote, strict=strict
+        rt.root,
+        head,
+        deepening=deepening,
+        remote=span.remote,
+        strict=strict,
+        prefix=refstore.namespace(rt.environment) + "serving/",
     )
     for note in notes:
         rt.progress(note)
@@ -307,11 +319,13 @@ def apply(
     max_deepen: MaxDeepenOpt = 10,
     deepen_by: DeepenByOpt = 32,
     remote: RemoteOpt = "origin",
+    env: EnvOpt = None,
     warehouse: WarehouseOpt = None,
     repo: RepoOpt = None,
     fmt: CiFormatOpt = CiFormat.text,
 ) -> int:
-    """Apply HEAD for real (default branch); the workflow then pushes refs/dst/*."""
+    """Apply HEAD for real (default branch; ``--env E``: to environment E); the workflow
+    then pushes refs/dst/*."""
     # lazy: the reconcile loads the engines; `dst --help` does not need them
     from reconciler.cli.reconcile import confirm_rollforward
     from reconciler.git.sync import require_known
@@ -325,14 +339,14 @@ def apply(
             fix="run `dst ci check` on pull requests and `dst ci apply` on pushes to the "
             "default branch",
         )
-    rt = runtime(repo, warehouse)
+    rt = runtime(repo, warehouse, environment=env)
     try:
         head = prbase.subprocess_git(rt.root)(["rev-parse", "--verify", "--quiet", "HEAD"])
         if head is not None:
             span = _Span(None, head, max_deepen, deepen_by, remote)
             if _reach_serving(rt, head, span):
                 rt.close()  # the open repository still sees the old shallow boundary
-                rt = runtime(repo, warehouse)
+                rt = runtime(repo, warehouse, environment=env)
         require_known(rt.repo)
         if head is not None:
             _load_every_lens(rt, head, None)

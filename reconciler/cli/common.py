@@ -13,13 +13,19 @@ from reconciler.cli.boundary import silence_stdout
 from reconciler.cli.options import Format
 
 
-def runtime(repo: Path | None, warehouse: str | None = None, jobs: int | None = None) -> Any:
+def runtime(
+    repo: Path | None,
+    warehouse: str | None = None,
+    jobs: int | None = None,
+    environment: str | None = None,
+) -> Any:
     """The :class:`reconciler.context.Runtime` of the repository at (or above) ``repo``.
 
     Args:
         repo: ``--repo`` (default: the current directory).
         warehouse: ``--warehouse`` URL, overriding the configured one.
         jobs: ``--jobs``, answers verified at once.
+        environment: ``--env``, the named environment (``None``: the default one).
 
     Raises:
         UsageError: no git repository there, or one owned by another user.
@@ -28,7 +34,7 @@ def runtime(repo: Path | None, warehouse: str | None = None, jobs: int | None = 
     from reconciler.context import Runtime
     from reconciler.git.trees import open_repo
 
-    return Runtime(open_repo(repo), warehouse_url=warehouse, jobs=jobs)
+    return Runtime(open_repo(repo), warehouse_url=warehouse, jobs=jobs, environment=environment)
 
 
 def emit(report: Any, fmt: Format, explain: bool = False) -> int:

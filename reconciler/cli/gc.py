@@ -8,7 +8,8 @@ holds the old chain no longer fast-forwards to the new one: the output gives the
 never does by itself.
 
 Exit codes: 0 pruned or nothing to prune; 1 an attempts ref moved meanwhile (run
-it again); 2 bad input (``--keep`` below 1, a lens without attempts).
+it again); 2 bad input (``--keep`` below 1, a lens without attempts). ``--env E``
+prunes environment E's ``refs/dst/env/<E>/attempts/``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Annotated
 import typer
 
 from reconciler.cli.common import runtime
-from reconciler.cli.options import Format, FormatOpt, RepoOpt
+from reconciler.cli.options import EnvOpt, Format, FormatOpt, RepoOpt
 
 
 def gc(
@@ -27,6 +28,7 @@ def gc(
         list[str] | None, typer.Argument(help="Lenses to prune (default: every lens).")
     ] = None,
     keep: Annotated[int, typer.Option("--keep", help="Newest attempts to keep per lens.")] = 10,
+    env: EnvOpt = None,
     repo: RepoOpt = None,
     fmt: FormatOpt = Format.text,
 ) -> int:
@@ -34,7 +36,7 @@ def gc(
     # lazy: reconciler.history loads the engines, which `dst --help` does not need
     from reconciler.history import gc as do_gc
 
-    pruned = do_gc(runtime(repo), keep, lenses or None)
+    pruned = do_gc(runtime(repo, environment=env), keep, lenses or None)
     if fmt is Format.json:
         print(
             json.dumps(

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from reconciler.cli.common import runtime, short_score
-from reconciler.cli.options import Format, FormatOpt, RepoOpt
+from reconciler.cli.options import EnvOpt, Format, FormatOpt, RepoOpt
 
 if TYPE_CHECKING:
     from reconciler.history import LogEntry
@@ -43,6 +43,7 @@ def log(
             "(needs: pip install 'dst-reconciler\\[plot]').",
         ),
     ] = None,
+    env: EnvOpt = None,
     repo: RepoOpt = None,
     fmt: FormatOpt = Format.text,
 ) -> int:
@@ -51,7 +52,9 @@ def log(
     from reconciler.history import timeline
     from reconciler.render.trend import corpus_marks, points, summary_lines
 
-    entries = timeline(runtime(repo), lens)
+    rt = runtime(repo, environment=env)
+    rt.environment_config()  # an unknown --env is bad input (exit 2)
+    entries = timeline(rt, lens)
     deps = [e.deployment for e in entries if not e.attempt]
     trend = points([(d.oid, d.meta) for d in deps])
     if plot is not None:
@@ -62,9 +65,14 @@ def log(
         print(f"plot written to {plot} ({width}×{height} px)", file=sys.stderr)
     marks = corpus_marks(trend)
     if fmt is Format.json:
-        print(json.dumps(_log_object(lens, entries, marks), indent=2, default=str))
+        obj = _log_object(lens, entries, marks)
+        if env is not None:  # the default environment's object stays as it was
+            obj = {**obj, "environment": env}
+        print(json.dumps(obj, indent=2, default=str))
         return 0
     now = time.time()
+    if env is not None:
+        print(f"environment {env}")
     for e in entries:
         for line in _entry_lines(e, marks, now):
             print(line)

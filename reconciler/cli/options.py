@@ -59,6 +59,14 @@ WarehouseOpt = Annotated[
         "--warehouse", help="SQLAlchemy URL; overrides DST_WAREHOUSE_URL, lens and dst.yaml."
     ),
 ]
+EnvOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--env",
+        help="Environment from dst.yaml environments: (its refs and warehouse); "
+        "default: the unnamed one.",
+    ),
+]
 QuietOpt = Annotated[
     bool,
     typer.Option("--quiet", "-q", help="No progress on stderr (a bar on a terminal, else lines)."),

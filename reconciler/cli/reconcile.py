@@ -17,6 +17,7 @@ import typer
 
 from reconciler.cli.common import emit, runtime
 from reconciler.cli.options import (
+    EnvOpt,
     Format,
     FormatOpt,
     JobsOpt,
@@ -38,6 +39,7 @@ def plan(
     to: Annotated[str, typer.Option("--to", help="Candidate revision.")] = "HEAD",
     lens: Annotated[str | None, typer.Option("--lens", help="Plan one lens.")] = None,
     explain: Annotated[bool, typer.Option("--explain", help="Why each answer is stale.")] = False,
+    env: EnvOpt = None,
     no_cache: NoCacheOpt = False,
     profile: ProfileOpt = None,
     repo: RepoOpt = None,
@@ -47,7 +49,7 @@ def plan(
     # lazy: the reconcile loads the engines; `dst --help` does not need them
     from reconciler.reconcile import reconcile
 
-    rt = runtime(repo)
+    rt = runtime(repo, environment=env)
     rt.no_cache = no_cache
     with profiled(profile):
         report = reconcile(rt, to=to, only=lens, run_suite=False)
@@ -64,6 +66,7 @@ def apply(
     yes: Annotated[
         bool, typer.Option("--yes", help="Roll forward a lens serving a rollback; no prompt.")
     ] = False,
+    env: EnvOpt = None,
     warehouse: WarehouseOpt = None,
     quiet: QuietOpt = False,
     jobs: JobsOpt = None,
@@ -76,7 +79,7 @@ def apply(
     # lazy: the reconcile loads the engines; `dst --help` does not need them
     from reconciler.reconcile import reconcile
 
-    rt = runtime(repo, warehouse, jobs)
+    rt = runtime(repo, warehouse, jobs, env)
     rt.no_cache = no_cache
     try:
         if not dry_run:
@@ -121,6 +124,7 @@ def confirm_rollforward(rt: Runtime, to: str, lens: str | None, yes: bool) -> No
 def test(
     lens: Annotated[str | None, typer.Argument(help="Lens to verify.")] = None,
     all_lenses: Annotated[bool, typer.Option("--all", help="Every serving lens.")] = False,
+    env: EnvOpt = None,
     warehouse: WarehouseOpt = None,
     quiet: QuietOpt = False,
     jobs: JobsOpt = None,
@@ -133,14 +137,14 @@ def test(
     from reconciler.git import refs as refstore
     from reconciler.verify import verify
 
-    rt = runtime(repo, warehouse, jobs)
+    rt = runtime(repo, warehouse, jobs, env)
     rt.no_cache = no_cache
     if (lens is None) == (not all_lenses):
         raise UsageError(
             "name one lens or pass --all" + (", not both" if all_lenses else ""),
             fix="dst test LENS | dst test --all",
         )
-    names = refstore.served_lenses(rt.repo) if all_lenses else [str(lens)]
+    names = refstore.served_lenses(rt.repo, env) if all_lenses else [str(lens)]
     try:
         with progress_for(rt, quiet=quiet):
             report = verify(rt, names)

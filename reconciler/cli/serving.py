@@ -5,7 +5,8 @@ source commit's subject and author), says when a rollback serves, and, when newe
 its last attempt with the reason; it warns when a lens has more than
 ``ATTEMPTS_WARN`` attempts (``dst gc``) and lists any lock file left under
 ``refs/dst/``; ``rollback`` writes a new deployment commit whose content is an
-older one's (DESIGN §3).
+older one's (DESIGN §3). ``--env E`` shows (or rolls back) environment E alone;
+``status`` without it shows the default environment and then every named one.
 Exit codes: 0 shown or rolled back; 2 bad input (no such lens or deployment).
 """
 
@@ -18,42 +19,60 @@ from typing import Annotated, Any
 import typer
 
 from reconciler.cli.common import emit, runtime, short_score
-from reconciler.cli.options import Format, FormatOpt, RepoOpt
+from reconciler.cli.options import EnvOpt, Format, FormatOpt, RepoOpt
 
 
-def status(repo: RepoOpt = None, fmt: FormatOpt = Format.text) -> int:
-    """Serving version and last attempt of every lens, and any lock file left on refs/dst/."""
+def status(env: EnvOpt = None, repo: RepoOpt = None, fmt: FormatOpt = Format.text) -> int:
+    """Serving version and last attempt of every lens in every environment (or ``--env``'s),
+    and any lock file left on refs/dst/."""
     # lazy: the serving state readers load the engines; `dst --help` does not need them
     from reconciler.git.locks import ref_locks
     from reconciler.git.sync import UNKNOWN_STATE, state_known
+    from reconciler.history import environment_names
     from reconciler.history import status as do_status
 
-    rt = runtime(repo)
+    rt = runtime(repo, environment=env)
+    rt.environment_config()  # an unknown --env (or a broken dst.yaml) is exit 2
     known = state_known(rt.repo)
     rows = do_status(rt)
+    others = []
+    if env is None:
+        for name in environment_names(rt):
+            rt.environment = name
+            others.append((name, do_status(rt)))
+        rt.environment = None
     locks = ref_locks(rt.repo)
     if fmt is Format.json:
-        print(
-            json.dumps(
-                {
-                    "schema_version": 1,
-                    "command": "status",
-                    "state_known": known,
-                    "lenses": [r.record() for r in rows],
-                    "locks": [{"path": k.path, "age_s": round(k.age_s, 1)} for k in locks],
-                },
-                indent=2,
-                default=str,
-            )
-        )
+        body: dict[str, Any] = {
+            "schema_version": 1,
+            "command": "status",
+            "state_known": known,
+            "lenses": [r.record() for r in rows],
+            "locks": [{"path": k.path, "age_s": round(k.age_s, 1)} for k in locks],
+        }
+        if env is not None:
+            body["environment"] = env
+        elif others:
+            body["environments"] = [
+                {"environment": name, "lenses": [r.record() for r in found]}
+                for name, found in others
+            ]
+        print(json.dumps(body, indent=2, default=str))
         return 0
     for lock in locks:
         print(f"warning: {lock.describe()}")
     if not known and not rows:
         print(UNKNOWN_STATE)
+    if env is not None or others:
+        print(f"environment {env}:" if env else "default environment:")
     for r in rows:
         for line in _status_lines(r, known, UNKNOWN_STATE):
             print(line)
+    for name, found in others:
+        print(f"environment {name}:")
+        for r in found:
+            for line in _status_lines(r, known, UNKNOWN_STATE):
+                print(line)
     return 0
 
 
@@ -115,15 +134,22 @@ def _status_lines(r: Any, known: bool, unknown: str) -> list[str]:
         lines.append("  " + _commit_line("attempted", am, r.attempt_commit, now))
     if r.attempts > ATTEMPTS_WARN:
         lines.append(
-            f"  more than {ATTEMPTS_WARN} attempts recorded under refs/dst/attempts/{r.lens}; "
-            f"prune them with `dst gc --keep 10`"
+            f"  more than {ATTEMPTS_WARN} attempts recorded under "
+            f"{_space(r.environment)}attempts/{r.lens}; prune them with `dst gc --keep 10"
+            f"{f' --env {r.environment}' if r.environment else ''}`"
         )
     return lines
+
+
+def _space(environment: str | None) -> str:
+    """``refs/dst/`` or ``refs/dst/env/<E>/`` (kept here: ``dst --help`` loads no engine)."""
+    return "refs/dst/" if environment is None else f"refs/dst/env/{environment}/"
 
 
 def rollback(
     lens: Annotated[str, typer.Argument(help="Lens name.")],
     to: Annotated[str | None, typer.Option("--to", help="Deployment to restore.")] = None,
+    env: EnvOpt = None,
     repo: RepoOpt = None,
     fmt: FormatOpt = Format.text,
 ) -> int:
@@ -131,4 +157,4 @@ def rollback(
     # lazy: the rollback loads the engines; `dst --help` does not need them
     from reconciler.history import rollback as do_rollback
 
-    return emit(do_rollback(runtime(repo), lens, to), fmt)
+    return emit(do_rollback(runtime(repo, environment=env), lens, to), fmt)

@@ -55,8 +55,9 @@ def chain_length(repo: pygit2.Repository, head: Oid, stop: int | None = None) ->
     return count
 
 
-def prune(repo: pygit2.Repository, lens: str, keep: int) -> Pruned | None:
-    """Keep the newest ``keep`` (≥ 1) attempts of ``lens``; ``None`` when it has no attempts.
+def prune(repo: pygit2.Repository, lens: str, keep: int, env: str | None = None) -> Pruned | None:
+    """Keep the newest ``keep`` (≥ 1) attempts of ``lens`` (in environment ``env``);
+    ``None`` when it has no attempts.
 
     Raises:
         RefConflict: the attempts ref moved meanwhile (another apply recorded one);
@@ -65,7 +66,7 @@ def prune(repo: pygit2.Repository, lens: str, keep: int) -> Pruned | None:
     """
     if keep < 1:
         raise ValueError(f"keep must be at least 1, not {keep}")
-    ref = refstore.attempts_ref(lens)
+    ref = refstore.attempts_ref(lens, env)
     head = refstore.ref_target(repo, ref)
     if head is None:
         return None

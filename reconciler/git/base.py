@@ -269,6 +269,7 @@ def reach_serving(
     fetch: Fetch | None = None,
     git: Git | None = None,
     strict: bool = True,
+    prefix: str = "refs/dst/serving/",
 ) -> tuple[str, ...]:
     """Deepen a shallow clone until every serving source commit is reachable from ``head``.
 
@@ -287,6 +288,7 @@ def reach_serving(
         fetch, git: runners (default: the git CLI in ``repo_path``).
         strict: raise when a source stays out of reach; ``False`` (a dry run, where a
             rewind only warns) ends the notes with the "cannot tell" line instead.
+        prefix: the serving refs to reach (``refs/dst/env/<E>/serving/`` with ``--env E``).
 
     Returns:
         What was done, for the log (empty for a full clone or nothing to fetch).
@@ -301,7 +303,9 @@ def reach_serving(
     step = 0
     while is_shallow(git):
         behind = [
-            s for s in serving_sources(git) if git(["merge-base", "--is-ancestor", s, head]) is None
+            s
+            for s in serving_sources(git, prefix)
+            if git(["merge-base", "--is-ancestor", s, head]) is None
         ]
         if not behind:
             break

@@ -8,6 +8,12 @@ compare-and-swap inside one libgit2 reference transaction: lock every ref,
 re-read it, compare with what the plan saw, set. A multi-lens update is preceded
 by an intent record ``refs/dst/applying`` and followed by its removal, so a crash
 between the two leaves something :func:`recover` rolls forward.
+
+A named environment E (DESIGN §3 "Environments") keeps the same shapes under
+``refs/dst/env/<E>/`` — ``serving/<lens>``, ``attempts/<lens>``, ``retired/<lens>``
+and its own intent record ``applying`` — so an apply in one environment never
+rolls forward or waits on another's. ``env=None`` is the unnamed default
+environment, whose refs sit directly under ``refs/dst/``.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ SERVING = "refs/dst/serving/"
 ATTEMPTS = "refs/dst/attempts/"
 RETIRED = "refs/dst/retired/"
 APPLYING = "refs/dst/applying"
+ENVIRONMENTS = "refs/dst/env/"
 META_SCHEMA = STATE_SCHEMA
 
 
@@ -80,20 +87,48 @@ class RefUpdate:
     new: Oid | None
 
 
-def serving_ref(lens: str) -> str:
-    """``refs/dst/serving/<lens>``."""
-    return SERVING + lens
+def namespace(env: str | None = None) -> str:
+    """``refs/dst/`` for the default environment, ``refs/dst/env/<env>/`` for a named one."""
+    return "refs/dst/" if env is None else f"{ENVIRONMENTS}{env}/"
 
 
-def attempts_ref(lens: str) -> str:
-    """``refs/dst/attempts/<lens>``."""
-    return ATTEMPTS + lens
+def serving_ref(lens: str, env: str | None = None) -> str:
+    """``refs/dst/serving/<lens>`` (``refs/dst/env/<env>/serving/<lens>`` in ``env``)."""
+    return namespace(env) + "serving/" + lens
 
 
-def retired_ref(lens: str) -> str:
-    """``refs/dst/retired/<lens>``: the retirement deployment of a lens deleted from
-    the source, whose first-parent history is the lens's serving history."""
-    return RETIRED + lens
+def attempts_ref(lens: str, env: str | None = None) -> str:
+    """``refs/dst/attempts/<lens>`` (``refs/dst/env/<env>/attempts/<lens>`` in ``env``)."""
+    return namespace(env) + "attempts/" + lens
+
+
+def retired_ref(lens: str, env: str | None = None) -> str:
+    """``refs/dst/retired/<lens>`` (under ``refs/dst/env/<env>/`` in ``env``): the
+    retirement deployment of a lens deleted from the source, whose first-parent
+    history is the lens's serving history."""
+    return namespace(env) + "retired/" + lens
+
+
+def env_note(env: str | None) -> str:
+    """`` (env <E>)`` for a deployment message in environment E, ``""`` in the default one,
+    so ``git log`` of a commit tells which environment it served."""
+    return "" if env is None else f" (env {env})"
+
+
+def applying_ref(env: str | None = None) -> str:
+    """``refs/dst/applying`` (``refs/dst/env/<env>/applying`` in ``env``): the intent record."""
+    return namespace(env) + "applying"
+
+
+def environments_with_refs(repo: pygit2.Repository) -> list[str]:
+    """Names of the named environments that hold any ref under ``refs/dst/env/``, sorted."""
+    return sorted(
+        {
+            r[len(ENVIRONMENTS) :].split("/", 1)[0]
+            for r in repo.references
+            if r.startswith(ENVIRONMENTS)
+        }
+    )
 
 
 def deployment_tree(repo: pygit2.Repository, oid: Oid) -> Oid | None:
@@ -110,9 +145,9 @@ def ref_target(repo: pygit2.Repository, ref: str) -> Oid | None:
     return None if found is None else Oid(str(found.target))
 
 
-def served_lenses(repo: pygit2.Repository) -> list[str]:
-    """Names of lenses with a serving ref, sorted."""
-    return sorted(r[len(SERVING) :] for r in repo.references if r.startswith(SERVING))
+def served_lenses(repo: pygit2.Repository, env: str | None = None) -> list[str]:
+    """Names of lenses with a serving ref (in ``env``), sorted."""
+    return ref_names(repo, namespace(env) + "serving/")
 
 
 def _blob(repo: pygit2.Repository, oid: pygit2.Oid) -> bytes:
@@ -307,11 +342,17 @@ def advance(
     return oid
 
 
-def update_refs(repo: pygit2.Repository, updates: Sequence[RefUpdate], *, reason: str) -> None:
+def update_refs(
+    repo: pygit2.Repository,
+    updates: Sequence[RefUpdate],
+    *,
+    reason: str,
+    env: str | None = None,
+) -> None:
     """Apply compare-and-swap updates atomically: all move, or none does.
 
-    More than one update is preceded by the ``refs/dst/applying`` intent record
-    and followed by its removal.
+    More than one update is preceded by the intent record (``refs/dst/applying``,
+    or ``env``'s own :func:`applying_ref`) and followed by its removal.
 
     Raises:
         RefConflict: a ref no longer holds the value the plan saw, another
@@ -322,22 +363,23 @@ def update_refs(repo: pygit2.Repository, updates: Sequence[RefUpdate], *, reason
     """
     if not updates:
         return
+    applying = applying_ref(env)
     intent: Oid | None = None
     if len(updates) > 1:
         intent = _write_intent(repo, updates, reason)
         # Expect no intent: one that exists belongs to an apply in flight (or to a
         # crashed one that the next recover() finishes); overwriting it would lose it.
-        _transaction(repo, [RefUpdate(APPLYING, None, intent)], reason)
+        _transaction(repo, [RefUpdate(applying, None, intent)], reason)
         crash_point("intent-written")
     try:
         _transaction(repo, updates, reason)
     except RefConflict:
         if intent is not None:
-            _transaction(repo, [RefUpdate(APPLYING, intent, None)], reason)
+            _transaction(repo, [RefUpdate(applying, intent, None)], reason)
         raise
     crash_point("refs-set")
     if intent is not None:
-        _transaction(repo, [RefUpdate(APPLYING, intent, None)], reason)
+        _transaction(repo, [RefUpdate(applying, intent, None)], reason)
         crash_point("intent-cleared")
 
 
@@ -404,11 +446,14 @@ def _write_intent(repo: pygit2.Repository, updates: Sequence[RefUpdate], reason:
     return Oid(str(oid))
 
 
-def recover(repo: pygit2.Repository) -> list[str]:
+def recover(repo: pygit2.Repository, env: str | None = None) -> list[str]:
     """Roll forward an apply interrupted between its intent record and its removal.
 
-    Every command that moves a ref calls this first. It first waits out lock
-    files on ``refs/dst/`` (a peer's lock lasts milliseconds) and refuses to go
+    Every command that moves a ref calls this first, for the environment it
+    works in (``None``: the default one); another environment's intent record
+    and lock files are left to that environment's next command. It first waits
+    out lock files on the environment's refs and ``packed-refs.lock`` (a peer's
+    lock lasts milliseconds) and refuses to go
     on past one that a killed process left. Then, if ``refs/dst/applying``
     names an intent, its lens refs move all together or not at all: when each
     still holds its old or already its new deployment, the ones at old roll
@@ -422,14 +467,15 @@ def recover(repo: pygit2.Repository) -> list[str]:
         StaleLock: a lock file stayed unchanged through the bounded wait.
         StateError: ``refs/dst/applying`` is not a dst intent record.
     """
-    reflocks.wait_out(repo)
-    intent = ref_target(repo, APPLYING)
+    reflocks.wait_out(repo, _own_locks(repo, env))
+    applying = applying_ref(env)
+    intent = ref_target(repo, applying)
     if intent is None:
         return []
     not_intent = StateError(
-        f"{APPLYING} points at {intent[:12]}, which is not a dst intent record",
+        f"{applying} points at {intent[:12]}, which is not a dst intent record",
         fix=f"inspect it with `git show {intent[:12]}`; if no dst apply wrote it, "
-        f"delete it with `git update-ref -d {APPLYING}`",
+        f"delete it with `git update-ref -d {applying}`",
     )
     try:
         commit = repo[intent].peel(pygit2.Commit)
@@ -440,7 +486,7 @@ def recover(repo: pygit2.Repository) -> list[str]:
     record = load(
         ApplyIntent,
         raw,
-        where=f"{APPLYING} ({intent[:12]})",
+        where=f"{applying} ({intent[:12]})",
         name="apply.json",
         malformed=not_intent,
     )
@@ -460,7 +506,33 @@ def recover(repo: pygit2.Repository) -> list[str]:
         _transaction(repo, pending, "recover: roll forward")
         messages.extend(f"rolled forward {u.ref} to {str(u.new)[:12]}" for u in pending)
         crash_point("recover-rolled")
-    _transaction(repo, [RefUpdate(APPLYING, intent, None)], "recover: done")
+    _transaction(repo, [RefUpdate(applying, intent, None)], "recover: done")
+    return messages
+
+
+def _own_locks(repo: pygit2.Repository, env: str | None) -> list[str]:
+    """The refs under ``env``'s namespace that have a lock file now (the default
+    environment's exclude ``refs/dst/env/``): another environment's lock, even one a
+    killed process left, never holds this environment up."""
+    space = namespace(env)
+    held = [lock.name.removesuffix(".lock") for lock in reflocks.ref_locks(repo)]
+    return [
+        ref
+        for ref in held
+        if ref.startswith(space) and (env is not None or not ref.startswith(ENVIRONMENTS))
+    ]
+
+
+def recover_all(repo: pygit2.Repository) -> list[str]:
+    """:func:`recover` the default environment, then every named one with refs
+    (``dst sync`` shares them all, so none may be half-applied when it does).
+
+    Raises:
+        StaleLock, StateError: as :func:`recover`.
+    """
+    messages = recover(repo)
+    for env in environments_with_refs(repo):
+        messages += [f"environment {env}: {m}" for m in recover(repo, env)]
     return messages
 
 
@@ -496,12 +568,14 @@ def head_branch(repo: pygit2.Repository) -> str | None:
     return None
 
 
-def attempt_of(repo: pygit2.Repository, source: Oid) -> str | None:
-    """The lens whose ``refs/dst/attempts/<lens>`` records ``source`` as its source, if any.
+def attempt_of(repo: pygit2.Repository, source: Oid, env: str | None = None) -> str | None:
+    """The lens whose ``refs/dst/attempts/<lens>`` (in ``env``) records ``source`` as its
+    source, if any.
 
     An attempt commit that does not read as a deployment is passed over.
     """
-    for name in sorted(r for r in repo.references if r.startswith(ATTEMPTS)):
+    prefix = namespace(env) + "attempts/"
+    for name in sorted(r for r in repo.references if r.startswith(prefix)):
         oid = ref_target(repo, name)
         if oid is None:
             continue
@@ -510,7 +584,7 @@ def attempt_of(repo: pygit2.Repository, source: Oid) -> str | None:
         except DstError:
             continue
         if dep.source == source:
-            return name[len(ATTEMPTS) :]
+            return name[len(prefix) :]
     return None
 
 

@@ -24,6 +24,11 @@ the retirement). A retirement fetched from the remote deletes the local serving
 ref when that ref is the retired deployment or one of its first-parent
 ancestors (fast-forward semantics); a local serving ref that moved past it is
 *diverged* and neither ref moves.
+
+Each environment's refs are decided alone: every function takes the key prefix
+``space`` of the environment's refs below ``refs/dst/`` (``""`` for the default
+one, ``"env/<E>/"`` for environment E), so a retirement in one environment never
+deletes another's serving ref.
 """
 
 from __future__ import annotations
@@ -69,16 +74,21 @@ def within(repo: pygit2.Repository, older: Oid, newer: Oid) -> bool:
     return bool(repo.descendant_of(b, a))
 
 
-def pending(ours: Mapping[str, Oid]) -> bool:
-    """Whether a lens is retired here and not serving here, so a push may have to
-    delete the remote's serving ref (and has to ask the remote first)."""
-    return any(SERVING + lens not in ours for lens in _retired_lenses(ours))
+def pending(ours: Mapping[str, Oid], space: str = "") -> bool:
+    """Whether a lens is retired here and not serving here (in ``space``), so a push may
+    have to delete the remote's serving ref (and has to ask the remote first)."""
+    return any(space + SERVING + lens not in ours for lens in _retired_lenses(space, ours))
 
 
-def _retired_lenses(*sides: Mapping[str, Oid]) -> list[str]:
+def _retired_lenses(space: str, *sides: Mapping[str, Oid]) -> list[str]:
+    head = space + RETIRED
     return sorted(
-        {rest[len(RETIRED) :] for side in sides for rest in side if rest.startswith(RETIRED)}
+        {rest[len(head) :] for side in sides for rest in side if rest.startswith(head)} - {""}
     )
+
+
+def _serving_ref(space: str, lens: str) -> str:
+    return DST + space + SERVING + lens
 
 
 def on_fetch(
@@ -87,8 +97,9 @@ def on_fetch(
     entries: Mapping[str, RefSync],
     ours: Mapping[str, Oid],
     theirs: Mapping[str, Oid],
+    space: str = "",
 ) -> dict[str, RefSync]:
-    """Correct fetch's per-ref verdicts for lenses retired on either side.
+    """Correct fetch's per-ref verdicts for lenses retired on either side (in ``space``).
 
     Args:
         repo: the repository (the remote's objects already fetched).
@@ -104,14 +115,15 @@ def on_fetch(
         ``diverged``.
     """
     out = dict(entries)
-    for lens in _retired_lenses(ours, theirs):
-        ref = refstore.serving_ref(lens)
-        local, there = ours.get(SERVING + lens), theirs.get(SERVING + lens)
-        mine, fetched = ours.get(RETIRED + lens), theirs.get(RETIRED + lens)
+    for lens in _retired_lenses(space, ours, theirs):
+        ref = _serving_ref(space, lens)
+        serving, retired = space + SERVING + lens, space + RETIRED + lens
+        local, there = ours.get(serving), theirs.get(serving)
+        mine, fetched = ours.get(retired), theirs.get(retired)
         if fetched is not None and _newer(repo, mine, fetched):
-            _taken(repo, remote, out, lens, ref, local, there, fetched)
+            _taken(repo, remote, out, (space, lens, ref), local, there, fetched)
         elif mine is not None and _newer(repo, fetched, mine):
-            _kept(repo, remote, out, lens, ref, local, there, mine)
+            _kept(repo, remote, out, (space, lens, ref), local, there, mine)
     return out
 
 
@@ -124,13 +136,17 @@ def _taken(
     repo: pygit2.Repository,
     remote: str,
     out: dict[str, RefSync],
-    lens: str,
-    ref: str,
+    where: tuple[str, str, str],
     local: Oid | None,
     there: Oid | None,
     retirement: Oid,
 ) -> None:
-    """A retirement new to this clone: it supersedes a local serving ref it descends from."""
+    """A retirement new to this clone: it supersedes a local serving ref it descends from.
+
+    ``where`` is ``(space, lens, serving ref)``.
+    """
+    space, lens, ref = where
+    serving_key, retired_key = space + SERVING + lens, space + RETIRED + lens
     retired = first_parent(repo, retirement)
     if local is None:
         return
@@ -140,13 +156,13 @@ def _taken(
                 f"lens {lens}: serving retired by {short(retirement)} from {remote} "
                 f"(was {short(local)})"
             )
-            out[SERVING + lens] = RefSync("fetch", ref, lens, SyncAction.RETIRED, local, None, msg)
-        elif out[SERVING + lens].action is SyncAction.DIVERGED:
+            out[serving_key] = RefSync("fetch", ref, lens, SyncAction.RETIRED, local, None, msg)
+        elif out[serving_key].action is SyncAction.DIVERGED:
             msg = (
                 f"lens {lens}: serving fast-forwarded {short(local)} → "
                 f"{short(there)} ({remote} retired the lens and serves it again)"
             )
-            out[SERVING + lens] = RefSync(
+            out[serving_key] = RefSync(
                 "fetch", ref, lens, SyncAction.FAST_FORWARDED, local, there, msg
             )
         return
@@ -161,9 +177,9 @@ def _taken(
         f"`dst sync --fetch --remote {remote}`; to keep the lens, bring it back in a new "
         f"commit on top of the deletion and re-plan with `dst apply --lens {lens}`"
     )
-    out[SERVING + lens] = RefSync("fetch", ref, lens, SyncAction.DIVERGED, local, None, msg, fix)
-    out[RETIRED + lens] = dataclasses.replace(
-        out[RETIRED + lens],
+    out[serving_key] = RefSync("fetch", ref, lens, SyncAction.DIVERGED, local, None, msg, fix)
+    out[retired_key] = dataclasses.replace(
+        out[retired_key],
         action=SyncAction.DIVERGED,
         message=f"diverged: lens {lens}: the retirement from {remote} was not taken "
         f"while the lens serves here — re-plan",
@@ -175,13 +191,17 @@ def _kept(
     repo: pygit2.Repository,
     remote: str,
     out: dict[str, RefSync],
-    lens: str,
-    ref: str,
+    where: tuple[str, str, str],
     local: Oid | None,
     there: Oid | None,
     retirement: Oid,
 ) -> None:
-    """A retirement the remote has not heard of: its serving copy is not brought back."""
+    """A retirement the remote has not heard of: its serving copy is not brought back.
+
+    ``where`` is ``(space, lens, serving ref)``.
+    """
+    space, lens, ref = where
+    serving_key = space + SERVING + lens
     if local is not None or there is None:
         return
     retired = first_parent(repo, retirement)
@@ -190,7 +210,7 @@ def _kept(
             f"lens {lens}: serving retired here by {short(retirement)}; "
             f"`dst sync --push` retires it on {remote}"
         )
-        out[SERVING + lens] = RefSync("fetch", ref, lens, SyncAction.AHEAD, there, None, msg)
+        out[serving_key] = RefSync("fetch", ref, lens, SyncAction.AHEAD, there, None, msg)
         return
     source = _source(repo, there)
     merge = f", bring in what it serves with `git merge --no-edit {source}`" if source else ""
@@ -202,7 +222,7 @@ def _kept(
         f"take {remote}'s promotion with `git update-ref {ref} {there}`{merge}, then re-plan "
         f"with `dst apply --lens {lens}` and `dst sync --push`"
     )
-    out[SERVING + lens] = RefSync("fetch", ref, lens, SyncAction.DIVERGED, None, there, msg, fix)
+    out[serving_key] = RefSync("fetch", ref, lens, SyncAction.DIVERGED, None, there, msg, fix)
 
 
 def _source(repo: pygit2.Repository, deployment: Oid) -> str | None:
@@ -240,7 +260,10 @@ class Lease:
 
 
 def push_leases(
-    repo: pygit2.Repository, ours: Mapping[str, Oid], advertised: Mapping[str, Oid]
+    repo: pygit2.Repository,
+    ours: Mapping[str, Oid],
+    advertised: Mapping[str, Oid],
+    space: str = "",
 ) -> list[Lease]:
     """The remote serving refs a push must delete, each with its lease.
 
@@ -248,6 +271,7 @@ def push_leases(
         repo: the repository.
         ours: local ``{"<kind>/<lens>": oid}``.
         advertised: the remote's ``{"<kind>/<lens>": oid}`` as ``git ls-remote`` shows it.
+        space: the environment's key prefix (``""``, ``"env/<E>/"``).
 
     Returns:
         One lease per lens retired here (and not serving here) that the remote
@@ -257,18 +281,19 @@ def push_leases(
         (which the remote no longer holds, so git refuses the push).
     """
     out = []
-    for lens in _retired_lenses(ours):
-        retirement, there = ours[RETIRED + lens], advertised.get(SERVING + lens)
-        if SERVING + lens in ours or there is None:
+    serving, retired_at = space + SERVING, space + RETIRED
+    for lens in _retired_lenses(space, ours):
+        retirement, there = ours[retired_at + lens], advertised.get(serving + lens)
+        if serving + lens in ours or there is None:
             continue
-        known = advertised.get(RETIRED + lens)
+        known = advertised.get(retired_at + lens)
         if known is not None and within(repo, retirement, known):
             continue  # the remote retired it already, and may serve it again since
         retired = first_parent(repo, retirement)
         if retired is None:
             continue
         expected = there if within(repo, there, retired) else retired
-        out.append(Lease(lens, refstore.serving_ref(lens), expected, retirement))
+        out.append(Lease(lens, _serving_ref(space, lens), expected, retirement))
     return out
 
 

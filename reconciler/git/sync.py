@@ -9,6 +9,11 @@ that does not exist), by compare-and-swap. It never overwrites a local ref
 that has deployments the remote lacks: when both sides moved on from a common
 deployment, the lens is *diverged* and has to be re-planned.
 
+Every environment's refs travel the same way: ``refs/dst/env/<E>/serving/<lens>``
+and its ``attempts/`` and ``retired/`` siblings are fetched, compared and pushed
+exactly like the default environment's, each environment decided on its own;
+intent records (``applying``) never leave the repository.
+
 ``push`` sends local serving, attempt and retired refs without force, in one
 atomic push where the remote supports it, so the remote takes all of them or
 none. A retired lens also deletes the remote's serving ref, under a lease on
@@ -152,19 +157,48 @@ def require_known(repo: pygit2.Repository) -> None:
         )
 
 
+def split_rest(rest: str) -> tuple[str, str, str] | None:
+    """``(space, kind, lens)`` of a ref name below ``refs/dst/``, ``None`` for other refs.
+
+    ``space`` is ``""`` for the default environment and ``"env/<E>/"`` for
+    environment E; ``kind`` is ``serving``, ``attempts`` or ``retired``.
+    """
+    space = ""
+    if rest.startswith("env/"):
+        env, _, rest = rest[len("env/") :].partition("/")
+        if not LENS_NAME_RE.match(env):
+            return None
+        space = f"env/{env}/"
+    kind, _, lens = rest.partition("/")
+    if kind in _KINDS and LENS_NAME_RE.match(lens):
+        return space, kind, lens
+    return None
+
+
 def _lens_refs(repo: pygit2.Repository, prefix: str) -> dict[str, Oid]:
-    """``{"<serving|attempts|retired>/<lens>": oid}`` for refs under ``prefix``."""
+    """``{"[env/<E>/]<serving|attempts|retired>/<lens>": oid}`` for refs under ``prefix``."""
     out: dict[str, Oid] = {}
     for name in repo.references:
         if not name.startswith(prefix):
             continue
         rest = name[len(prefix) :]
-        kind, _, lens = rest.partition("/")
-        if kind in _KINDS and LENS_NAME_RE.match(lens):
+        if split_rest(rest) is not None:
             target = refstore.ref_target(repo, name)
             if target is not None:
                 out[rest] = target
     return out
+
+
+def _spaces(*sides: dict[str, Oid]) -> list[str]:
+    """The environments' key prefixes present on any side (``""`` always first)."""
+    found = {parts[0] for side in sides for rest in side if (parts := split_rest(rest))}
+    return ["", *sorted(found - {""})]
+
+
+def _what(space: str, kind: str, lens: str) -> str:
+    """``lens L: serving`` (``lens L (env E): serving`` in environment E)."""
+    where = f" (env {space[len('env/') : -1]})" if space else ""
+    return f"lens {lens}{where}: {kind}"
 
 
 def _workdir(repo: pygit2.Repository) -> str:
@@ -226,7 +260,7 @@ def fetch(repo: pygit2.Repository, remote: str = "origin") -> SyncReport:
         RefConflict: a local ref moved during the fetch (a concurrent apply); nothing moved.
     """
     check_remote(repo, remote)
-    messages = refstore.recover(repo)
+    messages = refstore.recover_all(repo)
     prefix = tracking_prefix(remote)
     args = ["fetch", "--no-tags", "--no-recurse-submodules", "--prune", remote]
     args.append(f"+{DST}*:{prefix}*")
@@ -241,7 +275,9 @@ def fetch(repo: pygit2.Repository, remote: str = "origin") -> SyncReport:
         rest: _compare(repo, remote, DST + rest, ours.get(rest), theirs.get(rest))
         for rest in sorted(set(theirs) | set(ours))
     }
-    results = list(retirements.on_fetch(repo, remote, compared, ours, theirs).values())
+    for space in _spaces(ours, theirs):
+        compared = retirements.on_fetch(repo, remote, compared, ours, theirs, space)
+    results = list(compared.values())
     moves = (SyncAction.FETCHED, SyncAction.FAST_FORWARDED, SyncAction.RETIRED)
     updates = [refstore.RefUpdate(r.ref, r.old, r.new) for r in results if r.action in moves]
     refstore.update_refs(repo, updates, reason=f"dst sync --fetch {remote}")
@@ -251,8 +287,8 @@ def fetch(repo: pygit2.Repository, remote: str = "origin") -> SyncReport:
 def _compare(
     repo: pygit2.Repository, remote: str, ref: str, local: Oid | None, theirs: Oid | None
 ) -> RefSync:
-    kind, _, lens = ref[len(DST) :].partition("/")
-    what = f"lens {lens}: {kind}"
+    space, kind, lens = split_rest(ref[len(DST) :]) or ("", "", "")
+    what = _what(space, kind, lens)
     if local == theirs:
         return RefSync(
             "fetch", ref, lens, SyncAction.UP_TO_DATE, local, local, f"{what} up to date"
@@ -300,12 +336,19 @@ def _adopt_fix(
     try:
         source = str(refstore.read_deployment(repo, theirs).source)
     except DstError:
-        return f"{take}, then re-plan with `dst apply --lens {lens}` and `dst sync --push`"
+        replan = f"dst apply{_env_flag(ref)} --lens {lens}"
+        return f"{take}, then re-plan with `{replan}` and `dst sync --push`"
     # The winner's source commit may be on no branch; the fetched deployment keeps it.
     return (
         f"{take}, bring in what it serves with `git merge --no-edit {source}`, then re-plan "
-        f"with `dst apply --lens {lens}` and `dst sync --push`"
+        f"with `dst apply{_env_flag(ref)} --lens {lens}` and `dst sync --push`"
     )
+
+
+def _env_flag(ref: str) -> str:
+    """`` --env E`` for a ref of environment E, ``""`` for the default environment's."""
+    space = (split_rest(ref[len(DST) :]) or ("",))[0]
+    return f" --env {space[len('env/') : -1]}" if space else ""
 
 
 def push(repo: pygit2.Repository, remote: str = "origin") -> SyncReport:
@@ -331,19 +374,22 @@ def push(repo: pygit2.Repository, remote: str = "origin") -> SyncReport:
             (no such repository, network, credentials).
     """
     check_remote(repo, remote)
-    messages = refstore.recover(repo)
+    messages = refstore.recover_all(repo)
     ours = _lens_refs(repo, DST)
     if not ours:
         messages.append(f"nothing to push: no {DST}serving/, attempts/ or retired/ refs here")
         return SyncReport(remote, (), tuple(messages))
 
     leases: list[retirements.Lease] = []
-    if retirements.pending(ours):
+    spaces = _spaces(ours)
+    if any(retirements.pending(ours, space) for space in spaces):
         listed = _git(repo, ["ls-remote", "--refs", remote, f"{DST}*"])
         if listed.returncode != 0:
             raise _failed(f"git ls-remote {remote}", listed, remote)
-        leases = retirements.push_leases(repo, ours, retirements.advertised(listed.stdout))
-    specs = [f"{DST}{kind}/*:{DST}{kind}/*" for kind in _KINDS]
+        shown = retirements.advertised(listed.stdout)
+        for space in spaces:
+            leases += retirements.push_leases(repo, ours, shown, space)
+    specs = [f"{DST}{space}{kind}/*:{DST}{space}{kind}/*" for space in spaces for kind in _KINDS]
     specs += [lease.refspec for lease in leases]
     options = [lease.option for lease in leases]
     done = _git(repo, ["push", "--porcelain", "--atomic", *options, remote, *specs])
@@ -391,8 +437,8 @@ def _pushed(
     tracked: Oid | None,
     line: PushLine,
 ) -> RefSync:
-    kind, _, lens = ref[len(DST) :].partition("/")
-    what = f"lens {lens}: {kind}"
+    space, kind, lens = split_rest(ref[len(DST) :]) or ("", "", "")
+    what = _what(space, kind, lens)
     if line.flag == "=":
         return RefSync("push", ref, lens, SyncAction.UP_TO_DATE, local, local, f"{what} up to date")
     if line.flag == "!":
@@ -417,7 +463,7 @@ def _rejected(
     reason = line.reason or line.summary
     fix = (
         f"run `dst sync --fetch --remote {remote}` and follow what it says for lens {lens}, "
-        f"then re-plan with `dst apply --lens {lens}`"
+        f"then re-plan with `dst apply{_env_flag(ref)} --lens {lens}`"
     )
     if line.reason == "atomic push failed":
         msg = (

@@ -25,8 +25,7 @@ from reconciler.errors import DstError
 from reconciler.git import refs as refstore
 from reconciler.git import trees as gitstate
 from reconciler.git.commits import commit_info
-from reconciler.lens import RepoConfig, Webhook
-from reconciler.loader import load_yaml, validate
+from reconciler.lens import Webhook
 from reconciler.notify.events import LensEvent, lens_event
 from reconciler.notify.webhooks import Delivery, deliver
 from reconciler.results import Action, LensRun, RunReport
@@ -40,10 +39,7 @@ def webhooks_of(rt: Runtime) -> tuple[Webhook, ...]:
     Raises:
         LensLoadError: ``dst.yaml`` does not validate (file and line named).
     """
-    path = rt.root / "dst.yaml"
-    if not path.is_file():
-        return ()
-    return validate(RepoConfig, load_yaml("dst.yaml", path.read_bytes())).notify
+    return rt.repo_config().notify
 
 
 def recovered(rt: Runtime, run: LensRun) -> bool:
@@ -53,7 +49,7 @@ def recovered(rt: Runtime, run: LensRun) -> bool:
     Times are whole seconds; on a tie the attempt is the later one unless the
     deployment's source commit contains the attempt's (it was the fix).
     """
-    attempt = refstore.ref_target(rt.repo, refstore.attempts_ref(run.plan.lens))
+    attempt = refstore.ref_target(rt.repo, refstore.attempts_ref(run.plan.lens, rt.environment))
     if attempt is None:
         return False
     last = refstore.read_deployment(rt.repo, attempt).info
@@ -83,6 +79,7 @@ def events_of(rt: Runtime, report: RunReport) -> list[LensEvent]:
             run,
             recovered=is_promotion and recovered(rt, run),
             source=source,
+            environment=rt.environment,
         )
         if event is not None:
             out.append(event)

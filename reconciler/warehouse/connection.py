@@ -96,10 +96,13 @@ def resolve_url(
     lens_url: str | None,
     repo_config_url: str | None,
     repo_root: Path,
+    *,
+    environment_url: tuple[str, str | None] | None = None,
 ) -> tuple[str, str]:
     """Pick the warehouse URL by the precedence of DESIGN §7.
 
-    ``--warehouse`` > ``DST_WAREHOUSE_URL`` > the lens's ``warehouse:`` >
+    ``--warehouse`` > ``DST_WAREHOUSE_URL`` > the environment's ``warehouse:`` (with
+    ``--env``) > the lens's ``warehouse:`` >
     ``dst.yaml``'s ``warehouse:`` > the embedded DuckDB file. Empty values count
     as unset. URLs read from repository files may reference environment
     variables as ``${NAME}`` (so passwords stay out of git), and a relative
@@ -111,6 +114,8 @@ def resolve_url(
         lens_url: ``warehouse:`` from ``lens.yaml``.
         repo_config_url: ``warehouse:`` from ``dst.yaml`` at the repository root.
         repo_root: the repository's working directory.
+        environment_url: ``(label, url)`` of the named environment's ``warehouse:``
+            in ``dst.yaml`` (the label names it in messages), or ``None``.
 
     Returns:
         ``(url, source)``; ``source`` names where it came from for messages:
@@ -125,6 +130,7 @@ def resolve_url(
     candidates = (
         (cli_url, "--warehouse", False),
         (env.get(ENV_VAR), ENV_VAR, False),
+        *(((environment_url[1], environment_url[0], True),) if environment_url else ()),
         (lens_url, "lens warehouse:", True),
         (repo_config_url, "dst.yaml warehouse:", True),
     )
