@@ -89,10 +89,11 @@ def run_gate(repo: Any, checks: Sequence[RefCheck]) -> int:
     if not due:
         return 0
     # lazy: the reconcile's dependencies load only when a push changes a lens
+    from reconciler.cli.common import print_lines
     from reconciler.context import Runtime
     from reconciler.git.sync import require_known
     from reconciler.reconcile import reconcile
-    from reconciler.render.text import to_text
+    from reconciler.render.text import to_lines
 
     require_known(repo)
     rt = Runtime(repo, progress=_progress)
@@ -108,7 +109,7 @@ def run_gate(repo: Any, checks: Sequence[RefCheck]) -> int:
                 _say(f"error: {exc.render()}")
                 failed.append(commit)
                 continue
-            print(to_text(report), file=sys.stderr, flush=True)
+            print_lines(to_lines(report), sys.stderr)
             if report.exit_code != 0:
                 failed.append(commit)
     finally:
