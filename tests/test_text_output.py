@@ -111,6 +111,7 @@ def test_plan_is_one_line_per_stale_answer_and_explain_keeps_the_chain(
     stale = [line for line in done.stdout.splitlines() if line.startswith("  ~ ")]
     assert sorted(stale) == sorted(f"  ~ {aid}: asset_changed" for aid in users)
     assert "1 asset(s) modified (metrics/units_sold)" in done.stdout
+    assert "finance (gate" not in done.stdout  # an unchanged lens: its summary line alone
     explained = invoke(promoted_repo, "plan", "--explain")
     assert explained.stdout.count("      - asset_changed: metrics/units_sold") == len(users)
 

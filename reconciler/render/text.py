@@ -292,11 +292,8 @@ def _heading(run: LensRun) -> Line | None:
     answers: dict[str, int] = {}
     for _, change in plan.changed_answers:
         answers[change] = answers.get(change, 0) + 1
-    names = (
-        f" ({', '.join(c.asset for c in plan.changed_assets)})"
-        if len(plan.changed_assets) <= 3
-        else ""
-    )
+    few = 0 < len(plan.changed_assets) <= 3
+    names = f" ({', '.join(c.asset for c in plan.changed_assets)})" if few else ""
     parts = [", ".join(f"{n} asset(s) {k}" for k, n in sorted(kinds.items())) + names]
     parts.append(", ".join(f"{n} answer(s) {k}" for k, n in sorted(answers.items())))
     if plan.stale:
