@@ -163,9 +163,11 @@ def progress_for(
         stream: where progress goes (default stderr); a bar only when it is a TTY.
 
     Yields:
-        The clock timing each answer; its ``seconds`` are complete once the block exits.
+        The clock timing each answer; its ``seconds`` are complete once the block exits,
+        and ``rt``'s progress hooks are as they were before it.
     """
     out = stream if stream is not None else sys.stderr
+    saved = rt.progress, rt.on_answer, rt.on_expect, rt.on_answers_done
     clock = AnswerClock()
     bar = AnswerBar(out) if not quiet and out.isatty() else None
     say: Callable[[str], None]
@@ -194,3 +196,4 @@ def progress_for(
         clock.done()
         if bar is not None:
             bar.finish()
+        rt.progress, rt.on_answer, rt.on_expect, rt.on_answers_done = saved
