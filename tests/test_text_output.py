@@ -178,3 +178,22 @@ JSON_RESULT_KEYS = {
     "generated_result",
     "trace",
 }
+
+
+def test_ci_check_text_is_the_compact_report(
+    promoted_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("GITHUB_EVENT_PATH", "GITHUB_EVENT_NAME", "GITHUB_STEP_SUMMARY"):
+        monkeypatch.delenv(name, raising=False)
+    users = answers_bound_to(promoted_repo, "sales", "metrics/units_sold")
+    double_metric(promoted_repo, "units_sold")
+    done = invoke(promoted_repo, "ci", "check", "--base", "HEAD~1")
+    assert done.code == 1, done.stdout + done.stderr
+    failed = [m for m in map(ANSWER_LINE.match, done.stdout.splitlines()) if m]
+    assert sorted(m["answer"] for m in failed) == sorted(users)
+    assert done.stdout.count("oracle result:") == len(users)
+    assert [line for line in done.stdout.splitlines() if line.startswith("sales: ")] == [
+        line for line in done.stdout.splitlines() if line.startswith("sales: BLOCKED")
+    ]
+    assert "executing oracle" not in done.stderr
+    assert done.stderr.count("sales: verifying ") == len(users)
