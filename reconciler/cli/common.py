@@ -12,9 +12,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from rich.console import Console
-from rich.text import Text
-
 from reconciler.cli.boundary import silence_stdout
 from reconciler.cli.options import Format
 
@@ -73,13 +70,23 @@ def emit(
 
 
 def colour_wanted(stream: TextIO) -> bool:
-    """Colour on ``stream``: it is a terminal (or ``FORCE_COLOR`` / ``TTY_COMPATIBLE=1``
-    says to treat it as one), ``NO_COLOR`` is unset or empty (https://no-color.org),
-    and the terminal is not ``TERM=dumb``."""
-    if os.environ.get("NO_COLOR"):
+    """Colour on ``stream``: never when ``NO_COLOR`` is set and non-empty
+    (https://no-color.org) or ``TERM=dumb``; else when ``FORCE_COLOR`` is non-empty
+    (https://force-color.org) or ``TTY_COMPATIBLE=1``; else when it is a terminal.
+
+    Decided without rich (as rich decides), so plain output never loads it.
+    """
+    env = os.environ
+    if env.get("NO_COLOR") or env.get("TERM", "").lower() in ("dumb", "unknown"):
         return False
-    console = Console(file=stream)
-    return console.is_terminal and console.color_system is not None
+    if env.get("TTY_COMPATIBLE") in ("0", "1"):
+        return env["TTY_COMPATIBLE"] == "1"
+    if "FORCE_COLOR" in env:
+        return env["FORCE_COLOR"] != ""
+    try:
+        return stream.isatty()
+    except ValueError:  # closed
+        return False
 
 
 def print_lines(lines: Sequence[Line], stream: TextIO | None = None) -> None:
@@ -89,7 +96,13 @@ def print_lines(lines: Sequence[Line], stream: TextIO | None = None) -> None:
     if not colour_wanted(out):
         print("\n".join("".join(text for text, _ in line) for line in lines), file=out, flush=True)
         return
-    console = Console(file=out, highlight=False, markup=False, emoji=False, soft_wrap=True)
+    # lazy: rich loads only to colour a terminal; plain output (logs, pipes) never needs it
+    from rich.console import Console
+    from rich.text import Text
+
+    console = Console(
+        file=out, force_terminal=True, highlight=False, markup=False, emoji=False, soft_wrap=True
+    )
     for line in lines:
         text = Text()
         for part, style in line:
