@@ -37,6 +37,10 @@ def _no_total(_answers: int) -> None:
     return None
 
 
+def _nothing() -> None:
+    return None
+
+
 class LensExecutor:
     """A warehouse seen through one lens: ``allow_functions``, ``dialect:``, search path.
 
@@ -126,6 +130,8 @@ class Runtime:
         on_expect: told ``n`` more answers are about to run (a progress bar's total).
         on_answer: receives the line that starts each answer; ``None`` sends it
             to ``progress`` like any other line.
+        on_answers_done: told that the answers started so far have all finished
+            (a suite or a self-test returned), so a clock can time the last ones.
         no_cache: ``--no-cache``: every smart and command generation is made again
             (and refreshes ``.dst/cache/``) instead of replayed.
         environment: ``--env``: the named environment (``dst.yaml environments:``)
@@ -140,6 +146,7 @@ class Runtime:
     progress: Callable[[str], None] = _stderr
     on_expect: Callable[[int], None] = _no_total
     on_answer: Callable[[str], None] | None = None
+    on_answers_done: Callable[[], None] = _nothing
     no_cache: bool = False
     environment: str | None = None
     _warehouses: dict[str, Executor] = field(default_factory=dict)
@@ -445,6 +452,10 @@ class Runtime:
     def answer(self, message: str) -> None:
         """Report that one answer starts running (``message`` names it)."""
         (self.on_answer or self.progress)(message)
+
+    def answers_done(self) -> None:
+        """Report that every answer started so far has finished."""
+        self.on_answers_done()
 
     def jobs_for(self, lens: Lens) -> int:
         """Answers of ``lens`` a suite runs at once (:func:`reconciler.suite.resolve_jobs`)."""

@@ -284,11 +284,13 @@ def _run(
     answers: list[Answer],
     verbs: dict[str, str] | None = None,
 ) -> tuple[AnswerResult, ...]:
-    return tuple(
+    results = tuple(
         run_answers(
             lens, answers, scoring, progress=ctx.rt.progress, announce=ctx.rt.answer, verbs=verbs
         )
     )
+    ctx.rt.answers_done()
+    return results
 
 
 def _rewind(rt: Runtime, plan: LensPlan, source: Oid | None) -> str | None:

@@ -77,6 +77,12 @@ def test_push_breaking_a_certified_answer_is_rejected_and_remote_stays(pair: Pus
     assert "lens(es) changed: sales" in done.stderr
     assert "sales: BLOCKED" in done.stderr
     assert "✗ units_electronics_2024: wrong" in done.stderr
+    # the compact report: the failure's line once (outcome, attempts, seconds), its
+    # results once each, and plain progress without each answer's steps
+    failure = re.compile(r"^  ✗ units_electronics_2024: wrong +2 attempts  \d+\.\d\ds$", re.M)
+    assert len(failure.findall(done.stderr)) == 1
+    assert done.stderr.count("sales: verifying units_electronics_2024") == 1
+    assert "executing oracle" not in done.stderr and "\x1b[" not in done.stderr
     assert "push rejected" in done.stderr and "git push --no-verify" in done.stderr
     assert "finance" not in done.stderr.split("gating", 1)[1].splitlines()[0]
     assert pair.remote("refs/heads/main") == before

@@ -116,7 +116,7 @@ def test_an_unreached_answer_lands_untested_and_the_lens_keeps_taking_changes(
     commit(shop, {"lenses/shop/skills/revenue.md": SKILL}, "a skill on revenue")
     text = dst(shop, "apply", "--dry-run")
     assert text.code == 0, text.stdout + text.stderr
-    assert "reach: 1/2 active answers reproduced by the generator (50%)" in text.stdout
+    assert "reach: 1/2 (50%)" in text.stdout
     assert UNTESTED + "the question names no metric of the lens" in text.stdout
     assert "✗ happiest_basket" not in text.stdout  # listed as untested, not as a failure
     applied = dst(shop, "apply", "--format", "json")

@@ -23,7 +23,7 @@ prints it as an ``::error`` annotation.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -31,8 +31,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from reconciler.cli.common import runtime
+from reconciler.cli.common import print_lines, runtime
 from reconciler.cli.options import EnvOpt, RepoOpt, WarehouseOpt, record_invocation
+from reconciler.cli.progress import progress_for
 from reconciler.errors import UsageError
 from reconciler.git import base as prbase
 from reconciler.git.base import Event, load_event
@@ -99,7 +100,14 @@ def _locations(rt: Any, report: RunReport) -> dict[tuple[str, str], Where]:
     return locate(report, lens_files, read)
 
 
-def _publish(rt: Any, report: RunReport, fmt: CiFormat, junit: Path | None, title: str) -> int:
+def _publish(
+    rt: Any,
+    report: RunReport,
+    fmt: CiFormat,
+    junit: Path | None,
+    title: str,
+    seconds: Mapping[str, float] | None = None,
+) -> int:
     # lazy: reconciler.render loads the engines, which `dst --help` does not need
     from reconciler.render import github as ghactions
     from reconciler.render import text as render
@@ -111,7 +119,10 @@ def _publish(rt: Any, report: RunReport, fmt: CiFormat, junit: Path | None, titl
         print(text, end="", flush=True)
     else:
         summary = ghactions.job_summary(report, locations, title=title)
-        print(render.to_json(report) if fmt is CiFormat.json else render.to_text(report))
+        if fmt is CiFormat.json:
+            print(render.to_json(report, seconds=seconds))
+        else:
+            print_lines(render.to_lines(report, seconds=seconds))
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if step_summary:
         with open(step_summary, "a", encoding="utf-8") as out:
@@ -221,10 +232,11 @@ def check(
         names, more = _changed_lenses(rt.repo, merge_base, head_oid)
         require_known(rt.repo)
         _load_every_lens(rt, head_oid, names)
-        report = reconcile(rt, to=head_oid, only=names, dry_run=True)
+        with progress_for(rt, quiet=False) as clock:
+            report = reconcile(rt, to=head_oid, only=names, dry_run=True)
         report.command = "ci check"
         report.messages[:0] = [*notes, *more]
-        return _publish(rt, report, fmt, junit, "dst lens check")
+        return _publish(rt, report, fmt, junit, "dst lens check", clock.seconds)
     finally:
         rt.close()
 
@@ -351,8 +363,9 @@ def apply(
         if head is not None:
             _load_every_lens(rt, head, None)
         confirm_rollforward(rt, "HEAD", None, yes=True)  # the notice; CI never asks
-        report = reconcile(rt, to="HEAD")
+        with progress_for(rt, quiet=False) as clock:
+            report = reconcile(rt, to="HEAD")
         report.command = "ci apply"
-        return _publish(rt, report, fmt, junit, "dst lens apply")
+        return _publish(rt, report, fmt, junit, "dst lens apply", clock.seconds)
     finally:
         rt.close()

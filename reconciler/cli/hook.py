@@ -89,10 +89,12 @@ def run_gate(repo: Any, checks: Sequence[RefCheck]) -> int:
     if not due:
         return 0
     # lazy: the reconcile's dependencies load only when a push changes a lens
+    from reconciler.cli.common import print_lines
+    from reconciler.cli.progress import progress_for
     from reconciler.context import Runtime
     from reconciler.git.sync import require_known
     from reconciler.reconcile import reconcile
-    from reconciler.render.text import to_text
+    from reconciler.render.text import to_lines
 
     require_known(repo)
     rt = Runtime(repo, progress=_progress)
@@ -102,13 +104,14 @@ def run_gate(repo: Any, checks: Sequence[RefCheck]) -> int:
             names = sorted(lenses)
             _say(f"gating {', '.join(names)} at {commit[:12]} (dry run)")
             try:
-                report = reconcile(rt, to=commit, only=names, dry_run=True)
+                with progress_for(rt, quiet=False) as clock:
+                    report = reconcile(rt, to=commit, only=names, dry_run=True)
             except DstError as exc:
                 # this commit fails; the other pushed commits are still gated and reported
                 _say(f"error: {exc.render()}")
                 failed.append(commit)
                 continue
-            print(to_text(report), file=sys.stderr, flush=True)
+            print_lines(to_lines(report, seconds=clock.seconds), sys.stderr)
             if report.exit_code != 0:
                 failed.append(commit)
     finally:

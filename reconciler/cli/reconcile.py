@@ -34,6 +34,11 @@ from reconciler.errors import UsageError
 if TYPE_CHECKING:
     from reconciler.context import Runtime
 
+VerboseOpt = Annotated[
+    bool,
+    typer.Option("--verbose", "-v", help="Full text report: every change, stale answer and step."),
+]
+
 
 def plan(
     to: Annotated[str, typer.Option("--to", help="Candidate revision.")] = "HEAD",
@@ -44,6 +49,7 @@ def plan(
     profile: ProfileOpt = None,
     repo: RepoOpt = None,
     fmt: FormatOpt = Format.text,
+    verbose: VerboseOpt = False,
 ) -> int:
     """Show the plan: changed assets, stale answers, self-test. Runs nothing."""
     # lazy: the reconcile loads the engines; `dst --help` does not need them
@@ -53,7 +59,7 @@ def plan(
     rt.no_cache = no_cache
     with profiled(profile):
         report = reconcile(rt, to=to, only=lens, run_suite=False)
-    return emit(report, fmt, explain)
+    return emit(report, fmt, explain, verbose=verbose)
 
 
 def apply(
@@ -74,6 +80,7 @@ def apply(
     profile: ProfileOpt = None,
     repo: RepoOpt = None,
     fmt: FormatOpt = Format.text,
+    verbose: VerboseOpt = False,
 ) -> int:
     """Plan → gate → self-test → promote, or roll the whole apply back."""
     # lazy: the reconcile loads the engines; `dst --help` does not need them
@@ -84,9 +91,9 @@ def apply(
     try:
         if not dry_run:
             confirm_rollforward(rt, to, lens, yes)
-        with progress_for(rt, quiet=quiet), profiled(profile):
+        with progress_for(rt, quiet=quiet, verbose=verbose) as clock, profiled(profile):
             report = reconcile(rt, to=to, only=lens, dry_run=dry_run, allow_rewind=allow_rewind)
-        return emit(report, fmt)
+        return emit(report, fmt, verbose=verbose, seconds=clock.seconds)
     finally:
         rt.close()
 
@@ -131,6 +138,7 @@ def test(
     no_cache: NoCacheOpt = False,
     repo: RepoOpt = None,
     fmt: FormatOpt = Format.text,
+    verbose: VerboseOpt = False,
 ) -> int:
     """Re-verify the whole active corpus of serving versions; green answers re-stamp."""
     # lazy: verification loads the engines; `dst --help` does not need them
@@ -146,8 +154,8 @@ def test(
         )
     names = refstore.served_lenses(rt.repo, env) if all_lenses else [str(lens)]
     try:
-        with progress_for(rt, quiet=quiet):
+        with progress_for(rt, quiet=quiet, verbose=verbose) as clock:
             report = verify(rt, names)
-        return emit(report, fmt)
+        return emit(report, fmt, verbose=verbose, seconds=clock.seconds)
     finally:
         rt.close()

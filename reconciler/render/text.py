@@ -1,5 +1,15 @@
 """Rendering run reports as text or JSON (pure; never decides the exit code).
 
+Text comes in two layouts. The default is compact, as a dbt user reads a run:
+per lens a heading (gate, what changed, how many stale), one line per answer
+that ran (``✓ <answer>: correct  1 attempt  0.04s``), the details of failures
+only (both executed results once, the block's commands), and one summary line
+(action, score, wrong-rate, reach, the previous score when there is one).
+``verbose`` restores the full listing (every changed asset, stale answer,
+self-test and step). :func:`to_lines` gives the same text as
+:data:`Segment` runs with a :data:`Style` each, which the command line turns
+into colour; :func:`to_text` is their plain text.
+
 The JSON object is the stable contract of DESIGN §6::
 
     {"schema_version": 1, "command": ..., "lenses": [{"lens", "gate", "serving_before",
@@ -7,7 +17,7 @@ The JSON object is the stable contract of DESIGN §6::
      "results", "score", "previous_score", "messages"}]}
 
 plus, additively, ``"reach": {"reached", "total"}`` (``null`` when the run did not
-plan the lens's corpus).
+plan the lens's corpus) and, on each result a command timed, ``"seconds"``.
 """
 
 from __future__ import annotations
@@ -16,9 +26,9 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
-from typing import Any
+from typing import Any, Literal
 
-from reconciler.results import LensRun, RunReport
+from reconciler.results import Action, LensRun, RunReport
 from reconciler.suite import AnswerResult, Outcome
 
 SCHEMA_VERSION = 1
@@ -34,8 +44,24 @@ def _score(counts: Mapping[str, int] | None) -> dict[str, int] | None:
     return out
 
 
-def lens_object(run: LensRun, *, explain: bool = False) -> dict[str, Any]:
-    """One lens's JSON object."""
+def _timed(
+    lens: str, results: Sequence[AnswerResult], seconds: Mapping[str, float] | None
+) -> list[dict[str, Any]]:
+    records = []
+    for r in results:
+        record = r.record()
+        took = (seconds or {}).get(f"{lens}/{r.answer}")
+        if took is not None:
+            record["seconds"] = round(took, 3)
+        records.append(record)
+    return records
+
+
+def lens_object(
+    run: LensRun, *, explain: bool = False, seconds: Mapping[str, float] | None = None
+) -> dict[str, Any]:
+    """One lens's JSON object; ``seconds`` (``{"<lens>/<answer id>": s}``) adds a
+    ``"seconds"`` field, the answer's wall-clock time, to each result that has one."""
     plan = run.plan
     planned = plan.record()
     stale = (
@@ -53,10 +79,10 @@ def lens_object(run: LensRun, *, explain: bool = False) -> dict[str, Any]:
         "changed_assets": planned["changed_assets"],
         "changed_answers": planned["changed_answers"],
         "stale": stale,
-        "self_test": [r.record() for r in run.self_test]
+        "self_test": _timed(plan.lens, run.self_test, seconds)
         if run.self_test
         else [{"answer": a, "outcome": None} for a in plan.self_test],
-        "results": [r.record() for r in run.results],
+        "results": _timed(plan.lens, run.results, seconds),
         "cases": [c.record() for c in run.cases],
         "score": _score(run.score),
         "reach": run.reach,
@@ -67,15 +93,18 @@ def lens_object(run: LensRun, *, explain: bool = False) -> dict[str, Any]:
     }
 
 
-def to_json(report: RunReport, *, explain: bool = False) -> str:
-    """The whole report as one JSON object (one line per key, stable key order)."""
+def to_json(
+    report: RunReport, *, explain: bool = False, seconds: Mapping[str, float] | None = None
+) -> str:
+    """The whole report as one JSON object (one line per key, stable key order);
+    ``seconds`` as for :func:`lens_object`."""
     obj = {
         "schema_version": SCHEMA_VERSION,
         "command": report.command,
         "exit_code": report.exit_code,
         "dry_run": report.dry_run,
         "messages": report.messages,
-        "lenses": [lens_object(r, explain=explain) for r in report.lenses],
+        "lenses": [lens_object(r, explain=explain, seconds=seconds) for r in report.lenses],
     }
     return json.dumps(obj, indent=2, default=str)
 
@@ -177,8 +206,8 @@ def _table(result: Mapping[str, Any] | None, indent: str) -> list[str]:
     return lines
 
 
-def to_text(report: RunReport, *, explain: bool = False) -> str:
-    """Human-readable report: per lens, the action, the plan and every failure in full."""
+def _detailed(report: RunReport, *, explain: bool = False) -> list[str]:
+    """The ``verbose`` layout: per lens, the action, the whole plan and every failure in full."""
     lines: list[str] = list(report.messages)
     for run in report.lenses:
         plan = run.plan
@@ -220,4 +249,237 @@ def to_text(report: RunReport, *, explain: bool = False) -> str:
             lines.append(f"  behavioural cases: {passed}/{len(run.cases)} passed")
             lines += [f"    FAILED {c.question!r}: {c.detail}" for c in run.cases if not c.passed]
         lines += [f"  {m}" for m in run.messages]
-    return "\n".join(lines)
+    return lines
+
+
+Style = Literal["ok", "fail", "warn", "muted", "strong"]
+"""What a span of text means, for the command line to colour: ``ok`` (green),
+``fail`` (red), ``warn`` (yellow), ``muted`` (dim), ``strong`` (bold)."""
+
+Segment = tuple[str, "Style | None"]
+"""``(text, style)``; ``None`` is plain text."""
+
+Line = tuple[Segment, ...]
+"""One output line as segments; its plain text is their concatenation."""
+
+_ACTION_STYLE: dict[Action, Style] = {
+    Action.PROMOTED: "ok",
+    Action.UNCHANGED: "muted",
+    Action.RETIRED: "warn",
+    Action.SKIPPED: "warn",
+    Action.STOOD_DOWN: "warn",
+    Action.BLOCKED: "fail",
+    Action.ERROR: "fail",
+    Action.VERIFIED: "ok",
+    Action.FAILED: "fail",
+    Action.RETIRE: "warn",
+    Action.ROLLED_BACK: "warn",
+}
+
+
+def _action(report: RunReport, run: LensRun) -> str:
+    if report.dry_run and run.action in ("promoted", "retired"):
+        return f"WOULD {run.action[:-1].upper()} (dry run)"
+    return run.action.upper()
+
+
+def _heading(run: LensRun) -> Line | None:
+    """``<lens> (gate: block): 16 assets added, 19 answers added; 19 stale (never_verified)``."""
+    plan = run.plan
+    kinds: dict[str, int] = {}
+    for c in plan.changed_assets:
+        kinds[c.change] = kinds.get(c.change, 0) + 1
+    answers: dict[str, int] = {}
+    for _, change in plan.changed_answers:
+        answers[change] = answers.get(change, 0) + 1
+    few = 0 < len(plan.changed_assets) <= 3
+    names = f" ({', '.join(c.asset for c in plan.changed_assets)})" if few else ""
+    parts = [", ".join(f"{n} asset(s) {k}" for k, n in sorted(kinds.items())) + names]
+    parts.append(", ".join(f"{n} answer(s) {k}" for k, n in sorted(answers.items())))
+    if plan.stale:
+        reasons = sorted({r.value for s in plan.stale for r in s.reason_codes})
+        parts.append(f"{len(plan.stale)} stale ({', '.join(reasons)})")
+    if plan.self_test:
+        parts.append(f"{len(plan.self_test)} to self-test")
+    said = "; ".join(p for p in parts if p)
+    if not said:
+        return None
+    cand = plan.candidate[:12] if plan.candidate else "working tree"
+    return ((f"{plan.lens}", "strong"), (f" (gate: {plan.gate}, candidate {cand}): {said}", None))
+
+
+def _mark(run: LensRun, r: AnswerResult) -> Segment:
+    if r.outcome is Outcome.CORRECT:
+        return ("✓", "ok")
+    if r.answer in run.unreached:
+        return ("○", "warn")
+    return ("✗", "fail")
+
+
+def _answer_lines(run: LensRun, seconds: Mapping[str, float] | None, verbose: bool) -> list[Line]:
+    """One line per answer that ran; failures followed by their details."""
+    ran = [(r, False) for r in run.results] + [(r, True) for r in run.self_test]
+    width = max((len(f"{r.answer}: {r.outcome.value}") for r, _ in ran), default=0)
+    lines: list[Line] = []
+    for r, self_tested in ran:
+        mark = _mark(run, r)
+        head = f"{r.answer}: {r.outcome.value}"
+        tries = len(r.attempts)
+        info = [f"{tries} attempt{'s' if tries != 1 else ''}"]
+        took = (seconds or {}).get(f"{run.plan.lens}/{r.answer}")
+        if took is not None:
+            info.append(f"{took:.2f}s")
+        if self_tested:
+            info.append("self-test")
+        if r.flaky:
+            info.append("flaky")
+        if r.answer in run.unreached:
+            info.append("untested: unreached by the generator")
+        lines.append(
+            (
+                ("  ", None),
+                mark,
+                (" ", None),
+                (head, mark[1] if mark[1] != "ok" else None),
+                (" " * (width - len(head) + 2), None),
+                ("  ".join(info), "muted"),
+            )
+        )
+        if r.outcome is not Outcome.CORRECT and r.answer not in run.unreached:
+            body = _failure(r)[1:] if verbose else _failure_brief(r)
+            lines += [((text, None),) for text in body]
+    return lines
+
+
+def _failure_brief(r: AnswerResult) -> list[str]:
+    """A failure's details: why, the generated SQL, both executed results (once each)."""
+    lines = [f"    {r.detail}"]
+    last = r.attempts[-1] if r.attempts else {}
+    sql = (last.get("generation") or {}).get("sql")
+    if sql:
+        lines.append("    generated SQL: " + " ".join(str(sql).split()))
+    if r.oracle is not None or r.generated is not None:
+        lines.append("    oracle result:")
+        lines += _table(r.oracle, "      ")
+        lines.append("    generated result:")
+        lines += _table(r.generated, "      ")
+    return lines
+
+
+def _summary(report: RunReport, run: LensRun) -> Line:
+    """``<lens>: PROMOTED → 4437ce3ab4dc  score: … · reach: … · previous score: …``."""
+    plan = run.plan
+    segs: list[Segment] = [
+        (f"{plan.lens}: ", "strong"),
+        (_action(report, run), _ACTION_STYLE.get(run.action, "strong")),
+    ]
+    before = plan.serving[:12] if plan.serving else "nothing"
+    after = run.serving_after[:12] if run.serving_after else "nothing"
+    where = f"serving {before}" if before == after else f"serving {before} → {after}"
+    segs.append((f"  (gate: {plan.gate}; {where})", "muted"))
+    if run.results or run.self_test:
+        score = run.score
+        bad = score.get("wrong", 0) + score.get("error", 0) + score.get("inconclusive", 0)
+        segs += [("  score: ", None), (_fmt_score(score), "fail" if bad else "ok")]
+        if run.reach is not None and run.reach.get("total"):
+            n, m = run.reach.get("reached", 0), run.reach["total"]
+            segs.append((f" · reach: {n}/{m} ({100 * n / m:.0f}%)", None))
+        if run.previous_score:
+            segs.append((f" · previous score: {_fmt_brief(run.previous_score)}", "muted"))
+    return tuple(segs)
+
+
+def _fmt_brief(s: Mapping[str, int]) -> str:
+    """``21/21 correct (100%), wrong 0 (0%)``."""
+    total = s.get("total", 0)
+    if not total:
+        return "n/a"
+    correct, wrong = s.get("correct", 0), s.get("wrong", 0)
+    acc, rate = 100 * correct / total, 100 * wrong / total
+    return f"{correct}/{total} correct ({acc:.0f}%), wrong {wrong} ({rate:.0f}%)"
+
+
+def _stale_lines(run: LensRun, explain: bool) -> list[Line]:
+    """The plan's stale answers, one line each with its reasons (the chain with ``explain``)."""
+    lines: list[Line] = []
+    for s in run.plan.stale:
+        codes = ", ".join(r.value for r in s.reason_codes)
+        lines.append((("  ", None), ("~ ", "warn"), (f"{s.answer}: ", None), (codes, "muted")))
+        if explain:
+            lines += [((f"      - {r.describe()}", None),) for r in s.reasons]
+    return lines
+
+
+def _message_style(message: str) -> Style | None:
+    if message.startswith(("WARNING", "lost reach", "untested")) or "SKIPPED" in message:
+        return "warn"
+    if message.startswith(("gate BLOCKED", "gate STOOD DOWN")):
+        return "fail"
+    return None
+
+
+def _compact(
+    report: RunReport, *, explain: bool, seconds: Mapping[str, float] | None
+) -> list[Line]:
+    lines: list[Line] = [((m, _message_style(m)),) for m in report.messages]
+    for run in report.lenses:
+        heading = _heading(run)
+        if heading is not None:
+            lines.append(heading)
+        if run.results or run.self_test:
+            lines += _answer_lines(run, seconds, verbose=False)
+        else:
+            lines += _stale_lines(run, explain)
+        if run.cases:
+            passed = sum(c.passed for c in run.cases)
+            style: Style = "ok" if passed == len(run.cases) else "fail"
+            lines.append(
+                (("  behavioural cases: ", None), (f"{passed}/{len(run.cases)} passed", style))
+            )
+            lines += [
+                ((f"    FAILED {c.question!r}: {c.detail}", "fail"),)
+                for c in run.cases
+                if not c.passed
+            ]
+        messages: list[Line] = [((f"  {m}", _message_style(m)),) for m in run.messages]
+        if heading is None and not (run.results or run.self_test or run.cases):
+            lines += [_summary(report, run), *messages]  # nothing above to conclude
+        else:
+            lines += [*messages, _summary(report, run)]
+    return lines
+
+
+def to_lines(
+    report: RunReport,
+    *,
+    explain: bool = False,
+    verbose: bool = False,
+    seconds: Mapping[str, float] | None = None,
+) -> list[Line]:
+    """The text report as styled lines (see the module docstring for the layouts).
+
+    Args:
+        report: the run report.
+        explain: each stale answer's reasons with their asset chains.
+        verbose: the full listing instead of the compact layout.
+        seconds: ``{"<lens>/<answer id>": wall-clock seconds}`` of answers that ran,
+            shown on their lines when given.
+
+    Returns:
+        Lines of ``(text, style)`` segments, in print order.
+    """
+    if not verbose:
+        return _compact(report, explain=explain, seconds=seconds)
+    return [((line, None),) for line in _detailed(report, explain=explain)]
+
+
+def to_text(
+    report: RunReport,
+    *,
+    explain: bool = False,
+    verbose: bool = False,
+    seconds: Mapping[str, float] | None = None,
+) -> str:
+    """The text report as plain text (:func:`to_lines` without styles)."""
+    lines = to_lines(report, explain=explain, verbose=verbose, seconds=seconds)
+    return "\n".join("".join(text for text, _ in line) for line in lines)
