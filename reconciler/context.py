@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,10 +18,11 @@ from reconciler.assembly.profiles import ProfileStore, file_version, ttl_from_en
 from reconciler.assembly.similarity import Embedder
 from reconciler.errors import DstError, LensLoadError, WarehouseError
 from reconciler.generators import DimensionValues, SmartCall, TierCall
+from reconciler.generators.budget import estimate
 from reconciler.generators.cache import Budget, GenerationCache
 from reconciler.git import trees as gitstate
 from reconciler.guard import transpile
-from reconciler.lens import Lens, RepoConfig
+from reconciler.lens import Answer, Lens, RepoConfig
 from reconciler.loader import load_yaml, validate
 from reconciler.resultset import Executor, ResultSet
 from reconciler.suite import Scoring, ValueCache, resolve_jobs
@@ -435,6 +436,25 @@ class Runtime:
             no_embedder=no_embedder,
             command=command,
         )
+
+    def over_budget(self, lens: Lens, answers: Sequence[Answer], scoring: Scoring) -> str | None:
+        """Why scoring ``answers`` would exceed the lens's call or cost budget, before any call.
+
+        The estimate is :func:`reconciler.generators.budget.estimate`'s; the budget the
+        run's (``DST_MAX_CALLS`` / ``DST_MAX_COST_USD``) or else the lens's own
+        (``max_calls`` / ``max_cost_usd``). ``None`` when it fits or nothing bounds it.
+        """
+        if scoring.smart is None and scoring.command is None:
+            return None
+        budget = self.generation_cache().budget_for(lens)
+        if not budget.limited:
+            return None
+        tiers = {"smart": scoring.smart, "command": scoring.command}
+        found = estimate(lens, answers, scoring.values, tiers, embedder=scoring.embedder)
+        why = budget.fits(found.calls, found.cost_usd)
+        if why is None:
+            return None
+        return f"generation budget: {why}; estimate: {found.describe()}, nothing was called"
 
     def close(self) -> None:
         """Close every warehouse opened."""
