@@ -10,13 +10,18 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from reconciler.errors import LensLoadError
+from reconciler.ids import AnswerId
 from reconciler.lens import load_lens
+from reconciler.render.github import score_line
+from reconciler.suite import AnswerResult, Outcome, combine
 from tests.helpers import commit, git, invoke
 from tests.llm_double import serve
 from tests.shop import CUSTOMERS, ORDERS, REVENUE
@@ -250,3 +255,47 @@ def test_dst_test_lists_an_unreached_declining_answer_and_fails_only_when_strict
         assert any(
             m.startswith("happiness: untested: unreached by the generator") for m in messages
         )
+
+
+def test_calls_in_flight_stay_within_jobs(repo: Path) -> None:
+    lock, state = threading.Lock(), {"now": 0, "most": 0}
+
+    def slow(_messages: list[dict[str, str]]) -> str:
+        with lock:
+            state["now"] += 1
+            state["most"] = max(state["most"], state["now"])
+        time.sleep(0.15)
+        with lock:
+            state["now"] -= 1
+        return f"```sql\n{SQL}\n```"
+
+    questions = ["How many orders are there?", "Count the orders", "Orders count", "Order rows"]
+    answers = {
+        f"lenses/shop/answers/q{i}.yaml": ANSWER.replace(b"order_rows", f"q{i}".encode()).replace(
+            b"How many orders are there?", q.encode()
+        )
+        for i, q in enumerate(questions)
+    }
+    base = {k: v for k, v in files("jobs: 2\n").items() if not k.endswith("order_rows.yaml")}
+    commit(repo, {**base, **answers}, "four answers, two at a time")
+    assert invoke(repo, "seed").code == 0
+    with serve(slow) as llm:
+        done = invoke(repo, "apply", "--format", "json", env=env_of(llm.base_url))
+        made = len(llm.requests)
+    assert done.code == 0, done.stdout + done.stderr
+    assert [r["outcome"] for r in done.lens("shop")["self_test"]] == ["correct"] * 4
+    assert (made, state["most"]) == (4 * 3, 2)
+
+
+def test_a_flaky_result_is_its_own_column_in_the_github_summary_and_combines_by_sample() -> None:
+    line = score_line({"correct": 3, "wrong": 0, "flaky": 1, "declined": 0, "total": 4})
+    assert line == "3/4 correct (75.0%) · wrong 0 (0.0%) · flaky 1"
+    runs = [
+        AnswerResult(AnswerId("a"), Outcome.CORRECT, (), "matches", samples=1),
+        AnswerResult(AnswerId("a"), Outcome.WRONG, (), "diverged", samples=1),
+    ]
+    flaky = combine(runs)
+    assert (flaky.outcome, flaky.flaky_samples, flaky.samples) == (Outcome.FLAKY, 1, 2)
+    assert flaky.flake_rate == 0.5
+    assert combine(runs[:1] * 2).outcome is Outcome.CORRECT
+    assert combine(runs[1:] * 2).outcome is Outcome.WRONG
