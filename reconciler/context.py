@@ -20,6 +20,7 @@ from reconciler.errors import DstError, LensLoadError, WarehouseError
 from reconciler.generators import DimensionValues, SmartCall, TierCall
 from reconciler.generators.budget import estimate
 from reconciler.generators.cache import Budget, GenerationCache
+from reconciler.git import refs as refstore
 from reconciler.git import trees as gitstate
 from reconciler.guard import transpile
 from reconciler.lens import Answer, Lens, RepoConfig
@@ -437,10 +438,35 @@ class Runtime:
             command=command,
         )
 
+    def recorded_costs(self, lens: str) -> list[float]:
+        """``cost_usd`` of every external-tier generation the lens's previous runs recorded:
+        its serving deployment's and its last attempt's ``state/run.json`` (default
+        environment), as they were charged; ``[]`` when neither exists or records one."""
+        costs: list[float] = []
+        for ref in (refstore.serving_ref(lens), refstore.attempts_ref(lens)):
+            oid = refstore.ref_target(self.repo, ref)
+            if oid is None:
+                continue
+            try:
+                run = refstore.read_run(self.repo, oid)
+            except DstError:
+                continue
+            for result in [*run.get("results", []), *run.get("self_test", [])]:
+                for trace in result.get("trace", []):
+                    generation = trace.get("generation", {})
+                    cost = (generation.get("usage") or {}).get("cost_usd")
+                    if generation.get("tier") in ("smart", "command") and isinstance(
+                        cost, (int, float)
+                    ):
+                        costs.append(float(cost))
+        return costs
+
     def over_budget(self, lens: Lens, answers: Sequence[Answer], scoring: Scoring) -> str | None:
         """Why scoring ``answers`` would exceed the lens's call or cost budget, before any call.
 
-        The estimate is :func:`reconciler.generators.budget.estimate`'s; the budget the
+        The estimate is :func:`reconciler.generators.budget.estimate`'s, costed with
+        what the lens's cached answers and its previous runs recorded
+        (:meth:`recorded_costs`); the budget the
         run's (``DST_MAX_CALLS`` / ``DST_MAX_COST_USD``) or else the lens's own
         (``max_calls`` / ``max_cost_usd``). ``None`` when it fits or nothing bounds it.
         """
@@ -450,7 +476,14 @@ class Runtime:
         if not budget.limited:
             return None
         tiers = {"smart": scoring.smart, "command": scoring.command}
-        found = estimate(lens, answers, scoring.values, tiers, embedder=scoring.embedder)
+        found = estimate(
+            lens,
+            answers,
+            scoring.values,
+            tiers,
+            embedder=scoring.embedder,
+            recorded=self.recorded_costs(lens.name),
+        )
         why = budget.fits(found.calls, found.cost_usd)
         if why is None:
             return None

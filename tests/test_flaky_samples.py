@@ -161,6 +161,31 @@ def test_a_budget_that_cannot_fit_stands_down_before_any_call(repo: Path) -> Non
     assert done.code == 0, done.stdout + done.stderr
 
 
+def test_a_cost_budget_is_estimated_from_what_the_previous_run_was_charged(repo: Path) -> None:
+    priced = "  smart: {prompt_cost_per_1k: 1.0}\n"
+    raw = lens_yaml("max_cost_usd: 1\n") + priced.encode()
+    commit(repo, {**files(), "lenses/shop/lens.yaml": raw}, "priced, with a cost budget")
+    assert invoke(repo, "seed").code == 0
+    with serve(always) as llm:
+        first = invoke(repo, "apply", "--format", "json", env=env_of(llm.base_url))
+        assert len(llm.requests) == 3
+    assert first.code == 0, first.stdout + first.stderr
+    (result,) = first.lens("shop")["self_test"]
+    charged = [t["generation"]["usage"]["cost_usd"] for t in result["trace"]]
+    assert all(c > 0 for c in charged) and sum(charged) <= 1
+    commit(repo, {"lenses/shop/models/orders.yaml": NEW_FACT}, "orders: a new fact")
+    # nothing is cached for the new prompt; the recorded charge prices the 3 new calls
+    tight = f"{sum(charged) / 2:.6f}"
+    with serve(always) as llm:
+        done = invoke(
+            repo, "apply", "--format", "json", env=env_of(llm.base_url, DST_MAX_COST_USD=tight)
+        )
+        assert len(llm.requests) == 0
+    assert done.lens("shop")["action"] == "stood_down", done.stdout
+    line = next(m for m in done.lens("shop")["messages"] if m.startswith("gate STOOD DOWN"))
+    assert f"(DST_MAX_COST_USD={float(tight):g})" in line and "nothing was called" in line
+
+
 def test_the_fast_tier_is_sampled_once(lens_repo: Path) -> None:
     lens = (lens_repo / "lenses/sales/lens.yaml").read_text()
     commit(lens_repo, {"lenses/sales/lens.yaml": lens + "samples: 5\n"}, "sample five times")

@@ -8,10 +8,12 @@ free; otherwise the estimate counts one call and assumes that tier answers. A sa
 the fast tier answers ends the answer's estimate (the suite stops sampling there:
 the fast tier is deterministic).
 
-The cost of each uncached call is the mean ``cost_usd`` recorded with the cached
-answers this estimate found for the lens (what its previous calls were charged);
-with none cached the cost cannot be estimated and counts as 0, so ``max_cost_usd``
-then only stops the run mid-way, once the tiers report what they spent. The re-run
+The cost of each uncached call is the mean ``cost_usd`` of what was charged before:
+the cached answers this estimate found for the lens, and every external-tier
+generation its previous runs recorded (the serving deployment's and the last
+attempt's ``state/run.json``). With neither the cost cannot be estimated and counts
+as 0, so ``max_cost_usd`` then only stops the run mid-way, once the tiers report
+what they spent. The re-run
 after a divergence (``samples: 1``) is not estimated: it happens only on a
 divergence, and the in-run budget still bounds it.
 """
@@ -56,6 +58,7 @@ def estimate(
     tiers: dict[str, TierCall | None],
     *,
     embedder: Embedder | None = None,
+    recorded: Sequence[float] = (),
 ) -> Estimate:
     """Estimate the external-tier calls and cost of scoring ``answers`` (module docstring).
 
@@ -66,10 +69,11 @@ def estimate(
         values: dimension values for the fast tier.
         tiers: ``{"smart": call, "command": call}`` as the suite gets them (``None``: absent).
         embedder: as the suite's assembly uses it.
+        recorded: ``cost_usd`` of the calls the lens's previous runs recorded.
     """
     calls = cached = 0
     samples = lens.config.samples
-    costs: list[float] = []
+    costs: list[float] = list(recorded)
     for answer in answers:
         request = assemble(
             lens,
