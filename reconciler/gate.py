@@ -128,15 +128,16 @@ def _reach_lines(plan: LensPlan, results: Sequence[AnswerResult]) -> list[str]:
 
 
 def flaky_lines(results: Sequence[AnswerResult], policy: str) -> list[str]:
-    """One loud line per flaky answer, with its flake rate and what the policy does with it."""
+    """A loud count of the flaky answers, what ``policy`` does with them, and one line each
+    with its flake rate (``warn`` also stands for ``eval_gate: warn``, where nothing fails)."""
     flaky = [r for r in results if r.outcome is Outcome.FLAKY]
     if not flaky:
         return []
     does = (
-        "promoting under flaky: warn"
+        "listed, not failing"
         if policy == "warn"
-        else "blocking under flaky: block "
-        "(set `flaky: warn` in lens.yaml to promote with a warning)"
+        else "failing under flaky: block (set `flaky: warn` in lens.yaml to let it pass with "
+        "a warning)"
     )
     lines = [f"WARNING {len(flaky)} flaky answer(s): the generator disagrees with itself; {does}"]
     lines += [
@@ -211,7 +212,8 @@ def decide(
         and not (tolerated and r.outcome is Outcome.FLAKY)
     )
     failing += tuple(r.answer for r in self_test if r.oracle_failed)
-    messages = broken + messages + _reach_lines(plan, results) + flaky_lines(results, flaky)
+    flakes = flaky_lines(results, flaky if mode == "block" else "warn")
+    messages = broken + messages + _reach_lines(plan, results) + flakes
     ran = [*results, *self_test]
     if ran and len(unreached) == len(ran):
         messages.insert(
