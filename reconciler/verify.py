@@ -71,7 +71,8 @@ def full_corpus_plan(ctx: StepContext, state: LensState) -> LensState:
 
 
 def restamp(ctx: StepContext, state: LensState) -> LensState:
-    """Say what failed, then record the run as a ``verify`` deployment (compare-and-swap).
+    """Say what failed, then record the run as a ``verify`` deployment (compare-and-swap);
+    a run that stood down (its generation budget would not fit) records nothing.
 
     Raises:
         RefConflict: the serving ref moved during the run (re-run).
@@ -98,6 +99,8 @@ def restamp(ctx: StepContext, state: LensState) -> LensState:
         notes.append("gate SKIPPED: the lens has no active certified answers")
     notes += flaky_lines(state.results, _policy(state))
     state = replace(state, messages=(*state.messages, *notes))
+    if scoring is not None and scoring.cannot_score is not None:
+        return state  # nothing was verified: no verify deployment
     source, serving, tree = state.serving_source, state.serving, state.serving_tree
     if source is None or serving is None or tree is None:
         raise RuntimeError(f"lens {state.name}: dst test needs a serving version")
@@ -185,7 +188,9 @@ def verify(rt: Runtime, names: list[str]) -> RunReport:
             and all(c.passed for c in state.cases)
         )
         action = Action.VERIFIED if passed else Action.FAILED
-        report.lenses.append(LensRun.of(state, action, serving_after=state.recorded))
+        report.lenses.append(
+            LensRun.of(state, action, serving_after=state.recorded or state.serving)
+        )
         if not passed:
             report.exit_code = 1
     return report

@@ -153,6 +153,14 @@ def test_a_budget_that_cannot_fit_stands_down_before_any_call(repo: Path) -> Non
     line = next(m for m in shop["messages"] if m.startswith("gate STOOD DOWN"))
     assert "estimated 3 uncached call(s), 2 left (lenses/shop/lens.yaml max_calls=2)" in line
     assert git(repo, "rev-parse", "refs/dst/serving/shop") == before
+    with serve(always) as llm:  # dst test too: it stands down, fails and records nothing
+        tested = invoke(repo, "test", "shop", "--format", "json", env=env_of(llm.base_url))
+        assert len(llm.requests) == 0
+    assert tested.code == 1, tested.stdout + tested.stderr
+    assert any(
+        m.startswith("test STOOD DOWN: generation budget") for m in tested.lens("shop")["messages"]
+    )
+    assert git(repo, "rev-parse", "refs/dst/serving/shop") == before
     # the variable overrides the lens's limit
     with serve(always) as llm:
         done = invoke(
