@@ -5,7 +5,9 @@
    certified matching disabled and the answer excluded from its own exemplars.
 3. Execute the generated SQL the same way and compare (``compare``).
 4. On divergence generate once more; a pass on the second attempt is correct
-   but flaky.
+   but flaky. With ``samples: k`` (lens.yaml) each of ``k`` samples is scored once
+   instead: all correct is correct, none correct keeps its outcome, a mix is
+   ``flaky`` (:func:`combine`).
 
 The executor is any object with ``execute``/``distinct_values`` (the
 ``warehouse.Warehouse`` in production), so this module stays free of drivers.
