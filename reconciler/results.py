@@ -17,13 +17,14 @@ from typing import Protocol
 
 from reconciler.bindings import Binding, Bindings, stamp
 from reconciler.cases import CaseResult
+from reconciler.compare.evidence import VACUOUS
 from reconciler.compare.ties import AMBIGUOUS
 from reconciler.gate import GateVerdict
 from reconciler.ids import AnswerId, Oid
 from reconciler.lens import Lens
 from reconciler.plan import LensPlan
 from reconciler.state import DeploymentMeta, Reach, RunRecord, Score
-from reconciler.suite import VACUOUS, AnswerResult, Outcome, Scoring, score
+from reconciler.suite import AnswerResult, Outcome, Scoring, score
 
 
 class Action(str, Enum):

@@ -34,9 +34,11 @@ from reconciler.assembly.request import assemble
 from reconciler.assembly.similarity import Embedder
 from reconciler.assets import asset_hashes
 from reconciler.compare.diff import Verdict, compare
+from reconciler.compare.evidence import VACUOUS as VACUOUS
+from reconciler.compare.evidence import oracle_notes
 from reconciler.compare.ordering import order_keys
 from reconciler.compare.ties import AMBIGUOUS as AMBIGUOUS_NOTE
-from reconciler.compare.ties import LimitCut, ambiguity, kept_other_ties, limit_cut
+from reconciler.compare.ties import LimitCut, kept_other_ties
 from reconciler.errors import DstError
 from reconciler.generators import DimensionValues, SmartCall, TierCall, generate
 from reconciler.generators.cache import SAMPLE
@@ -47,8 +49,6 @@ from reconciler.trust import Execution, join_grain
 
 MAX_ATTEMPTS = 2
 VALUES_PER_DIMENSION = 200
-VACUOUS = "vacuous oracle"
-"""The note of an answer verified against an oracle with no rows (weak evidence)."""
 
 
 class Outcome(str, Enum):
@@ -256,7 +256,7 @@ def run_answer(
         execute,
         oracle,
         order_keys(answer.sql, cfg.dialect),
-        *_oracle_notes(answer, oracle, execute, cfg.dialect),
+        *oracle_notes(answer, oracle, execute, cfg.dialect),
         tiers=(smart, command, embedder),
         progress=progress,
     )
@@ -459,40 +459,6 @@ def _sample(run: _Sampling, max_attempts: int, *, sample: int = 1) -> AnswerResu
         generated=generated.preview() if generated else None,
         notes=notes,
     )
-
-
-def _oracle_notes(
-    answer: Answer, oracle: ResultSet, execute: Callable[[str], ResultSet], dialect: str
-) -> tuple[LimitCut | None, ResultSet | None, tuple[str, ...]]:
-    """The oracle's LIMIT cut, its result without the LIMIT, and the notes on its evidence.
-
-    The oracle runs once more without its top-level LIMIT (capped at ``row_cap``)
-    only when the LIMIT was reached: only then can it have dropped tied rows
-    (:mod:`reconciler.compare.ties`). A vacuous oracle (no rows) is noted unless
-    the answer is marked ``expect_empty: true``; one so marked that returns rows
-    is noted too. Failures of the extra statement leave the comparison strict.
-    """
-    notes: list[str] = []
-    cut = limit_cut(answer.sql, dialect)
-    unlimited: ResultSet | None = None
-    if cut is not None and len(oracle.rows) == cut.limit:
-        try:
-            unlimited = execute(cut.unlimited_sql)
-        except DstError:
-            unlimited = None
-        found = ambiguity(cut, oracle, unlimited) if unlimited is not None else None
-        if found is not None:
-            notes.append(found)
-        else:
-            unlimited = None
-    if not oracle.rows and not answer.expect_empty:
-        notes.append(
-            f"{VACUOUS}: the certified SQL returns no rows, so an empty generated result is "
-            "weak evidence; mark the answer `expect_empty: true` if empty is the answer"
-        )
-    elif oracle.rows and answer.expect_empty:
-        notes.append(f"marked `expect_empty: true` but the oracle returns {len(oracle.rows)} rows")
-    return cut, unlimited, tuple(notes)
 
 
 def score(results: list[AnswerResult]) -> dict[str, int]:
