@@ -300,9 +300,16 @@ def _deterministic(result: AnswerResult) -> bool:
     return isinstance(generation, dict) and generation.get("tier") == "fast"
 
 
+def _tier_failed(result: AnswerResult) -> bool:
+    """The sample's generator tier failed (unreachable, HTTP error, budget spent, crashed)."""
+    generation = result.attempts[-1].get("generation", {}) if result.attempts else {}
+    return result.outcome is Outcome.ERROR and bool(generation.get("error"))
+
+
 def combine(runs: Sequence[AnswerResult]) -> AnswerResult:
     """One answer's outcome over its samples: all correct is ``correct``, none correct keeps
-    the first sample's outcome, a mix is ``flaky``.
+    the first failing sample's outcome, a mix is ``flaky`` — unless a sample's generator
+    tier failed (no answer at all): then the answer is that ``error``.
 
     Args:
         runs: one result per sample, in order (at least one).
@@ -320,6 +327,10 @@ def combine(runs: Sequence[AnswerResult]) -> AnswerResult:
         {**trace, "sample": index} for index, r in enumerate(runs, 1) for trace in r.attempts
     )
     failed = next((r for r in runs if r.outcome is not Outcome.CORRECT), first)
+    broken = next((r for r in runs if _tier_failed(r)), None)
+    if broken is not None:  # a tier that could not answer is no evidence of disagreement
+        detail = f"{broken.detail} (in one of {n} samples)"
+        return replace(broken, attempts=attempts, detail=detail, samples=n)
     if passed == n:
         return replace(
             first, attempts=attempts, detail=f"{first.detail} in all {n} samples", samples=n

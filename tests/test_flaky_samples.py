@@ -333,3 +333,8 @@ def test_a_flaky_result_is_its_own_column_in_the_github_summary_and_combines_by_
     assert flaky.flake_rate == 0.5
     assert combine(runs[:1] * 2).outcome is Outcome.CORRECT
     assert combine(runs[1:] * 2).outcome is Outcome.WRONG
+    failed_call = {"generation": {"tier": "smart", "sql": None, "error": True}}
+    down = AnswerResult(AnswerId("a"), Outcome.ERROR, (failed_call,), "smart tier call failed")
+    assert combine([runs[0], down]).outcome is Outcome.ERROR
+    bad_sql = AnswerResult(AnswerId("a"), Outcome.ERROR, (), "generated SQL failed: no column")
+    assert combine([runs[0], bad_sql]).outcome is Outcome.FLAKY
