@@ -53,7 +53,7 @@ from reconciler.assembly.text import normalize
 from reconciler.assets import asset_hashes
 from reconciler.errors import LensLoadError, UnsafeSqlError, UsageError
 from reconciler.files import replace_file, write_new_file
-from reconciler.generators import DimensionValues, SmartCall, generate
+from reconciler.generators import DimensionValues, SmartCall, TierCall, generate
 from reconciler.ids import AnswerId
 from reconciler.interop.importers import dump_yaml, slugify
 from reconciler.lens import Answer, Lens, Provenance, load_lens
@@ -77,7 +77,7 @@ class Candidate:
     Attributes:
         question: the question as asked.
         sql: the query, or ``None`` when the generator declined.
-        tier: the generator tier that produced it (``fast``, ``smart``), or
+        tier: the generator tier that produced it (``fast``, ``smart``, ``command``), or
             :data:`HAND_WRITTEN`.
         declined: why the generator declined (``None`` when there is SQL).
         origin: the SQL file's name for hand-written SQL, else ``None``.
@@ -178,6 +178,7 @@ def propose(
     origin: str | None = None,
     smart: SmartCall | None = None,
     exclude: AnswerId | None = None,
+    command: TierCall | None = None,
 ) -> Candidate:
     """The candidate oracle for ``question``.
 
@@ -190,6 +191,7 @@ def propose(
         smart: the lens's smart tier when configured (as the suite gets it).
         exclude: an answer kept out of its own exemplars (the one being replaced,
             as the suite re-asks it).
+        command: the lens's command tier when it lists one (as the suite gets it).
 
     Returns:
         The candidate; ``sql`` is ``None`` when every configured tier declined.
@@ -199,7 +201,7 @@ def propose(
     if sql is not None:
         return Candidate(question, sql, HAND_WRITTEN, origin=origin)
     request = assemble(lens, question, exclude_answer=exclude, certified_matching=False)
-    generation = generate(lens, request, values, smart=smart)
+    generation = generate(lens, request, values, smart=smart, command=command)
     return Candidate(
         question,
         generation.sql,

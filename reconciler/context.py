@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,10 +19,12 @@ from reconciler.assembly.profiles import ProfileStore, file_version, ttl_from_en
 from reconciler.assembly.similarity import Embedder
 from reconciler.errors import DstError, LensLoadError, UsageError, WarehouseError
 from reconciler.generators import DimensionValues, SmartCall, TierCall
+from reconciler.generators.budget import estimate
 from reconciler.generators.cache import Budget, GenerationCache
+from reconciler.git import refs as refstore
 from reconciler.git import trees as gitstate
 from reconciler.guard import transpile
-from reconciler.lens import Lens, RepoConfig
+from reconciler.lens import Answer, Lens, RepoConfig
 from reconciler.lensfiles import Environment, environment_problems
 from reconciler.loader import load_yaml, validate
 from reconciler.resultset import Executor, ResultSet
@@ -507,6 +509,57 @@ class Runtime:
             no_embedder=no_embedder,
             command=command,
         )
+
+    def recorded_costs(self, lens: str) -> list[float]:
+        """``cost_usd`` of every external-tier generation the lens's previous runs recorded:
+        its serving deployment's and its last attempt's ``state/run.json`` (default
+        environment), as they were charged; ``[]`` when neither exists or records one."""
+        costs: list[float] = []
+        for ref in (refstore.serving_ref(lens), refstore.attempts_ref(lens)):
+            oid = refstore.ref_target(self.repo, ref)
+            if oid is None:
+                continue
+            try:
+                run = refstore.read_run(self.repo, oid)
+            except DstError:
+                continue
+            for result in [*run.get("results", []), *run.get("self_test", [])]:
+                for trace in result.get("trace", []):
+                    generation = trace.get("generation", {})
+                    cost = (generation.get("usage") or {}).get("cost_usd")
+                    if generation.get("tier") in ("smart", "command") and isinstance(
+                        cost, (int, float)
+                    ):
+                        costs.append(float(cost))
+        return costs
+
+    def over_budget(self, lens: Lens, answers: Sequence[Answer], scoring: Scoring) -> str | None:
+        """Why scoring ``answers`` would exceed the lens's call or cost budget, before any call.
+
+        The estimate is :func:`reconciler.generators.budget.estimate`'s, costed with
+        what the lens's cached answers and its previous runs recorded
+        (:meth:`recorded_costs`); the budget the
+        run's (``DST_MAX_CALLS`` / ``DST_MAX_COST_USD``) or else the lens's own
+        (``max_calls`` / ``max_cost_usd``). ``None`` when it fits or nothing bounds it.
+        """
+        if scoring.smart is None and scoring.command is None:
+            return None
+        budget = self.generation_cache().budget_for(lens)
+        if not budget.limited:
+            return None
+        tiers = {"smart": scoring.smart, "command": scoring.command}
+        found = estimate(
+            lens,
+            answers,
+            scoring.values,
+            tiers,
+            embedder=scoring.embedder,
+            recorded=self.recorded_costs(lens.name),
+        )
+        why = budget.fits(found.calls, found.cost_usd)
+        if why is None:
+            return None
+        return f"generation budget: {why}; estimate: {found.describe()}, nothing was called"
 
     def close(self) -> None:
         """Close every warehouse opened."""

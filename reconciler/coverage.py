@@ -21,7 +21,7 @@ convention coverage tools use for a file with no statements.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from reconciler.assembly.retrieval import retrieve
@@ -52,6 +52,9 @@ class LensCoverage:
         answers: number of active certified answers.
         cases: number of behavioural cases.
         sources: ``{asset id: lens-relative file}`` of the uncovered assets, for messages.
+        flake_rates: ``{answer id: {"flaky_samples", "samples"}}`` of the answers the
+            serving deployment's run found flaky (its ``state/meta.json``); empty
+            when nothing serves or none was.
     """
 
     lens: LensName
@@ -62,6 +65,7 @@ class LensCoverage:
     answers: int
     cases: int
     sources: Mapping[AssetId, str]
+    flake_rates: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
     @property
     def unbound(self) -> tuple[AssetId, ...]:
@@ -92,7 +96,8 @@ class LensCoverage:
              "asset_coverage": {"covered": int, "total": int, "percent": float},
              "case_coverage": {"covered": int, "total": int, "percent": float},
              "unbound_assets": [{"asset": str, "path": str}, ...],
-             "unmentioned_metrics": [str, ...]}
+             "unmentioned_metrics": [str, ...],
+             "flake_rates": {answer: {"flaky_samples": int, "samples": int}}}
 
         ``percent`` is rounded to two decimals; the counts are exact.
         """
@@ -112,15 +117,19 @@ class LensCoverage:
             },
             "unbound_assets": [{"asset": a, "path": self.sources.get(a, "")} for a in self.unbound],
             "unmentioned_metrics": list(self.unmentioned),
+            "flake_rates": {a: dict(v) for a, v in sorted(self.flake_rates.items())},
         }
 
 
-def coverage(lens: Lens) -> LensCoverage:
+def coverage(
+    lens: Lens, flake_rates: Mapping[str, Mapping[str, int]] | None = None
+) -> LensCoverage:
     """Measure ``lens``'s asset coverage and case coverage (see the module docstring).
 
     Args:
         lens: a loaded lens version (any answers with status other than ``active``
             bind nothing).
+        flake_rates: the serving deployment's flaky answers (``state/meta.json``), shown as given.
 
     Returns:
         The coverage, with every list sorted.
@@ -148,4 +157,5 @@ def coverage(lens: Lens) -> LensCoverage:
         answers=len(active),
         cases=len(lens.cases),
         sources={aid: lens.sources.get(aid, "") for aid in assets if aid not in binders},
+        flake_rates=dict(flake_rates or {}),
     )

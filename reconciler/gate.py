@@ -7,6 +7,9 @@
   generator's reason, never a block (``strict_declines: true`` makes every
   declined stale answer block). When every answer that ran is unreached, the
   gate says it verified nothing.
+* ``flaky`` (some of an answer's ``samples`` correct, some not) blocks like a
+  wrong answer under ``block``; with ``flaky: warn`` in lens.yaml it is listed
+  loudly with its flake rate and promotion proceeds.
 * ``warn``: the same findings, printed loudly; promotion proceeds.
 * ``off``: no suite.
 * nothing certified, never: publish with a loud ``gate SKIPPED``.
@@ -124,6 +127,26 @@ def _reach_lines(plan: LensPlan, results: Sequence[AnswerResult]) -> list[str]:
     ]
 
 
+def flaky_lines(results: Sequence[AnswerResult], policy: str) -> list[str]:
+    """A loud count of the flaky answers, what ``policy`` does with them, and one line each
+    with its flake rate (``warn`` also stands for ``eval_gate: warn``, where nothing fails)."""
+    flaky = [r for r in results if r.outcome is Outcome.FLAKY]
+    if not flaky:
+        return []
+    does = (
+        "listed, not failing"
+        if policy == "warn"
+        else "failing under flaky: block (set `flaky: warn` in lens.yaml to let it pass with "
+        "a warning)"
+    )
+    lines = [f"WARNING {len(flaky)} flaky answer(s): the generator disagrees with itself; {does}"]
+    lines += [
+        f"{r.answer}: flaky, flake rate {r.flaky_samples}/{r.samples} ({r.flake_rate:.0%})"
+        for r in flaky
+    ]
+    return lines
+
+
 def decide(
     plan: LensPlan,
     results: Sequence[AnswerResult],
@@ -132,6 +155,7 @@ def decide(
     cannot_score: str | None = None,
     files: Mapping[AnswerId, str] | None = None,
     cases: Sequence[CaseResult] = (),
+    flaky: str = "block",
 ) -> GateDecision:
     """Apply the lens's policy to its suite results.
 
@@ -143,6 +167,8 @@ def decide(
         files: ``{answer id: repository-relative answer file}`` for messages.
         cases: behavioural case verdicts; a failed case counts like a failed
             answer (block under ``block``, a warning under ``warn``).
+        flaky: the lens's ``flaky:`` policy: ``block`` counts a flaky answer as
+            failing, ``warn`` lists it and lets it pass.
 
     Returns:
         The decision with every message the user must see.
@@ -177,11 +203,17 @@ def decide(
         )
     # Each failure's detail travels with its result (both executed results
     # included); the messages only summarise.
+    tolerated = flaky == "warn"
     failing = tuple(
-        r.answer for r in results if r.outcome is not Outcome.CORRECT and r.answer not in untested
+        r.answer
+        for r in results
+        if r.outcome is not Outcome.CORRECT
+        and r.answer not in untested
+        and not (tolerated and r.outcome is Outcome.FLAKY)
     )
     failing += tuple(r.answer for r in self_test if r.oracle_failed)
-    messages = broken + messages + _reach_lines(plan, results)
+    flakes = flaky_lines(results, flaky if mode == "block" else "warn")
+    messages = broken + messages + _reach_lines(plan, results) + flakes
     ran = [*results, *self_test]
     if ran and len(unreached) == len(ran):
         messages.insert(

@@ -180,6 +180,15 @@ class _Reader:
                 line=config_doc.line_of(("name",)),
                 fix=f"set name: {name}",
             )
+        generator = self.config.generator
+        if "command" in generator.tiers and generator.command is None:
+            raise LensLoadError(
+                config_doc.path,
+                "generator.tiers lists the command tier but there is no `generator.command` block",
+                line=config_doc.line_of(("generator", "tiers")),
+                fix="add `command: {run: [python3, gen.py]}` under generator:, "
+                "or drop `command` from tiers",
+            )
         self.sources: dict[str, str] = {f"lens/{name}": "lens.yaml"}
         self.dialect = self.config.dialect
         self.allow = self.config.allow_functions

@@ -180,6 +180,7 @@ class ClarifyTerm(Strict):
 # default, so upgrading dst makes nothing stale (DESIGN §2: no silent rehash).
 _UNSTAMPED: dict[str, object] = {"retrieval": "lexical", "command": None}
 MAX_JOBS = 64  # answers one suite runs at once; bounds threads and connections
+MAX_SAMPLES = 10  # generations per stale answer with ``samples:``; bounds calls per answer
 
 
 class LensConfig(Strict):
@@ -190,6 +191,13 @@ class LensConfig(Strict):
     nothing stale. ``strict_declines`` is gate policy like ``eval_gate`` (it never
     feeds generation), so it stays out of the asset too: with it, every declined
     stale answer blocks, reached before or not (DESIGN §5).
+
+    ``samples`` (1–10, default 1), ``flaky`` (``block`` / ``warn``), ``max_calls`` and
+    ``max_cost_usd`` are verification policy too, outside the asset: ``samples: k``
+    asks each stale answer ``k`` times; all correct is ``correct``, all failing keeps
+    its outcome, a mix is ``flaky``, which blocks under ``eval_gate: block`` unless
+    ``flaky: warn``. ``max_calls`` / ``max_cost_usd`` bound one apply's external-tier
+    calls for the lens (``DST_MAX_CALLS`` / ``DST_MAX_COST_USD`` override them).
     """
 
     name: str
@@ -201,6 +209,10 @@ class LensConfig(Strict):
     row_cap: int = Field(default=MAX_ROW_CAP, ge=1, le=MAX_ROW_CAP, strict=True)
     statement_timeout_s: float = Field(default=30.0, gt=0, le=3600, strict=True)
     jobs: int | None = Field(default=None, ge=1, le=MAX_JOBS, strict=True)
+    samples: int = Field(default=1, ge=1, le=MAX_SAMPLES, strict=True)
+    flaky: Literal["block", "warn"] = "block"
+    max_calls: int | None = Field(default=None, ge=0, strict=True)
+    max_cost_usd: float | None = Field(default=None, ge=0)
     as_of: str | None = Field(default=None, pattern=_DATE_RE)
     generator: GeneratorConfig = GeneratorConfig()
     exclusions: tuple[str, ...] = ()

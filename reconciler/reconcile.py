@@ -144,8 +144,12 @@ def suite_step(ctx: StepContext, state: LensState) -> LensState:
     messages = state.messages
     if scoring.no_embedder and not any(scoring.no_embedder in m for m in messages):
         messages = (*messages, f"leaner than production: {scoring.no_embedder}")
+    answers = [lens.answers[aid] for aid in state.suite]
+    over = ctx.rt.over_budget(lens, [*answers, *(lens.answers[a] for a in plan.self_test)], scoring)
+    if over is not None:  # stand down before the first call that would not fit
+        return replace(state, scoring=replace(scoring, cannot_score=over), messages=messages)
     ctx.rt.expect(len(state.suite) + len(plan.self_test))
-    results = _run(ctx, lens, scoring, [lens.answers[aid] for aid in state.suite])
+    results = _run(ctx, lens, scoring, answers)
     return replace(state, scoring=scoring, messages=messages, results=results)
 
 
@@ -201,6 +205,7 @@ def gate_step(ctx: StepContext, state: LensState) -> LensState:
         cannot_score=state.scoring.cannot_score if state.scoring else None,
         files=files,
         cases=state.cases,
+        flaky=lens.config.flaky,
     )
     return replace(
         state,

@@ -17,13 +17,14 @@ from typing import Protocol
 
 from reconciler.bindings import Binding, Bindings, stamp
 from reconciler.cases import CaseResult
+from reconciler.compare.evidence import VACUOUS
 from reconciler.compare.ties import AMBIGUOUS
 from reconciler.gate import GateVerdict
 from reconciler.ids import AnswerId, Oid
 from reconciler.lens import Lens
 from reconciler.plan import LensPlan
 from reconciler.state import DeploymentMeta, Reach, RunRecord, Score
-from reconciler.suite import VACUOUS, AnswerResult, Outcome, Scoring, score
+from reconciler.suite import AnswerResult, Outcome, Scoring, score
 
 
 class Action(str, Enum):
@@ -301,15 +302,19 @@ def evidence_notes(results: Sequence[AnswerResult], self_test: Sequence[AnswerRe
 def _failing(state: LensState, action: Action) -> list[AnswerId]:
     """The answers whose outcome made ``action`` block (or fail ``dst test``).
 
-    Gated answers that did not pass (unreached ones excepted), and self-test
-    answers whose certified SQL does not run.
+    Gated answers that did not pass (unreached ones excepted, and flaky ones under
+    ``flaky: warn``), and self-test answers whose certified SQL does not run.
     """
     if action not in (Action.BLOCKED, Action.FAILED):
         return []
+    lens = state.candidate or state.serving_lens
+    tolerated = lens is not None and lens.config.flaky == "warn"
     failing = [
         r.answer
         for r in state.results
-        if r.outcome is not Outcome.CORRECT and r.answer not in state.unreached
+        if r.outcome is not Outcome.CORRECT
+        and r.answer not in state.unreached
+        and not (tolerated and r.outcome is Outcome.FLAKY)
     ]
     return failing + [r.answer for r in state.self_test if r.oracle_failed]
 
@@ -482,4 +487,12 @@ def meta_for(run: Ran, action: str, source: Oid, previous: Oid | None) -> Deploy
         reason=run.messages[0] if run.messages else "",
     )
     reach = run.reach
-    return meta if reach is None else meta.model_copy(update={"reach": reach})
+    flakes = {
+        r.answer: {"flaky_samples": r.flaky_samples, "samples": r.samples}
+        for r in [*run.results, *run.self_test]
+        if r.flaky_samples
+    }
+    update: dict[str, object] = {"reach": reach} if reach is not None else {}
+    if flakes:
+        update["flake_rates"] = flakes
+    return meta.model_copy(update=update) if update else meta

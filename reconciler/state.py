@@ -36,8 +36,13 @@ STATE_SCHEMA: Literal[1] = 1
 """The ``schema_version`` of every state file this dst writes and reads."""
 
 Score = dict[str, int]
-"""Outcome counts: ``{"correct", "wrong", "declined", "error", "inconclusive", "total"}``
-(plus ``unverified`` for a standing score)."""
+"""Outcome counts: ``{"correct", "wrong", "declined", "error", "inconclusive", "flaky",
+"total"}`` (plus ``unverified`` for a standing score; ``flaky`` is absent in scores
+written before it existed)."""
+
+Flakes = dict[str, dict[str, int]]
+"""``{answer id: {"flaky_samples": n, "samples": m}}``: answers whose generations disagreed
+with each other in a run; the flake rate is ``n / m``."""
 
 Reach = dict[str, int]
 """``{"reached": n, "total": m}``: of ``m`` active answers, ``n`` reproduced by the generator."""
@@ -76,6 +81,9 @@ class DeploymentMeta(_State):
         reach: ``{"reached", "total"}``: active answers the generator reproduces,
             of all active ones (absent in deployments written before it existed).
         rollback_to: for a rollback, the deployment whose content it serves again.
+        flake_rates: the answers of the run that were flaky (some generations
+            correct, some not), with their flaky and total samples (absent when
+            none was).
     """
 
     tool_version: str = ""
@@ -90,6 +98,7 @@ class DeploymentMeta(_State):
     reason: str = ""
     reach: Reach | None = None
     rollback_to: Oid | None = None
+    flake_rates: Flakes | None = None
 
 
 class RunRecord(_State):

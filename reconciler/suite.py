@@ -5,7 +5,9 @@
    certified matching disabled and the answer excluded from its own exemplars.
 3. Execute the generated SQL the same way and compare (``compare``).
 4. On divergence generate once more; a pass on the second attempt is correct
-   but flaky.
+   but flaky. With ``samples: k`` (lens.yaml) each of ``k`` samples is scored once
+   instead: all correct is correct, none correct keeps its outcome, a mix is
+   ``flaky`` (:func:`combine`).
 
 The executor is any object with ``execute``/``distinct_values`` (the
 ``warehouse.Warehouse`` in production), so this module stays free of drivers.
@@ -32,11 +34,14 @@ from reconciler.assembly.request import assemble
 from reconciler.assembly.similarity import Embedder
 from reconciler.assets import asset_hashes
 from reconciler.compare.diff import Verdict, compare
+from reconciler.compare.evidence import VACUOUS as VACUOUS
+from reconciler.compare.evidence import oracle_notes
 from reconciler.compare.ordering import order_keys
 from reconciler.compare.ties import AMBIGUOUS as AMBIGUOUS_NOTE
-from reconciler.compare.ties import LimitCut, ambiguity, kept_other_ties, limit_cut
+from reconciler.compare.ties import LimitCut, kept_other_ties
 from reconciler.errors import DstError
 from reconciler.generators import DimensionValues, SmartCall, TierCall, generate
+from reconciler.generators.cache import SAMPLE
 from reconciler.ids import AnswerId
 from reconciler.lens import MAX_JOBS, Answer, Lens
 from reconciler.resultset import Executor, ResultSet
@@ -44,18 +49,18 @@ from reconciler.trust import Execution, join_grain
 
 MAX_ATTEMPTS = 2
 VALUES_PER_DIMENSION = 200
-VACUOUS = "vacuous oracle"
-"""The note of an answer verified against an oracle with no rows (weak evidence)."""
 
 
 class Outcome(str, Enum):
-    """Scored outcomes: correct, wrong, declined; error or inconclusive when it could not score."""
+    """Scored outcomes: correct, wrong, declined; error or inconclusive when it could not score;
+    flaky when some of an answer's ``samples`` were correct and some were not."""
 
     CORRECT = "correct"
     WRONG = "wrong"
     DECLINED = "declined"
     ERROR = "error"
     INCONCLUSIVE = "inconclusive"
+    FLAKY = "flaky"
 
 
 @dataclass(frozen=True)
@@ -78,6 +83,9 @@ class AnswerResult:
         notes: what weakens the evidence, whatever the outcome: an ``ambiguous
             oracle`` (its LIMIT cuts through tied rows) or a ``vacuous oracle`` (no
             rows, and the answer is not marked ``expect_empty: true``).
+        samples: generations scored (``samples:``, or 2 for a pass on the re-run).
+        flaky_samples: of those, the ones that did not pass when others did; the
+            answer's flake rate is ``flaky_samples / samples``.
     """
 
     answer: AnswerId
@@ -90,12 +98,20 @@ class AnswerResult:
     oracle_failed: bool = False
     transpiled: str | None = None
     notes: tuple[str, ...] = ()
+    samples: int = 1
+    flaky_samples: int = 0
+
+    @property
+    def flake_rate(self) -> float:
+        """Flaky samples over samples (0.0 for an answer that never disagreed with itself)."""
+        return self.flaky_samples / self.samples if self.samples else 0.0
 
     def record(self) -> dict[str, Any]:
         """JSON-ready record for reports and ``state/run.json``.
 
         ``transpiled`` is present only when the statements ran transpiled, ``notes``
-        only when there are some.
+        only when there are some, ``samples`` / ``flaky_samples`` only when more
+        than one generation was scored.
         """
         record: dict[str, Any] = {
             "answer": self.answer,
@@ -111,6 +127,9 @@ class AnswerResult:
             record["transpiled"] = self.transpiled
         if self.notes:
             record["notes"] = list(self.notes)
+        if self.samples > 1:
+            record["samples"] = self.samples
+            record["flaky_samples"] = self.flaky_samples
         return record
 
 
@@ -196,12 +215,15 @@ def run_answer(
             retrieval and the ``embed`` extra is installed.
         command: the command generator tier, when the lens lists it.
 
+    The lens's ``samples:`` says how many generations are scored: with 1 a
+    divergence is generated once more before counting (DESIGN §4 step 4), with
+    more each sample is scored once and :func:`combine` decides. Sampling stops
+    after a sample the fast tier generated: it is deterministic, so further
+    samples would repeat it.
+
     Returns:
         The result; never raises for warehouse or generation failures (they
         become ``error`` outcomes).
-
-    One function on purpose (over 80 lines): it is DESIGN §4's four steps in
-    order, each early return one outcome, so the procedure reads as specified.
     """
     cfg = lens.config
     aid = AnswerId(answer.id)
@@ -227,15 +249,127 @@ def run_answer(
             oracle=oracle.preview(),
             oracle_failed=True,
         )
-    order = order_keys(answer.sql, cfg.dialect)
-    cut, unlimited, notes = _oracle_notes(answer, oracle, execute, cfg.dialect)
+    sampling = _Sampling(
+        lens,
+        answer,
+        values,
+        execute,
+        oracle,
+        order_keys(answer.sql, cfg.dialect),
+        *oracle_notes(answer, oracle, execute, cfg.dialect),
+        tiers=(smart, command, embedder),
+        progress=progress,
+    )
+    samples = cfg.samples
+    if samples <= 1:
+        return _sample(sampling, MAX_ATTEMPTS)
+    runs: list[AnswerResult] = []
+    for index in range(1, samples + 1):
+        token = SAMPLE.set(index)
+        try:
+            runs.append(_sample(sampling, 1, sample=index))
+        finally:
+            SAMPLE.reset(token)
+        if _deterministic(runs[-1]):
+            break
+    return combine(runs)
+
+
+@dataclass(frozen=True)
+class _Sampling:
+    """What every sample of one answer shares: its oracle, the oracle's notes, the tiers."""
+
+    lens: Lens
+    answer: Answer
+    values: DimensionValues
+    execute: Callable[[str], ResultSet]
+    oracle: ResultSet
+    order: Any
+    cut: LimitCut | None
+    unlimited: ResultSet | None
+    notes: tuple[str, ...]
+    tiers: tuple[SmartCall | None, TierCall | None, Embedder | None]
+    progress: Callable[[str], None]
+
+
+def _deterministic(result: AnswerResult) -> bool:
+    """The sample's generation came from the fast tier, so every further sample repeats it."""
+    if not result.attempts:
+        return True
+    generation = result.attempts[-1].get("generation", {})
+    return isinstance(generation, dict) and generation.get("tier") == "fast"
+
+
+def _tier_failed(result: AnswerResult) -> bool:
+    """The sample's generator tier failed (unreachable, HTTP error, budget spent, crashed)."""
+    generation = result.attempts[-1].get("generation", {}) if result.attempts else {}
+    return result.outcome is Outcome.ERROR and bool(generation.get("error"))
+
+
+def combine(runs: Sequence[AnswerResult]) -> AnswerResult:
+    """One answer's outcome over its samples: all correct is ``correct``, none correct keeps
+    the first failing sample's outcome, a mix is ``flaky`` — unless a sample's generator
+    tier failed (no answer at all): then the answer is that ``error``.
+
+    Args:
+        runs: one result per sample, in order (at least one).
+
+    Returns:
+        The combined result: every sample's attempts (each marked with its ``sample``),
+        ``samples`` and ``flaky_samples`` (the samples that did not pass, for a mix).
+    """
+    first = runs[0]
+    if len(runs) == 1:
+        return first
+    n = len(runs)
+    passed = sum(1 for r in runs if r.outcome is Outcome.CORRECT)
+    attempts = tuple(
+        {**trace, "sample": index} for index, r in enumerate(runs, 1) for trace in r.attempts
+    )
+    failed = next((r for r in runs if r.outcome is not Outcome.CORRECT), first)
+    broken = next((r for r in runs if _tier_failed(r)), None)
+    if broken is not None:  # a tier that could not answer is no evidence of disagreement
+        detail = f"{broken.detail} (in one of {n} samples)"
+        return replace(broken, attempts=attempts, detail=detail, samples=n)
+    if passed == n:
+        return replace(
+            first, attempts=attempts, detail=f"{first.detail} in all {n} samples", samples=n
+        )
+    if passed == 0:
+        return replace(
+            failed,
+            attempts=attempts,
+            detail=f"{failed.detail} (no sample of {n} correct)",
+            samples=n,
+        )
+    return replace(
+        failed,
+        outcome=Outcome.FLAKY,
+        attempts=attempts,
+        detail=f"flaky: correct in {passed} of {n} samples; otherwise {failed.outcome.value}: "
+        f"{failed.detail}",
+        flaky=True,
+        samples=n,
+        flaky_samples=n - passed,
+    )
+
+
+def _sample(run: _Sampling, max_attempts: int, *, sample: int = 1) -> AnswerResult:
+    """One sample of an answer: generate, execute, compare; up to ``max_attempts`` generations.
+
+    One function on purpose (over 80 lines): it is DESIGN §4's steps 2–4 in order,
+    each early return one outcome, so the procedure reads as specified.
+    """
+    lens, answer, oracle, notes = run.lens, run.answer, run.oracle, run.notes
+    smart, command, embedder = run.tiers
+    aid = AnswerId(answer.id)
     attempts: list[dict[str, Any]] = []
     generated: ResultSet | None = None
-    for attempt in range(1, MAX_ATTEMPTS + 1):
+    for attempt in range(1, max_attempts + 1):
         request = assemble(
             lens, answer.question, exclude_answer=aid, certified_matching=False, embedder=embedder
         )
-        generation = generate(lens, request, values, smart=smart, command=command)
+        generation = generate(lens, request, run.values, smart=smart, command=command)
         trace: dict[str, Any] = {
             "attempt": attempt,
             "request": request.record(asset_hashes(lens)),
@@ -260,9 +394,9 @@ def run_answer(
                 notes=notes,
             )
         grain = join_grain(
-            Execution(answer.question, "generated", generation.sql, dialect=cfg.dialect),
+            Execution(answer.question, "generated", generation.sql, dialect=lens.config.dialect),
             lens,
-            values,
+            run.values,
         )
         if not grain.passed and grain.severity == "blocking":
             return AnswerResult(
@@ -272,12 +406,13 @@ def run_answer(
                 f"join-grain gate: {grain.detail}",
                 oracle=oracle.preview(),
             )
-        progress(f"{lens.name}/{aid}: executing generated SQL (attempt {attempt})")
+        what = f"attempt {attempt}" if sample == 1 else f"sample {sample}"
+        run.progress(f"{lens.name}/{aid}: executing generated SQL ({what})")
         try:
-            generated = execute(generation.sql)
+            generated = run.execute(generation.sql)
         except DstError as exc:
             trace["error"] = exc.message
-            if attempt < MAX_ATTEMPTS:
+            if attempt < max_attempts:
                 continue
             return AnswerResult(
                 aid,
@@ -287,13 +422,13 @@ def run_answer(
                 oracle=oracle.preview(),
                 notes=notes,
             )
-        result = compare(oracle, generated, order=order)
+        result = compare(oracle, generated, order=run.order)
         trace["comparison"] = result.record()
         tie = (
             result.verdict is Verdict.DIVERGED
-            and cut is not None
-            and unlimited is not None
-            and kept_other_ties(cut, oracle, unlimited, generated)
+            and run.cut is not None
+            and run.unlimited is not None
+            and kept_other_ties(run.cut, oracle, run.unlimited, generated)
         )
         if result.verdict is Verdict.MATCH or tie:
             flaky = attempt > 1
@@ -310,6 +445,8 @@ def run_answer(
                 oracle.preview(),
                 generated.preview(),
                 notes=notes,
+                samples=attempt,
+                flaky_samples=attempt - 1,
             )
         if result.verdict is Verdict.INCONCLUSIVE:
             return AnswerResult(
@@ -333,40 +470,6 @@ def run_answer(
         generated=generated.preview() if generated else None,
         notes=notes,
     )
-
-
-def _oracle_notes(
-    answer: Answer, oracle: ResultSet, execute: Callable[[str], ResultSet], dialect: str
-) -> tuple[LimitCut | None, ResultSet | None, tuple[str, ...]]:
-    """The oracle's LIMIT cut, its result without the LIMIT, and the notes on its evidence.
-
-    The oracle runs once more without its top-level LIMIT (capped at ``row_cap``)
-    only when the LIMIT was reached: only then can it have dropped tied rows
-    (:mod:`reconciler.compare.ties`). A vacuous oracle (no rows) is noted unless
-    the answer is marked ``expect_empty: true``; one so marked that returns rows
-    is noted too. Failures of the extra statement leave the comparison strict.
-    """
-    notes: list[str] = []
-    cut = limit_cut(answer.sql, dialect)
-    unlimited: ResultSet | None = None
-    if cut is not None and len(oracle.rows) == cut.limit:
-        try:
-            unlimited = execute(cut.unlimited_sql)
-        except DstError:
-            unlimited = None
-        found = ambiguity(cut, oracle, unlimited) if unlimited is not None else None
-        if found is not None:
-            notes.append(found)
-        else:
-            unlimited = None
-    if not oracle.rows and not answer.expect_empty:
-        notes.append(
-            f"{VACUOUS}: the certified SQL returns no rows, so an empty generated result is "
-            "weak evidence; mark the answer `expect_empty: true` if empty is the answer"
-        )
-    elif oracle.rows and answer.expect_empty:
-        notes.append(f"marked `expect_empty: true` but the oracle returns {len(oracle.rows)} rows")
-    return cut, unlimited, tuple(notes)
 
 
 def score(results: list[AnswerResult]) -> dict[str, int]:

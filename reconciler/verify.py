@@ -7,6 +7,12 @@ answers re-stamp, failures keep their old stamp and are reported, and the run
 is recorded as a ``verify`` deployment (same lens tree, new state) by
 compare-and-swap, so the accuracy trend accrues in
 ``git log --first-parent refs/dst/serving/<lens>``.
+
+It follows the apply gate's rule for declines (DESIGN §5): an answer the generator
+never reproduced (no green stamp) that still declines is *unreached*, listed loudly
+("untested: unreached by the generator") and does not fail the run, unless the lens
+sets ``strict_declines: true``; an answer reproduced before that now declines fails.
+A *flaky* answer (``samples:``) fails unless the lens sets ``flaky: warn``.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from reconciler.bindings import select_stale
 from reconciler.candidate import serving_state
 from reconciler.context import Runtime
 from reconciler.errors import LensLoadError, UnsafeSqlError, WarehouseError
+from reconciler.gate import UNREACHED, flaky_lines, unreached_answers
 from reconciler.git import refs as refstore
 from reconciler.git import trees as gitstate
 from reconciler.git.crash import crash_point
@@ -31,7 +38,7 @@ from reconciler.plan import LensPlan
 from reconciler.reconcile import Step, StepContext, cases_step, run_steps, suite_step
 from reconciler.results import Action, LensRun, LensState, RunReport, meta_for, state_for
 from reconciler.resultset import Executor
-from reconciler.suite import Outcome
+from reconciler.suite import AnswerResult, Outcome
 
 
 def full_corpus_plan(ctx: StepContext, state: LensState) -> LensState:
@@ -64,13 +71,16 @@ def full_corpus_plan(ctx: StepContext, state: LensState) -> LensState:
 
 
 def restamp(ctx: StepContext, state: LensState) -> LensState:
-    """Say what failed, then record the run as a ``verify`` deployment (compare-and-swap).
+    """Say what failed, then record the run as a ``verify`` deployment (compare-and-swap);
+    a run that stood down (its generation budget would not fit) records nothing.
 
     Raises:
         RefConflict: the serving ref moved during the run (re-run).
     """
-    failing = [r for r in state.results if r.outcome is not Outcome.CORRECT]
-    notes: list[str] = []
+    unreached = tuple(r.answer for r in unreached_answers(state.planned, state.results, ()))
+    state = replace(state, unreached=unreached)
+    failing = [r for r in state.results if _fails(state, r)]
+    notes: list[str] = untested_lines(state)
     if failing:
         notes.append(
             f"{len(failing)} of {len(state.results)} answers failed; they keep their old "
@@ -82,9 +92,15 @@ def restamp(ctx: StepContext, state: LensState) -> LensState:
             f"{len(failing_cases)} of {len(state.cases)} behavioural cases failed: the lens "
             f"no longer clarifies, refuses or answers as evals/cases.yaml expects"
         )
-    if not state.results:
+    scoring = state.scoring
+    if scoring is not None and scoring.cannot_score is not None:
+        notes.append(f"test STOOD DOWN: {scoring.cannot_score}")
+    elif not state.results:
         notes.append("gate SKIPPED: the lens has no active certified answers")
+    notes += flaky_lines(state.results, _policy(state))
     state = replace(state, messages=(*state.messages, *notes))
+    if scoring is not None and scoring.cannot_score is not None:
+        return state  # nothing was verified: no verify deployment
     source, serving, tree = state.serving_source, state.serving, state.serving_tree
     if source is None or serving is None or tree is None:
         raise RuntimeError(f"lens {state.name}: dst test needs a serving version")
@@ -111,6 +127,32 @@ def restamp(ctx: StepContext, state: LensState) -> LensState:
     return replace(state, recorded=oid)
 
 
+def _policy(state: LensState) -> str:
+    return state.candidate.config.flaky if state.candidate is not None else "block"
+
+
+def _fails(state: LensState, result: AnswerResult) -> bool:
+    """The answer fails ``dst test``: not correct, not unreached (DESIGN §5), and not a
+    flaky one the lens tolerates (``flaky: warn``)."""
+    if result.outcome is Outcome.CORRECT or result.answer in state.unreached:
+        return False
+    return not (result.outcome is Outcome.FLAKY and _policy(state) == "warn")
+
+
+def untested_lines(state: LensState) -> list[str]:
+    """The loud lines of the declined answers the generator never reproduced: listed,
+    not failing, unless the lens sets ``strict_declines: true`` (DESIGN §5)."""
+    if not state.unreached:
+        return []
+    why = {r.answer: r.detail.removeprefix("generator declined: ") for r in state.results}
+    return [
+        f"WARNING {len(state.unreached)} certified answer(s) untested: the generator has never "
+        "reproduced them, so they do not fail the run (set `strict_declines: true` to make them "
+        "fail; teach the lens a synonym, metric or exemplar, or retire them)",
+        *(f"{aid}: {UNREACHED}: {why.get(aid, '')}" for aid in state.unreached),
+    ]
+
+
 VERIFY_STEPS: tuple[Step, ...] = (full_corpus_plan, suite_step, cases_step, restamp)
 """``dst test``: the full-corpus plan, the reconcile's suite and cases steps, the re-stamp."""
 
@@ -122,7 +164,9 @@ def verify(rt: Runtime, names: list[str]) -> RunReport:
     run is recorded as a ``verify`` deployment by compare-and-swap.
 
     Returns:
-        The report; exit code 1 when any answer or behavioural case is not correct.
+        The report; exit code 1 when any answer (unreached ones and, under
+        ``flaky: warn``, flaky ones excepted) or behavioural case is not correct,
+        or the run stood down (its generation budget would not fit).
 
     Raises:
         UsageError: a lens has no serving version.
@@ -139,11 +183,16 @@ def verify(rt: Runtime, names: list[str]) -> RunReport:
         lens = gitstate.load_lens_at(rt.repo, gitstate.LensTree(name, dep.lens_tree))
         state = serving_state(name, dep, candidate=lens, serving_lens=lens)
         state = run_steps(ctx, state, VERIFY_STEPS)
-        passed = all(r.outcome is Outcome.CORRECT for r in state.results) and all(
-            c.passed for c in state.cases
+        stood_down = state.scoring is not None and state.scoring.cannot_score is not None
+        passed = (
+            not stood_down
+            and not any(_fails(state, r) for r in state.results)
+            and all(c.passed for c in state.cases)
         )
         action = Action.VERIFIED if passed else Action.FAILED
-        report.lenses.append(LensRun.of(state, action, serving_after=state.recorded))
+        report.lenses.append(
+            LensRun.of(state, action, serving_after=state.recorded or state.serving)
+        )
         if not passed:
             report.exit_code = 1
     return report

@@ -276,9 +276,13 @@ def test_a_spent_budget_fails_closed_but_cache_hits_are_free(
     broke = {**env, "DST_MAX_CALLS": "0"}
     done = invoke(repo, "apply", "--dry-run", "--format", "json", env=broke)
     assert done.code == 1, done.stdout + done.stderr
-    (result,) = done.lens("shop")["results"]
-    assert result["outcome"] == "error"
-    assert "generation budget spent: 0 calls made (DST_MAX_CALLS=0)" in result["detail"]
+    shop = done.lens("shop")
+    # estimated before any call: the gate stands down instead of spending
+    assert (shop["action"], shop["results"]) == ("stood_down", [])
+    assert any(
+        m.startswith("gate STOOD DOWN: generation budget:") and "(DST_MAX_CALLS=0)" in m
+        for m in shop["messages"]
+    ), shop["messages"]
     assert len(calls(log)) == 1  # the promotion's self-test only
     assert invoke(repo, "apply", "--dry-run", env={**env, "DST_MAX_CALLS": "1"}).code == 0
     replayed = invoke(repo, "apply", "--dry-run", "--format", "json", env=broke)

@@ -181,9 +181,17 @@ def certify(
         values = rt.values_for(the_lens, executor) if sql is None else {}
         origin = sql_file.name if sql_file is not None else None
         smart = rt.smart_for(the_lens)[0] if sql is None else None
+        command = rt.command_for(the_lens) if sql is None else None
         exclude = AnswerId(aid) if target is not None else None
         candidate = cert.propose(
-            the_lens, question, values, sql=sql, origin=origin, smart=smart, exclude=exclude
+            the_lens,
+            question,
+            values,
+            sql=sql,
+            origin=origin,
+            smart=smart,
+            exclude=exclude,
+            command=command,
         )
         base: dict[str, Any] = {
             "lens": lens,

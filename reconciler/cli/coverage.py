@@ -12,7 +12,7 @@ that does not load).
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -45,7 +45,9 @@ def coverage(
             fix=f"use one of: {', '.join(sorted(trees)) or 'none'}",
         )
     names = [lens] if lens is not None else sorted(trees)
-    results = [measure(gitstate.load_lens_at(git, trees[name])) for name in names]
+    results = [
+        measure(gitstate.load_lens_at(git, trees[name]), _flake_rates(git, name)) for name in names
+    ]
     if fmt is Format.json:
         print(
             json.dumps(
@@ -83,4 +85,18 @@ def render_text(results: list[LensCoverage], rev: str) -> list[str]:
             lines.append(f"  unbound: {item['asset']}{where}")
         for name in r.unmentioned:
             lines.append(f"  no case names: metrics/{name}")
+        for aid, rate in sorted(r.flake_rates.items()):
+            n, m = rate.get("flaky_samples", 0), rate.get("samples", 0)
+            lines.append(f"  flaky at serving: {aid} (flake rate {n}/{m})")
     return lines
+
+
+def _flake_rates(git: Any, lens: str) -> dict[str, dict[str, int]]:
+    """The serving deployment's flaky answers (``state/meta.json``), ``{}`` when none serves."""
+    # lazy: reconciler.git loads pygit2, which `dst --help` does not need
+    from reconciler.git import refs
+
+    oid = refs.ref_target(git, refs.serving_ref(lens))
+    if oid is None:
+        return {}
+    return dict(refs.read_deployment(git, oid).info.flake_rates or {})

@@ -132,6 +132,9 @@ def _entry_lines(e: LogEntry, marks: dict[str, str], now: float) -> list[str]:
         else f"    source {str(d.source)[:12]} (not in this clone)"
     )
     lines = [head, source]
+    for aid, rate in sorted((meta.get("flake_rates") or {}).items()):
+        n, m = rate.get("flaky_samples", 0), rate.get("samples", 0)
+        lines.append(f"    flaky: {aid}, flake rate {n}/{m} ({percent(n / m if m else 0.0)})")
     if action == "rollback" and meta.get("rollback_to"):
         lines.append(f"    serves again the content of {str(meta['rollback_to'])[:12]}")
     if e.attempt and meta.get("reason"):

@@ -3,8 +3,10 @@
 A ``smart`` or ``command`` generation is stored under the SHA-256 of its *key*: the
 tier, the exact payload sent (the chat messages, or the request JSON on stdin), the
 model or program (with the hash of each program file it names), the call's
-parameters (temperature, seed, timeout) and the occurrence of that same key within
-the run (the suite's second attempt is a call of its own). Re-running the same plan
+parameters (temperature, seed, timeout), the sample index (``samples: k`` asks each
+answer ``k`` times, each sample in its own slot; the first keeps the key it had
+before sampling existed) and the occurrence of that same key within the run (the
+suite's second attempt is a call of its own). Re-running the same plan
 therefore replays every call, in order, without making one, and gives the same
 verdict; ``--no-cache`` makes every call again and refreshes the entries.
 
@@ -18,10 +20,13 @@ carries one, and the API key is not part of it.
 Layout: ``.dst/cache/<first two hex digits>/<sha256>.json``, each
 ``{"schema_version": 1, "tier": ..., "generation": {"sql", "declined", "usage"}}``.
 
-A run may be given a :class:`Budget` (``DST_MAX_CALLS``, ``DST_MAX_COST_USD``): once
-it is spent, every further call that the cache cannot answer is an error generation
-("generation budget spent"), so a CI gate fails closed instead of running up a bill.
-Cache hits cost nothing and are always served.
+A run may be given a :class:`Budget` (``DST_MAX_CALLS``, ``DST_MAX_COST_USD``, which
+bound the whole run; without them a lens's ``max_calls`` / ``max_cost_usd`` in
+``lens.yaml`` bound that lens's calls): once it is spent, every further call that the
+cache cannot answer is an error generation ("generation budget spent"), so a CI gate
+fails closed instead of running up a bill. Cache hits cost nothing and are always
+served. The gate estimates a run's calls before making any
+(:mod:`reconciler.generators.budget`) and stands down when they would not fit.
 """
 
 from __future__ import annotations
@@ -32,15 +37,22 @@ import os
 import tempfile
 import threading
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reconciler.errors import UsageError
 from reconciler.generators.generation import Generation
 
+if TYPE_CHECKING:
+    from reconciler.lens import Lens
+
 CACHE_SCHEMA_VERSION = 1
 ENV_MAX_CALLS = "DST_MAX_CALLS"
 ENV_MAX_COST = "DST_MAX_COST_USD"
+SAMPLE: ContextVar[int] = ContextVar("dst_generation_sample", default=1)
+"""The sample of the answer being generated (1-based), set by the suite per sample."""
 
 
 @dataclass
@@ -52,12 +64,43 @@ class Budget:
         max_cost_usd: USD allowed (as the tiers report ``cost_usd``), or ``None``.
         calls: calls made so far.
         cost_usd: USD reported so far.
+        names: how messages name the two limits (the variables, or lens.yaml's keys).
     """
 
     max_calls: int | None = None
     max_cost_usd: float | None = None
     calls: int = 0
     cost_usd: float = 0.0
+    names: tuple[str, str] = (ENV_MAX_CALLS, ENV_MAX_COST)
+
+    @property
+    def limited(self) -> bool:
+        """Either limit is set."""
+        return self.max_calls is not None or self.max_cost_usd is not None
+
+    @classmethod
+    def of_lens(cls, lens: Lens) -> Budget:
+        """``max_calls`` / ``max_cost_usd`` of ``lens.yaml`` (each ``None`` when unset)."""
+        cfg = lens.config
+        where = f"{lens.root}/lens.yaml"
+        return cls(
+            cfg.max_calls, cfg.max_cost_usd, names=(f"{where} max_calls", f"{where} max_cost_usd")
+        )
+
+    def fits(self, calls: int, cost_usd: float) -> str | None:
+        """Why ``calls`` more calls costing ``cost_usd`` would exceed it, else ``None``."""
+        if self.max_calls is not None and self.calls + calls > self.max_calls:
+            return (
+                f"the run needs an estimated {calls} uncached call(s), "
+                f"{self.max_calls - self.calls} left ({self.names[0]}={self.max_calls})"
+            )
+        if self.max_cost_usd is not None and self.cost_usd + cost_usd > self.max_cost_usd:
+            left = self.max_cost_usd - self.cost_usd
+            return (
+                f"the run needs an estimated ${cost_usd:g}, ${left:g} left "
+                f"({self.names[1]}={self.max_cost_usd:g})"
+            )
+        return None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Budget:
@@ -83,9 +126,9 @@ class Budget:
     def spent(self) -> str | None:
         """Why no further call may be made, or ``None`` while the budget lasts."""
         if self.max_calls is not None and self.calls >= self.max_calls:
-            return f"{self.calls} calls made ({ENV_MAX_CALLS}={self.max_calls})"
+            return f"{self.calls} calls made ({self.names[0]}={self.max_calls})"
         if self.max_cost_usd is not None and self.cost_usd >= self.max_cost_usd:
-            return f"${self.cost_usd:g} spent ({ENV_MAX_COST}={self.max_cost_usd:g})"
+            return f"${self.cost_usd:g} spent ({self.names[1]}={self.max_cost_usd:g})"
         return None
 
     def charge(self, generation: Generation) -> None:
@@ -128,18 +171,50 @@ class GenerationCache:
         self.budget = budget or Budget()
         self.hits = 0
         self._seen: dict[str, int] = {}
+        self._lens_budgets: dict[str, Budget] = {}
         self._lock = threading.Lock()
 
+    def budget_for(self, lens: Lens | None) -> Budget:
+        """The budget a call for ``lens`` spends: the run's when a variable sets one, else the
+        lens's own (``max_calls`` / ``max_cost_usd``, one per lens and run)."""
+        if lens is None or self.budget.limited:
+            return self.budget
+        with self._lock:
+            if lens.name not in self._lens_budgets:
+                self._lens_budgets[lens.name] = Budget.of_lens(lens)
+            return self._lens_budgets[lens.name]
+
+    @staticmethod
+    def _base(material: Mapping[str, object], sample: int) -> str:
+        return key_of(material if sample <= 1 else {**material, "sample": sample})
+
     def key(self, material: Mapping[str, object]) -> str:
-        """The entry key for the next call with ``material`` (its occurrence counted)."""
-        base = key_of(material)
+        """The entry key for the next call with ``material`` in the current :data:`SAMPLE`
+        (its occurrence counted)."""
+        base = self._base(material, SAMPLE.get())
         with self._lock:
             occurrence = self._seen.get(base, 0) + 1
             self._seen[base] = occurrence
         return key_of({"call": base, "occurrence": occurrence})
 
+    def peek(self, tier: str, material: Mapping[str, object]) -> Generation | None:
+        """What the next call with ``material`` in the current :data:`SAMPLE` would be served
+        from the cache, without counting it as a call or a hit; ``None`` when it would call."""
+        base = self._base(material, SAMPLE.get())
+        with self._lock:
+            occurrence = self._seen.get(base, 0) + 1
+        hits = self.hits
+        found = self.lookup(key_of({"call": base, "occurrence": occurrence}), tier)
+        with self._lock:
+            self.hits = hits
+        return found
+
     def through(
-        self, tier: str, material: Mapping[str, object], call: Callable[[], Generation]
+        self,
+        tier: str,
+        material: Mapping[str, object],
+        call: Callable[[], Generation],
+        lens: Lens | None = None,
     ) -> Generation:
         """The cached generation for ``material``; else ``call()`` within the budget, stored.
 
@@ -147,21 +222,23 @@ class GenerationCache:
             tier: ``smart`` or ``command``.
             material: the call's key material (module docstring).
             call: makes the call; it never raises (failures are error generations).
+            lens: the lens the call is for, whose own budget applies (:meth:`budget_for`).
         """
         key = self.key(material)
         found = self.lookup(key, tier)
         if found is not None:
             return found
+        budget = self.budget_for(lens)
         with self._lock:
-            why = self.budget.spent()
+            why = budget.spent()
             if why is None:
-                self.budget.calls += 1  # reserved now, so parallel answers cannot overspend
+                budget.calls += 1  # reserved now, so parallel answers cannot overspend
         if why is not None:
             return Generation(tier, None, f"generation budget spent: {why}", {}, error=True)
         generation = call()
         with self._lock:
-            self.budget.calls -= 1
-            self.budget.charge(generation)
+            budget.calls -= 1
+            budget.charge(generation)
         self.store(key, generation)
         return generation
 

@@ -17,8 +17,8 @@ looks like a secret's (``*KEY*``, ``*TOKEN*``, ``*SECRET*``, ``*PASS*``,
 ``*CREDENTIAL*``) and the user-info of any URL become ``***``.
 
 Every answer (SQL or decline) is cached (:mod:`reconciler.generators.cache`), keyed
-by the request JSON, the argv, the hash of each file the argv names, the timeout
-and the occurrence in the run.
+by the request JSON, the argv, the hash of each file the argv names, the timeout,
+the sample and the occurrence in the run.
 """
 
 from __future__ import annotations
@@ -145,7 +145,13 @@ class CommandGenerator:
         if self.cache is None:
             return self.run(lens, payload, hint)
         material = self.key_material(payload)
-        return self.cache.through("command", material, lambda: self.run(lens, payload, hint))
+        return self.cache.through("command", material, lambda: self.run(lens, payload, hint), lens)
+
+    def peek(self, lens: Lens, request: GenerationRequest) -> Generation | None:
+        """The cached answer the next call for ``request`` would get, else ``None`` (no call)."""
+        if self.cache is None:
+            return None
+        return self.cache.peek("command", self.key_material(request_json(lens, request, None)))
 
     def run(self, lens: Lens, payload: str, hint: str | None) -> Generation:
         """Run the program on ``payload`` and read its reply (module docstring)."""

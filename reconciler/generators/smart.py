@@ -25,8 +25,8 @@ in a record, a message or an error (the client's own errors are reduced to their
 class and status).
 
 Every answer (SQL or decline) is cached (:mod:`reconciler.generators.cache`), keyed
-by the exact messages, the base URL, the model, temperature and seed, and the
-occurrence in the run; a failed call is never cached.
+by the exact messages, the base URL, the model, temperature and seed, the sample
+and the occurrence in the run; a failed call is never cached.
 """
 
 from __future__ import annotations
@@ -127,7 +127,15 @@ class SmartGenerator:
         if self.cache is None:
             return self.complete(lens, messages, hint)
         material = self.key_material(messages)
-        return self.cache.through("smart", material, lambda: self.complete(lens, messages, hint))
+        return self.cache.through(
+            "smart", material, lambda: self.complete(lens, messages, hint), lens
+        )
+
+    def peek(self, lens: Lens, request: GenerationRequest) -> Generation | None:
+        """The cached answer the next call for ``request`` would get, else ``None`` (no call)."""
+        if self.cache is None:
+            return None
+        return self.cache.peek("smart", self.key_material(prompt(lens, request, None)))
 
     def key_material(self, messages: list[dict[str, str]]) -> dict[str, object]:
         """What the cache key of one call is made of (module docstring)."""

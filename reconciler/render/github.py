@@ -19,7 +19,7 @@ Rules taken from GitHub's documentation of workflow commands:
 
 JUnit decisions: one ``testsuite`` per lens, one ``testcase`` per answer that ran
 (gated and self-test) plus a ``gate`` case per lens that fails when the lens
-blocked, stood down or errored. A gated answer that is ``wrong``,
+blocked, stood down or errored. A gated answer that is ``wrong``, ``flaky``,
 ``inconclusive``, ``error`` or ``declined`` is a ``<failure>`` whatever the gate
 mode: JUnit reports outcomes, the exit code reports the policy, and ``declined``
 counts against the gate (DESIGN §5), so showing it as skipped would paint a
@@ -196,7 +196,7 @@ def score_line(score: Mapping[str, int] | None) -> str:
     )
     others = [
         f"{key} {score[key]}"
-        for key in ("declined", "error", "inconclusive", "unverified")
+        for key in ("flaky", "declined", "error", "inconclusive", "unverified")
         if score.get(key)
     ]
     return text + (" · " + ", ".join(others) if others else "")

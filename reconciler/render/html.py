@@ -40,7 +40,13 @@ ACTION_CLASS = {
     "failed": "bad",
     "error": "bad",
 }
-OUTCOME_CLASS = {"correct": "good", "wrong": "bad", "declined": "warn", "error": "bad"}
+OUTCOME_CLASS = {
+    "correct": "good",
+    "wrong": "bad",
+    "declined": "warn",
+    "error": "bad",
+    "flaky": "warn",
+}
 FOLD_ROWS = 8  # longer plan and all-green result tables start folded
 
 CSS = f"""

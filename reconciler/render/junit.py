@@ -1,7 +1,8 @@
 """JUnit XML for a run report (pure rendering; never decides the exit code).
 
 One ``<testsuite>`` per lens, one ``<testcase>`` per scored answer; a wrong,
-declined, error or inconclusive outcome is a ``<failure>`` whose text holds both
+flaky, declined, error or inconclusive outcome is a ``<failure>`` (its ``type`` the
+outcome) whose text holds both
 executed results; an unreached answer (declined, never reproduced) is
 ``<skipped>``. XML 1.0 cannot carry every character, so text is passed through
 :data:`_XML_INVALID` first (invalid code points become U+FFFD).

@@ -39,7 +39,7 @@ def _score(counts: Mapping[str, int] | None) -> dict[str, int] | None:
     if counts is None:
         return None
     out = {k: int(counts.get(k, 0)) for k in _PUBLIC_SCORE}
-    for extra in ("inconclusive", "unverified"):
+    for extra in ("inconclusive", "unverified", "flaky"):
         out[extra] = int(counts.get(extra, 0))
     return out
 
@@ -120,6 +120,8 @@ def _fmt_score(s: Mapping[str, int] | None) -> str:
         f"({wrong}), declined {s.get('declined', 0)}, error "
         f"{s.get('error', 0) + s.get('inconclusive', 0)}"
     )
+    if s.get("flaky"):
+        text += f", flaky {s['flaky']}"
     if s.get("unverified"):
         text += f", unverified {s['unverified']}"
     return text
