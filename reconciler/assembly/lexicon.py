@@ -74,17 +74,21 @@ def lexicon(
     facts their name and synonyms, alone and prefixed by their model's name
     (``product category``); dimension values come from ``sample_values`` and from
     ``values`` (``{(model, dimension): distinct values}``); a BOOLEAN dimension
-    named ``is_<word>`` or ``is<word>`` contributes ``<word>`` as a flag. Phrases
-    made only of stopwords, and values made only of digits, are left out: they
-    would match ordinary words and years.
+    named ``is_<word>`` or ``is<word>`` contributes ``<word>`` as a flag. Values
+    made only of stopwords or digits are left out: they would match ordinary words
+    and years. A name or synonym the lens declares is kept even when it is a
+    stopword (a ``make`` dimension).
     """
     found: dict[tuple[str, ...], dict[Target, None]] = {}
 
     def add(text: str, target: Target) -> None:
         key = tokenize(text)
-        if not key or all(t in STOPWORDS for t in key):
+        if not key:
             return
-        if target.kind == "value" and all(t.isdigit() for t in key):
+        # A value spelled only with stopwords or digits ("All", "2024") would match
+        # ordinary words and years; a name the lens gave a column or metric ("make")
+        # is that column, stopword or not.
+        if target.kind == "value" and all(t in STOPWORDS or t.isdigit() for t in key):
             return
         found.setdefault(key, {})[target] = None
 

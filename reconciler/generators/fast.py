@@ -77,6 +77,7 @@ from reconciler.assembly.retrieval import Mention, Retrieval, counted_model, ret
 from reconciler.assembly.text import normalize
 from reconciler.generators.bounds import Bound, split_bounds
 from reconciler.generators.compiler import Declined, Measure, Plan, one_path, render
+from reconciler.generators.doubts import check_doubts
 from reconciler.generators.generation import DimensionValues, Generation
 from reconciler.generators.grammar import Reading, phrase_of, plural, read_grammar
 from reconciler.generators.listing import ranked_rows
@@ -171,6 +172,7 @@ def parse(
     _check_terms(lens, found.tokens)
     reading = read_grammar(lens, found)
     measures = select_measures(lens, found, reading, allowed_metrics)
+    check_doubts(lens, found, reading, measures)
     if reading.unknown:
         listed = ", ".join(repr(w) for w in reading.unknown)
         raise Declined(f"unrecognised words: {listed}")
@@ -290,7 +292,7 @@ def _value_filters(
     only qualify a value.
 
     A dimension phrase right next to a value of that dimension ("the West region",
-    "segment Enterprise"), or one that is also the name of the value's model
+    "segment Enterprise", "the city of Paris"), or one that is also the name of the value's model
     ("Enterprise customers"), qualifies the value instead of asking for a breakdown.
     """
     nouns = model_nouns(lens)
@@ -299,7 +301,9 @@ def _value_filters(
     for v in (m for m in found.mentions if m.kind == "value"):
         targets = v.targets
         for d in dims:
-            if d.end == v.start or d.start == v.end:
+            # "the West region", "segment Enterprise", "the city of San Francisco"
+            of = found.tokens[d.end : v.start] == ("of",)
+            if d.end == v.start or d.start == v.end or of:
                 named = {(t.model, t.name) for t in d.targets}
                 noun = nouns.get(found.tokens[d.start : d.end])
                 narrowed = tuple(t for t in targets if (t.model, t.name) in named) or tuple(
