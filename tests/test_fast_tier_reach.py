@@ -16,6 +16,9 @@ import duckdb
 import pytest
 import yaml
 
+from reconciler.assets import lens_assets
+from reconciler.errors import LensLoadError
+from reconciler.ids import AssetId
 from reconciler.lens import Lens, load_lens
 from tests.helpers import FIXTURES
 from tests.helpers.grammar import ask, dimension_values, same_rows
@@ -24,8 +27,10 @@ DATA: dict[str, Any] = yaml.safe_load((FIXTURES / "fast_tier_reach.yaml").read_t
 CASES: list[dict[str, Any]] = DATA["cases"]
 
 
-def _lens(name: str) -> Lens:
+def _lens(name: str, lens_yaml: str | None = None) -> Lens:
     files = {path: text.encode() for path, text in DATA["lenses"][name]["files"].items()}
+    if lens_yaml is not None:
+        files["lens.yaml"] = lens_yaml.encode()
     return load_lens(name, files)
 
 
@@ -74,3 +79,31 @@ def test_reach_case(warehouses: dict[str, Path], case: dict[str, Any]) -> None:
             assert same_rows(rows, expected), f"{result.sql}\n{rows} != {expected}"
     finally:
         con.close()
+
+
+def _lens_hash(lens: Lens) -> str:
+    return lens_assets(lens)[AssetId(f"lens/{lens.name}")].hash
+
+
+def test_vocabulary_is_part_of_the_generation_part() -> None:
+    plain = _lens("dealer", "name: dealer\n")
+    empty = _lens("dealer", "name: dealer\nvocabulary: {}\n")
+    edited = _lens("dealer", "name: dealer\nvocabulary: {brand: make, marque: make}\n")
+    assert _lens_hash(empty) == _lens_hash(plain)  # left out while empty: no rehash
+    assert _lens_hash(edited) != _lens_hash(_lens("dealer"))  # editing it makes answers stale
+
+
+@pytest.mark.parametrize(
+    ("vocabulary", "message"),
+    [
+        ("{brand: colour}", "'brand' maps to 'colour', which names no model"),
+        ("{brand: 'a;b'}", "map it to a model, metric"),
+        ("{make: make}", "'make' maps to itself"),
+        ("{'brand;': make}", "vocabulary"),
+    ],
+)
+def test_vocabulary_errors_name_the_line(vocabulary: str, message: str) -> None:
+    with pytest.raises(LensLoadError) as caught:
+        _lens("dealer", f"name: dealer\nvocabulary: {vocabulary}\n")
+    assert message in str(caught.value)
+    assert "lens.yaml:2" in str(caught.value)
