@@ -342,7 +342,7 @@ def _check_references(lens: Lens, files: Mapping[str, bytes]) -> None:
             raise LensLoadError(
                 d.path,
                 f"vocabulary: {word!r} maps to {term!r}, which names no model, metric, "
-                f"dimension or fact of the lens",
+                f"dimension, fact or sample value of the lens",
                 line=d.line_of(("vocabulary", word)),
                 fix='map it to a name or synonym the lens declares, or to "" for a word '
                 "that adds nothing",
@@ -382,14 +382,15 @@ def _term_key(text: str) -> tuple[str, ...]:
 
 
 def _terms(lens: Lens) -> set[tuple[str, ...]]:
-    """Every phrase a vocabulary entry may map to (see :func:`_term_key`)."""
+    """Every phrase a vocabulary entry may map to (see :func:`_term_key`): a lens
+    phrase, or a dimension's sample value ("california" → the stored "CA")."""
     texts: list[str] = []
     for metric in lens.metrics.values():
         texts += [metric.name, metric.label or "", *metric.synonyms]
     for model in lens.models.values():
         texts += [model.name, model.table.split(".")[-1]]
         for col in model.columns():
-            texts += [col.name, *col.synonyms, f"{model.name} {col.name}"]
+            texts += [col.name, *col.synonyms, f"{model.name} {col.name}", *col.sample_values]
     return {_term_key(t) for t in texts}
 
 
