@@ -39,7 +39,8 @@ answer is worse than no answer. A question is read as
 * an optional closing ordering phrase (:mod:`reconciler.generators.ordering`):
   ``ordered by …``, ``sorted by … descending``, ``in ascending order``;
 * or, alone, a ranking of rows by a raw column of the noun's model: ``top 3
-  products by price`` (:mod:`reconciler.generators.listing`);
+  products by price``, or a listing of a model's columns: ``the names and prices
+  of the products in Toys, ordered alphabetically`` (:mod:`reconciler.generators.listing`);
 * an optional ranking: ``top 5 …``, ``which 3 … lowest …``, ``bottom 2 …``, and
   ``Who has the highest …?``: an opening "who" ranks the one *person* dimension
   (a name or synonym ending in ``rep``, ``owner``, ``employee`` …; see
@@ -80,7 +81,7 @@ from reconciler.generators.compiler import Declined, Measure, Plan, one_path, re
 from reconciler.generators.doubts import check_doubts
 from reconciler.generators.generation import DimensionValues, Generation
 from reconciler.generators.grammar import Reading, phrase_of, plural, read_grammar
-from reconciler.generators.listing import ranked_rows
+from reconciler.generators.listing import listed_rows, ranked_rows
 from reconciler.generators.measures import check_extras, select_measures
 from reconciler.generators.ordering import order_plan, split_ordering
 from reconciler.generators.periods import RANGE, shift, spell_to_date
@@ -568,6 +569,7 @@ def compile_request(lens: Lens, request: GenerationRequest, values: DimensionVal
         found = retrieve(lens, request.question, values)
         _check_terms(lens, found.tokens)
         listed = ranked_rows(lens, found, read_grammar(lens, found))
+        listed = listed or listed_rows(lens, request.question, values)
         if listed is not None:
             return Generation(TIER, listed)
         plan = parse(lens, request.question, values, allowed_metrics=request.metrics)
