@@ -253,8 +253,6 @@ def _read_listing(lens: Lens, found: Retrieval, reading: Reading) -> _Listing | 
     )
     if any(extras) or len(reading.noun_at) > 1 or found.tokens[:1] not in {(w,) for w in _STARTS}:
         return None
-    if _BREAKDOWN_WORDS & set(found.tokens):
-        return None
     if any(m.kind in ("metric", "flag") for m in found.mentions):
         return None
     listing = _Listing()
@@ -271,6 +269,8 @@ def _read_listing(lens: Lens, found: Retrieval, reading: Reading) -> _Listing | 
     starts = {m.start: m for m in found.mentions}
     values = [m for m in found.mentions if m.kind == "value"]
     qualifiers = {id(d) for v in values for d in found.mentions if _qualifies(found, d, v)}
+    if _breaks_down(found, reading, qualifiers):
+        return None
     asked: list[Mention | int] = []  # column mentions, or the index of a name/id word
     i = 0
     while i < len(toks):
@@ -296,6 +296,25 @@ def _read_listing(lens: Lens, found: Retrieval, reading: Reading) -> _Listing | 
     if not asked:
         return None
     return _resolve_listing(lens, found, listing, asked, values)
+
+
+def _breaks_down(found: Retrieval, reading: Reading, qualifiers: set[int]) -> bool:
+    """Whether a breakdown word ("by", "each" …) introduces a column or a model noun
+    ("probability by stage"), not a value ("offered by the department of Physics")."""
+    starts = {m.start: m for m in found.mentions}
+    toks = found.tokens
+    for i, t in enumerate(toks):
+        if t not in _BREAKDOWN_WORDS:
+            continue
+        k = i + 1
+        while k < len(toks) and toks[k] == "the":
+            k += 1
+        after = starts.get(k)
+        if k in reading.noun_at or (
+            after is not None and id(after) not in qualifiers and after.kind != "value"
+        ):
+            return True
+    return False
 
 
 def _qualifies(found: Retrieval, dimension: Mention, value: Mention) -> bool:
