@@ -1,4 +1,8 @@
-"""Rankings of rows by a raw column: "top 3 products by price" (pure).
+"""Rows of one model, not aggregates: rankings and listings (pure).
+
+:func:`listed_rows` reads listing questions ("the names and prices of the products
+in Toys", "the title of the publication with the highest citations");
+:func:`ranked_rows` reads rankings of rows by a raw column, "top 3 products by price".
 
 A question of the shape ``top|bottom [n] <model noun> by <fact>`` — the ranking
 word, an optional count, a noun naming a model, ``by`` and one fact *of that same
@@ -7,7 +11,8 @@ model*, nothing else — lists the model's rows, not an aggregate:
     SELECT <label>, <fact> FROM <table> ORDER BY <fact> DESC NULLS LAST, <label> LIMIT n
 
 The label is the model's one dimension that names its rows: named like the noun
-(``product`` for ``products``), ``<noun>_name`` or ``name``, or carrying the noun
+(``product`` for ``products``), ``<noun>_name``, ``name``, ``<noun>_title`` or
+``title``, or carrying the noun
 as a synonym; a model with none or several declines ("which column names a
 product?"). A plural noun needs its count ("top products by price" declines, as
 any ranking does). Any other word — a metric, an aggregation word, a period, a
@@ -24,7 +29,7 @@ import sqlglot
 from sqlglot import exp
 
 from reconciler.assembly.lexicon import model_nouns
-from reconciler.assembly.retrieval import Mention, Retrieval, retrieve
+from reconciler.assembly.retrieval import Mention, Retrieval, counted_model, retrieve
 from reconciler.assembly.text import STOPWORDS, tokenize
 from reconciler.generators.compiler import Declined
 from reconciler.generators.generation import DimensionValues
@@ -133,7 +138,7 @@ def _shape(
 
 def _label(model: Model, noun: tuple[str, ...], phrase: str) -> Column:
     """The one dimension of ``model`` that names its rows (module docstring)."""
-    names = {noun, (*noun, "name"), ("name",)}
+    names = {noun, (*noun, "name"), ("name",), (*noun, "title"), ("title",)}
     labels = [
         c
         for c in model.dimensions
@@ -177,6 +182,9 @@ class _Listing:
     filters: list[tuple[Column, str]] = field(default_factory=list)
     distinct: bool = False
     plural: bool = False
+    rank_at: int | None = None  # the ranking word ("top", "highest"), if any
+    rank_key: Mention | None = None  # the column it ranks by
+    rank_column: tuple[str, str] | None = None  # (alias, SQL) of that column
 
 
 def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | None:
@@ -190,14 +198,18 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
 
         SELECT [DISTINCT] <columns> FROM <table> [WHERE …] [ORDER BY …]
 
-    Every other word must be a stopword, or an opener (``return``, ``provide`` …)
-    at the start; a metric, an aggregation word, a period, a ranking or a word left
-    over means another shape (``None``).
+    A ranking word with a column after the noun ("… with the highest price", "top 3
+    … in terms of price") orders by that column and keeps ``n`` rows (1 for a
+    singular noun); asked for no columns, it lists the label and that column. Every
+    other word must be a stopword, or an opener (``return``, ``provide`` …) at the
+    start; a metric, an aggregation word, a period or a word left over means another
+    shape (``None``).
 
     Raises:
         Declined: the shape, but a singular noun ("the name of the product": one
             product, or all?), a column of another model, a filter value of
-            several columns, or an ordering key that is not one column.
+            several columns, an ordering key that is not one column, a plural
+            ranking with no count, or an ordering phrase against the ranking.
     """
     rest = _IN_DATABASE.sub("", question)
     alphabetical = _ALPHABETICAL.search(rest)
@@ -209,8 +221,7 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
     listing = _read_listing(lens, found, reading)
     if listing is None or listing.model is None:
         return None
-    if not listing.plural:
-        raise Declined("a listing of one row or of all of them? Say 'the names of the …s'")
+    limit = _limit(listing, reading, ordering, bool(alphabetical))
     model = listing.model
     dialect = lens.config.dialect
     query = exp.select(
@@ -225,6 +236,15 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
             )
         )
     key = _order_key(lens, model, listing, ordering, bool(alphabetical), values)
+    if listing.rank_column is not None:
+        ranked = listing.rank_column[1], next(iter(reading.directions))
+        if (
+            key is not None
+            and ordering is not None
+            and (key[0] != ranked[0] or (ordering.descending not in (None, ranked[1])))
+        ):
+            raise Declined("a ranking with an ordering phrase that sorts otherwise")
+        key = ranked
     if key is not None:
         sql, descending = key
         query = query.order_by(
@@ -232,11 +252,33 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
                 this=sqlglot.parse_one(sql, read=dialect), desc=descending, nulls_first=False
             )
         )
+    if limit is not None:
+        query = query.limit(limit)
     return query.sql(dialect=dialect, pretty=True)
 
 
-def _read_listing(lens: Lens, found: Retrieval, reading: Reading) -> _Listing | None:
-    """The parts of a listing question (see :func:`listed_rows`), or ``None``."""
+def _limit(
+    listing: _Listing, reading: Reading, ordering: Ordering | None, alphabetical: bool
+) -> int | None:
+    """The LIMIT of a ranked listing (``None``: every row)."""
+    if listing.rank_column is None:
+        if not listing.plural:
+            raise Declined("a listing of one row or of all of them? Say 'the names of the …s'")
+        return None
+    if alphabetical:
+        raise Declined("a ranking ordered alphabetically: the ranking fixes its own order")
+    if reading.numbers:
+        if reading.numbers[0] < 1:
+            raise Declined("a ranking of zero rows")
+        return reading.numbers[0]
+    if listing.plural:
+        raise Declined("a top/bottom ranking without a count")
+    return 1
+
+
+def _may_list(lens: Lens, found: Retrieval, reading: Reading) -> bool:
+    """Whether the question may be a listing: it opens like one, and the grammar read
+    no period, aggregation, share, change, metric, flag or count in it."""
     extras = (
         reading.periods,
         reading.all_time,
@@ -246,14 +288,21 @@ def _read_listing(lens: Lens, found: Retrieval, reading: Reading) -> _Listing | 
         reading.change,
         reading.ties,
         reading.grains,
-        reading.directions,
-        reading.numbers,
         reading.aggregates,
         reading.who,
     )
     if any(extras) or len(reading.noun_at) > 1 or found.tokens[:1] not in {(w,) for w in _STARTS}:
-        return None
+        return False
+    if len(reading.directions) > 1 or len(reading.numbers) > 1:
+        return False
     if any(m.kind in ("metric", "flag") for m in found.mentions):
+        return False
+    return counted_model(lens, found) is None  # "the most customers" is a count
+
+
+def _read_listing(lens: Lens, found: Retrieval, reading: Reading) -> _Listing | None:
+    """The parts of a listing question (see :func:`listed_rows`), or ``None``."""
+    if not _may_list(lens, found, reading):
         return None
     listing = _Listing()
     toks = found.tokens
@@ -277,25 +326,50 @@ def _read_listing(lens: Lens, found: Retrieval, reading: Reading) -> _Listing | 
         mention = starts.get(i)
         if mention is not None:
             if mention.kind != "value" and id(mention) not in qualifiers:
-                if listing.noun is not None and i > listing.noun[0]:
+                if (
+                    listing.rank_at is not None
+                    and listing.rank_key is None
+                    and i > max(listing.rank_at, listing.noun[0] if listing.noun else -1)
+                ):
+                    listing.rank_key = mention  # "… with the highest <fact>"
+                elif listing.noun is not None and i > listing.noun[0]:
                     return None  # a column after the noun: not a plain listing
-                asked.append(mention)
+                else:
+                    asked.append(mention)
             i = mention.end
             continue
         if listing.noun is not None and listing.noun[0] <= i < listing.noun[1]:
             i = listing.noun[1]
             continue
-        t = toks[i]
-        if t in _DISTINCT:
-            listing.distinct = True
-        elif t in _LABELS | _KEYS and (listing.noun is None or i < listing.noun[0]):
-            asked.append(i)
-        elif not (t in STOPWORDS or (t in _OPENERS and all(k in STOPWORDS for k in toks[:i]))):
+        if not _free_word(listing, found, reading, i, asked):
             return None
         i += 1
-    if not asked:
+    if reading.directions and listing.rank_key is None:
+        return None
+    if not asked and (listing.rank_key is None or listing.noun is None):
         return None
     return _resolve_listing(lens, found, listing, asked, values)
+
+
+def _free_word(
+    listing: _Listing, found: Retrieval, reading: Reading, i: int, asked: list[Mention | int]
+) -> bool:
+    """Read the token at ``i`` outside lens phrases into ``listing`` (``False``: a word
+    no listing holds)."""
+    toks, t = found.tokens, found.tokens[i]
+    if t in _DISTINCT:
+        listing.distinct = True
+    elif t in DESCENDING | ASCENDING:
+        listing.rank_at = i  # the last ranking word: its column follows it
+    elif (t.isdigit() or t in NUMBER_WORDS) and reading.directions:
+        pass  # the ranking's count
+    elif t == "term" and toks[i - 1 : i] == ("in",) and toks[i + 1 : i + 2] == ("of",):
+        pass  # "in terms of <column>"
+    elif t in _LABELS | _KEYS and (listing.noun is None or i < listing.noun[0]):
+        asked.append(i)
+    else:
+        return t in STOPWORDS or (t in _OPENERS and all(k in STOPWORDS for k in toks[:i]))
+    return True
 
 
 def _breaks_down(found: Retrieval, reading: Reading, qualifiers: set[int]) -> bool:
@@ -350,21 +424,14 @@ def _resolve_listing(
         if isinstance(item, int):
             listing.columns.append(_word_column(model, found, listing, item))
             continue
-        phrase = " ".join(found.words[item.start : item.end])
-        col = next(
-            (
-                c
-                for t in item.targets
-                if t.model == model.name
-                for c in model.columns()
-                if c.name == t.name
-            ),
-            None,
-        )
-        if col is None:
-            raise Declined(f"{phrase!r} is not a column of model {model.name!r}")
-        if (col.name, col.sql) not in listing.columns:
-            listing.columns.append((col.name, col.sql))
+        column = _mention_column(model, found, item)
+        if column not in listing.columns:
+            listing.columns.append(column)
+    if listing.rank_key is not None:
+        listing.rank_column = _mention_column(model, found, listing.rank_key)
+        if not listing.columns:  # "the top 3 products with the highest price"
+            label = _word_column(model, found, listing, -1)
+            listing.columns = [label, listing.rank_column]
     for v in values:
         places = {(t.name, t.value) for t in v.targets if t.model == model.name}
         phrase = " ".join(found.words[v.start : v.end])
@@ -379,9 +446,28 @@ def _resolve_listing(
     return listing
 
 
+def _mention_column(model: Model, found: Retrieval, mention: Mention) -> tuple[str, str]:
+    """``(alias, SQL)`` of the column of ``model`` that ``mention`` names."""
+    col = next(
+        (
+            c
+            for t in mention.targets
+            if t.model == model.name
+            for c in model.columns()
+            if c.name == t.name
+        ),
+        None,
+    )
+    if col is None:
+        phrase = " ".join(found.words[mention.start : mention.end])
+        raise Declined(f"{phrase!r} is not a column of model {model.name!r}")
+    return col.name, col.sql
+
+
 def _word_column(model: Model, found: Retrieval, listing: _Listing, at: int) -> tuple[str, str]:
-    """The column a bare ``name``/``title`` (the label) or ``id`` (the key) word asks for."""
-    if found.tokens[at] in _KEYS:
+    """The column a bare ``name``/``title`` (the label; also ``at`` -1) or ``id`` (the
+    key) word asks for."""
+    if at >= 0 and found.tokens[at] in _KEYS:
         if len(model.primary_key) != 1:
             raise Declined(f"which column is the id of model {model.name!r}?")
         return model.primary_key[0], model.primary_key[0]
