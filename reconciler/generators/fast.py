@@ -78,7 +78,7 @@ from reconciler.assembly.retrieval import Mention, Retrieval, counted_model, ret
 from reconciler.assembly.text import normalize
 from reconciler.generators.bounds import Bound, split_bounds
 from reconciler.generators.compiler import Declined, Measure, Plan, one_path, render
-from reconciler.generators.doubts import check_doubts
+from reconciler.generators.doubts import check_doubts, entity_breakdowns
 from reconciler.generators.generation import DimensionValues, Generation
 from reconciler.generators.grammar import Reading, phrase_of, plural, read_grammar
 from reconciler.generators.listing import listed_rows, ranked_rows
@@ -256,6 +256,7 @@ def _plan(
     ]
     split = _breakdowns(lens, found, base, asked)
     breakdowns, plural_breakdown = split.places, split.plural
+    breakdowns += [p for p in entity_breakdowns(lens, found, reading) if p not in breakdowns]
     if reading.who:
         breakdowns = [_who(lens, base, breakdowns, reading)]
         plural_breakdown = plural_breakdown or reading.who_plural
