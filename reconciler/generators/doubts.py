@@ -5,7 +5,8 @@
   (:func:`entity_breakdowns`); a model without a one-column key declared as a
   dimension declines rather than dropping the breakdown. ``by`` before a plural
   noun with more words after it is the agent of a verb ("cited by publications in
-  each year"), not a breakdown;
+  each year"), not a breakdown; ``per`` before a model noun declines ("revenue per
+  customer": one row per customer, or the ratio?);
 * an average on one model said to be *of* another model's rows — ``average rating
   of businesses`` when ratings are rows of ``reviews`` — is either the mean over the
   reviews or the mean of each business's own mean; the two differ, so it declines.
@@ -57,7 +58,8 @@ def entity_breakdowns(lens: Lens, found: Retrieval, reading: Reading) -> list[tu
     ("for each author", "by student"), in question order.
 
     Raises:
-        Declined: the model has no one-column primary key declared as a dimension.
+        Declined: the model has no one-column primary key declared as a dimension, or
+            the noun follows ``per``.
     """
     toks = found.tokens
     out: list[tuple[str, str]] = []
@@ -74,6 +76,11 @@ def entity_breakdowns(lens: Lens, found: Retrieval, reading: Reading) -> list[tu
         )
         if toks[k] == "by" and found.words[end - 1] != toks[end - 1] and end < len(toks):
             continue  # "cited by publications in each year": the agent, not a breakdown
+        if toks[k] == "per":
+            raise Declined(
+                f"'per {found.words[at]}': one row per {model} row, or an average over "
+                f"{model} (a ratio)? Say 'for each {found.words[at]}' or 'divided by'"
+            )
         key = lens.models[model].primary_key
         dims = {c.name for c in lens.models[model].dimensions}
         if len(key) != 1 or key[0] not in dims:
