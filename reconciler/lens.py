@@ -14,6 +14,7 @@ here): an unknown key, a wrong type or an unquoted ``NO`` is a
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -343,6 +344,18 @@ def _check_references(lens: Lens, files: Mapping[str, bytes]) -> None:
         raise LensLoadError(d.path, message, line=d.line_of(at), fix=fix)
 
     known = ", ".join(sorted(lens.models)) or "none"
+    terms = _terms(lens)
+    for word, term in lens.config.vocabulary.items():
+        if term and _term_key(term) not in terms:
+            d = load_yaml(f"{lens.root}/lens.yaml", files["lens.yaml"])
+            raise LensLoadError(
+                d.path,
+                f"vocabulary: {word!r} maps to {term!r}, which names no model, metric, "
+                f"dimension, fact or sample value of the lens",
+                line=d.line_of(("vocabulary", word)),
+                fix='map it to a name or synonym the lens declares, or to "" for a word '
+                "that adds nothing",
+            )
     for metric in lens.metrics.values():
         if metric.model not in lens.models:
             fail(
@@ -369,6 +382,25 @@ def _check_references(lens: Lens, files: Mapping[str, bytes]) -> None:
                     f"model {model.name!r} joins unknown model {join.to!r}",
                     f"use one of the lens's models ({known})",
                 )
+
+
+def _term_key(text: str) -> tuple[str, ...]:
+    """Words of ``text`` for the vocabulary check: lowercase, a plural ``s`` dropped."""
+    said = (w for w in re.split(r"[\W_]+", text.lower()) if w)
+    return tuple(w[:-1] if len(w) > 3 and w.endswith("s") else w for w in said)
+
+
+def _terms(lens: Lens) -> set[tuple[str, ...]]:
+    """Every phrase a vocabulary entry may map to (see :func:`_term_key`): a lens
+    phrase, or a dimension's sample value ("california" → the stored "CA")."""
+    texts: list[str] = []
+    for metric in lens.metrics.values():
+        texts += [metric.name, metric.label or "", *metric.synonyms]
+    for model in lens.models.values():
+        texts += [model.name, model.table.split(".")[-1]]
+        for col in model.columns():
+            texts += [col.name, *col.synonyms, f"{model.name} {col.name}", *col.sample_values]
+    return {_term_key(t) for t in texts}
 
 
 __all__ = [

@@ -23,6 +23,8 @@ MAX_ROW_CAP = 1000
 LENS_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 _NAME_RE = r"^[A-Za-z_][A-Za-z0-9_]*$"
 _DATE_RE = r"^\d{4}-\d{2}-\d{2}$"
+# Words of a question: letters and digits, single spaces or hyphens between words.
+_WORDS_RE = r"^[A-Za-z0-9]+([ -][A-Za-z0-9]+)*$"
 # A physical table: an identifier with up to two qualifiers (catalog.schema.table).
 _TABLE_RE = r"^[A-Za-z_][A-Za-z0-9_$]*(\.[A-Za-z_][A-Za-z0-9_$]*){0,2}$"
 # A SQLAlchemy URL: dialect[+driver]://…
@@ -190,7 +192,10 @@ class LensConfig(Strict):
     the ``lens/<name>`` asset, so editing ``description`` or ``eval_gate`` makes
     nothing stale. ``strict_declines`` is gate policy like ``eval_gate`` (it never
     feeds generation), so it stays out of the asset too: with it, every declined
-    stale answer blocks, reached before or not (DESIGN §5).
+    stale answer blocks, reached before or not (DESIGN §5). ``vocabulary`` maps the
+    domain's own words ("sells", "published") to the lens terms they mean in a
+    question ("products", "papers"), or to ``""`` for a word that adds nothing; it
+    feeds generation, and stays out of the canonical form while empty.
 
     ``samples`` (1–10, default 1), ``flaky`` (``block`` / ``warn``), ``max_calls`` and
     ``max_cost_usd`` are verification policy too, outside the asset: ``samples: k``
@@ -219,6 +224,8 @@ class LensConfig(Strict):
     clarify: tuple[ClarifyTerm, ...] = ()
     allow_functions: tuple[Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_]*$")], ...] = ()
     seeds_from: tuple[Annotated[str, Field(pattern=LENS_NAME_RE.pattern)], ...] = ()  # DESIGN §2
+    # {domain word or phrase: lens term it means, or "" for a word that adds nothing}
+    vocabulary: dict[Annotated[str, Field(pattern=_WORDS_RE)], str] = {}
 
     generation_fields: ClassVar[tuple[str, ...]] = (
         "dialect",
@@ -229,6 +236,7 @@ class LensConfig(Strict):
         "clarify",
         "allow_functions",
         "seeds_from",
+        "vocabulary",
     )
 
     @field_validator("dialect")
@@ -253,6 +261,24 @@ class LensConfig(Strict):
                 raise ValueError(f"{value!r} is not a calendar date") from None
         return value
 
+    @field_validator("vocabulary")
+    @classmethod
+    def _plain_vocabulary(cls, value: dict[str, str]) -> dict[str, str]:
+        seen: dict[str, str] = {}
+        for word, term in value.items():
+            if term and not re.fullmatch(_WORDS_RE, term):
+                raise ValueError(
+                    f"vocabulary: {word!r} maps to {term!r}; map it to a model, metric, "
+                    f'dimension or fact phrase of the lens, or to "" (a word that adds nothing)'
+                )
+            if term.lower() == word.lower():
+                raise ValueError(f"vocabulary: {word!r} maps to itself")
+            key = word.lower()
+            if key in seen:
+                raise ValueError(f"vocabulary: {word!r} and {seen[key]!r} are the same word")
+            seen[key] = word
+        return value
+
     def generation_part(self) -> dict[str, object]:
         """The fields that feed generation, as plain JSON-ready data."""
         dumped = self.model_dump(mode="json")
@@ -261,7 +287,8 @@ class LensConfig(Strict):
         part["generator"] = {k: v for k, v in gen.items() if _UNSTAMPED.get(k, ...) != v}
         # A setting added after hashes were stamped stays out of the canonical form at
         # its default, so upgrading dst makes nothing stale (DESIGN §2: no silent rehash).
-        return {k: v for k, v in part.items() if v or k not in ("allow_functions", "seeds_from")}
+        late = ("allow_functions", "seeds_from", "vocabulary")
+        return {k: v for k, v in part.items() if v or k not in late}
 
 
 class Column(Strict):

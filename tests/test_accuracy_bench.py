@@ -1,8 +1,8 @@
 """The accuracy benchmark on real questions, in the default suite (defog + Cortex).
 
 What must always hold: every question is scored, no unanswerable (``idk.csv``)
-question and no Cortex verified query is answered wrong, the defog questions are
-answered wrong at most 1 % of the time with the hand-written lenses, and the
+question and no Cortex verified query is answered wrong, no defog question is
+answered wrong with the hand-written lenses (the measured figure: 0 of 200), and the
 benchmark runs on any folder shaped like the corpora (missing pieces reported,
 never a crash). The hand-written lenses are checked against the data: every
 table exists and every declared primary key is unique.
@@ -69,8 +69,7 @@ def test_defog_with_hand_written_lenses_is_scored_and_never_wrong_on_idk(
     questions, idk = totals["questions"], totals["idk"]
     wrong = [e for s in report.scores for e in s.wrong_examples]
     assert idk["wrong"] == 0, wrong
-    scored = questions["correct"] + questions["wrong"] + questions["declined"]
-    assert questions["wrong"] <= 0.01 * scored, wrong
+    assert questions["wrong"] == 0, wrong
     assert questions["correct"] > 0
     for line in render(report, 0.0):
         if line.startswith("overall"):

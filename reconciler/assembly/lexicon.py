@@ -17,7 +17,7 @@ from types import MappingProxyType
 from typing import Literal
 
 from reconciler.assembly import memo as lensmemo
-from reconciler.assembly.text import STOPWORDS, stems, tokenize
+from reconciler.assembly.text import DOMAIN_STOPWORDS, STOPWORDS, stems, tokenize
 from reconciler.lens import Column, Lens
 
 # {(model name, dimension name): distinct values seen in the warehouse}, read by the
@@ -74,17 +74,21 @@ def lexicon(
     facts their name and synonyms, alone and prefixed by their model's name
     (``product category``); dimension values come from ``sample_values`` and from
     ``values`` (``{(model, dimension): distinct values}``); a BOOLEAN dimension
-    named ``is_<word>`` or ``is<word>`` contributes ``<word>`` as a flag. Phrases
-    made only of stopwords, and values made only of digits, are left out: they
-    would match ordinary words and years.
+    named ``is_<word>`` or ``is<word>`` contributes ``<word>`` as a flag. Values
+    made only of stopwords or digits, and phrases made only of grammar stopwords
+    ("how", "by"), are left out: they would match ordinary words and years. A name
+    or synonym that is a domain stopword (a ``make`` dimension) is kept.
     """
     found: dict[tuple[str, ...], dict[Target, None]] = {}
 
     def add(text: str, target: Target) -> None:
         key = tokenize(text)
-        if not key or all(t in STOPWORDS for t in key):
+        # Grammar words ("how", "by") would match every question; a value spelled only
+        # with stopwords or digits ("All", "2024") ordinary words and years. A column or
+        # metric named by a domain stopword ("make" of a car) keeps its name.
+        if not key or all(t in STOPWORDS - DOMAIN_STOPWORDS for t in key):
             return
-        if target.kind == "value" and all(t.isdigit() for t in key):
+        if target.kind == "value" and all(t in STOPWORDS or t.isdigit() for t in key):
             return
         found.setdefault(key, {})[target] = None
 

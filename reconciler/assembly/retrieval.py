@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import sqlglot
 from sqlglot import exp
@@ -95,7 +96,7 @@ def retrieve(lens: Lens, question: str, values: DimensionValues | None = None) -
     fact over flag), then position. A phrase that means several targets of the best kind keeps all
     of them (an ambiguity the caller decides on).
     """
-    ws = words(question)
+    ws = spoken(lens, words(question))
     toks = tuple(stem(w) for w in ws)
     lex, longest = indexed_lexicon(lens, values)
     candidates: list[tuple[int, int, int, tuple[Target, ...]]] = []
@@ -124,6 +125,39 @@ def retrieve(lens: Lens, question: str, values: DimensionValues | None = None) -
         mentions.append(Mention(start, end, targets, facts))
     mentions.sort(key=lambda m: m.start)
     return Retrieval(ws, toks, tuple(mentions))
+
+
+def spoken(lens: Lens, said: tuple[str, ...]) -> tuple[str, ...]:
+    """The question's words ``said`` with the lens's ``vocabulary`` applied.
+
+    Each vocabulary word or phrase (compared stemmed, longest first) is replaced by
+    the words of the lens term it means, or dropped when that term is ``""``; every
+    later step sees the replaced words, so "papers published in 2020" reads as the
+    lens's "papers papers in 2020" and "sold" reads as "sales".
+    """
+    vocabulary = lensmemo.memoized(lens, "vocabulary", lambda: MappingProxyType(_vocabulary(lens)))
+    if not vocabulary:
+        return said
+    longest = max(len(k) for k in vocabulary)
+    stems_said = tuple(stem(w) for w in said)
+    out: list[str] = []
+    i = 0
+    while i < len(said):
+        width = next((n for n in range(longest, 0, -1) if stems_said[i : i + n] in vocabulary), 0)
+        if width:
+            out.extend(vocabulary[stems_said[i : i + width]])
+            i += width
+        else:
+            out.append(said[i])
+            i += 1
+    return tuple(out)
+
+
+def _vocabulary(lens: Lens) -> dict[tuple[str, ...], tuple[str, ...]]:
+    return {
+        tuple(stem(w) for w in words(word)): words(term)
+        for word, term in lens.config.vocabulary.items()
+    }
 
 
 def _governing_metrics(

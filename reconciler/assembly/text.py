@@ -70,6 +70,9 @@ STOPWORDS = stems(
     split tell that the their there these those to us was we were what when where which who
     whose with would you your make placed made generated earned booked recorded sold"""
 )
+# The stopwords that are domain words, not grammar: a lens column or metric named by one
+# ("make" of a car) keeps its name; "how", "by" or "what" never name a lens phrase.
+DOMAIN_STOPWORDS = stems("make placed made generated earned booked recorded sold")
 
 # Grain words of the time-series grammar (adjective or noun) → DATE_TRUNC unit.
 GRAIN_WORDS: Mapping[str, str] = {

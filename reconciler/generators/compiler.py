@@ -4,7 +4,8 @@
 compiles the plan into SQL with sqlglot (:func:`render` writes it out), in the
 lens's dialect, following the conventions of the question grammar:
 
-* select list: time bucket (aliased by its grain, ``CAST(DATE_TRUNC(…) AS DATE)``),
+* select list: time bucket (aliased by its grain, ``CAST(DATE_TRUNC(…) AS DATE)``, or
+  ``DATE_TRUNC(…)`` of a ``timestamp`` time dimension, which keeps its type),
   then dimensions in question order (aliased by their names), then the measure
   (aliased by the metric's name, or ``<avg|sum|min|max>_<fact>`` for a fact);
 * FROM the measure's model, INNER JOIN along the declared joins outward;
@@ -283,9 +284,13 @@ class _Renderer:
         base = lens.models[plan.base]
         keys: list[tuple[exp.Expr, str]] = []
         if plan.grain and plan.time:
-            trunc = sqlglot.parse_one(
-                f"CAST(DATE_TRUNC('{plan.grain}', __t) AS DATE)", read="duckdb"
-            )
+            # A timestamp keeps its type: its bucket is the midnight timestamp the
+            # warehouse's DATE_TRUNC gives, never a DATE that compares unequal to it.
+            kept = next(c for c in lens.models[plan.time[0]].columns() if c.name == plan.time[1])
+            spelled = f"DATE_TRUNC('{plan.grain}', __t)"
+            if not kept.data_type.lower().startswith("timestamp"):
+                spelled = f"CAST({spelled} AS DATE)"
+            trunc = sqlglot.parse_one(spelled, read="duckdb")
             time_col = self.column(*plan.time)
             bucket = trunc.transform(lambda n: time_col.copy() if isinstance(n, exp.Column) else n)
             keys.append((bucket, plan.grain))

@@ -39,7 +39,8 @@ answer is worse than no answer. A question is read as
 * an optional closing ordering phrase (:mod:`reconciler.generators.ordering`):
   ``ordered by …``, ``sorted by … descending``, ``in ascending order``;
 * or, alone, a ranking of rows by a raw column of the noun's model: ``top 3
-  products by price`` (:mod:`reconciler.generators.listing`);
+  products by price``, or a listing of a model's columns: ``the names and prices
+  of the products in Toys, ordered alphabetically`` (:mod:`reconciler.generators.listing`);
 * an optional ranking: ``top 5 …``, ``which 3 … lowest …``, ``bottom 2 …``, and
   ``Who has the highest …?``: an opening "who" ranks the one *person* dimension
   (a name or synonym ending in ``rep``, ``owner``, ``employee`` …; see
@@ -77,9 +78,10 @@ from reconciler.assembly.retrieval import Mention, Retrieval, counted_model, ret
 from reconciler.assembly.text import normalize
 from reconciler.generators.bounds import Bound, split_bounds
 from reconciler.generators.compiler import Declined, Measure, Plan, one_path, render
+from reconciler.generators.doubts import check_doubts, entity_breakdowns
 from reconciler.generators.generation import DimensionValues, Generation
 from reconciler.generators.grammar import Reading, phrase_of, plural, read_grammar
-from reconciler.generators.listing import ranked_rows
+from reconciler.generators.listing import listed_rows, ranked_rows
 from reconciler.generators.measures import check_extras, select_measures
 from reconciler.generators.ordering import order_plan, split_ordering
 from reconciler.generators.periods import RANGE, shift, spell_to_date
@@ -171,6 +173,7 @@ def parse(
     _check_terms(lens, found.tokens)
     reading = read_grammar(lens, found)
     measures = select_measures(lens, found, reading, allowed_metrics)
+    check_doubts(lens, found, reading, measures)
     if reading.unknown:
         listed = ", ".join(repr(w) for w in reading.unknown)
         raise Declined(f"unrecognised words: {listed}")
@@ -253,6 +256,7 @@ def _plan(
     ]
     split = _breakdowns(lens, found, base, asked)
     breakdowns, plural_breakdown = split.places, split.plural
+    breakdowns += [p for p in entity_breakdowns(lens, found, reading) if p not in breakdowns]
     if reading.who:
         breakdowns = [_who(lens, base, breakdowns, reading)]
         plural_breakdown = plural_breakdown or reading.who_plural
@@ -290,7 +294,7 @@ def _value_filters(
     only qualify a value.
 
     A dimension phrase right next to a value of that dimension ("the West region",
-    "segment Enterprise"), or one that is also the name of the value's model
+    "segment Enterprise", "the city of Paris"), or one that is also the name of the value's model
     ("Enterprise customers"), qualifies the value instead of asking for a breakdown.
     """
     nouns = model_nouns(lens)
@@ -299,7 +303,9 @@ def _value_filters(
     for v in (m for m in found.mentions if m.kind == "value"):
         targets = v.targets
         for d in dims:
-            if d.end == v.start or d.start == v.end:
+            # "the West region", "segment Enterprise", "the city of San Francisco"
+            of = found.tokens[d.end : v.start] == ("of",)
+            if d.end == v.start or d.start == v.end or of:
                 named = {(t.model, t.name) for t in d.targets}
                 noun = nouns.get(found.tokens[d.start : d.end])
                 narrowed = tuple(t for t in targets if (t.model, t.name) in named) or tuple(
@@ -564,6 +570,7 @@ def compile_request(lens: Lens, request: GenerationRequest, values: DimensionVal
         found = retrieve(lens, request.question, values)
         _check_terms(lens, found.tokens)
         listed = ranked_rows(lens, found, read_grammar(lens, found))
+        listed = listed or listed_rows(lens, request.question, values)
         if listed is not None:
             return Generation(TIER, listed)
         plan = parse(lens, request.question, values, allowed_metrics=request.metrics)
