@@ -98,3 +98,16 @@ def test_an_exemplar_is_only_seen_through_the_request(warehouse: Path) -> None:
     )
     result = ask(bare, question, values)
     assert result.sql is not None and "cancelled" not in result.sql
+
+
+def test_only_a_number_after_a_ranking_word_is_a_slot(warehouse: Path) -> None:
+    lens = _lens()
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        values = dimension_values(con, lens)
+    finally:
+        con.close()
+    ranked = skeleton(lens, "Top 3 customers by revenue", values)
+    bounded = skeleton(lens, "Revenue of orders with amount more than 3", values)
+    assert [s.kind for s in ranked if not isinstance(s, str)] == ["n", "dimension:customers"]
+    assert all(isinstance(s, str) for s in bounded)

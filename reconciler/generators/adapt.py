@@ -13,9 +13,11 @@ period         a year, quarter or month (absolute or relative  the period's firs
 value          a stored value of one dimension (``South`` →    the string literal compared
                ``Canada``), the same dimension on both sides   to that dimension's column,
                                                                found once
-N              the number of a top/bottom N                    the one ``LIMIT``, equal to N
+N              the number right after ``top``, ``bottom``,     the one ``LIMIT``, equal to N
+               ``which`` …
 dimension      a dimension of one model swapped for another    every reference to the old
-               of the same model (``segment`` → ``country``)   column (one table alias),
+               of the same model (``segment`` → ``country``)   column (one table alias, only
+                                                               shown, grouped or ordered by),
                                                                and its output alias
 =============  ==============================================  ==========================
 
@@ -41,11 +43,13 @@ from sqlglot.errors import SqlglotError
 from reconciler.assembly.retrieval import Mention, retrieve
 from reconciler.generators.compiler import Declined
 from reconciler.generators.generation import DimensionValues
-from reconciler.generators.grammar import NUMBER_WORDS
+from reconciler.generators.grammar import ASCENDING, DESCENDING, NUMBER_WORDS
 from reconciler.generators.periods import UNITS, period_at, spell_to_date
 from reconciler.lens import Exemplar, Lens
 
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+# The words a top/bottom N follows ("top 3", "which 2"); any other number is no slot.
+_RANKING = DESCENDING | ASCENDING | {"which", "first"}
 
 
 @dataclass(frozen=True)
@@ -102,7 +106,8 @@ def skeleton(lens: Lens, question: str, values: DimensionValues) -> Skeleton:
             i = period[0]
             continue
         token = toks[i]
-        if i in free and ((token.isdigit() and len(token) < 4) or token in NUMBER_WORDS):
+        ranked = i > 0 and toks[i - 1] in _RANKING
+        if ranked and i in free and ((token.isdigit() and len(token) < 4) or token in NUMBER_WORDS):
             out.append(Slot("n", (str(NUMBER_WORDS.get(token) or int(token)),)))
         else:
             out.append(token)
@@ -235,6 +240,8 @@ def _dimension(lens: Lens, tree: exp.Expr, old: Slot, new: Slot) -> exp.Expr | N
         return None
     if any(c.name == now.sql for c in tree.find_all(exp.Column)):
         return None
+    if not all(_shown_or_grouped(c) for c in refs):
+        return None  # a filter or an aggregate on the old column means something else
     aliases = {was.name, was.sql}
 
     def rename(node: exp.Expr) -> exp.Expr:
@@ -245,6 +252,14 @@ def _dimension(lens: Lens, tree: exp.Expr, old: Slot, new: Slot) -> exp.Expr | N
         return node
 
     return tree.transform(rename, copy=False)
+
+
+def _shown_or_grouped(column: exp.Column) -> bool:
+    """Whether ``column`` is a select item (aliased or not), a GROUP BY or an ORDER BY key."""
+    parent = column.parent
+    if isinstance(parent, exp.Alias):
+        parent = parent.parent
+    return isinstance(parent, (exp.Select, exp.Group, exp.Ordered))
 
 
 def _plain(sql: str) -> bool:
