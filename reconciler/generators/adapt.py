@@ -284,8 +284,9 @@ _STEPS: dict[str, Callable[[Lens, exp.Expr, Slot, Slot], exp.Expr | None]] = {
 
 def from_exemplars(
     lens: Lens, question: str, names: tuple[str, ...], values: DimensionValues
-) -> str | None:
-    """The SQL of the first exemplar of ``names`` that adapts to ``question``, else ``None``."""
+) -> tuple[str, str] | None:
+    """``(name, adapted SQL)`` of the first exemplar of ``names`` that adapts to
+    ``question``, else ``None``."""
     try:
         asked = skeleton(lens, question, values)
     except Declined:
@@ -296,5 +297,5 @@ def from_exemplars(
             continue
         sql = adapted_sql(lens, exemplar, asked, values)
         if sql is not None:
-            return sql
+            return name, sql
     return None

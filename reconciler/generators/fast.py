@@ -564,10 +564,10 @@ def compile_request(lens: Lens, request: GenerationRequest, values: DimensionVal
     for name in request.exemplars:
         exemplar = lens.exemplars.get(name)
         if exemplar is not None and normalize(exemplar.question) == asked:
-            return Generation(TIER, exemplar.sql)
+            return Generation(TIER, exemplar.sql, exemplar=name)
     adapted = from_exemplars(lens, request.question, request.exemplars, values)
     if adapted is not None:
-        return Generation(TIER, adapted)
+        return Generation(TIER, adapted[1], exemplar=adapted[0])
     try:
         found = retrieve(lens, request.question, values)
         _check_terms(lens, found.tokens)

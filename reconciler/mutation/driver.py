@@ -116,7 +116,7 @@ class MutationReport:
         baseline_seconds: wall time of the baseline run (full active corpus).
         baseline_failing: answers not ``correct`` on the unmutated lens; they are
             left out of every mutant's verdict.
-        baseline_sql: ``{answer: generated SQL or None}`` on the unmutated lens.
+        baseline_sql: ``{answer: (generated SQL, exemplar served)}`` on the unmutated lens.
         messages: notes for the user.
     """
 
@@ -127,7 +127,7 @@ class MutationReport:
     formatting: list[EditResult] = field(default_factory=list)
     baseline_seconds: float = 0.0
     baseline_failing: tuple[str, ...] = ()
-    baseline_sql: dict[str, str | None] = field(default_factory=dict)
+    baseline_sql: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
     messages: list[str] = field(default_factory=list)
 
     @property
@@ -330,12 +330,17 @@ def _baseline(scratch: Runtime, report: MutationReport, progress: Progress) -> N
         )
 
 
-def _generated(run: LensRun) -> dict[str, str | None]:
-    """``{answer: the SQL its last generation attempt returned}`` over a run's answers."""
-    out: dict[str, str | None] = {}
+def _generated(run: LensRun) -> dict[str, tuple[str | None, str | None]]:
+    """``{answer: (generated SQL, exemplar it was served from)}`` of each answer's last
+    generation attempt in ``run``."""
+    out: dict[str, tuple[str | None, str | None]] = {}
     for r in (*run.results, *run.self_test):
-        sql = r.attempts[-1].get("generation", {}).get("sql") if r.attempts else None
-        out[r.answer] = sql if isinstance(sql, str) else None
+        generation = r.attempts[-1].get("generation", {}) if r.attempts else {}
+        sql, exemplar = generation.get("sql"), generation.get("exemplar")
+        out[r.answer] = (
+            sql if isinstance(sql, str) else None,
+            exemplar if isinstance(exemplar, str) else None,
+        )
     return out
 
 
@@ -343,8 +348,16 @@ def _survivor(report: MutationReport, run: LensRun, stale: Sequence[str]) -> tup
     """``(kind, detail)`` of a survivor whose ``stale`` answers all passed."""
     if not stale:
         return UNTESTED, "no certified answer goes stale"
-    now = _generated(run)
-    changed = [a for a in stale if a in now and now[a] != report.baseline_sql.get(a)]
+    now, before = _generated(run), report.baseline_sql
+    changed = [a for a in stale if a in now and now[a][0] != before.get(a, (None, None))[0]]
+    # An exemplar edit that stops the exemplar adapting leaves its answers to the
+    # compiler: their SQL changes, but the edit itself was never read.
+    dropped = [a for a in changed if before.get(a, (None, None))[1] and not now[a][1]]
+    if dropped:
+        return UNREAD, (
+            f"{len(stale)} stale answer(s) still pass: {', '.join(stale)}; the edit stops "
+            f"the exemplar serving {', '.join(dropped)}, which the compiler answers instead"
+        )
     if changed:
         return EQUIVALENT, (
             f"{len(stale)} stale answer(s) still pass: {', '.join(stale)}; the generated SQL "
