@@ -22,11 +22,13 @@ dimension      a dimension of one model swapped for another    every reference t
 =============  ==============================================  ==========================
 
 Anything else that differs (a word, a metric, a period added or removed) and the
-exemplar is not used; so is one whose slot cannot be placed in its SQL without
-doubt (the literal occurs twice or not at all, other date literals, a dimension
-with its own expression, several LIMITs). Only the exemplars the assembled request
-names are ever looked at (in the suite they already exclude the answer under test,
-DESIGN §4), best first; the first that adapts wins.
+exemplar is not used. An exemplar that reads like the question but whose slot
+cannot be placed in its SQL without doubt (the literal occurs twice or not at all,
+other date literals, a dimension with its own expression or inside a filter,
+several LIMITs) makes the question decline: the lens's own example of that shape
+says something the compiler's reading may not. Only the exemplars the assembled
+request names are ever looked at (in the suite they already exclude the answer
+under test, DESIGN §4), best first; the first that adapts wins.
 """
 
 from __future__ import annotations
@@ -134,7 +136,11 @@ def adapted_sql(
     """The exemplar's SQL adapted to the question read as ``asked``, else ``None``.
 
     Returns the exemplar's SQL as written when the questions read the same, and
-    ``None`` when they differ outside slots or a slot cannot be placed in the SQL.
+    ``None`` when they differ outside slots.
+
+    Raises:
+        Declined: the questions differ only in slots, but one cannot be placed in
+            the exemplar's SQL without doubt.
     """
     try:
         theirs = skeleton(lens, exemplar.question, values)
@@ -154,15 +160,19 @@ def adapted_sql(
     dialect = lens.config.dialect
     try:
         tree = sqlglot.parse_one(exemplar.sql, read=dialect)
-    except SqlglotError:
-        return None
+    except SqlglotError as exc:
+        raise Declined(f"exemplar {exemplar.name!r} reads like the question: {exc}") from exc
     # Each step finds its nodes by identity, so it edits this one copy in place.
     tree = tree.copy()
     for old, new in changes:
         step = _STEPS[old.kind.split(":", 1)[0]]
         result = step(lens, tree, old, new)
         if result is None:
-            return None
+            slot = old.kind.split(":", 1)[0]
+            raise Declined(
+                f"exemplar {exemplar.name!r} reads like the question, but its SQL does not "
+                f"show without doubt where its {slot} {', '.join(old.filler)} goes"
+            )
         tree = result
     return tree.sql(dialect=dialect, pretty=True)
 
@@ -286,16 +296,28 @@ def from_exemplars(
     lens: Lens, question: str, names: tuple[str, ...], values: DimensionValues
 ) -> tuple[str, str] | None:
     """``(name, adapted SQL)`` of the first exemplar of ``names`` that adapts to
-    ``question``, else ``None``."""
+    ``question``, else ``None``.
+
+    Raises:
+        Declined: no exemplar adapts, and one reads like the question but its slot
+            cannot be placed in its SQL (:func:`adapted_sql`).
+    """
     try:
         asked = skeleton(lens, question, values)
     except Declined:
         return None
+    doubt: Declined | None = None
     for name in names:
         exemplar = lens.exemplars.get(name)
         if exemplar is None:
             continue
-        sql = adapted_sql(lens, exemplar, asked, values)
+        try:
+            sql = adapted_sql(lens, exemplar, asked, values)
+        except Declined as exc:
+            doubt = doubt or exc
+            continue
         if sql is not None:
             return name, sql
+    if doubt is not None:
+        raise doubt
     return None

@@ -553,7 +553,8 @@ def compile_request(lens: Lens, request: GenerationRequest, values: DimensionVal
 
     An exemplar folded into the request whose normalized question equals the
     question is returned verbatim, one whose question differs only in slots is
-    adapted (:mod:`reconciler.generators.adapt`); otherwise the question is parsed
+    adapted (:mod:`reconciler.generators.adapt`: one that reads like it but cannot be
+    adapted without doubt declines); otherwise the question is parsed
     and rendered (a ratio or difference of two measures by
     :mod:`reconciler.generators.ratios`).
 
@@ -565,10 +566,10 @@ def compile_request(lens: Lens, request: GenerationRequest, values: DimensionVal
         exemplar = lens.exemplars.get(name)
         if exemplar is not None and normalize(exemplar.question) == asked:
             return Generation(TIER, exemplar.sql, exemplar=name)
-    adapted = from_exemplars(lens, request.question, request.exemplars, values)
-    if adapted is not None:
-        return Generation(TIER, adapted[1], exemplar=adapted[0])
     try:
+        adapted = from_exemplars(lens, request.question, request.exemplars, values)
+        if adapted is not None:
+            return Generation(TIER, adapted[1], exemplar=adapted[0])
         found = retrieve(lens, request.question, values)
         _check_terms(lens, found.tokens)
         two = find_two_measures(spell_to_date(request.question))
