@@ -567,11 +567,11 @@ def compile_request(lens: Lens, request: GenerationRequest, values: DimensionVal
         if exemplar is not None and normalize(exemplar.question) == asked:
             return Generation(TIER, exemplar.sql, exemplar=name)
     try:
+        found = retrieve(lens, request.question, values)
+        _check_terms(lens, found.tokens)
         adapted = from_exemplars(lens, request.question, request.exemplars, values)
         if adapted is not None:
             return Generation(TIER, adapted[1], exemplar=adapted[0])
-        found = retrieve(lens, request.question, values)
-        _check_terms(lens, found.tokens)
         two = find_two_measures(spell_to_date(request.question))
         if two is not None and (not two.per or measure_follows_per(found)):
             plan = parse(lens, two.listed, values, allowed_metrics=request.metrics)
