@@ -111,3 +111,17 @@ def test_only_a_number_after_a_ranking_word_is_a_slot(warehouse: Path) -> None:
     bounded = skeleton(lens, "Revenue of orders with amount more than 3", values)
     assert [s.kind for s in ranked if not isinstance(s, str)] == ["n", "dimension:customers"]
     assert all(isinstance(s, str) for s in bounded)
+
+
+def test_an_excluded_term_declines_before_an_exemplar_is_adapted(warehouse: Path) -> None:
+    files = {p: t.encode() for p, t in DATA["lens"].items()}
+    files["lens.yaml"] = b"name: ratio_shop\nexclusions: [SMB]\n"
+    lens = load_lens("ratio_shop", files)
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        values = dimension_values(con, lens)
+    finally:
+        con.close()
+    result = ask(lens, "How many orders were placed in the SMB segment in Q3 2024?", values)
+    assert result.sql is None and result.declined is not None
+    assert "excludes" in result.declined, result.declined
