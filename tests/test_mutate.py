@@ -316,3 +316,38 @@ def test_mutate_example_lenses_prints_score_and_no_formatting_false_stale(
     assert lens["formatting_false_stale"]["total"] == len(FORMATTING_KINDS)
     assert lens["mutation_score"]["total"] > 0
     assert _refs(lens_repo) == refs_before
+
+
+REVENUE_2023 = b"""\
+name: revenue_2023
+question: What was total revenue in 2023?
+sql: |
+  SELECT SUM(amount) AS revenue
+  FROM orders
+  WHERE status = 'paid'
+    AND order_date >= DATE '2023-01-01'
+    AND order_date < DATE '2024-01-01'
+"""
+
+
+def test_an_adapted_exemplar_is_guarded_and_survivors_are_classed(repo: Path) -> None:
+    """An exemplar one year away from a certified question is adapted for it, so its
+    meaning changes reach the gate; every survivor says which kind it is."""
+    files = {f"lenses/shop/{k}": v for k, v in {**SHOP, **_seeds()}.items()}
+    files["lenses/shop/exemplars/revenue_2023.yaml"] = REVENUE_2023
+    commit(repo, files, "shop lens with an exemplar one year away from an answer")
+    assert invoke(repo, "seed").code == 0
+    done = invoke(repo, "mutate", "shop", "--format", "json")
+    assert done.code == 0, done.stdout + done.stderr
+    (lens,) = done.json()["lenses"]
+    mine = [m for m in lens["mutants"] if m["asset"] == "exemplars/revenue_2023"]
+    # a change the adapted SQL carries fails the answer; one that hides the slot (a
+    # period bound dropped) makes the fast tier decline an answer it reproduced before
+    assert len(mine) == 10 and all(m["outcome"] == "blocked" for m in mine), mine
+    assert all(m["failing"] == ["revenue_2024"] for m in mine)
+    score = lens["mutation_score"]
+    survivors = lens["survivors"]
+    assert all(m["survivor"] in ("untested", "unread", "equivalent") for m in survivors)
+    assert sum(score[k] for k in ("untested", "unread", "equivalent")) == len(survivors)
+    assert all(m["stale"] == [] for m in survivors if m["survivor"] == "untested")
+    assert score["stale_score"]["total"] == score["blocked"] + score["unread"]

@@ -72,6 +72,13 @@ def render_text(report: MutationReport) -> list[str]:
         f"mutation score: {_pct(score['share'])} ({score['blocked']}/{score['total']} "
         f"semantic mutants blocked{'; ' + ', '.join(extra) + ', not counted' if extra else ''})"
     )
+    stale = score["stale_score"]
+    lines.append(
+        f"stale score: {_pct(stale['share'])} ({stale['blocked']}/{stale['total']} meaning "
+        f"changes that make an answer stale blocked); survivors: {score['equivalent']} "
+        f"equivalent (the data cannot tell them apart), {score['unread']} unread by the "
+        f"generator, {score['untested']} with no answer stale"
+    )
     lines.append(
         f"formatting false-stale: {_pct(fmt['share'])} ({fmt['false_stale']}/{fmt['total']} "
         f"formatting-only edits made an answer stale)"

@@ -76,6 +76,7 @@ from reconciler.assembly.lexicon import Target, model_nouns, person_dimensions
 from reconciler.assembly.request import GenerationRequest
 from reconciler.assembly.retrieval import Mention, Retrieval, counted_model, retrieve, time_models
 from reconciler.assembly.text import normalize
+from reconciler.generators.adapt import from_exemplars
 from reconciler.generators.bounds import Bound, split_bounds
 from reconciler.generators.compiler import Declined, Measure, Plan, one_path, render
 from reconciler.generators.doubts import check_doubts, entity_breakdowns
@@ -85,6 +86,7 @@ from reconciler.generators.listing import listed_rows, ranked_rows
 from reconciler.generators.measures import check_extras, select_measures
 from reconciler.generators.ordering import order_plan, split_ordering
 from reconciler.generators.periods import RANGE, shift, spell_to_date
+from reconciler.generators.ratios import find_two_measures, measure_follows_per, render_two_measures
 from reconciler.lens import Lens
 
 __all__ = ["TIER", "Declined", "Measure", "Plan", "compile_request", "parse", "render"]
@@ -556,7 +558,11 @@ def compile_request(lens: Lens, request: GenerationRequest, values: DimensionVal
     """Answer ``request`` with the fast tier.
 
     An exemplar folded into the request whose normalized question equals the
-    question is returned verbatim; otherwise the question is parsed and rendered.
+    question is returned verbatim, one whose question differs only in slots is
+    adapted (:mod:`reconciler.generators.adapt`: one that reads like it but cannot be
+    adapted without doubt declines); otherwise the question is parsed
+    and rendered (a ratio or difference of two measures by
+    :mod:`reconciler.generators.ratios`).
 
     Returns:
         ``Generation(tier="fast", sql=...)``, or ``sql=None`` with the reason it declined.
@@ -565,10 +571,17 @@ def compile_request(lens: Lens, request: GenerationRequest, values: DimensionVal
     for name in request.exemplars:
         exemplar = lens.exemplars.get(name)
         if exemplar is not None and normalize(exemplar.question) == asked:
-            return Generation(TIER, exemplar.sql)
+            return Generation(TIER, exemplar.sql, exemplar=name)
     try:
         found = retrieve(lens, request.question, values)
         _check_terms(lens, found.tokens)
+        adapted = from_exemplars(lens, request.question, request.exemplars, values)
+        if adapted is not None:
+            return Generation(TIER, adapted[1], exemplar=adapted[0])
+        two = find_two_measures(spell_to_date(request.question))
+        if two is not None and (not two.per or measure_follows_per(found)):
+            plan = parse(lens, two.listed, values, allowed_metrics=request.metrics)
+            return Generation(TIER, render_two_measures(lens, plan, two))
         listed = ranked_rows(lens, found, read_grammar(lens, found))
         listed = listed or listed_rows(lens, request.question, values)
         if listed is not None:

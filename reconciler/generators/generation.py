@@ -28,6 +28,8 @@ class Generation:
             seconds, tokens, cost in USD, repair hint, ``cached``); ``None`` for ``fast``.
         error: ``True`` when the tier could not run (a crashed or hung program, an
             unusable reply): the suite scores it ``error``, never ``declined``.
+        exemplar: the exemplar whose SQL the fast tier served (as written or
+            adapted), else ``None``.
     """
 
     tier: str
@@ -35,6 +37,7 @@ class Generation:
     declined: str | None = None
     usage: Mapping[str, object] | None = None
     error: bool = False
+    exemplar: str | None = None
 
     def record(self) -> dict[str, object]:
         """JSON-ready record."""
@@ -43,6 +46,8 @@ class Generation:
             out["error"] = True
         if self.usage is not None:
             out["usage"] = dict(self.usage)
+        if self.exemplar is not None:
+            out["exemplar"] = self.exemplar
         return out
 
 

@@ -11,6 +11,13 @@ what a push of that edit would select and the gate runs exactly those answers.
   when no certified answer goes stale or every stale answer still passes.
   Mutation score = blocked / (blocked + survived); a mutant the lens loader
   rejects is ``invalid`` and not counted.
+* A survivor is one of three kinds (:data:`SURVIVOR_KINDS`): ``untested`` (no
+  certified answer goes stale), ``unread`` (answers go stale, but the generated
+  SQL of every one of them is the baseline's: the generator does not read the
+  edited asset for them) or ``equivalent`` (the generated SQL of a stale answer
+  changed and its result did not: the data cannot tell the mutant apart). The
+  *stale score* = blocked / (blocked + unread): the share of the meaning changes
+  that make an answer stale, equivalent mutants aside, that the gate blocks.
 * A formatting-only edit is **false-stale** when it makes any answer stale or
   puts any answer in the self-test. Asset hashes are canonical (DESIGN §2), so
   the share must be 0.
@@ -48,6 +55,8 @@ from reconciler.warehouse.connection import EMBEDDED_DIR, EMBEDDED_FILE, embedde
 
 BLOCKED, SURVIVED, INVALID, ERROR = "blocked", "survived", "invalid", "error"
 CLEAN, FALSE_STALE = "clean", "false_stale"
+UNTESTED, UNREAD, EQUIVALENT = "untested", "unread", "equivalent"
+SURVIVOR_KINDS = (UNTESTED, UNREAD, EQUIVALENT)
 
 
 @dataclass(frozen=True)
@@ -64,6 +73,7 @@ class EditResult:
         changed_assets: asset ids whose canonical hash changed.
         detail: one human line.
         seconds: wall time of the plan and gate for this edit.
+        survivor: for a survivor, its kind (:data:`SURVIVOR_KINDS`), else ``""``.
     """
 
     edit: Edit
@@ -73,6 +83,7 @@ class EditResult:
     changed_assets: tuple[str, ...] = ()
     detail: str = ""
     seconds: float = 0.0
+    survivor: str = ""
 
     def record(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -84,6 +95,7 @@ class EditResult:
             "changed_assets": list(self.changed_assets),
             "detail": self.detail,
             "seconds": round(self.seconds, 4),
+            **({"survivor": self.survivor} if self.survivor else {}),
         }
 
 
@@ -104,6 +116,7 @@ class MutationReport:
         baseline_seconds: wall time of the baseline run (full active corpus).
         baseline_failing: answers not ``correct`` on the unmutated lens; they are
             left out of every mutant's verdict.
+        baseline_sql: ``{answer: (generated SQL, exemplar served)}`` on the unmutated lens.
         messages: notes for the user.
     """
 
@@ -114,6 +127,7 @@ class MutationReport:
     formatting: list[EditResult] = field(default_factory=list)
     baseline_seconds: float = 0.0
     baseline_failing: tuple[str, ...] = ()
+    baseline_sql: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
     messages: list[str] = field(default_factory=list)
 
     @property
@@ -130,6 +144,10 @@ class MutationReport:
     def survivors(self) -> list[EditResult]:
         """Semantic mutants the gate let through."""
         return [r for r in self.mutants if r.outcome == SURVIVED]
+
+    def survivor_kinds(self) -> dict[str, int]:
+        """``{untested, unread, equivalent: count}`` over the survivors."""
+        return {k: sum(r.survivor == k for r in self.survivors) for k in SURVIVOR_KINDS}
 
     @property
     def false_stale(self) -> list[EditResult]:
@@ -177,6 +195,8 @@ class MutationReport:
         """The lens object of ``dst mutate --format json``."""
         counted, false_stale = len(self.counted), len(self.false_stale)
         kinds = {k: sum(r.edit.operator == k for r in self.formatting) for k in FORMATTING_KINDS}
+        kinds_of_survivors = self.survivor_kinds()
+        stale_total = self.blocked + kinds_of_survivors[UNREAD]
         return {
             "lens": self.lens,
             "commit": self.commit,
@@ -187,6 +207,12 @@ class MutationReport:
                 "share": _share(self.blocked, counted),
                 "invalid": sum(r.outcome == INVALID for r in self.mutants),
                 "error": sum(r.outcome == ERROR for r in self.mutants),
+                **kinds_of_survivors,
+                "stale_score": {
+                    "blocked": self.blocked,
+                    "total": stale_total,
+                    "share": _share(self.blocked, stale_total),
+                },
             },
             "formatting_false_stale": {
                 "false_stale": false_stale,
@@ -295,12 +321,52 @@ def _baseline(scratch: Runtime, report: MutationReport, progress: Progress) -> N
             fix=f"run `dst apply --dry-run --lens {report.lens}` and fix what it reports",
         )
     failing = sorted(r.answer for r in run.self_test if r.outcome is not Outcome.CORRECT)
+    report.baseline_sql = _generated(run)
     report.baseline_failing = tuple(failing)
     if failing:
         report.messages.append(
             f"{len(failing)} answer(s) do not pass on the unmutated lens and are left out of "
             f"every verdict: {', '.join(failing)}"
         )
+
+
+def _generated(run: LensRun) -> dict[str, tuple[str | None, str | None]]:
+    """``{answer: (generated SQL, exemplar it was served from)}`` of each answer's last
+    generation attempt in ``run``."""
+    out: dict[str, tuple[str | None, str | None]] = {}
+    for r in (*run.results, *run.self_test):
+        generation = r.attempts[-1].get("generation", {}) if r.attempts else {}
+        sql, exemplar = generation.get("sql"), generation.get("exemplar")
+        out[r.answer] = (
+            sql if isinstance(sql, str) else None,
+            exemplar if isinstance(exemplar, str) else None,
+        )
+    return out
+
+
+def _survivor(report: MutationReport, run: LensRun, stale: Sequence[str]) -> tuple[str, str]:
+    """``(kind, detail)`` of a survivor whose ``stale`` answers all passed."""
+    if not stale:
+        return UNTESTED, "no certified answer goes stale"
+    now, before = _generated(run), report.baseline_sql
+    changed = [a for a in stale if a in now and now[a][0] != before.get(a, (None, None))[0]]
+    # An exemplar edit that stops the exemplar adapting leaves its answers to the
+    # compiler: their SQL changes, but the edit itself was never read.
+    dropped = [a for a in changed if before.get(a, (None, None))[1] and not now[a][1]]
+    if dropped:
+        return UNREAD, (
+            f"{len(stale)} stale answer(s) still pass: {', '.join(stale)}; the edit stops "
+            f"the exemplar serving {', '.join(dropped)}, which the compiler answers instead"
+        )
+    if changed:
+        return EQUIVALENT, (
+            f"{len(stale)} stale answer(s) still pass: {', '.join(stale)}; the generated SQL "
+            f"of {', '.join(changed)} changed and its result did not (equivalent on this data)"
+        )
+    return UNREAD, (
+        f"{len(stale)} stale answer(s) still pass: {', '.join(stale)}; their generated SQL "
+        f"is unchanged (the generator does not read this edit for them)"
+    )
 
 
 def _run_edit(
@@ -323,19 +389,21 @@ def _run_edit(
         r.answer for r in run.results if r.outcome is not Outcome.CORRECT and r.answer not in ignore
     )
     changed = tuple(c.asset for c in plan.changed_assets)
-    common = {"stale": tuple(stale), "failing": tuple(failing), "changed_assets": changed}
+
+    def result(outcome: str, detail: str, survivor: str = "") -> EditResult:
+        return EditResult(
+            edit, outcome, tuple(stale), tuple(failing), changed, detail, seconds, survivor
+        )
+
     if run.action == "stood_down":
-        return EditResult(edit, ERROR, detail="; ".join(run.messages), seconds=seconds, **common)
+        return result(ERROR, "; ".join(run.messages))
     if not semantic:
         if stale:
-            detail = f"made {len(stale)} answer(s) stale: {', '.join(stale)}"
-            return EditResult(edit, FALSE_STALE, detail=detail, seconds=seconds, **common)
-        return EditResult(edit, CLEAN, detail="nothing stale", seconds=seconds, **common)
+            return result(FALSE_STALE, f"made {len(stale)} answer(s) stale: {', '.join(stale)}")
+        return result(CLEAN, "nothing stale")
     if failing:
-        detail = f"{len(failing)} of {len(stale)} stale answer(s) fail: {', '.join(failing)}"
-        return EditResult(edit, BLOCKED, detail=detail, seconds=seconds, **common)
-    if not stale:
-        detail = "no certified answer goes stale"
-    else:
-        detail = f"{len(stale)} stale answer(s) still pass: {', '.join(stale)}"
-    return EditResult(edit, SURVIVED, detail=detail, seconds=seconds, **common)
+        return result(
+            BLOCKED, f"{len(failing)} of {len(stale)} stale answer(s) fail: {', '.join(failing)}"
+        )
+    kind, detail = _survivor(report, run, stale)
+    return result(SURVIVED, detail, kind)

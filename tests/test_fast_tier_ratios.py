@@ -1,0 +1,127 @@
+"""Ratios and differences of two measures, and exemplars adapted across slots.
+
+Each case of ``tests/fixtures/fast_tier_ratios.yaml`` is asked in-process on its lens
+(assembly folds the exemplars, the fast tier generates) over a real DuckDB warehouse:
+an answer must return the hand-written oracle's rows with the same number of
+columns, a decline must give its reason; ``contains`` / ``lacks`` check whether an
+exemplar's own rule reached the generated SQL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+import yaml
+
+from reconciler.generators.adapt import adapted_sql, skeleton
+from reconciler.lens import Lens, load_lens
+from tests.helpers import FIXTURES
+from tests.helpers.grammar import ask, dimension_values, same_rows
+
+DATA: dict[str, Any] = yaml.safe_load((FIXTURES / "fast_tier_ratios.yaml").read_text("utf-8"))
+CASES: list[dict[str, Any]] = DATA["cases"]
+
+
+def _lens() -> Lens:
+    return load_lens("ratio_shop", {p: t.encode() for p, t in DATA["lens"].items()})
+
+
+@pytest.fixture(scope="module")
+def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    path = tmp_path_factory.mktemp("ratios") / "shop.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute(DATA["schema"])
+    con.close()
+    yield path
+
+
+def _rounded(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    return [
+        tuple(round(float(v), 6) if isinstance(v, (int, float, Decimal)) else v for v in row)
+        for row in rows
+    ]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_ratio_and_exemplar_case(warehouse: Path, case: dict[str, Any]) -> None:
+    lens = _lens()
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        result = ask(lens, case["question"], dimension_values(con, lens))
+        if "reason" in case:
+            assert result.sql is None, f"answered instead of declining:\n{result.sql}"
+            assert result.declined is not None and case["reason"] in result.declined, (
+                result.declined
+            )
+            return
+        assert result.sql is not None, result.declined
+        if "contains" in case:
+            assert case["contains"] in result.sql, result.sql
+        if "lacks" in case:
+            assert case["lacks"] not in result.sql, result.sql
+        generated = con.execute(result.sql)
+        columns = len(generated.description or ())
+        rows = generated.fetchall()
+        oracle = con.execute(case["oracle"])
+        expected = oracle.fetchall()
+        assert expected, "the oracle must return rows for the comparison to mean something"
+        assert columns == len(oracle.description or ()), f"column count differs:\n{result.sql}"
+        if case.get("ordered"):
+            assert _rounded(rows) == _rounded(expected), f"{result.sql}\n{rows} != {expected}"
+        else:
+            assert same_rows(rows, expected), f"{result.sql}\n{rows} != {expected}"
+    finally:
+        con.close()
+
+
+def test_an_exemplar_is_only_seen_through_the_request(warehouse: Path) -> None:
+    """The generator adapts only the exemplars assembly put in the request: with the
+    exemplar excluded (as the suite excludes an answer's own), the compiler answers."""
+    lens = _lens()
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        values = dimension_values(con, lens)
+    finally:
+        con.close()
+    question = "How many orders were placed in the SMB segment in Q3 2024?"
+    exemplar = lens.exemplars["orders_enterprise_q1_2024"]
+    adapted = adapted_sql(lens, exemplar, skeleton(lens, question, values), values)
+    assert adapted is not None and "'SMB'" in adapted and "2024-07-01" in adapted
+    bare = load_lens(
+        "ratio_shop",
+        {p: t.encode() for p, t in DATA["lens"].items() if not p.startswith("exemplars/")},
+    )
+    result = ask(bare, question, values)
+    assert result.sql is not None and "cancelled" not in result.sql
+
+
+def test_only_a_number_after_a_ranking_word_is_a_slot(warehouse: Path) -> None:
+    lens = _lens()
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        values = dimension_values(con, lens)
+    finally:
+        con.close()
+    ranked = skeleton(lens, "Top 3 customers by revenue", values)
+    bounded = skeleton(lens, "Revenue of orders with amount more than 3", values)
+    assert [s.kind for s in ranked if not isinstance(s, str)] == ["n", "dimension:customers"]
+    assert all(isinstance(s, str) for s in bounded)
+
+
+def test_an_excluded_term_declines_before_an_exemplar_is_adapted(warehouse: Path) -> None:
+    files = {p: t.encode() for p, t in DATA["lens"].items()}
+    files["lens.yaml"] = b"name: ratio_shop\nexclusions: [SMB]\n"
+    lens = load_lens("ratio_shop", files)
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        values = dimension_values(con, lens)
+    finally:
+        con.close()
+    result = ask(lens, "How many orders were placed in the SMB segment in Q3 2024?", values)
+    assert result.sql is None and result.declined is not None
+    assert "excludes" in result.declined, result.declined
