@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ class Endpoint:
     base_url: str
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
+    times: list[float] = field(default_factory=list)  # time.monotonic() of each request
 
     def prompts(self) -> list[str]:
         """Every request's user message, in order."""
@@ -33,8 +35,12 @@ class Endpoint:
 
 
 @contextmanager
-def serve(reply: Reply, *, status: int = 200) -> Iterator[Endpoint]:
-    """Run the double until the ``with`` block ends."""
+def serve(reply: Reply, *, status: int = 200, fail_first: int | None = None) -> Iterator[Endpoint]:
+    """Run the double until the ``with`` block ends.
+
+    ``status`` other than 200 answers every request with that error, or only the
+    first ``fail_first`` requests when it is given (then the double answers normally).
+    """
     endpoint = Endpoint("")
 
     class Handler(BaseHTTPRequestHandler):
@@ -42,10 +48,11 @@ def serve(reply: Reply, *, status: int = 200) -> Iterator[Endpoint]:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
             endpoint.requests.append(body)
             endpoint.headers.append(dict(self.headers))
+            endpoint.times.append(time.monotonic())
             if not self.path.rstrip("/").endswith("chat/completions"):
                 self._send(404, {"error": {"message": f"no route {self.path}"}})
                 return
-            if status != 200:
+            if status != 200 and (fail_first is None or len(endpoint.requests) <= fail_first):
                 self._send(status, {"error": {"message": "double told to fail"}})
                 return
             content = reply(body["messages"])

@@ -110,3 +110,19 @@ def test_a_rate_limited_call_is_retried_with_backoff_then_scored_error(repo: Pat
     (self_test,) = done.lens("shop")["self_test"]
     assert self_test["outcome"] == "error"
     assert "RateLimitError (HTTP 429)" in self_test["detail"]
+
+
+def test_two_rate_limited_calls_back_off_and_the_third_is_scored(repo: Path) -> None:
+    two_retries = LENS + b"  smart: {max_retries: 2}\n"
+    commit(repo, {**FILES, "lenses/shop/lens.yaml": two_retries}, "shop lens")
+    assert invoke(repo, "seed").code == 0
+    with serve(reply, status=429, fail_first=2) as limited:
+        env = {"DST_LLM_BASE_URL": limited.base_url, "DST_LLM_MODEL": "double-1"}
+        done = invoke(repo, "apply", "--dry-run", "--format", "json", env=env)
+    assert done.code == 0, done.stdout + done.stderr
+    assert len(limited.requests) == 3  # two 429s, then the answer
+    (self_test,) = done.lens("shop")["self_test"]
+    assert self_test["outcome"] == "correct"
+    # Each retry waited before it went out (exponential backoff); load only lengthens a gap.
+    gaps = [b - a for a, b in zip(limited.times, limited.times[1:], strict=False)]
+    assert all(gap >= 0.3 for gap in gaps), gaps
