@@ -393,7 +393,7 @@ def reconcile(
     ]
     if rt.environment is not None:
         messages.insert(0, f"environment {rt.environment} ({refstore.namespace(rt.environment)})")
-    report = RunReport(ctx.command, runs, messages, dry_run=dry_run)
+    report = RunReport(ctx.command, runs, messages, dry_run=dry_run, environment=rt.environment)
     if to == "HEAD":
         dirty = gitstate.uncommitted_lens_paths(rt.repo, [only] if isinstance(only, str) else only)
         if dirty:

@@ -395,6 +395,7 @@ class RunReport:
     messages: list[str] = field(default_factory=list)
     exit_code: int = 0
     dry_run: bool = False
+    environment: str | None = None  # the named environment it ran in; None: the default
 
 
 class Ran(Protocol):

@@ -174,7 +174,9 @@ def verify(rt: Runtime, names: list[str]) -> RunReport:
         RefConflict: the serving ref moved during the run (re-run).
     """
     rt.environment_config()  # an unknown --env is bad input before anything runs
-    report = RunReport("test", [], refstore.recover(rt.repo, rt.environment))
+    report = RunReport(
+        "test", [], refstore.recover(rt.repo, rt.environment), environment=rt.environment
+    )
     if not names:
         report.messages.append("nothing is serving yet: promote a lens with `dst apply` first")
     ctx = StepContext(rt, "test")

@@ -227,12 +227,15 @@ def test_test_and_plan_take_env(staged: Path) -> None:
     prod_before = ref(staged, "refs/dst/env/prod/serving/finance")
     tested = invoke(staged, "test", "finance", "--env", "staging", "--format", "json")
     assert tested.code == 0, tested.stdout + tested.stderr
+    assert tested.json()["environment"] == "staging"
     verified = ref(staged, "refs/dst/env/staging/serving/finance")
     assert git(staged, "log", "-1", "--format=%s", str(verified)).startswith("verify finance")
     assert ref(staged, "refs/dst/env/prod/serving/finance") == prod_before
 
     plan = invoke(staged, "plan", "--env", "prod", "--format", "json")
     assert plan.code == 0, plan.stderr
+    assert plan.json()["environment"] == "prod"
+    assert invoke(staged, "plan", "--format", "json").json()["environment"] is None
     actions = {x["lens"]: x["action"] for x in plan.json()["lenses"]}
     assert actions == {"finance": "unchanged", "sales": "planned"}  # v2 is only on staging
     assert not any("promote through" in m for m in plan.lens("sales")["messages"])

@@ -334,7 +334,9 @@ def workflow_commands(
     for run, anns in per_lens:
         lines.append(command("group", f"dst {run.plan.lens}: {_action(run, report.dry_run)}"))
         lines += [a.render() for a in anns if id(a) in kept_ids]
-        single = RunReport(report.command, [run], [], report.exit_code, report.dry_run)
+        single = RunReport(
+            report.command, [run], [], report.exit_code, report.dry_run, report.environment
+        )
         lines += _quoted(to_text(single).splitlines(), token)
         lines.append(command("endgroup"))
     for level, count in overflow.items():

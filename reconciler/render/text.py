@@ -103,6 +103,7 @@ def to_json(
         "command": report.command,
         "exit_code": report.exit_code,
         "dry_run": report.dry_run,
+        "environment": report.environment,
         "messages": report.messages,
         "lenses": [lens_object(r, explain=explain, seconds=seconds) for r in report.lenses],
     }
