@@ -19,6 +19,7 @@ rows skip with a reason when ``DST_BENCH_PG`` (default
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -367,6 +368,95 @@ def bench_suite(work: Path, answers: int, runs: int) -> Row:
     )
 
 
+def _statements(repo: Path) -> list[str]:
+    """The SQL a scoped suite of the sales lens runs in ``repo``: answers' and generations'."""
+    import pygit2
+
+    from reconciler.context import Runtime
+    from reconciler.reconcile import gate_lens, plan_all
+
+    rt = Runtime(pygit2.Repository(str(repo)), env={}, progress=lambda _m: None, jobs=1)
+    try:
+        _, planned = plan_all(rt, "HEAD", "sales")
+        plan, candidate, _ = planned[0]
+        run = gate_lens(rt, plan, candidate, None)
+    finally:
+        rt.close()
+    statements = []
+    for result in [*run.results, *run.self_test]:
+        statements.append(candidate.answers[result.answer].sql)
+        for attempt in result.attempts:
+            sql = attempt.get("generation", {}).get("sql")
+            if sql:
+                statements.append(sql)
+    return statements
+
+
+def _duckdb_script(repo: Path, statements: list[str]) -> Process:
+    """One process that imports duckdb and runs ``statements`` on the seeded file (a floor)."""
+    listing = repo.parent / f"{repo.name}-statements.json"
+    listing.write_text(json.dumps(statements))
+    code = (
+        "import duckdb, json\n"
+        f"db = duckdb.connect({str(repo / '.dst' / 'warehouse.duckdb')!r}, read_only=True)\n"
+        "db.execute('SET search_path = \"sales\",main')\n"
+        f"for sql in json.load(open({str(listing)!r})):\n"
+        "    db.execute(sql).fetchmany(1001)\n"
+    )
+    return python(code, repo)
+
+
+def bench_apply(work: Path, runs: int) -> Row:
+    """``dst apply --dry-run`` of the example lenses (21 stale answers) vs their SQL in one
+    DuckDB process."""
+    repo = _example_repo(work, "apply", 21)
+    statements = _statements(repo)
+    dry, floor = paired(
+        dst_process(repo, "apply", "--dry-run"), _duckdb_script(repo, statements), runs
+    )
+    return Row(
+        "apply --dry-run, 21 stale answers, vs their SQL in one DuckDB process",
+        dry.cpu_s,
+        floor.cpu_s,
+        2.0,
+        f"{len(statements)} statements",
+    )
+
+
+ASK_CERTIFIED = "Average order value by quarter in 2023"
+ASK_GENERATED = "total revenue by region"
+
+
+def bench_ask(work: Path, runs: int) -> list[Row]:
+    """``dst ask`` (a certified answer, a fast-tier generation) vs a script that imports
+    duckdb and runs the SQL the answer served."""
+    repo = _example_repo(work, "ask", 21)
+    applied = subprocess.run(
+        [sys.executable, "-m", "reconciler", "apply"], cwd=repo, env=_env(repo), capture_output=True
+    )
+    assert applied.returncode == 0, applied.stderr
+    rows = []
+    for kind, question in (("certified", ASK_CERTIFIED), ("generated", ASK_GENERATED)):
+        args = ("ask", question, "--lens", "sales", "--format", "json")
+        shown = subprocess.run(
+            [sys.executable, "-m", "reconciler", *args], cwd=repo, env=_env(repo),
+            capture_output=True,
+        )  # fmt: skip
+        answer = json.loads(shown.stdout)
+        sql = answer.get("sql") or ""
+        asked, floor = paired(dst_process(repo, *args), _duckdb_script(repo, [sql]), runs)
+        rows.append(
+            Row(
+                f"ask ({kind}) vs a duckdb script running its SQL",
+                asked.cpu_s,
+                floor.cpu_s,
+                2.0,
+                f"route {answer.get('route')}",
+            )
+        )
+    return rows
+
+
 # -- concurrency against PostgreSQL with per-query latency ------------------------------
 
 
@@ -592,7 +682,9 @@ def main(argv: list[str] | None = None) -> list[Row]:
     parser.add_argument("--quick", action="store_true", help="tiny sizes (a smoke run)")
     parser.add_argument("--runs", type=int, default=7, help="runs per median (>= 7)")
     parser.add_argument(
-        "--only", default="", help="comma list: plan,startup,prepush,suite,pg,compare,watch"
+        "--only",
+        default="",
+        help="comma list: plan,startup,prepush,suite,apply,ask,pg,compare,watch",
     )
     args = parser.parse_args(argv)
     quick = args.quick
@@ -624,6 +716,12 @@ def main(argv: list[str] | None = None) -> list[Row]:
         if wanted("suite"):
             print("suite …", flush=True)
             rows.append(bench_suite(work, 30 if quick else 200, runs))
+        if wanted("apply"):
+            print("apply --dry-run …", flush=True)
+            rows.append(bench_apply(work, runs))
+        if wanted("ask"):
+            print("ask …", flush=True)
+            rows += bench_ask(work, runs)
         if wanted("pg"):
             print("parallelism …", flush=True)
             rows.append(bench_parallel(8 if quick else 32, 0.02 if quick else 0.05, 8, runs))
