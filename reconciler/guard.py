@@ -300,6 +300,37 @@ def query_problem(
     return None
 
 
+# A suite runs the same statements run after run (each answer's SQL, each fast-tier
+# generation), so the warehouse asks for the verdict and tree by text: a hit costs a
+# dictionary look-up instead of a parse and a walk of every node.
+@functools.lru_cache(maxsize=4096)
+def _verdict(sql: str, dialect: str, allowed: frozenset[str]) -> exp.Expr | tuple[str, str | None]:
+    try:
+        return check_read_only(sql, dialect, allow_functions=allowed)
+    except UnsafeSqlError as exc:
+        return exc.message, exc.fix
+
+
+def checked_query(sql: str, dialect: str, *, allow_functions: Collection[str] = ()) -> exp.Expr:
+    """:func:`check_read_only`, memoized by ``(sql, dialect, allow_functions)``.
+
+    The same text under the same dialect and allow-list always gets the same
+    verdict, so it is kept (up to 4,096 statements per process); any other text,
+    dialect or allow-list is judged afresh.
+
+    Returns:
+        The parsed query, shared between callers: read it, or ``copy()`` it
+        before changing it.
+
+    Raises:
+        UnsafeSqlError: as :func:`check_read_only` (a fresh error each time).
+    """
+    verdict = _verdict(sql, dialect, frozenset(f.lower() for f in allow_functions))
+    if isinstance(verdict, tuple):
+        raise UnsafeSqlError(verdict[0], fix=verdict[1])
+    return verdict
+
+
 def _check_size(sql: str) -> None:
     if len(sql) > MAX_SQL_CHARS:
         raise UnsafeSqlError(
