@@ -197,8 +197,7 @@ def parse_query(sql: str, dialect: str) -> exp.Expr:
     return parsed.copy()
 
 
-# The suite parses each oracle several times (ordering, LIMIT ties, the guard): a copy
-# of a kept tree costs a fraction of a parse.
+# The suite parses each oracle several times: copying a kept tree costs less than a parse.
 @functools.lru_cache(maxsize=4096)
 def _parsed(sql: str, dialect: str) -> exp.Expr | tuple[str, str]:
     try:
@@ -311,9 +310,7 @@ def query_problem(
     return None
 
 
-# A suite runs the same statements run after run (each answer's SQL, each fast-tier
-# generation), so the warehouse asks for the verdict and tree by text: a hit costs a
-# dictionary look-up instead of a parse and a walk of every node.
+# A suite runs the same statements run after run: a kept verdict costs a look-up, not a parse.
 @functools.lru_cache(maxsize=4096)
 def _verdict(sql: str, dialect: str, allowed: frozenset[str]) -> exp.Expr | tuple[str, str | None]:
     try:
@@ -323,15 +320,10 @@ def _verdict(sql: str, dialect: str, allowed: frozenset[str]) -> exp.Expr | tupl
 
 
 def checked_query(sql: str, dialect: str, *, allow_functions: Collection[str] = ()) -> exp.Expr:
-    """:func:`check_read_only`, memoized by ``(sql, dialect, allow_functions)``.
-
-    The same text under the same dialect and allow-list always gets the same
-    verdict, so it is kept (up to 4,096 statements per process); any other text,
-    dialect or allow-list is judged afresh.
+    """:func:`check_read_only`, its verdict kept by text, dialect and allow-list (4,096 kept).
 
     Returns:
-        The parsed query, shared between callers: read it, or ``copy()`` it
-        before changing it.
+        The parsed query, shared between callers: ``copy()`` it before changing it.
 
     Raises:
         UnsafeSqlError: as :func:`check_read_only` (a fresh error each time).
