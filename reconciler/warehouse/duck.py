@@ -288,11 +288,12 @@ class DuckWarehouse:
     @contextmanager
     def _session(self, search_path: tuple[str, ...]) -> Iterator[_Session]:
         """A connection of the pool with ``search_path`` set; dropped when it failed."""
-        with self._lock:
-            session = self._idle.pop() if self._idle else None
-        if session is None:
-            session = _Session(self._base.cursor())
-            session.path = ("\x00",)  # unknown: the first statement sets it
+        with self._lock:  # a DuckDB connection object is not shared between threads
+            if self._idle:
+                session = self._idle.pop()
+            else:
+                session = _Session(self._base.cursor())
+                session.path = ("\x00",)  # unknown: the first statement sets it
         healthy = False
         try:
             if session.path != search_path:

@@ -332,14 +332,11 @@ def bench_suite(work: Path, answers: int, runs: int) -> Row:
 
     repo = _example_repo(work, f"suite{answers}", answers)
     rt = Runtime(pygit2.Repository(str(repo)), env={}, progress=lambda _m: None, jobs=1)
-    # The configuration dst opens the file with: one process holds one per file.
-    config = {"enable_external_access": False, "lock_configuration": True}
-    db = duckdb.connect(str(repo / ".dst" / "warehouse.duckdb"), read_only=True, config=config)
     last: list[Any] = []
+    db: Any = None
     try:
         _, planned = plan_all(rt, "HEAD", "sales")
         plan, candidate, _ = planned[0]
-        db.execute("SET search_path = 'sales,main'")  # seeds are per lens: its schema first
 
         def suite() -> float:
             start = time.process_time()
@@ -354,13 +351,16 @@ def bench_suite(work: Path, answers: int, runs: int) -> Row:
 
         cold = suite()  # the warm-up: the first suite of this lens version in the process
         statements = _statements_of(last[0], candidate)
+        db = _same_database(rt.warehouse_for(candidate), duckdb)
+        db.execute("SET search_path = 'sales,main'")  # seeds are per lens: its schema first
         direct()
         t_suite, t_direct = [], []
         for _ in range(runs):
             t_suite.append(suite())
             t_direct.append(direct())
     finally:
-        db.close()
+        if db is not None:
+            db.close()
         rt.close()
     run = last[0]
     outcomes = sorted({r.outcome.value for r in [*run.results, *run.self_test]})
@@ -372,6 +372,22 @@ def bench_suite(work: Path, answers: int, runs: int) -> Row:
         f"{len(statements)} statements, in-process CPU, first run {cold * 1000:.0f}ms; "
         f"outcomes {outcomes}",
     )
+
+
+def _same_database(warehouse: Any, duckdb: Any) -> Any:
+    """A plain DuckDB connection to the database ``warehouse`` holds open.
+
+    One process opens a file with one configuration only, so the baseline
+    connects through the warehouse's own database instance (direct DuckDB, or
+    the SQLAlchemy pool's driver connection of earlier versions).
+    """
+    warehouse = getattr(warehouse, "_warehouse", warehouse)  # through a LensExecutor
+    base = getattr(warehouse, "_base", None)
+    if base is not None:
+        return base.cursor()
+    raw = warehouse._engine.raw_connection()
+    driver = getattr(raw, "driver_connection", raw)
+    return driver.cursor() if isinstance(driver, duckdb.DuckDBPyConnection) else driver
 
 
 def _statements(repo: Path) -> list[str]:
