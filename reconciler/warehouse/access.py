@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from reconciler.warehouse.duck import DuckWarehouse, plain_file
 
@@ -45,20 +45,30 @@ def resolve_url(
     lens_url: str | None,
     repo_config_url: str | None,
     repo_root: Path,
+    **sources: Any,
 ) -> tuple[str, str]:
     """:func:`reconciler.warehouse.connection.resolve_url` (DESIGN §7 precedence).
+
+    Args:
+        cli_url, env, lens_url, repo_config_url, repo_root: as ``connection.resolve_url``.
+        sources: further keyword sources ``connection.resolve_url`` takes, passed on;
+            any that is not ``None`` counts as naming a warehouse.
 
     Raises:
         UsageError: as ``connection.resolve_url``.
     """
     given = (cli_url, env.get(_ENV_VAR), lens_url, repo_config_url)
-    if all(value is None or not value.strip() for value in given):
+    unset = all(value is None or not value.strip() for value in given)
+    if unset and all(value is None for value in sources.values()):
         path = repo_root / _EMBEDDED_DIR / _EMBEDDED_FILE
         return f"duckdb:///{path.as_posix()}", "embedded default"
     # lazy: SQLAlchemy parses a URL somebody wrote
     from reconciler.warehouse.connection import resolve_url as resolve
 
-    return resolve(cli_url, env, lens_url, repo_config_url, repo_root)
+    resolved: tuple[str, str] = resolve(
+        cli_url, env, lens_url, repo_config_url, repo_root, **sources
+    )
+    return resolved
 
 
 def redact(url: str) -> str:

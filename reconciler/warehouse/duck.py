@@ -21,6 +21,7 @@ A URL with a query string, a user or percent-escapes goes through SQLAlchemy.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Collection, Iterator, Sequence
@@ -38,6 +39,7 @@ from reconciler.resultset import ResultSet
 from reconciler.warehouse.timeouts import WATCHDOG
 
 _PREFIX = "duckdb:///"
+_PLAIN_PATH = re.compile(r"[A-Za-z0-9/._~-]+")
 _MEMORY = ":memory:"
 _CONFIG = {"enable_external_access": False, "lock_configuration": True}
 _SCHEMAS_SQL = (
@@ -49,16 +51,14 @@ def plain_file(url: str) -> str | None:
     """The database of a ``duckdb:///<path>`` URL that needs no URL parser, else ``None``.
 
     ``duckdb:///rel.db`` gives ``rel.db``, ``duckdb:////abs/w.duckdb`` gives
-    ``/abs/w.duckdb``, ``duckdb:///:memory:`` gives ``:memory:``; ``None`` for every
-    other URL (another backend, a query string, a user, percent-escapes), which
-    SQLAlchemy parses.
+    ``/abs/w.duckdb``. Only a path of letters, digits and ``/ . _ - ~`` qualifies
+    (SQLAlchemy reads and prints it unchanged); every other URL (another backend,
+    a query string, ``:memory:``, escapes) is SQLAlchemy's to parse.
     """
     if not url.startswith(_PREFIX):
         return None
     database = url[len(_PREFIX) :]
-    if not database or any(c in database for c in "?#%@"):
-        return None
-    return database
+    return database if _PLAIN_PATH.fullmatch(database) else None
 
 
 def distinct_values_sql(table: str, column_sql: str, dialect: str, limit: int) -> str:
