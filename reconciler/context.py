@@ -13,22 +13,24 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from reconciler.assembly.profiles import ProfileStore, file_version, ttl_from_env
-from reconciler.assembly.similarity import Embedder
 from reconciler.errors import DstError, LensLoadError, UsageError, WarehouseError
-from reconciler.generators import DimensionValues, SmartCall, TierCall
-from reconciler.generators.budget import estimate
-from reconciler.generators.cache import Budget, GenerationCache
 from reconciler.git import refs as refstore
 from reconciler.git import trees as gitstate
-from reconciler.guard import transpile
 from reconciler.lens import Answer, Lens, RepoConfig
 from reconciler.lensfiles import Environment, environment_problems
 from reconciler.loader import load_yaml, validate
 from reconciler.resultset import Executor, ResultSet
-from reconciler.suite import Scoring, ValueCache, resolve_jobs
+
+if TYPE_CHECKING:
+    # Only for annotations: `dst status`, `dst log` and a plan with nothing stale
+    # never score, so the suite, the generators and their caches load on first use.
+    from reconciler.assembly.profiles import ProfileStore
+    from reconciler.assembly.similarity import Embedder
+    from reconciler.generators import DimensionValues, SmartCall, TierCall
+    from reconciler.generators.cache import GenerationCache
+    from reconciler.suite import Scoring, ValueCache
 
 
 def _stderr(message: str) -> None:
@@ -86,6 +88,9 @@ class LensExecutor:
                 dialect, or the guard refuses it there.
             WarehouseError: as the warehouse's ``execute``.
         """
+        # lazy: sqlglot's transpiler, only when a statement runs
+        from reconciler.guard import transpile
+
         run: Callable[..., ResultSet] = self._warehouse.execute
         # Only a lens with a schema of its own passes a path: other executors need not take one.
         path = {"search_path": self.search_path} if self.search_path else {}
@@ -103,6 +108,9 @@ class LensExecutor:
         self, table: str, column_sql: str, *, limit: int = 200, timeout_s: float
     ) -> tuple[str, ...]:
         """The warehouse's ``distinct_values`` with ``column_sql`` transpiled."""
+        # lazy: sqlglot's transpiler, only when a statement runs
+        from reconciler.guard import transpile
+
         column = transpile(column_sql, self.dialect, self._target, expression=True)
         values: Callable[..., tuple[str, ...]] = self._warehouse.distinct_values
         path = {"search_path": self.search_path} if self.search_path else {}
@@ -219,8 +227,8 @@ class Runtime:
         (``dst.yaml environments: <E>``, with ``--env E``) > the lens's
         ``warehouse:`` > ``dst.yaml``'s ``warehouse:`` > the embedded default.
         """
-        # lazy: SQLAlchemy loads only when a command reaches a warehouse
-        from reconciler.warehouse.connection import resolve_url
+        # lazy: the warehouse edge loads only when a command reaches a warehouse
+        from reconciler.warehouse.access import resolve_url
 
         environment = self.environment_config()
         return resolve_url(
@@ -249,12 +257,12 @@ class Runtime:
             WarehouseError: it cannot be reached (the gate stands down with this),
                 or the embedded warehouse predates the lens's schema (run ``dst seed``).
         """
-        # lazy: SQLAlchemy loads only when a command reaches a warehouse
-        from reconciler.warehouse.connection import Warehouse
+        # lazy: the warehouse edge loads only when a command reaches a warehouse
+        from reconciler.warehouse.access import open_warehouse
 
         url, _ = self.resolve_url(lens)
         if url not in self._warehouses:
-            opened = Warehouse.open(url, pool_size=self.jobs_for(lens))
+            opened = open_warehouse(url, pool_size=self.jobs_for(lens))
             for line in opened.warnings:
                 self.progress(line)
             self._warehouses[url] = opened
@@ -283,8 +291,8 @@ class Runtime:
         Raises:
             WarehouseError: the embedded warehouse lacks one of the schemas.
         """
-        # lazy: SQLAlchemy loads only when a command reaches a warehouse
-        from reconciler.warehouse.connection import is_embedded
+        # lazy: the warehouse edge loads only when a command reaches a warehouse
+        from reconciler.warehouse.access import is_embedded
 
         schemas = getattr(warehouse, "schemas", None)
         held: frozenset[str] = schemas() if schemas is not None else frozenset()
@@ -307,6 +315,9 @@ class Runtime:
         (:mod:`reconciler.assembly.profiles`), so a run against an unchanged
         warehouse file reads none of them from the warehouse.
         """
+        # lazy: the suite loads only when a command scores
+        from reconciler.suite import ValueCache
+
         key = str(id(executor))
         if key not in self._values:
             url, _ = self.resolve_url(lens)
@@ -327,19 +338,19 @@ class Runtime:
         the redacted URL is hashed and recorded, with the lens's ``search_path``
         when it has one (two lenses' ``products`` tables are two tables).
         """
-        # lazy: SQLAlchemy loads only when a command reaches a warehouse
-        from reconciler.warehouse.connection import redact
-        from reconciler.warehouse.urls import url_facts
+        # lazy: the warehouse edge loads only when a command reaches a warehouse
+        from reconciler.assembly.profiles import ProfileStore, file_version, ttl_from_env
+        from reconciler.warehouse.access import file_facts, redact
 
         directory = self.root / ".dst" / "profiles"
         ttl = ttl_from_env(self.env)
         shown = redact(url) + (f" search_path={','.join(search_path)}" if search_path else "")
         try:
-            facts = url_facts(url)
+            backend, database = file_facts(url)
         except ValueError:  # an unparseable URL never reaches here; be safe anyway
             return None
-        if facts.backend in ("duckdb", "sqlite"):
-            database = facts.database or ""
+        if backend in ("duckdb", "sqlite"):
+            database = database or ""
             if database in ("", ":memory:") or database.startswith(("file:", "md:")):
                 return None
             version = file_version(Path(database))
@@ -415,6 +426,9 @@ class Runtime:
         Raises:
             UsageError: either variable is set to something that is not a budget.
         """
+        # lazy: the generators load only when a command generates
+        from reconciler.generators.cache import Budget, GenerationCache
+
         if self._cache is None:
             self._cache = GenerationCache(
                 self.root / ".dst" / "cache",
@@ -461,6 +475,9 @@ class Runtime:
 
     def jobs_for(self, lens: Lens) -> int:
         """Answers of ``lens`` a suite runs at once (:func:`reconciler.suite.resolve_jobs`)."""
+        # lazy: the suite loads only when a command scores
+        from reconciler.suite import resolve_jobs
+
         return resolve_jobs(self.jobs, lens)
 
     def scoring_for(self, lens: Lens, *, strict: bool = False) -> Scoring:
@@ -482,6 +499,9 @@ class Runtime:
         Raises:
             DstError: ``strict`` and the warehouse cannot be reached.
         """
+        # lazy: the suite loads only when a command scores
+        from reconciler.suite import Scoring
+
         executor: Executor | None = None
         cannot_score: str | None = None
         try:
@@ -542,6 +562,9 @@ class Runtime:
         run's (``DST_MAX_CALLS`` / ``DST_MAX_COST_USD``) or else the lens's own
         (``max_calls`` / ``max_cost_usd``). ``None`` when it fits or nothing bounds it.
         """
+        # lazy: the generators load only when a command generates
+        from reconciler.generators.budget import estimate
+
         if scoring.smart is None and scoring.command is None:
             return None
         budget = self.generation_cache().budget_for(lens)

@@ -189,17 +189,27 @@ def parse_query(sql: str, dialect: str) -> exp.Expr:
             brackets deeper than :data:`MAX_NESTING`, does not parse, or holds
             zero or several statements.
     """
-    _check_size(sql)
+    _check_size(sql)  # first: an oversized text is never kept
+    parsed = _parsed(sql, dialect)
+    if isinstance(parsed, tuple):
+        raise UnsafeSqlError(parsed[0], fix=parsed[1])
+    # Callers may change the tree they get; the memo keeps its own.
+    return parsed.copy()
+
+
+# The suite parses each oracle several times: copying a kept tree costs less than a parse.
+@functools.lru_cache(maxsize=4096)
+def _parsed(sql: str, dialect: str) -> exp.Expr | tuple[str, str]:
     try:
         with _quiet_sqlglot():
             statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
     except ParseError as exc:
         first = exc.errors[0]["description"] if exc.errors else str(exc)
-        raise UnsafeSqlError(f"SQL does not parse as {dialect}: {first}", fix=_FIX) from None
+        return f"SQL does not parse as {dialect}: {first}", _FIX
     except RecursionError:
-        raise UnsafeSqlError("SQL is nested too deeply to validate", fix=_SIZE_FIX) from None
+        return "SQL is nested too deeply to validate", _SIZE_FIX
     if len(statements) != 1:
-        raise UnsafeSqlError(f"expected exactly one statement, found {len(statements)}", fix=_FIX)
+        return f"expected exactly one statement, found {len(statements)}", _FIX
     return statements[0]
 
 
@@ -298,6 +308,30 @@ def query_problem(
     except UnsafeSqlError as exc:
         return exc.message, exc.fix
     return None
+
+
+# A suite runs the same statements run after run: a kept verdict costs a look-up, not a parse.
+@functools.lru_cache(maxsize=4096)
+def _verdict(sql: str, dialect: str, allowed: frozenset[str]) -> exp.Expr | tuple[str, str | None]:
+    try:
+        return check_read_only(sql, dialect, allow_functions=allowed)
+    except UnsafeSqlError as exc:
+        return exc.message, exc.fix
+
+
+def checked_query(sql: str, dialect: str, *, allow_functions: Collection[str] = ()) -> exp.Expr:
+    """:func:`check_read_only`, its verdict kept by text, dialect and allow-list (4,096 kept).
+
+    Returns:
+        The parsed query, shared between callers: ``copy()`` it before changing it.
+
+    Raises:
+        UnsafeSqlError: as :func:`check_read_only` (a fresh error each time).
+    """
+    verdict = _verdict(sql, dialect, frozenset(f.lower() for f in allow_functions))
+    if isinstance(verdict, tuple):
+        raise UnsafeSqlError(verdict[0], fix=verdict[1])
+    return verdict
 
 
 def _check_size(sql: str) -> None:

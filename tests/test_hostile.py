@@ -27,6 +27,7 @@ import yaml
 from reconciler import guard
 from reconciler.errors import UnsafeSqlError, WarehouseError
 from reconciler.warehouse.connection import Warehouse
+from reconciler.warehouse.duck import DuckWarehouse
 from tests import pg
 from tests.figures import record
 
@@ -59,7 +60,7 @@ TALLY: Counter[tuple[str, str]] = Counter()
 class Sandbox:
     """A warehouse under test, its folder, and a fingerprint of everything it holds."""
 
-    warehouse: Warehouse
+    warehouse: Warehouse | DuckWarehouse
     folder: Path
     fingerprint: Callable[[], object]
 
@@ -194,9 +195,12 @@ def test_corpus_is_well_formed() -> None:
             )
 
 
-def _run_unguarded(wh: Warehouse, sql: str) -> str | None:
+def _run_unguarded(wh: Warehouse | DuckWarehouse, sql: str) -> str | None:
     """Execute on the read-only connection with the guard bypassed; the error, if any."""
     try:
+        if isinstance(wh, DuckWarehouse):  # DuckDB is opened without SQLAlchemy
+            wh._execute_raw(sql, row_cap=10, timeout_s=5)
+            return None
         with wh._read_only(5) as conn:
             result = conn.exec_driver_sql(sql, execution_options={"no_parameters": True})
             if result.returns_rows:

@@ -10,6 +10,8 @@ loads none of the reconcile, the suite, pygit2 or sqlglot. These spawn
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,6 +27,8 @@ ENGINES = (
     "reconciler.generators.smart",
 )
 RICH = ("rich", "typer.rich_utils")
+SQLALCHEMY = ("sqlalchemy", "duckdb_engine", "psycopg", "psycopg2")
+SCORING = ("reconciler.suite", "reconciler.generators", "reconciler.compare")
 RECONCILE = ("reconciler.context", "reconciler.suite", "reconciler.reconcile", "pygit2", "sqlglot")
 
 
@@ -78,3 +82,33 @@ def test_help_imports_neither_engines_nor_the_reconcile(
     repo: Path, args: tuple[str, ...], absent: tuple[str, ...]
 ) -> None:
     assert heavy(imported(repo, *args), absent) == []
+
+
+@pytest.mark.parametrize(
+    ("question", "route"),
+    [
+        ("Average order value by quarter in 2023", "certified_answer"),
+        ("total revenue by region", "generated"),
+    ],
+)
+def test_ask_on_the_embedded_warehouse_opens_duckdb_without_sqlalchemy(
+    promoted_repo: Path, question: str, route: str
+) -> None:
+    args = ("ask", question, "--lens", "sales", "--format", "json")
+    assert f'"route": "{route}"' in dst(promoted_repo, *args).stdout
+    names = imported(promoted_repo, *args)
+    assert "duckdb" in names  # it did run the query
+    assert heavy(names, SQLALCHEMY + RICH + ("openai",)) == []
+
+
+def test_the_runtime_loads_no_suite_generators_or_warehouse_edge() -> None:
+    # reconciler.context is what every command holding a repository imports first.
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "import reconciler.context"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    names = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if "|" in line}
+    assert "reconciler.context" in names
+    assert heavy(names, SCORING + ENGINES + ("reconciler.assembly",)) == []

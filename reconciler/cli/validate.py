@@ -40,7 +40,7 @@ from reconciler.cli.options import Format, FormatOpt, RepoOpt, WarehouseOpt
 from reconciler.errors import LensLoadError, UsageError
 
 if TYPE_CHECKING:
-    from reconciler.warehouse.connection import Warehouse
+    from reconciler.warehouse.access import OpenWarehouse as Warehouse
 
 validate_app = typer.Typer()
 

@@ -44,16 +44,14 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, SQLAlchemyError
-from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
-from sqlglot.errors import ParseError
-from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 
 from reconciler import guard
-from reconciler.errors import UnsafeSqlError, UsageError, WarehouseError
+from reconciler.errors import UsageError, WarehouseError
 from reconciler.resultset import ResultSet
 from reconciler.warehouse import readonly
 from reconciler.warehouse import search_path as paths
+from reconciler.warehouse.duck import DuckWarehouse, distinct_values_sql, plain_file
 from reconciler.warehouse.timeouts import WATCHDOG, Alarm
 
 ENV_VAR = "DST_WAREHOUSE_URL"
@@ -230,7 +228,7 @@ class Warehouse:
         self.warnings: tuple[str, ...] = ()
 
     @classmethod
-    def open(cls, url: str, *, pool_size: int | None = None) -> Warehouse:
+    def open(cls, url: str, *, pool_size: int | None = None) -> Warehouse | DuckWarehouse:
         """Connect to ``url`` read-only and check that it answers.
 
         A bare ``postgresql://`` URL uses psycopg (3) when installed, else psycopg2.
@@ -242,7 +240,8 @@ class Warehouse:
 
         Returns:
             An open warehouse; :attr:`warnings` holds one line when a PostgreSQL
-            login is a superuser (the caller prints it).
+            login is a superuser (the caller prints it). A plain ``duckdb:///path``
+            URL opens DuckDB directly (:class:`~reconciler.warehouse.duck.DuckWarehouse`).
 
         Raises:
             WarehouseError: the URL does not parse, its driver is not installed,
@@ -250,6 +249,8 @@ class Warehouse:
                 exist (fix: ``dst seed``), or the first connection fails. The
                 message shows the redacted URL only.
         """
+        if plain_file(url) is not None:
+            return DuckWarehouse.open(url)
         shown = redact(url)
         try:
             parsed = make_url(url)
@@ -417,25 +418,7 @@ class Warehouse:
             UnsafeSqlError: ``table`` or ``column_sql`` does not parse or is unsafe.
             WarehouseError: execution failed or timed out.
         """
-        column = guard.parse_expression(column_sql, self.dialect)
-        try:
-            source = exp.to_table(table, dialect=self.dialect)
-        except (ParseError, ValueError):
-            raise UnsafeSqlError(
-                f"table {table!r} is not a table name",
-                fix="write the model's table as [schema.]name",
-            ) from None
-        value = exp.alias_(column, "value")
-        query = (
-            exp.select(value)
-            .distinct()
-            .from_(source)
-            .where(exp.Not(this=exp.Is(this=column.copy(), expression=exp.Null())))
-            .order_by(exp.Literal.number(1))
-            .limit(limit + 1)
-        )
-        query = normalize_identifiers(query, dialect=self.dialect)
-        sql = query.sql(dialect=self.dialect, identify=True)
+        sql = distinct_values_sql(table, column_sql, self.dialect, limit)
         result = self.execute(sql, row_cap=limit, timeout_s=timeout_s, search_path=search_path)
         if result.truncated:
             return ()

@@ -19,6 +19,7 @@ rows skip with a reason when ``DST_BENCH_PG`` (default
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -316,7 +317,13 @@ def _example_repo(work: Path, name: str, answers: int) -> Path:
 
 
 def bench_suite(work: Path, answers: int, runs: int) -> Row:
-    """The scoped suite for ``answers`` stale answers vs the same statements run directly."""
+    """The scoped suite for ``answers`` stale answers vs the same statements run directly.
+
+    In one process, alternating (suite, statements, suite …) after one warm-up of
+    each, median of ``runs`` of each, in this process's CPU seconds. The measured
+    suites run the same lens version again, so they reuse what the warm-up kept
+    (guard verdicts, fast-tier generations); the note gives the warm-up's own time.
+    """
     import duckdb
     import pygit2
 
@@ -325,21 +332,82 @@ def bench_suite(work: Path, answers: int, runs: int) -> Row:
 
     repo = _example_repo(work, f"suite{answers}", answers)
     rt = Runtime(pygit2.Repository(str(repo)), env={}, progress=lambda _m: None, jobs=1)
+    last: list[Any] = []
+    db: Any = None
     try:
         _, planned = plan_all(rt, "HEAD", "sales")
         plan, candidate, _ = planned[0]
-        gate_lens(rt, plan, candidate, None)  # warm: warehouse open, values read
-        last: list[Any] = []
 
         def suite() -> float:
-            start = time.perf_counter()
+            start = time.process_time()
             last[:] = [gate_lens(rt, plan, candidate, None)]
-            return time.perf_counter() - start
+            return time.process_time() - start
 
-        t_suite = median(suite, runs)
+        def direct() -> float:
+            start = time.process_time()
+            for sql in statements:
+                db.execute(sql).fetchmany(1001)
+            return time.process_time() - start
+
+        cold = suite()  # the warm-up: the first suite of this lens version in the process
+        statements = _statements_of(last[0], candidate)
+        db = _same_database(rt.warehouse_for(candidate), duckdb)
+        db.execute("SET search_path = 'sales,main'")  # seeds are per lens: its schema first
+        direct()
+        t_suite, t_direct = [], []
+        for _ in range(runs):
+            t_suite.append(suite())
+            t_direct.append(direct())
     finally:
+        if db is not None:
+            db.close()
         rt.close()
     run = last[0]
+    outcomes = sorted({r.outcome.value for r in [*run.results, *run.self_test]})
+    return Row(
+        f"suite, {answers} stale answers, DuckDB fast tier",
+        statistics.median(t_suite),
+        statistics.median(t_direct),
+        1.3,
+        f"{len(statements)} statements, in-process CPU, first run {cold * 1000:.0f}ms; "
+        f"outcomes {outcomes}",
+    )
+
+
+def _same_database(warehouse: Any, duckdb: Any) -> Any:
+    """A plain DuckDB connection to the database ``warehouse`` holds open.
+
+    One process opens a file with one configuration only, so the baseline
+    connects through the warehouse's own database instance (direct DuckDB, or
+    the SQLAlchemy pool's driver connection of earlier versions).
+    """
+    warehouse = getattr(warehouse, "_warehouse", warehouse)  # through a LensExecutor
+    base = getattr(warehouse, "_base", None)
+    if base is not None:
+        return base.cursor()
+    raw = warehouse._engine.raw_connection()
+    driver = getattr(raw, "driver_connection", raw)
+    return driver.cursor() if isinstance(driver, duckdb.DuckDBPyConnection) else driver
+
+
+def _statements(repo: Path) -> list[str]:
+    """The SQL a scoped suite of the sales lens runs in ``repo``: answers' and generations'."""
+    import pygit2
+
+    from reconciler.context import Runtime
+    from reconciler.reconcile import gate_lens, plan_all
+
+    rt = Runtime(pygit2.Repository(str(repo)), env={}, progress=lambda _m: None, jobs=1)
+    try:
+        _, planned = plan_all(rt, "HEAD", "sales")
+        plan, candidate, _ = planned[0]
+        return _statements_of(gate_lens(rt, plan, candidate, None), candidate)
+    finally:
+        rt.close()
+
+
+def _statements_of(run: Any, candidate: Any) -> list[str]:
+    """Each answer's SQL and each generation's, of one gate ``run`` of ``candidate``."""
     statements = []
     for result in [*run.results, *run.self_test]:
         statements.append(candidate.answers[result.answer].sql)
@@ -347,24 +415,72 @@ def bench_suite(work: Path, answers: int, runs: int) -> Row:
             sql = attempt.get("generation", {}).get("sql")
             if sql:
                 statements.append(sql)
-    db = duckdb.connect(str(repo / ".dst" / "warehouse.duckdb"), read_only=True)
+    return statements
 
-    def direct() -> float:
-        start = time.perf_counter()
-        for sql in statements:
-            db.execute(sql).fetchmany(1001)
-        return time.perf_counter() - start
 
-    t_direct = median(direct, runs)
-    db.close()
-    outcomes = sorted({r.outcome.value for r in [*run.results, *run.self_test]})
-    return Row(
-        f"suite, {answers} stale answers, DuckDB fast tier",
-        t_suite,
-        t_direct,
-        1.3,
-        f"{len(statements)} statements; outcomes {outcomes}",
+def _duckdb_script(repo: Path, statements: list[str]) -> Process:
+    """One process that imports duckdb and runs ``statements`` on the seeded file (a floor)."""
+    listing = repo.parent / f"{repo.name}-statements.json"
+    listing.write_text(json.dumps(statements))
+    code = (
+        "import duckdb, json\n"
+        f"db = duckdb.connect({str(repo / '.dst' / 'warehouse.duckdb')!r}, read_only=True)\n"
+        "db.execute(\"SET search_path = 'sales,main'\")\n"
+        f"for sql in json.load(open({str(listing)!r})):\n"
+        "    db.execute(sql).fetchmany(1001)\n"
     )
+    return python(code, repo)
+
+
+def bench_apply(work: Path, runs: int) -> Row:
+    """``dst apply --dry-run`` of the example lenses (21 stale answers) vs their SQL in one
+    DuckDB process."""
+    repo = _example_repo(work, "apply", 21)
+    statements = _statements(repo)
+    dry, floor = paired(
+        dst_process(repo, "apply", "--dry-run"), _duckdb_script(repo, statements), runs
+    )
+    return Row(
+        "apply --dry-run, 21 stale answers, vs their SQL in one DuckDB process",
+        dry.cpu_s,
+        floor.cpu_s,
+        2.0,
+        f"{len(statements)} statements",
+    )
+
+
+ASK_CERTIFIED = "Average order value by quarter in 2023"
+ASK_GENERATED = "total revenue by region"
+
+
+def bench_ask(work: Path, runs: int) -> list[Row]:
+    """``dst ask`` (a certified answer, a fast-tier generation) vs a script that imports
+    duckdb and runs the SQL the answer served."""
+    repo = _example_repo(work, "ask", 21)
+    applied = subprocess.run(
+        [sys.executable, "-m", "reconciler", "apply"], cwd=repo, env=_env(repo), capture_output=True
+    )
+    assert applied.returncode == 0, applied.stderr
+    rows = []
+    for kind, question in (("certified", ASK_CERTIFIED), ("generated", ASK_GENERATED)):
+        args = ("ask", question, "--lens", "sales", "--format", "json")
+        shown = subprocess.run(
+            [sys.executable, "-m", "reconciler", *args], cwd=repo, env=_env(repo),
+            capture_output=True,
+        )  # fmt: skip
+        answer = json.loads(shown.stdout)
+        sql = answer.get("sql") or ""
+        asked, floor = paired(dst_process(repo, *args), _duckdb_script(repo, [sql]), runs)
+        rows.append(
+            Row(
+                f"ask ({kind}) vs a duckdb script running its SQL",
+                asked.cpu_s,
+                floor.cpu_s,
+                2.0,
+                f"route {answer.get('route')}",
+            )
+        )
+    return rows
 
 
 # -- concurrency against PostgreSQL with per-query latency ------------------------------
@@ -592,7 +708,9 @@ def main(argv: list[str] | None = None) -> list[Row]:
     parser.add_argument("--quick", action="store_true", help="tiny sizes (a smoke run)")
     parser.add_argument("--runs", type=int, default=7, help="runs per median (>= 7)")
     parser.add_argument(
-        "--only", default="", help="comma list: plan,startup,prepush,suite,pg,compare,watch"
+        "--only",
+        default="",
+        help="comma list: plan,startup,prepush,suite,apply,ask,pg,compare,watch",
     )
     args = parser.parse_args(argv)
     quick = args.quick
@@ -624,6 +742,12 @@ def main(argv: list[str] | None = None) -> list[Row]:
         if wanted("suite"):
             print("suite …", flush=True)
             rows.append(bench_suite(work, 30 if quick else 200, runs))
+        if wanted("apply"):
+            print("apply --dry-run …", flush=True)
+            rows.append(bench_apply(work, runs))
+        if wanted("ask"):
+            print("ask …", flush=True)
+            rows += bench_ask(work, runs)
         if wanted("pg"):
             print("parallelism …", flush=True)
             rows.append(bench_parallel(8 if quick else 32, 0.02 if quick else 0.05, 8, runs))
