@@ -181,7 +181,7 @@ def test_interrupt_exits_130(
 def test_ctrl_c_at_a_prompt_is_an_interrupt_too(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    def prompt(*_args: object) -> None:
+    def prompt(*_args: object, **_kwargs: object) -> None:
         try:
             raise KeyboardInterrupt
         except KeyboardInterrupt:
