@@ -10,7 +10,6 @@ exemplar's own rule reached the generated SQL.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ import yaml
 from reconciler.generators.adapt import adapted_sql, skeleton
 from reconciler.lens import Lens, load_lens
 from tests.helpers import FIXTURES
-from tests.helpers.grammar import ask, dimension_values, same_rows
+from tests.helpers.grammar import ask, check_golden_case, dimension_values, golden_warehouses
 
 DATA: dict[str, Any] = yaml.safe_load((FIXTURES / "fast_tier_ratios.yaml").read_text("utf-8"))
 CASES: list[dict[str, Any]] = DATA["cases"]
@@ -33,50 +32,13 @@ def _lens() -> Lens:
 
 @pytest.fixture(scope="module")
 def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    path = tmp_path_factory.mktemp("ratios") / "shop.duckdb"
-    con = duckdb.connect(str(path))
-    con.execute(DATA["schema"])
-    con.close()
-    yield path
-
-
-def _rounded(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-    return [
-        tuple(round(float(v), 6) if isinstance(v, (int, float, Decimal)) else v for v in row)
-        for row in rows
-    ]
+    root = tmp_path_factory.mktemp("ratios")
+    yield golden_warehouses(root, {"shop": DATA["schema"]})["shop"]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
 def test_ratio_and_exemplar_case(warehouse: Path, case: dict[str, Any]) -> None:
-    lens = _lens()
-    con = duckdb.connect(str(warehouse), read_only=True)
-    try:
-        result = ask(lens, case["question"], dimension_values(con, lens))
-        if "reason" in case:
-            assert result.sql is None, f"answered instead of declining:\n{result.sql}"
-            assert result.declined is not None and case["reason"] in result.declined, (
-                result.declined
-            )
-            return
-        assert result.sql is not None, result.declined
-        if "contains" in case:
-            assert case["contains"] in result.sql, result.sql
-        if "lacks" in case:
-            assert case["lacks"] not in result.sql, result.sql
-        generated = con.execute(result.sql)
-        columns = len(generated.description or ())
-        rows = generated.fetchall()
-        oracle = con.execute(case["oracle"])
-        expected = oracle.fetchall()
-        assert expected, "the oracle must return rows for the comparison to mean something"
-        assert columns == len(oracle.description or ()), f"column count differs:\n{result.sql}"
-        if case.get("ordered"):
-            assert _rounded(rows) == _rounded(expected), f"{result.sql}\n{rows} != {expected}"
-        else:
-            assert same_rows(rows, expected), f"{result.sql}\n{rows} != {expected}"
-    finally:
-        con.close()
+    check_golden_case(_lens(), warehouse, case)
 
 
 def test_an_exemplar_is_only_seen_through_the_request(warehouse: Path) -> None:

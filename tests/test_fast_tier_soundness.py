@@ -12,11 +12,9 @@ and is not correct in the suite; the join-key facts are cached with the profiles
 from __future__ import annotations
 
 from collections.abc import Iterator
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pytest
 import yaml
 
@@ -29,7 +27,7 @@ from reconciler.lens import Lens, load_lens
 from reconciler.suite import Outcome, ValueCache, run_answer
 from reconciler.warehouse.connection import Warehouse
 from tests.helpers import FIXTURES
-from tests.helpers.grammar import ask, dimension_values, same_rows
+from tests.helpers.grammar import check_golden_case, golden_warehouses
 
 DATA: dict[str, Any] = yaml.safe_load(
     (FIXTURES / "fast_tier_soundness.yaml").read_text(encoding="utf-8")
@@ -65,49 +63,12 @@ def _lens(name: str, extra: dict[str, bytes] | None = None) -> Lens:
 @pytest.fixture(scope="module")
 def warehouses(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
     root = tmp_path_factory.mktemp("soundness")
-    paths: dict[str, Path] = {}
-    for name, spec in DATA["lenses"].items():
-        paths[name] = root / f"{name}.duckdb"
-        con = duckdb.connect(str(paths[name]))
-        con.execute(spec["schema"])
-        con.close()
-    yield paths
+    yield golden_warehouses(root, {n: spec["schema"] for n, spec in DATA["lenses"].items()})
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
 def test_soundness_case(warehouses: dict[str, Path], case: dict[str, Any]) -> None:
-    lens = _lens(case["lens"])
-    con = duckdb.connect(str(warehouses[case["lens"]]), read_only=True)
-    try:
-        result = ask(lens, case["question"], dimension_values(con, lens))
-        if "reason" in case:
-            assert result.sql is None, f"answered instead of declining:\n{result.sql}"
-            assert result.declined is not None and case["reason"] in result.declined, (
-                result.declined
-            )
-            return
-        assert result.sql is not None, result.declined
-        generated = con.execute(result.sql)
-        columns = len(generated.description or ())
-        rows = generated.fetchall()
-        oracle = con.execute(case["oracle"])
-        expected = oracle.fetchall()
-        assert expected, "the oracle must return rows for the comparison to mean something"
-        assert columns == len(oracle.description or ()), f"column count differs:\n{result.sql}"
-        if case.get("ordered"):
-            assert _in_order(rows) == _in_order(expected), f"{result.sql}\n{rows} != {expected}"
-        else:
-            assert same_rows(rows, expected), f"{result.sql}\n{rows} != {expected}"
-    finally:
-        con.close()
-
-
-def _in_order(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-    """Rows in their order, numbers as floats rounded to 6 decimals."""
-    return [
-        tuple(round(float(v), 6) if isinstance(v, (int, float, Decimal)) else v for v in row)
-        for row in rows
-    ]
+    check_golden_case(_lens(case["lens"]), warehouses[case["lens"]], case)
 
 
 def _fanning_smart(_lens: Lens, _request: GenerationRequest, _hint: str | None) -> Generation:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -335,3 +336,59 @@ def grammar_cases(section: str, kind: str) -> list[tuple[str, str, str]]:
     data = yaml.safe_load((FIXTURES / "fast_tier_cases.yaml").read_text(encoding="utf-8"))
     other = "oracle" if kind == "shapes" else "reason"
     return [(c["id"], c["question"], c[other]) for c in data[section][kind]]
+
+
+def golden_warehouses(root: Path, schemas: dict[str, str]) -> dict[str, Path]:
+    """One DuckDB file per golden-case lens under ``root``, each built from its schema SQL."""
+    paths: dict[str, Path] = {}
+    for name, schema in schemas.items():
+        paths[name] = root / f"{name}.duckdb"
+        con = duckdb.connect(str(paths[name]))
+        con.execute(schema)
+        con.close()
+    return paths
+
+
+def rounded(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """Rows in their order, numbers as floats rounded to 6 decimals."""
+    return [
+        tuple(round(float(v), 6) if isinstance(v, (int, float, Decimal)) else v for v in row)
+        for row in rows
+    ]
+
+
+def check_golden_case(lens: Lens, warehouse: Path, case: dict[str, Any]) -> None:
+    """Ask ``case["question"]`` on ``lens`` over ``warehouse`` and hold it to the case.
+
+    A case with ``reason`` must decline with that text in its reason. Otherwise the
+    generated SQL must run and return the hand-written ``oracle``'s rows (as a
+    multiset, or in order with ``ordered: true``) with the same column count, and
+    contain ``contains`` / lack ``lacks`` when the case gives them.
+    """
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        result = ask(lens, case["question"], dimension_values(con, lens))
+        if "reason" in case:
+            assert result.sql is None, f"answered instead of declining:\n{result.sql}"
+            assert result.declined is not None and case["reason"] in result.declined, (
+                result.declined
+            )
+            return
+        assert result.sql is not None, result.declined
+        if "contains" in case:
+            assert case["contains"] in result.sql, result.sql
+        if "lacks" in case:
+            assert case["lacks"] not in result.sql, result.sql
+        generated = con.execute(result.sql)
+        columns = len(generated.description or ())
+        rows = generated.fetchall()
+        oracle = con.execute(case["oracle"])
+        expected = oracle.fetchall()
+        assert expected, "the oracle must return rows for the comparison to mean something"
+        assert columns == len(oracle.description or ()), f"column count differs:\n{result.sql}"
+        if case.get("ordered"):
+            assert rounded(rows) == rounded(expected), f"{result.sql}\n{rows} != {expected}"
+        else:
+            assert same_rows(rows, expected), f"{result.sql}\n{rows} != {expected}"
+    finally:
+        con.close()
