@@ -23,7 +23,6 @@ once: ``--jobs N`` > the lens's ``jobs:`` > 1, bounded by
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -31,7 +30,7 @@ from enum import Enum
 from typing import Any
 
 from reconciler.assembly.profiles import ProfileStore, gather_facts
-from reconciler.assembly.request import GenerationRequest, assemble
+from reconciler.assembly.request import assemble
 from reconciler.assembly.similarity import Embedder
 from reconciler.assets import asset_hashes
 from reconciler.compare.diff import Verdict, compare
@@ -41,8 +40,9 @@ from reconciler.compare.ordering import order_keys
 from reconciler.compare.ties import AMBIGUOUS as AMBIGUOUS_NOTE
 from reconciler.compare.ties import LimitCut, kept_other_ties
 from reconciler.errors import DstError
-from reconciler.generators import DimensionValues, Generation, SmartCall, TierCall, generate
+from reconciler.generators import DimensionValues, SmartCall, TierCall
 from reconciler.generators.cache import SAMPLE
+from reconciler.generators.reuse import generate_reusing
 from reconciler.ids import AnswerId
 from reconciler.lens import MAX_JOBS, Answer, Lens
 from reconciler.resultset import Executor, ResultSet
@@ -189,36 +189,6 @@ class ValueCache:
             timeout_s=self.timeout_s,
             dialect=self.dialect,
         ).values
-
-
-# The fast tier is deterministic in (lens, request, values): a suite run again on the same
-# lens version in one process (a second gate, a benchmark) reuses its generations. Each
-# entry keeps the lens and values objects it was made from, and only those match.
-_FAST_KEPT = 4096
-_FAST: dict[GenerationRequest, tuple[Lens, DimensionValues, Generation]] = {}
-_FAST_LOCK = threading.Lock()
-
-
-def _generate(
-    lens: Lens,
-    request: GenerationRequest,
-    values: DimensionValues,
-    smart: TierCall | None,
-    command: TierCall | None,
-) -> Generation:
-    """:func:`generate`; a fast-tier-only request is kept per lens and values object."""
-    if tuple(request.tiers) != ("fast",):
-        return generate(lens, request, values, smart=smart, command=command)
-    with _FAST_LOCK:
-        hit = _FAST.get(request)
-    if hit is not None and hit[0] is lens and hit[1] is values:
-        return hit[2]
-    generation = generate(lens, request, values)
-    with _FAST_LOCK:
-        if len(_FAST) >= _FAST_KEPT:
-            _FAST.pop(next(iter(_FAST)))
-        _FAST[request] = (lens, values, generation)
-    return generation
 
 
 def run_answer(
@@ -400,7 +370,7 @@ def _sample(run: _Sampling, max_attempts: int, *, sample: int = 1) -> AnswerResu
         request = assemble(
             lens, answer.question, exclude_answer=aid, certified_matching=False, embedder=embedder
         )
-        generation = _generate(lens, request, run.values, smart, command)
+        generation = generate_reusing(lens, request, run.values, smart, command)
         trace: dict[str, Any] = {
             "attempt": attempt,
             "request": request.record(asset_hashes(lens)),

@@ -1,4 +1,4 @@
-"""The suite's fast-tier memo: reused only for the same request on the same lens and values.
+"""The fast-tier memo (generators.reuse): the same request on the same lens and values only.
 
 The fast tier is deterministic in (lens, request, values), so a suite run again in
 one process reuses its generations. A changed lens tree, other warehouse values or
@@ -13,9 +13,9 @@ import dataclasses
 import duckdb
 import pytest
 
-from reconciler import suite
 from reconciler.assembly.grain import WarehouseFacts
 from reconciler.assembly.request import assemble
+from reconciler.generators import reuse
 from reconciler.lens import Lens, load_lens
 from tests.helpers.grammar import SCHEMA, SHOP, dimension_values
 
@@ -32,7 +32,7 @@ def values() -> WarehouseFacts:
 
 @pytest.fixture(autouse=True)
 def _fresh_memo() -> None:
-    suite._FAST.clear()
+    reuse._KEPT.clear()
 
 
 def _lens(files: dict[str, bytes] | None = None) -> Lens:
@@ -41,7 +41,7 @@ def _lens(files: dict[str, bytes] | None = None) -> Lens:
 
 def _sql(lens: Lens, question: str, values: object) -> tuple[str | None, object]:
     request = assemble(lens, question)
-    generation = suite._generate(lens, request, values, None, None)  # type: ignore[arg-type]
+    generation = reuse.generate_reusing(lens, request, values, None, None)  # type: ignore[arg-type]
     return generation.sql, generation
 
 
@@ -51,7 +51,7 @@ def test_the_same_request_lens_and_values_reuse_the_generation(values: Warehouse
     assert sql is not None and "SUM" in sql.upper()
     _, again = _sql(lens, "net revenue by region", values)
     assert again is first
-    assert len(suite._FAST) == 1
+    assert len(reuse._KEPT) == 1
 
 
 def test_a_changed_lens_tree_generates_afresh(values: WarehouseFacts) -> None:
@@ -83,6 +83,6 @@ def test_other_values_or_another_question_generate_afresh(values: WarehouseFacts
 def test_a_request_with_another_tier_is_never_kept(values: WarehouseFacts) -> None:
     lens = _lens()
     request = dataclasses.replace(assemble(lens, "net revenue by region"), tiers=("fast", "smart"))
-    generation = suite._generate(lens, request, values, None, None)
+    generation = reuse.generate_reusing(lens, request, values, None, None)
     assert generation.sql is not None
-    assert suite._FAST == {}
+    assert reuse._KEPT == {}

@@ -39,7 +39,7 @@ def on_terminal(repo: Path, args: list[str], replies: list[tuple[str, str]]) -> 
     out = b""
     seen = 0
     pending = list(replies)
-    deadline = time.monotonic() + 300
+    deadline = time.monotonic() + 120
     try:
         while time.monotonic() < deadline:
             ready, _, _ = select.select([master], [], [], 0.2)
@@ -61,7 +61,14 @@ def on_terminal(repo: Path, args: list[str], replies: list[tuple[str, str]]) -> 
                     proc.send_signal(signal.SIGINT)  # what Ctrl-C at the prompt delivers
                 else:
                     os.write(master, reply.encode() + b"\r")
-        code = proc.wait(timeout=60)
+        try:
+            code = proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            waiting = [text for text, _ in pending]
+            raise AssertionError(
+                f"dst {' '.join(args)} still runs; waiting for {waiting}; the terminal showed:\n"
+                + out.decode("utf-8", "replace")
+            ) from None
     finally:
         if proc.poll() is None:
             proc.kill()
