@@ -194,7 +194,9 @@ def decide(
             ("gate SKIPPED: the lens has no active certified answers", *messages),
             unreached=done,
         )
-    if cannot_score is not None and plan.gated:
+    if cannot_score is not None and (plan.gated or plan.self_test):
+        # Nothing it was asked to score ran: promoting would serve an untested lens
+        # (DESIGN §5: a gate that cannot score stands down loudly with the reason).
         line = f"gate STOOD DOWN: {cannot_score}"
         if mode == "block":
             return GateDecision(STAND_DOWN, (line, *messages), unreached=done)

@@ -46,6 +46,10 @@ from reconciler.lensfiles import (
 )
 from reconciler.loader import Document, load_yaml, validate
 
+# Schema names a warehouse keeps for itself (DuckDB's main and temp, PostgreSQL's public
+# and catalogs): a lens of one of these names would share them (DESIGN §2 "Seeds are per lens").
+RESERVED_SCHEMAS = frozenset({"main", "temp", "public", "information_schema", "pg_catalog"})
+
 
 @dataclass(frozen=True)
 class Skill:
@@ -128,6 +132,13 @@ def load_lens(name: str, files: Mapping[str, bytes], *, root: str | None = None)
             f"refs/dst/serving/<name>)",
             fix="rename the directory: 1-63 lowercase letters, digits, '-' and '_', "
             "starting with a letter or digit",
+        )
+    if name in RESERVED_SCHEMAS:
+        raise LensLoadError(
+            root,
+            f"lens name {name!r} is reserved: a lens's seeds load into the warehouse schema "
+            f"of its name, and {name!r} is a warehouse's own schema",
+            fix="rename the directory (e.g. to 'sales' or 'main_lens')",
         )
     if "lens.yaml" not in files:
         raise LensLoadError(f"{root}/lens.yaml", "missing", fix="add a lens.yaml with a name")

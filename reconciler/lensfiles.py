@@ -163,12 +163,19 @@ class CommandTier(Strict):
 class GeneratorConfig(Strict):
     """Which generator tiers a lens uses, in order; ``command`` needs a ``command:`` block."""
 
-    tiers: tuple[Literal["fast", "smart", "command"], ...] = ("fast",)
+    tiers: tuple[Literal["fast", "smart", "command"], ...] = Field(default=("fast",), min_length=1)
     smart: SmartTier | None = None
     command: CommandTier | None = None
     # ``embedding`` folds exemplars by cosine over the ``embed`` extra's local model;
     # without that extra the run falls back to ``lexical`` and says so.
     retrieval: Literal["lexical", "embedding"] = "lexical"
+
+    @field_validator("tiers")
+    @classmethod
+    def _each_tier_once(cls, tiers: tuple[str, ...]) -> tuple[str, ...]:
+        if len(set(tiers)) != len(tiers):
+            raise ValueError("a tier is listed twice; list each tier once, in order of preference")
+        return tiers
 
 
 class ClarifyTerm(Strict):

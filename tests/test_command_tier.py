@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from reconciler.assembly.request import assemble
+from reconciler.generators import command
 from reconciler.generators.command import CommandGenerator, CommandSettings
 from reconciler.generators.payload import request_json, schemas
 from reconciler.lens import load_lens
@@ -306,3 +309,32 @@ def test_dst_ask_serves_through_the_command_tier(
     assert out["attempts"][0]["tier"] == "command"
     assert out["rows"] == [[30]]
     assert len(calls(tmp_path / "calls.log")) == 2
+
+
+def test_an_interrupt_while_the_program_runs_kills_it_and_its_children(tmp_path: Path) -> None:
+    program = tmp_path / "hang.py"
+    program.write_bytes(HANG)
+    log = tmp_path / "pid.log"
+    settings = CommandSettings(
+        (sys.executable, str(program)), tmp_path, 60, {**os.environ, "GEN_LOG": str(log)}
+    )
+
+    def interrupt_once_started() -> None:
+        deadline = time.monotonic() + 20
+        while not log.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGINT)  # what Ctrl-C delivers to dst
+
+    threading.Thread(target=interrupt_once_started, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        command._communicate(settings, b"{}")
+    child = int(log.read_text())
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail(f"the program's child {child} outlived the interrupt")

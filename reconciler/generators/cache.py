@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import tempfile
 import threading
@@ -115,6 +116,8 @@ class Budget:
             max_cost = float(cost) if cost else None
         except ValueError:
             max_calls = max_cost = -1
+        if max_cost is not None and not math.isfinite(max_cost):
+            max_cost = -1  # nan and inf bound nothing: not a budget
         if (max_calls is not None and max_calls < 0) or (max_cost is not None and max_cost < 0):
             raise UsageError(
                 f"{ENV_MAX_CALLS}={calls!r} / {ENV_MAX_COST}={cost!r} is not a budget",

@@ -214,4 +214,11 @@ def _communicate(s: CommandSettings, data: bytes) -> tuple[bytes, bytes, int | N
             os.killpg(proc.pid, signal.SIGKILL)
         out, err = proc.communicate()
         return out, err, None
+    except BaseException:
+        # Ctrl-C, SIGTERM or any failure while waiting: the program (and whatever it
+        # started) must not go on calling a paid endpoint after dst stopped.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()  # reaps it and closes its pipes
+        raise
     return out, err, proc.returncode
