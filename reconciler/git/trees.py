@@ -130,7 +130,14 @@ def uncommitted_lens_paths(
     args = ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"]
     try:
         root = repo_root(repo)
-        where = [f"--git-dir={repo.path}", f"--work-tree={root}", "--literal-pathspecs"]
+        # --no-optional-locks: a status that refreshes the index would take index.lock,
+        # and a dst killed meanwhile would leave it for the user's next git command.
+        where = [
+            "--no-optional-locks",
+            f"--git-dir={repo.path}",
+            f"--work-tree={root}",
+            "--literal-pathspecs",
+        ]
         done = subprocess.run(
             ["git", *where, *args, "--", *specs], cwd=root, capture_output=True, check=False
         )
