@@ -36,7 +36,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -46,12 +46,12 @@ from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, SQLAlchemyError
 from sqlglot.dialects.dialect import Dialect
 
-from reconciler import guard
 from reconciler.errors import UsageError, WarehouseError
 from reconciler.resultset import ResultSet
 from reconciler.warehouse import readonly
 from reconciler.warehouse import search_path as paths
-from reconciler.warehouse.duck import DuckWarehouse, distinct_values_sql, plain_file
+from reconciler.warehouse.duck import DuckWarehouse, plain_file
+from reconciler.warehouse.guarded import GuardedWarehouse
 from reconciler.warehouse.timeouts import WATCHDOG, Alarm
 
 ENV_VAR = "DST_WAREHOUSE_URL"
@@ -204,7 +204,7 @@ def _first_line(exc: BaseException | None, secret: str | None) -> str:
     return line.replace(secret, "***") if secret else line
 
 
-class Warehouse:
+class Warehouse(GuardedWarehouse):
     """A pool of read-only connections to one warehouse.
 
     Open with :meth:`open`; close with :meth:`close` or use as a context manager.
@@ -323,47 +323,6 @@ class Warehouse:
         """Close every pooled connection. Idempotent."""
         self._engine.dispose()
 
-    def execute(
-        self,
-        sql: str,
-        *,
-        row_cap: int,
-        timeout_s: float,
-        as_of: str | None = None,
-        allow_functions: Collection[str] = (),
-        search_path: Sequence[str] = (),
-    ) -> ResultSet:
-        """Run one guarded read-only query.
-
-        Args:
-            sql: exactly one query in :attr:`dialect`; never rewritten except to
-                pin the clock.
-            row_cap: rows to keep (the lens's ``row_cap``); ``row_cap + 1`` are
-                fetched so an over-cap result is marked ``truncated``.
-            timeout_s: wall-clock limit in seconds (the lens's ``statement_timeout_s``).
-            as_of: ``YYYY-MM-DD``; when given, every clock read (CURRENT_DATE,
-                NOW() …) is replaced by that day (:func:`guard.pin_current_date`).
-            allow_functions: otherwise denied functions the lens allow-lists
-                (``allow_functions`` in ``lens.yaml``); the connection-level
-                defence still applies to them.
-            search_path: schemas searched first for unqualified tables, in order,
-                for this statement only; ``()`` leaves the warehouse's own.
-
-        Returns:
-            At most ``row_cap`` rows of plain driver values, column names as the
-            driver reports them, ``truncated`` and ``elapsed_s`` (seconds).
-
-        Raises:
-            UnsafeSqlError: the guard refuses the SQL.
-            UsageError: ``as_of`` is not a calendar date.
-            WarehouseError: execution failed (the driver's first line) or took
-                longer than ``timeout_s`` ("timed out after N s").
-        """
-        tree = guard.check_read_only(sql, self.dialect, allow_functions=allow_functions)
-        if as_of is not None:
-            sql = guard.pin_current_date(sql, as_of, self.dialect, parsed=tree)
-        return self._execute_raw(sql, row_cap=row_cap, timeout_s=timeout_s, search_path=search_path)
-
     def schemas(self) -> frozenset[str]:
         """The schema names the warehouse holds, read once (as stored).
 
@@ -387,42 +346,6 @@ class Warehouse:
             result = self._execute_raw(sql, row_cap=100_000, timeout_s=30.0)
             self._schemas = frozenset(str(row[0]) for row in result.rows)
         return self._schemas
-
-    def distinct_values(
-        self,
-        table: str,
-        column_sql: str,
-        *,
-        limit: int = 200,
-        timeout_s: float,
-        search_path: Sequence[str] = (),
-    ) -> tuple[str, ...]:
-        """Distinct non-null values of an expression over a table, as strings.
-
-        Feeds the generator's value index (``region = 'EMEA'``). The query is
-        built with sqlglot, identifiers normalized per dialect and quoted, and
-        runs through the same guarded read-only path.
-
-        Args:
-            table: the model's ``table`` (``orders`` or ``analytics.orders``).
-            column_sql: a column name or SQL expression over that table.
-            limit: the most values worth indexing.
-            timeout_s: wall-clock limit in seconds.
-            search_path: as for :meth:`execute`.
-
-        Returns:
-            The values, sorted by the warehouse; ``()`` when there are more than
-            ``limit`` (a high-cardinality column is not worth indexing).
-
-        Raises:
-            UnsafeSqlError: ``table`` or ``column_sql`` does not parse or is unsafe.
-            WarehouseError: execution failed or timed out.
-        """
-        sql = distinct_values_sql(table, column_sql, self.dialect, limit)
-        result = self.execute(sql, row_cap=limit, timeout_s=timeout_s, search_path=search_path)
-        if result.truncated:
-            return ()
-        return tuple(str(row[0]) for row in result.rows)
 
     def _execute_raw(
         self, sql: str, *, row_cap: int, timeout_s: float, search_path: Sequence[str] = ()

@@ -24,18 +24,16 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import duckdb
 from sqlglot import exp
-from sqlglot.errors import ParseError
-from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 
-from reconciler import guard
-from reconciler.errors import UnsafeSqlError, WarehouseError
+from reconciler.errors import WarehouseError
 from reconciler.resultset import ResultSet
+from reconciler.warehouse.guarded import GuardedWarehouse
 from reconciler.warehouse.timeouts import WATCHDOG
 
 _PREFIX = "duckdb:///"
@@ -61,34 +59,6 @@ def plain_file(url: str) -> str | None:
     return database if _PLAIN_PATH.fullmatch(database) else None
 
 
-def distinct_values_sql(table: str, column_sql: str, dialect: str, limit: int) -> str:
-    """``SELECT DISTINCT expr AS value FROM table WHERE expr IS NOT NULL ORDER BY 1 LIMIT n+1``.
-
-    Built with sqlglot, identifiers normalized per dialect and quoted.
-
-    Raises:
-        UnsafeSqlError: ``table`` or ``column_sql`` does not parse or is unsafe.
-    """
-    column = guard.parse_expression(column_sql, dialect)
-    try:
-        source = exp.to_table(table, dialect=dialect)
-    except (ParseError, ValueError):
-        raise UnsafeSqlError(
-            f"table {table!r} is not a table name",
-            fix="write the model's table as [schema.]name",
-        ) from None
-    query = (
-        exp.select(exp.alias_(column, "value"))
-        .distinct()
-        .from_(source)
-        .where(exp.Not(this=exp.Is(this=column.copy(), expression=exp.Null())))
-        .order_by(exp.Literal.number(1))
-        .limit(limit + 1)
-    )
-    query = normalize_identifiers(query, dialect=dialect)
-    return query.sql(dialect=dialect, identify=True)
-
-
 def search_path_setting(search_path: Sequence[str]) -> str:
     """The ``SET``/``RESET search_path`` statement giving ``search_path`` then ``main``."""
     if not search_path:
@@ -108,7 +78,7 @@ class _Session:
         self.path: tuple[str, ...] = ()
 
 
-class DuckWarehouse:
+class DuckWarehouse(GuardedWarehouse):
     """Read-only DuckDB warehouse without SQLAlchemy; the interface of ``Warehouse``.
 
     Attributes:
@@ -173,41 +143,6 @@ class DuckWarehouse:
         with suppress(duckdb.Error):
             self._base.close()
 
-    def execute(
-        self,
-        sql: str,
-        *,
-        row_cap: int,
-        timeout_s: float,
-        as_of: str | None = None,
-        allow_functions: Collection[str] = (),
-        search_path: Sequence[str] = (),
-    ) -> ResultSet:
-        """Run one guarded read-only query; as ``Warehouse.execute``.
-
-        Args:
-            sql: exactly one query in DuckDB's dialect; never rewritten except to
-                pin the clock.
-            row_cap: rows to keep; ``row_cap + 1`` are fetched.
-            timeout_s: wall-clock limit in seconds.
-            as_of: ``YYYY-MM-DD``: every clock read is replaced by that day.
-            allow_functions: otherwise denied functions the lens allow-lists.
-            search_path: schemas searched first for unqualified tables.
-
-        Returns:
-            At most ``row_cap`` rows of DuckDB's Python values, the column names
-            DuckDB reports, ``truncated`` and ``elapsed_s`` (seconds).
-
-        Raises:
-            UnsafeSqlError: the guard refuses the SQL.
-            UsageError: ``as_of`` is not a calendar date.
-            WarehouseError: execution failed or took longer than ``timeout_s``.
-        """
-        tree = guard.checked_query(sql, self.dialect, allow_functions=allow_functions)
-        if as_of is not None:
-            sql = guard.pin_current_date(sql, as_of, self.dialect, parsed=tree)
-        return self._execute_raw(sql, row_cap=row_cap, timeout_s=timeout_s, search_path=search_path)
-
     def schemas(self) -> frozenset[str]:
         """The schema names of the database, read once.
 
@@ -218,30 +153,6 @@ class DuckWarehouse:
             result = self._execute_raw(_SCHEMAS_SQL, row_cap=100_000, timeout_s=30.0)
             self._schemas = frozenset(str(row[0]) for row in result.rows)
         return self._schemas
-
-    def distinct_values(
-        self,
-        table: str,
-        column_sql: str,
-        *,
-        limit: int = 200,
-        timeout_s: float,
-        search_path: Sequence[str] = (),
-    ) -> tuple[str, ...]:
-        """Distinct non-null values of an expression over a table, as strings.
-
-        Returns:
-            The values, sorted; ``()`` when there are more than ``limit``.
-
-        Raises:
-            UnsafeSqlError: ``table`` or ``column_sql`` does not parse or is unsafe.
-            WarehouseError: execution failed or timed out.
-        """
-        sql = distinct_values_sql(table, column_sql, self.dialect, limit)
-        result = self.execute(sql, row_cap=limit, timeout_s=timeout_s, search_path=search_path)
-        if result.truncated:
-            return ()
-        return tuple(str(row[0]) for row in result.rows)
 
     def _execute_raw(
         self, sql: str, *, row_cap: int, timeout_s: float, search_path: Sequence[str] = ()
