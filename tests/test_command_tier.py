@@ -168,15 +168,7 @@ def test_a_hanging_program_is_killed_with_its_children_at_the_timeout(
     # Two attempts would each wait a minute for the sleeping child without the group kill.
     assert elapsed < 20, elapsed
     child = int((tmp_path / "calls.log").read_text())
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        try:
-            os.kill(child, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.1)
-    else:
-        pytest.fail(f"the program's child {child} outlived the timeout")
+    assert _gone(child), f"the program's child {child} outlived the timeout"
 
 
 def test_a_second_dry_run_replays_the_cache_and_no_cache_calls_again(
@@ -329,12 +321,16 @@ def test_an_interrupt_while_the_program_runs_kills_it_and_its_children(tmp_path:
     with pytest.raises(KeyboardInterrupt):
         command._communicate(settings, b"{}")
     child = int(log.read_text())
-    deadline = time.monotonic() + 5
+    assert _gone(child), f"the program's child {child} outlived the interrupt"
+
+
+def _gone(pid: int, within_s: float = 5) -> bool:
+    """Whether process ``pid`` is gone within ``within_s`` seconds."""
+    deadline = time.monotonic() + within_s
     while time.monotonic() < deadline:
         try:
-            os.kill(child, 0)
+            os.kill(pid, 0)
         except ProcessLookupError:
-            break
+            return True
         time.sleep(0.1)
-    else:
-        pytest.fail(f"the program's child {child} outlived the interrupt")
+    return False
