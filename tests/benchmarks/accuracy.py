@@ -13,8 +13,8 @@ Defog (:mod:`tests.benchmarks.defog`): each database is loaded into DuckDB (or, 
 ``--warehouse``, into a new PostgreSQL database named for the run, dropped after);
 its lens is ``--lenses DIR/<db>/`` when present (default: the hand-written lenses of
 ``tests/fixtures/defog_lenses/``), else — or for every database with ``--lenses auto``
-— one built from the DDL alone (:mod:`tests.benchmarks.autolens`). Every question of ``questions_gen_postgres.csv``
-and ``instruct_basic_postgres.csv`` goes through the serving path
+— one built from the DDL alone (:mod:`tests.benchmarks.autolens`). Every question
+of ``questions_gen_postgres.csv`` and ``instruct_basic_postgres.csv`` goes through the serving path
 (:func:`reconciler.ask.ask`, fast tier, read-only warehouse) and is scored:
 **correct** when the served result matches one of the gold queries' (``;``
 alternatives, ``{a, b}`` column sets expanded to each non-empty subset, compared by
@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     lenses = None if args.lenses == "auto" else Path(args.lenses)
     if lenses is not None and not lenses.is_dir():
-        print(f"--lenses {lenses}: not a folder (give a folder of lenses, or auto)", file=sys.stderr)
+        print(f"--lenses {lenses}: not a folder (a folder of lenses, or auto)", file=sys.stderr)
         return 2
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
