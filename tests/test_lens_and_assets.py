@@ -190,3 +190,45 @@ def test_numbers_in_lens_settings_load_as_numbers() -> None:
     lens = load_lens("shop", good)
     assert lens.config.max_cost_usd == 1.0
     assert lens.config.generator.smart.timeout_s == 5.0
+
+
+@pytest.mark.parametrize(
+    ("path", "old", "new", "fix"),
+    [
+        (
+            "metrics/revenue.yaml",
+            b"label: Revenue",
+            b"lable: Revenue",
+            "did you mean 'label'?",
+        ),
+        (
+            "models/orders.yaml",
+            b"joins:",
+            b"join:",
+            "did you mean 'joins'?",
+        ),
+    ],
+)
+def test_an_unknown_key_names_the_key_it_is_closest_to(
+    path: str, old: bytes, new: bytes, fix: str
+) -> None:
+    bad = files()
+    assert old in bad[path], bad[path]
+    bad[path] = bad[path].replace(old, new)
+    with pytest.raises(LensLoadError) as info:
+        load_lens("shop", bad)
+    msg = info.value.render()
+    assert f"lenses/shop/{path}:" in msg and "unknown key" in msg
+    assert fix in msg and "keys here:" in msg
+
+
+def test_an_unknown_key_inside_a_list_item_lists_that_items_keys() -> None:
+    bad = files()
+    bad["models/orders.yaml"] = bad["models/orders.yaml"].replace(
+        b"  - name: order_date", b"  - name: order_date\n    zzz_key: 1", 1
+    )
+    with pytest.raises(LensLoadError) as info:
+        load_lens("shop", bad)
+    msg = info.value.render()
+    assert "unknown key 'zzz_key'" in msg
+    assert "use one of the keys here:" in msg and "data_type" in msg
