@@ -36,6 +36,7 @@ import sqlglot
 from sqlglot import exp
 
 from reconciler.assembly.grain import join_doubt
+from reconciler.assembly.lexicon import model_nouns
 from reconciler.assembly.retrieval import retrieve
 from reconciler.assembly.text import GRAIN_WORDS, STOPWORDS, tokenize
 from reconciler.generators.compiler import Declined, Measure, Plan, one_path, render
@@ -53,6 +54,8 @@ _FIRST_LAST = re.compile(r"\bfirst\s+and\s+last\s+names?\b", re.IGNORECASE)
 _SPLIT = re.compile(r"\s*,\s*(?:and\s+)?|\s+and\s+", re.IGNORECASE)
 _FOR_EACH = re.compile(r"^(?P<item>.+?)\s+(?:for|per|by)\s+(?:each|every)\s+(?P<key>.+)$", re.I)
 _LEADING = re.compile(r"^(?:the|their|its|his|her)\s+", re.IGNORECASE)
+_BASED_ON = re.compile(r"^(?P<item>.+?)\s*\(\s*based\s+on\s+(?P<fact>[^)]+)\)$", re.IGNORECASE)
+_DISTINCT = re.compile(r"^(?:number|count)\s+of\s+(?:distinct|unique)\s+(?P<noun>.+)$", re.I)
 _BY_TWO = re.compile(r"^(?P<head>.*\bby\s+(?P<a>.+?))\s+and\s+(?P<b>[^,]+?)\s*$", re.IGNORECASE)
 
 
@@ -205,14 +208,20 @@ def _item(
     key = _key(lens, plan, phrase, values)
     if key is not None:
         return key, None
+    based = _BASED_ON.match(phrase)
     try:
-        measure = _measure_alone(lens, phrase, values, allowed, parse)
+        measure = _measure_alone(lens, based["item"] if based else phrase, values, allowed, parse)
     except Declined as exc:
+        measure = _distinct_count(lens, plan, phrase)
+        if measure is not None:
+            return measure.name, measure
         raise Declined(
             f"the output list names {phrase!r}, which reads as no column: {exc.reason}"
         ) from exc
     if measure is None:
         raise Declined(f"the output list names {phrase!r}, which is more than one column")
+    if based is not None:
+        _check_based_on(lens, measure, based["fact"], values)
     for known in (plan.measure, *plan.extra):
         if _identity(known) == _identity(measure):
             return known.name, None
@@ -224,6 +233,55 @@ def _item(
     if any(m.name == measure.name for m in (plan.measure, *plan.extra)):
         raise Declined(f"{phrase!r} and another measure share the column name {measure.name}")
     return measure.name, measure
+
+
+def _check_based_on(lens: Lens, measure: Measure, phrase: str, values: DimensionValues) -> None:
+    """A note "(based on <fact>)" only restates what ``measure`` aggregates: the one
+    fact it names is a column of the measure's model its expression reads."""
+    found = retrieve(lens, phrase, values)
+    facts = [m for m in found.mentions if m.kind == "fact"]
+    loose = [t for i, t in enumerate(found.tokens) if i not in found.covered()]
+    places = {(t.model, t.name) for m in facts for t in m.targets}
+    if loose or len(facts) != 1 or len(places) != 1:
+        raise Declined(f"'based on {phrase}' names no one fact")
+    model, name = next(iter(places))
+    column = next(c for c in lens.models[model].facts if c.name == name)
+    tree = sqlglot.parse_one(measure.expression, read=lens.config.dialect)
+    read = {c.name.lower() for c in tree.find_all(exp.Column)}
+    if model != measure.model or not {name.lower(), column.sql.lower()} & read:
+        raise Declined(f"{measure.name} is not computed from {phrase!r} ({measure.expression})")
+
+
+def _distinct_count(lens: Lens, plan: Plan, phrase: str) -> Measure | None:
+    """``number of distinct|unique <noun>``: ``COUNT(DISTINCT …)`` of the noun's model
+    key on ``plan``'s rows: the base's own key, or the base's single-column foreign
+    key of a declared many-to-one join to that model's key (no join needed, so no
+    row is dropped)."""
+    match = _DISTINCT.match(phrase)
+    noun = model_nouns(lens).get(tokenize(match["noun"])) if match else None
+    if noun is None:
+        return None
+    base = lens.models[plan.base]
+    if noun == plan.base:
+        keys = base.primary_key
+    else:
+        key = lens.models[noun].primary_key
+        joins = [
+            j
+            for j in base.joins
+            if j.to == noun and j.relationship != "one_to_many" and tuple(j.on.values()) == key
+        ]
+        keys = tuple(joins[0].on) if len(joins) == 1 else ()
+    if len(keys) != 1:
+        raise Declined(
+            f"{phrase!r}: model {plan.base!r} has no single column naming one {noun} to count"
+        )
+    sql = exp.Count(this=exp.Distinct(expressions=[exp.column(keys[0])]))
+    dialect = lens.config.dialect
+    name = f"distinct_{noun}"
+    return Measure(
+        name, plan.base, sql.sql(dialect=dialect), (), (plan.base,), None, "count_distinct"
+    )
 
 
 def _key(lens: Lens, plan: Plan, phrase: str, values: DimensionValues) -> str | None:
