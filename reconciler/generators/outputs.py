@@ -56,6 +56,11 @@ _FOR_EACH = re.compile(r"^(?P<item>.+?)\s+(?:for|per|by)\s+(?:each|every)\s+(?P<
 _LEADING = re.compile(r"^(?:the|their|its|his|her)\s+", re.IGNORECASE)
 _BASED_ON = re.compile(r"^(?P<item>.+?)\s*\(\s*based\s+on\s+(?P<fact>[^)]+)\)$", re.IGNORECASE)
 _DISTINCT = re.compile(r"^(?:number|count)\s+of\s+(?:distinct|unique)\s+(?P<noun>.+)$", re.I)
+_START = re.compile(
+    r",?\s*(?:starting|beginning)\s+(?:from|with)\s+the\s+(?P<end>top|highest|bottom|lowest)\s*$",
+    re.IGNORECASE,
+)
+_COMBINATIONS = re.compile(r"\b(?P<rank>(?:top|bottom)\s+\w+)\s+combinations\s+of\s+", re.I)
 _BY_TWO = re.compile(r"^(?P<head>.*\bby\s+(?P<a>.+?))\s+and\s+(?P<b>[^,]+?)\s*$", re.IGNORECASE)
 
 
@@ -67,11 +72,14 @@ class Outputs:
         main: the question without the clause (and without an opening "Return").
         items: the listed columns' phrases, in order (empty: no clause).
         keys: phrases a trailing ``for each …`` names (must be breakdowns).
+        start: a trailing "starting from the top" (``True``) or "… the bottom"
+            (``False``), which must restate the ranking's direction.
     """
 
     main: str
     items: tuple[str, ...] = ()
     keys: tuple[str, ...] = ()
+    start: bool | None = None
 
 
 def split_outputs(question: str) -> Outputs | None:
@@ -80,8 +88,11 @@ def split_outputs(question: str) -> Outputs | None:
     match = _SENTENCE.search(text) or _SHOWING.search(text)
     if match is None:
         return None
-    main = _OPENER.sub("", text[: match.start()]).strip()
+    main = _COMBINATIONS.sub(r"\g<rank> ", _OPENER.sub("", text[: match.start()])).strip()
     listed = _FIRST_LAST.sub("first name, last name", match["items"].strip())
+    start = _START.search(listed)
+    if start is not None:
+        listed = listed[: start.start()]
     items: list[str] = []
     keys: list[str] = []
     for part in (p for p in _SPLIT.split(listed) if p.strip()):
@@ -90,7 +101,8 @@ def split_outputs(question: str) -> Outputs | None:
             keys.append(each["key"])
             part = each["item"]
         items.append(_LEADING.sub("", part.strip()))
-    return Outputs(main, tuple(items), tuple(keys))
+    first = None if start is None else start["end"].lower() in ("top", "highest")
+    return Outputs(main, tuple(items), tuple(keys), first)
 
 
 def answer_outputs(
@@ -131,6 +143,12 @@ def answer_outputs(
             "several models"
         )
     columns: list[str] = []
+    if (
+        outputs is not None
+        and outputs.start is not None
+        and (plan.rank or (None,))[0] != outputs.start
+    ):
+        raise Declined("'starting from the top/bottom' does not restate the question's ranking")
     if outputs is not None:
         for phrase in outputs.keys:
             if _item(lens, plan, phrase, values, allowed, parse)[1] is not None:
