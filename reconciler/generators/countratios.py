@@ -16,11 +16,13 @@ NULL when B counts nothing), through
 :func:`reconciler.generators.ratios.render_two_measures`.
 
 Which conditions belong to which side: a flag before a side's noun ("open",
-"closed") is that side's own. A value filter after side A is A's own, and then B's
-are B's own. When A has no value filter, B's trailing ones ("… in the city of San
-Francisco") are read as qualifying both sides, but only when the flags already tell
-the sides apart; otherwise (``businesses to businesses in Paris``) the question has
-two readings and declines. A trailing ``in the database`` means every row.
+"closed") is that side's own. When both sides name value filters, each side's are
+its own. When only B does, its trailing ones ("… in the city of San Francisco") are
+read as qualifying both sides, but only when both sides carry flags that tell them
+apart (``open businesses to closed businesses …``); otherwise (``businesses to
+businesses in Paris``, ``active customers to customers in CA``), or when only A names
+one, the question has two readings and declines. A trailing ``in the database``
+means every row.
 
 Declines: a side with anything more than flags and value filters (a breakdown,
 period, ranking …), the same count twice, a condition of a side on another model
@@ -82,11 +84,13 @@ def count_ratio(
             _named(a.measure, texts[0], ()), joined=(Plan(_named(b.measure, texts[1], ())),)
         )
     shared: tuple[tuple[str, str, str], ...] = ()
-    if not a.filters and b.filters:
-        if set(a.flags) == set(b.flags):
+    if bool(a.filters) != bool(b.filters):
+        one = a if a.filters else b
+        parallel = a.flags and b.flags and set(a.flags) != set(b.flags)
+        if one is a or not parallel:
             raise Declined(
-                f"does {', '.join(v for _, _, v in b.filters)!r} qualify both sides of the "
-                f"ratio or only the second? Name it on both sides, or on neither"
+                f"does {', '.join(v for _, _, v in one.filters)!r} qualify both sides of the "
+                f"ratio or only one? Name it on both sides, or on neither"
             )
         shared = b.filters
     own_a = _conditions(lens, a, shared)

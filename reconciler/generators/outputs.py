@@ -61,6 +61,12 @@ _START = re.compile(
     re.IGNORECASE,
 )
 _COMBINATIONS = re.compile(r"\b(?P<rank>(?:top|bottom)\s+\w+)\s+combinations\s+of\s+", re.I)
+_MOST_COMMON = re.compile(
+    r"^(?P<head>.*?\b(?:top|bottom)\s+\w+\s+)most\s+(?:common|frequent|frequently\s+used)\s+"
+    r"(?P<dims>.+?)(?:\s+for\s+(?P<noun>[^,]+?))?\s*,?\s+and\s+their\s+(?:respective\s+)?"
+    r"counts?\s*[?.!]*$",
+    re.IGNORECASE,
+)
 _BY_TWO = re.compile(r"^(?P<head>.*\bby\s+(?P<a>.+?))\s+and\s+(?P<b>[^,]+?)\s*$", re.IGNORECASE)
 
 
@@ -125,6 +131,9 @@ def answer_outputs(
     Raises:
         Declined: see the module docstring.
     """
+    common = _most_common(lens, question, values, parse)
+    if common is not None:
+        return _rendered(lens, common, [*(d for _, d in common.breakdowns), common.measure.name], 1)
     outputs = split_outputs(question)
     main = outputs.main if outputs is not None else question
     ranked = _ranked_by_two(lens, main.rstrip(" ?.!"), values, allowed, parse)
@@ -172,6 +181,47 @@ def answer_outputs(
     keys = [*([plan.grain] if plan.grain else []), *(d for _, d in plan.breakdowns)]
     columns = [*(k for k in keys if k not in columns), *columns]
     return _rendered(lens, plan, columns, order_by)
+
+
+def _most_common(lens: Lens, question: str, values: DimensionValues, parse: Parser) -> Plan | None:
+    """``top n most common <dimension> [for <model noun>] and their (respective) counts``:
+    the dimension's values ranked by ``COUNT(DISTINCT key)`` of the one model that holds
+    it (which ``for <noun>`` may name), built from the model's key (no metric asset);
+    ``None`` for any other question."""
+    match = _MOST_COMMON.match(question.strip())
+    if match is None:
+        return None
+    found = retrieve(lens, match["dims"], values)
+    loose = [t for i, t in enumerate(found.tokens) if i not in found.covered()]
+    dims = [m for m in found.mentions if m.kind == "dimension"]
+    models = {t.model for m in dims for t in m.targets}
+    head = [t for t in tokenize(match["head"]) if t not in STOPWORDS]
+    if loose or len(dims) != 1 or len(found.mentions) != 1 or len(models) != 1 or len(head) != 2:
+        raise Declined(
+            f"'most common {match['dims']}': say which one column's values to count the rows of"
+        )
+    model = next(iter(models))
+    if match["noun"] and model_nouns(lens).get(tokenize(match["noun"])) != model:
+        raise Declined(
+            f"{match['dims']!r} is a column of model {model!r}, not of {match['noun']!r}"
+        )
+    key = lens.models[model].primary_key
+    if len(key) != 1:
+        raise Declined(f"counting {model}: model {model!r} declares no single-column primary_key")
+    plan = parse(lens, f"{match['head']}{match['dims']} by number of {model}", values, None)
+    if plan.base != model or plan.extra or plan.joined:
+        raise Declined(f"'most common {match['dims']}' does not read as a count of {model}")
+    sql = exp.Count(this=exp.Distinct(expressions=[exp.column(key[0])]))
+    counted = Measure(
+        f"{model}_count",
+        model,
+        sql.sql(dialect=lens.config.dialect),
+        (),
+        (model,),
+        None,
+        "count_distinct",
+    )
+    return dataclasses.replace(plan, measure=counted)
 
 
 def _ranked_by_two(
