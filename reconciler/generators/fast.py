@@ -41,6 +41,7 @@ answer is worse than no answer. A question is read as
 * or, alone, a ranking of rows by a raw column of the noun's model: ``top 3
   products by price``, or a listing of a model's columns: ``the names and prices
   of the products in Toys, ordered alphabetically`` (:mod:`reconciler.generators.listing`);
+* output lists, rankings by two measures, entity-count ratios: ``outputs``, ``countratios``;
 * an optional ranking: ``top 5 …``, ``which 3 … lowest …``, ``bottom 2 …``, and
   ``Who has the highest …?``: an opening "who" ranks the one *person* dimension
   (a name or synonym ending in ``rep``, ``owner``, ``employee`` …; see
@@ -580,8 +581,7 @@ def compile_request(lens: Lens, request: GenerationRequest, values: DimensionVal
         adapted = from_exemplars(lens, request.question, request.exemplars, values)
         if adapted is not None:
             return Generation(TIER, adapted[1], exemplar=adapted[0])
-        shaped = answer_outputs(lens, request.question, values, request.metrics, parse)
-        if shaped is not None:
+        if shaped := answer_outputs(lens, request.question, values, request.metrics, parse):
             return Generation(TIER, shaped)
         two = find_two_measures(spell_to_date(request.question))
         if two is not None and (not two.per or measure_follows_per(found)):
