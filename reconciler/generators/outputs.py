@@ -185,8 +185,9 @@ def answer_outputs(
 
 def _most_common(lens: Lens, question: str, values: DimensionValues, parse: Parser) -> Plan | None:
     """``top n most common <dimension> [for <model noun>] and their (respective) counts``:
-    the dimension's values ranked by ``COUNT(DISTINCT key)`` of the one model that holds
-    it (which ``for <noun>`` may name), built from the model's key (no metric asset);
+    the dimension's values ranked by the rows of the one model that holds it (which
+    ``for <noun>`` may name), counted on its declared key (``COUNT(DISTINCT key)``, or
+    ``COUNT(*)`` of a composite key's rows), no metric asset;
     ``None`` for any other question."""
     match = _MOST_COMMON.match(question.strip())
     if match is None:
@@ -206,12 +207,14 @@ def _most_common(lens: Lens, question: str, values: DimensionValues, parse: Pars
             f"{match['dims']!r} is a column of model {model!r}, not of {match['noun']!r}"
         )
     key = lens.models[model].primary_key
-    if len(key) != 1:
-        raise Declined(f"counting {model}: model {model!r} declares no single-column primary_key")
+    if not key:
+        raise Declined(f"counting {model}: model {model!r} declares no primary_key")
     plan = parse(lens, f"{match['head']}{match['dims']} by number of {model}", values, None)
     if plan.base != model or plan.extra or plan.joined:
         raise Declined(f"'most common {match['dims']}' does not read as a count of {model}")
-    sql = exp.Count(this=exp.Distinct(expressions=[exp.column(key[0])]))
+    # One row per key: a one-column key is counted, a row of a composite key is one.
+    one = exp.Distinct(expressions=[exp.column(key[0])]) if len(key) == 1 else exp.Star()
+    sql = exp.Count(this=one)
     counted = Measure(
         f"{model}_count",
         model,
