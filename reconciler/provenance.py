@@ -70,6 +70,8 @@ def certifier_problem(certified_by: str) -> str | None:
     name = certified_by.strip()
     if not name:
         return "is blank"
+    if any(not ch.isprintable() for ch in name):
+        return "holds a line break or a control character (one name on one line)"
     if not any(ch.isalpha() for ch in name):
         return "has no letters"
     if _TEMPLATE_RE.match(name):

@@ -221,3 +221,13 @@ def test_a_future_verified_at_does_not_pin_as_of() -> None:
     lens = load_lens("shop", files)
     assert lens.config.as_of is None
     assert lens.answers[AnswerId("today")].status == "draft"
+
+
+def test_certify_cli_refuses_a_by_of_two_lines(lens_repo: Path) -> None:
+    done = invoke(
+        lens_repo, "certify", "--lens", "sales", "--question",
+        "How many orders were placed in 2024?", "--yes", "--by", "Dana Whitfield\nPat Lee",
+    )  # fmt: skip
+    assert done.code == 2, done.stdout + done.stderr
+    assert "line break" in done.stderr
+    assert not list((lens_repo / "lenses/sales/answers").glob("how_many_orders*"))
