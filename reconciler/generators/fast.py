@@ -80,6 +80,7 @@ from reconciler.generators.adapt import from_exemplars
 from reconciler.generators.bounds import Bound, split_bounds
 from reconciler.generators.compiler import Declined, Measure, Plan, one_path, render
 from reconciler.generators.doubts import check_doubts, entity_breakdowns
+from reconciler.generators.existence import existence_rows
 from reconciler.generators.generation import DimensionValues, Generation
 from reconciler.generators.grammar import Reading, phrase_of, plural, read_grammar
 from reconciler.generators.listing import listed_rows, ranked_rows
@@ -583,6 +584,7 @@ def compile_request(lens: Lens, request: GenerationRequest, values: DimensionVal
             plan = parse(lens, two.listed, values, allowed_metrics=request.metrics)
             return Generation(TIER, render_two_measures(lens, plan, two))
         listed = ranked_rows(lens, found, read_grammar(lens, found))
+        listed = listed or existence_rows(lens, request.question, values)
         listed = listed or listed_rows(lens, request.question, values)
         if listed is not None:
             return Generation(TIER, listed)

@@ -1,0 +1,531 @@
+"""Listings kept by the existence of related rows: ``EXISTS`` / ``NOT EXISTS`` (pure).
+
+:func:`existence_rows` reads a listing of one model's rows (*A*) restricted by
+whether rows of a related model (*B*) exist:
+
+    Return the customer ID and name of customers who have not made any transactions.
+    Return the distinct list of ticker IDs that have daily price records since Apr 1, 2023.
+    Which papers are associated with the keyphrase "Machine Learning"?
+
+A question of this shape is a *head*, a *relative clause* and, optionally, a
+*method* phrase, and every word must fall in one of them:
+
+* head: an opener (``return``, ``list``, ``show``, ``give``, ``find``, ``display``,
+  ``get``, ``provide``, ``what are``), ``distinct`` / ``unique``, and *A*'s columns
+  and noun: ``<columns> of|for [all] [the] <A>``, ``<A> <columns>`` ("Return users
+  (user ID and username)"), ``<columns>`` alone (*A* is the one model they all
+  belong to), or ``which <A>`` (its label). A column is a dimension, time dimension
+  or fact of *A*, ``name`` / ``title`` (its label, as in
+  :func:`~reconciler.generators.listing.row_label`) or ``id`` (its one-column key);
+* clause: ``who`` / ``that`` / ``which`` — or ``with`` / ``without`` — then
+  auxiliaries (``have``, ``do``, ``are``, ``been`` …), one negation (``not``,
+  ``never``, or ``no`` before the related rows), at most one verb that only says
+  "has related rows" (:data:`EXISTENCE_VERBS`; a lens's ``vocabulary`` may drop
+  others), a quantifier (``a``, ``an``, ``any``, ``some``), then the related rows:
+  equality filters on *B*'s dimension values (``a 'buy' transaction``, ``the
+  keyphrase "Machine Learning"``), yes/no flags of *B* right before its noun, *B*'s
+  noun, ``records``, and a date bound on *B*'s time dimension (``since …``, ``on or
+  after …``, ``before …``, ``in 2023``);
+* method: "by doing a left join from the A to B table", "based on joining the A, M
+  and B tables" — accounted for only when it names exactly the models the query
+  reads (and, for "from … to", *A* first and *B* last).
+
+The link between *A* and *B* is :func:`reconciler.generators.related.link` (declared
+many-to-one joins, join-grain gate), and the query
+
+    SELECT [DISTINCT] <columns> FROM <A table> AS <A> WHERE [NOT] EXISTS (…)
+
+keeps each row of *A* once however many related rows match. ``DISTINCT`` is there
+only when asked. Anything outside the frame — a metric, an aggregation or ranking
+word, a word no part accounts for — returns ``None`` (another shape, or a decline
+of the main grammar). Inside the frame, a value or word right after an auxiliary
+(``customers who have cancelled``: an action, not mere existence), a noun several
+models share, two negations, a filter not on *B*, or a link that is not one
+declined.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import date
+
+import sqlglot
+from sqlglot import exp
+
+from reconciler.assembly.lexicon import model_nouns
+from reconciler.assembly.retrieval import Mention, Retrieval, retrieve
+from reconciler.assembly.text import stems, tokenize
+from reconciler.generators.compiler import Declined
+from reconciler.generators.generation import DimensionValues
+from reconciler.generators.grammar import plural
+from reconciler.generators.listing import row_label
+from reconciler.generators.periods import period_at, spell_to_date
+from reconciler.generators.related import Link, exists_clause, link, qualified
+from reconciler.lens import Column, Lens, Model
+
+# Verbs that say no more than "has related rows" in this frame (stemmed phrases).
+EXISTENCE_VERBS: frozenset[tuple[str, ...]] = frozenset(
+    tokenize(v)
+    for v in (
+        "made",
+        "make",
+        "received",
+        "prescribed",
+        "issued",
+        "placed",
+        "used in",
+        "associated with",
+        "part of",
+        "recorded",
+    )
+)
+_OPENERS = stems("return list show give find display get provide")
+_RELATIVES = frozenset({"who", "that", "which"})
+_AUXILIARIES = stems("have has had do does did are is were was been be")
+_HAVE = stems("have has had")
+_NEGATIONS = frozenset({"not", "never"})
+_QUANTIFIERS = frozenset({"a", "an", "any", "some"})
+_DISTINCT = frozenset({"distinct", "unique"})
+_LABELS = frozenset({"name", "title"})
+_KEYS = frozenset({"id", "identifier"})
+_HEAD_FILLER = frozenset({"the", "all", "me", "list", "of", "and"})
+_ROWS_FILLER = frozenset({"the", "in", "on", "of", "record"})
+_ON_OR_AFTER = re.compile(r"\bon\s+or\s+after\b", re.IGNORECASE)
+_METHOD = re.compile(
+    r"[\s,;]*(?:"
+    r"by\s+doing\s+an?\s+(?:(?:left|inner)\s+)?join\s+from\s+(?:the\s+)?(?P<first>[\w ]+?)"
+    r"\s+to\s+(?:the\s+)?(?P<last>[\w ]+?)"
+    r"|based\s+on\s+joining\s+(?:the\s+)?(?P<all>[\w, ]+?)"
+    r")\s+tables?[\s.?!]*$",
+    re.IGNORECASE,
+)
+
+
+@dataclass
+class _Head:
+    """What the head of the question asks for."""
+
+    model: str
+    noun: tuple[int, int] | None
+    items: list[Mention | int]  # column mentions, or the index of a name/id word
+    distinct: bool
+    which: bool = False
+
+
+@dataclass
+class _Rows:
+    """The related rows the clause asks about."""
+
+    model: str = ""
+    noun: tuple[int, int] | None = None
+    negated: bool = False
+    values: list[Mention] = field(default_factory=list)
+    flags: list[Mention] = field(default_factory=list)
+    span: tuple[date, date] | None = None
+
+
+def existence_rows(lens: Lens, question: str, values: DimensionValues) -> str | None:
+    """The SQL of a listing kept by related rows (module docstring), or ``None``
+    when the question is not of that shape.
+
+    Args:
+        lens: the lens whose models, joins and phrases are used.
+        question: the question as asked.
+        values: the dimension values (and join-key facts) from the warehouse.
+
+    Raises:
+        Declined: the shape, but a reading that is not one (module docstring), or a
+            link :func:`~reconciler.generators.related.link` declines.
+    """
+    text, named = _split_method(lens, question)
+    found = retrieve(lens, _ON_OR_AFTER.sub("since", spell_to_date(text)), values)
+    at = _clause_at(lens, found)
+    if at is None:
+        return None
+    head = _read_head(lens, found, at)
+    if head is None:
+        return None
+    rows = _read_clause(lens, found, at if head.which else at + 1, head.which)
+    if rows is None:
+        return None
+    chosen = link(lens, head.model, rows.model, values)
+    _check_method(named, chosen)
+    return _render(lens, found, head, rows, chosen)
+
+
+def _split_method(lens: Lens, question: str) -> tuple[str, list[str] | None]:
+    """``question`` without its method phrase, and the models that phrase names in
+    order (``None``: no method phrase)."""
+    match = _METHOD.search(question)
+    if match is None:
+        return question, None
+    if match.group("all") is not None:
+        names = [n for n in re.split(r"\s*,\s*|\s+and\s+", match.group("all")) if n]
+    else:
+        names = [match.group("first"), match.group("last")]
+    nouns = model_nouns(lens)
+    models = []
+    for name in names:
+        model = nouns.get(tokenize(name))
+        if model is None:
+            raise Declined(f"the question joins {name.strip()!r}, which names no model of the lens")
+        models.append(model)
+    return question[: match.start()], models
+
+
+def _check_method(named: list[str] | None, chosen: Link) -> None:
+    """A method phrase must name exactly the models the query reads."""
+    if named is None:
+        return
+    if set(named) != chosen.models() or len(named) != len(set(named)):
+        raise Declined(
+            f"the question says to join {', '.join(named)}, but the query reads "
+            f"{', '.join(sorted(chosen.models()))}"
+        )
+    if len(named) == 2 and named != [chosen.listed, chosen.related]:
+        raise Declined(f"a join from {named[0]} to {named[1]}, but {chosen.listed} are listed")
+
+
+def _noun_width(lens: Lens, toks: tuple[str, ...], i: int) -> int:
+    """Tokens in the longest model noun at ``i``, covered by a lens phrase or not."""
+    nouns = model_nouns(lens)
+    longest = max((len(k) for k in nouns), default=0)
+    return next((n for n in range(longest, 0, -1) if toks[i : i + n] in nouns), 0)
+
+
+def _clause_at(lens: Lens, found: Retrieval) -> int | None:
+    """Where the relative clause starts: its ``who`` / ``that`` / ``which`` / ``with``
+    word, or (after an opening ``which <A>``) its first auxiliary."""
+    toks, covered = found.tokens, found.covered()
+    if toks[:1] == ("which",):
+        width = _noun_width(lens, toks, 1)
+        after = 1 + width
+        if width and after < len(toks) and toks[after] in _AUXILIARIES | _HAVE:
+            return after
+        return None
+    return next(
+        (
+            i
+            for i, t in enumerate(toks)
+            if i > 0 and i not in covered and (t in _RELATIVES or t in ("with", "without"))
+        ),
+        None,
+    )
+
+
+def _read_head(lens: Lens, found: Retrieval, at: int) -> _Head | None:
+    """The model, columns and ``distinct`` of the head ``tokens[:at]``, or ``None``."""
+    toks, nouns = found.tokens, model_nouns(lens)
+    if toks[:1] == ("which",):
+        return _Head(nouns[toks[1:at]], (1, at), [], False, which=True)
+    if toks[:2] == ("what", "are"):
+        i = 2
+    elif toks[:1] and toks[0] in _OPENERS:
+        i = 1
+    else:
+        return None
+    distinct = False
+    while i < at and (toks[i] in _HEAD_FILLER or toks[i] in _DISTINCT):
+        distinct = distinct or toks[i] in _DISTINCT
+        i += 1
+    noun = _trailing_noun(lens, found, i, at)
+    end = noun[0] if noun else at
+    if noun is None:
+        leading = _noun_width(lens, toks, i)
+        mention = next((m for m in found.mentions if m.start == i), None)
+        fits = mention is None or mention.end <= i + leading
+        if leading and plural(found, i + leading - 1) and fits:
+            noun, i = (i, i + leading), i + leading
+    items = _head_items(found, i, end)
+    if items is None or not items:
+        return None
+    if noun is not None:
+        model = nouns[toks[noun[0] : noun[1]]]
+    else:
+        shared = [{t.model for t in item.targets} for item in items if not isinstance(item, int)]
+        if len(shared) != len(items):
+            return None  # "the names" of what?
+        common = set.intersection(*shared)
+        if len(common) != 1:
+            return None
+        model = common.pop()
+    return _Head(model, noun, items, distinct)
+
+
+def _trailing_noun(lens: Lens, found: Retrieval, i: int, at: int) -> tuple[int, int] | None:
+    """The span of ``of|for [all] [the] <model noun>`` ending the head, if any."""
+    toks = found.tokens
+    for k in range(at - 1, i, -1):
+        if toks[k] not in ("of", "for") or k in found.covered():
+            continue
+        start = k + 1
+        while start < at and toks[start] in ("all", "the"):
+            start += 1
+        if start < at and toks[start:at] in model_nouns(lens):
+            return start, at
+        return None
+    return None
+
+
+def _head_items(found: Retrieval, i: int, end: int) -> list[Mention | int] | None:
+    """The column items of ``tokens[i:end]``: mentions and name/id words."""
+    starts = {m.start: m for m in found.mentions}
+    items: list[Mention | int] = []
+    while i < end:
+        mention = starts.get(i)
+        if mention is not None:
+            if mention.kind not in ("dimension", "time_dimension", "fact") or mention.end > end:
+                return None
+            items.append(mention)
+            i = mention.end
+            continue
+        t = found.tokens[i]
+        if t in _LABELS | _KEYS:
+            items.append(i)
+        elif t not in _HEAD_FILLER and t not in _DISTINCT:
+            return None
+        i += 1
+    return items
+
+
+def _read_clause(lens: Lens, found: Retrieval, k: int, which: bool) -> _Rows | None:
+    """The related rows of the clause starting at ``k`` (after its relative word)."""
+    toks = found.tokens
+    covered = found.covered()
+    rows = _Rows()
+    with_word = not which and toks[k - 1] in ("with", "without")
+    rows.negated = toks[k - 1] == "without"
+    last_aux = None
+    verb = False
+    while k < len(toks) and k not in covered and not with_word:
+        t = toks[k]
+        if t in _AUXILIARIES:
+            last_aux, k = t, k + 1
+        elif t in _NEGATIONS:
+            if rows.negated:
+                raise Declined("two negations: rows that have related rows, or not?")
+            rows.negated, k = True, k + 1
+        elif not verb and (width := _verb_at(toks, k, covered)):
+            verb, k = True, k + width
+        else:
+            break
+    if not with_word and not verb and last_aux not in _HAVE:
+        return None
+    if k < len(toks) and k in covered and not verb and not with_word:
+        mention = next(m for m in found.mentions if m.start == k)
+        if mention.kind == "value":
+            said = " ".join(found.words[mention.start : mention.end])
+            raise Declined(
+                f"{said!r} right after {last_aux!r} reads as something the rows did, not as "
+                f"related rows that exist; say e.g. 'that have … with {said}'"
+            )
+        return None
+    if k < len(toks) and toks[k] in _QUANTIFIERS:
+        k += 1
+    elif k < len(toks) and toks[k] == "no" and k not in covered:
+        if rows.negated:
+            raise Declined("two negations: rows that have related rows, or not?")
+        rows.negated, k = True, k + 1
+    return _read_rows(lens, found, k, rows)
+
+
+def _verb_at(toks: tuple[str, ...], k: int, covered: frozenset[int]) -> int:
+    """Tokens in the existence verb phrase at ``k`` (0: none)."""
+    for verb in sorted(EXISTENCE_VERBS, key=len, reverse=True):
+        span = range(k, k + len(verb))
+        if toks[k : k + len(verb)] == verb and not any(i in covered for i in span):
+            return len(verb)
+    return 0
+
+
+def _read_rows(lens: Lens, found: Retrieval, k: int, rows: _Rows) -> _Rows | None:
+    """The related rows ``tokens[k:]``: values, flags, noun, records, a date bound."""
+    toks, covered = found.tokens, found.covered()
+    starts = {m.start: m for m in found.mentions}
+    rows.noun = _rows_noun(lens, found, k)
+    if rows.noun is None:
+        _shared_word(lens, found, k)
+        return None
+    rows.model = model_nouns(lens)[toks[slice(*rows.noun)]]
+    pending: list[Mention] = []  # dimension mentions: B's noun, or a value's qualifier
+    while k < len(toks):
+        mention = starts.get(k)
+        if k == rows.noun[0]:
+            if mention is not None and mention.kind == "dimension":
+                pending.append(mention)
+            k = max(rows.noun[1], mention.end if mention else k)
+            continue
+        if mention is not None:
+            if mention.kind == "value":
+                rows.values.append(mention)
+            elif mention.kind == "flag":
+                rows.flags.append(mention)
+            elif mention.kind == "dimension":
+                pending.append(mention)
+            else:
+                return None
+            k = mention.end
+            continue
+        period = period_at(toks, k, set(range(len(toks))) - covered, lens.config.as_of)
+        if period is not None:
+            if rows.span is not None:
+                raise Declined("the related rows are bounded by two periods")
+            k, rows.span = period[0], period[1].span
+            continue
+        if toks[k] not in _ROWS_FILLER:
+            return None
+        k += 1
+    _check_rows(lens, found, rows, pending)
+    return rows
+
+
+def _rows_noun(lens: Lens, found: Retrieval, k: int) -> tuple[int, int] | None:
+    """The span of the related rows' noun: the last model noun from ``k`` on that no
+    longer lens phrase covers (a value named like a model, ``transaction
+    notifications``, is a value), and which is not a metric's or fact's own phrase
+    other than exactly the noun."""
+    toks = found.tokens
+    nouns: list[tuple[int, int]] = []
+    for i in range(k, len(toks)):
+        width = _noun_width(lens, toks, i)
+        if not width:
+            continue
+        inside = [m for m in found.mentions if m.start < i + width and i < m.end]
+        if all(m.start >= i and m.end <= i + width for m in inside):
+            nouns.append((i, i + width))
+    return nouns[-1] if nouns else None
+
+
+def _shared_word(lens: Lens, found: Retrieval, start: int) -> None:
+    """Decline a clause whose rows are named by a word several models' nouns share
+    ("a cash payment": payments made, or payments received?)."""
+    owners: dict[str, set[str]] = {}
+    for noun, model in model_nouns(lens).items():
+        for word in noun:
+            owners.setdefault(word, set()).add(model)
+    for i in range(start, len(found.tokens)):
+        models = owners.get(found.tokens[i], set())
+        if i not in found.covered() and len(models) > 1:
+            raise Declined(
+                f"{found.words[i]!r} could be rows of {', '.join(sorted(models))}: say which"
+            )
+
+
+def _check_rows(lens: Lens, found: Retrieval, rows: _Rows, pending: list[Mention]) -> None:
+    """Every value and flag of the clause must be of *B*, and every other dimension
+    phrase either *B*'s noun or a value's qualifier."""
+    assert rows.noun is not None
+    for d in pending:
+        if (d.start, d.end) == rows.noun or d.start < rows.noun[1] <= d.end:
+            continue
+        if not any(d.end == v.start or d.start == v.end for v in rows.values):
+            phrase = " ".join(found.words[d.start : d.end])
+            raise Declined(f"{phrase!r} in the related rows: a column to list, or a filter?")
+    for f in rows.flags:
+        if f.end != rows.noun[0] or not any(t.model == rows.model for t in f.targets):
+            phrase = " ".join(found.words[f.start : f.end])
+            raise Declined(f"{phrase!r} is a yes/no column; say which rows it describes")
+    if rows.span is not None:
+        model = lens.models[rows.model]
+        if len(model.time_dimensions) > 1 and model.default_time_dimension is None:
+            raise Declined(f"which date of {rows.model!r} does the period bound?")
+        if model.time_dimension() is None:
+            raise Declined(f"{rows.model!r} has no date for the period to bound")
+
+
+def _render(lens: Lens, found: Retrieval, head: _Head, rows: _Rows, chosen: Link) -> str:
+    """``SELECT [DISTINCT] <columns> FROM <A> AS <A> WHERE [NOT] EXISTS (…)``."""
+    dialect = lens.config.dialect
+    model = lens.models[head.model]
+    columns = _columns(model, found, head)
+    query = exp.select(
+        *(exp.alias_(sqlglot.parse_one(sql, read=dialect), alias) for alias, sql in columns)
+    ).from_(exp.alias_(exp.to_table(model.table, dialect=dialect), model.name))
+    if head.distinct:
+        query = query.distinct()
+    filters = _filters(lens, found, rows)
+    query = query.where(exists_clause(lens, chosen, filters, rows.negated))
+    return query.sql(dialect=dialect, pretty=True)
+
+
+def _columns(model: Model, found: Retrieval, head: _Head) -> list[tuple[str, str]]:
+    """``(alias, SQL)`` of every column the head asks for, each once, in order."""
+    noun = tuple(found.tokens[slice(*head.noun)]) if head.noun else ()
+    phrase = " ".join(found.words[slice(*head.noun)]) if head.noun else model.name
+    if head.which:
+        label = row_label(model, noun, phrase)
+        return [(label.name, label.sql)]
+    out: list[tuple[str, str]] = []
+    for item in head.items:
+        if isinstance(item, int):
+            column = _word_column(model, found.tokens[item], noun, phrase)
+        else:
+            column = _mention_column(model, found, item)
+        if column not in out:
+            out.append(column)
+    return out
+
+
+def _word_column(model: Model, word: str, noun: tuple[str, ...], phrase: str) -> tuple[str, str]:
+    """The column a bare ``name`` / ``title`` (the label) or ``id`` (the key) asks for."""
+    if word in _KEYS:
+        if len(model.primary_key) != 1:
+            raise Declined(f"which column is the id of model {model.name!r}?")
+        key = model.primary_key[0]
+        named = next((c.name for c in model.dimensions if c.sql == key), key)
+        return named, key
+    label = row_label(model, noun, phrase)
+    return label.name, label.sql
+
+
+def _mention_column(model: Model, found: Retrieval, mention: Mention) -> tuple[str, str]:
+    """``(alias, SQL)`` of the one column of ``model`` that ``mention`` names."""
+    named = {t.name for t in mention.targets if t.model == model.name}
+    columns = [c for c in model.columns() if c.name in named]
+    if len(columns) != 1:
+        phrase = " ".join(found.words[mention.start : mention.end])
+        raise Declined(f"{phrase!r} is not one column of model {model.name!r}")
+    return columns[0].name, columns[0].sql
+
+
+def _filters(lens: Lens, found: Retrieval, rows: _Rows) -> list[exp.Expr]:
+    """The conditions on *B* (qualified by its model name): values, flags, period."""
+    dialect = lens.config.dialect
+    model = lens.models[rows.model]
+    out: list[exp.Expr] = []
+    seen: set[str] = set()
+    for v in rows.values:
+        places = {(t.name, t.value) for t in v.targets if t.model == model.name}
+        phrase = " ".join(found.words[v.start : v.end])
+        if len(places) != 1:
+            raise Declined(f"{phrase!r} is not one value of a column of model {model.name!r}")
+        ((name, value),) = places
+        assert value is not None
+        if name in seen:
+            raise Declined(f"several values of {model.name}.{name} are named: all, or any?")
+        seen.add(name)
+        column = _column(model, name)
+        out.append(
+            exp.EQ(
+                this=qualified(column.sql, model.name, dialect),
+                expression=exp.Literal.string(value),
+            )
+        )
+    for f in rows.flags:
+        name = next(t.name for t in f.targets if t.model == model.name)
+        flag = qualified(_column(model, name).sql, model.name, dialect)
+        out.append(exp.EQ(this=flag, expression=exp.true()))
+    if rows.span is not None:
+        time = model.time_dimension()
+        assert time is not None
+        start, stop = (exp.cast(exp.Literal.string(d.isoformat()), "date") for d in rows.span)
+        if rows.span[0] != date.min:
+            out.append(qualified(time.sql, model.name, dialect) >= start)
+        if rows.span[1] != date.max:
+            out.append(qualified(time.sql, model.name, dialect) < stop)
+    return out
+
+
+def _column(model: Model, name: str) -> Column:
+    return next(c for c in model.columns() if c.name == name)
