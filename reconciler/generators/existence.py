@@ -89,7 +89,7 @@ _QUANTIFIERS = frozenset({"a", "an", "any", "some"})
 _DISTINCT = frozenset({"distinct", "unique"})
 _LABELS = frozenset({"name", "title"})
 _KEYS = frozenset({"id", "identifier"})
-_HEAD_FILLER = frozenset({"the", "all", "me", "list", "of", "and"})
+_HEAD_FILLER = frozenset({"the", "all", "me", "list", "of", "for", "and"})
 _ROWS_FILLER = frozenset({"the", "in", "on", "of", "record"})
 _ON_OR_AFTER = re.compile(r"\bon\s+or\s+after\b", re.IGNORECASE)
 _METHOD = re.compile(
@@ -234,9 +234,13 @@ def _read_head(lens: Lens, found: Retrieval, at: int) -> _Head | None:
     if noun is None:
         leading = _noun_width(lens, toks, i)
         mention = next((m for m in found.mentions if m.start == i), None)
-        fits = mention is None or mention.end <= i + leading
-        if leading and plural(found, i + leading - 1) and fits:
-            noun, i = (i, i + leading), i + leading
+        named = nouns.get(toks[i : i + leading]) if leading else None
+        # "merchants merchant ID": a phrase of the noun's own model may start at it
+        own = mention is not None and all(t.model == named for t in mention.targets)
+        fits = mention is None or mention.end <= i + leading or own
+        if named and plural(found, i + leading - 1) and fits:
+            noun = (i, i + leading)
+            i = i if own and mention is not None and mention.end > i + leading else i + leading
     items = _head_items(found, i, end)
     if items is None or not items:
         return None
