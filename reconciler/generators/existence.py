@@ -78,6 +78,8 @@ EXISTENCE_VERBS: frozenset[tuple[str, ...]] = frozenset(
         "associated with",
         "part of",
         "recorded",
+        "offer",
+        "with",  # "associated with" once the lens's vocabulary drops "associated"
     )
 )
 _OPENERS = stems("return list show give find display get provide")
@@ -91,6 +93,7 @@ _LABELS = frozenset({"name", "title"})
 _KEYS = frozenset({"id", "identifier"})
 _HEAD_FILLER = frozenset({"the", "all", "me", "list", "of", "for", "and"})
 _ROWS_FILLER = frozenset({"the", "in", "on", "of", "record"})
+_PREPOSITIONS = frozenset({"from", "to"})
 _ON_OR_AFTER = re.compile(r"\bon\s+or\s+after\b", re.IGNORECASE)
 _METHOD = re.compile(
     r"[\s,;]*(?:"
@@ -123,6 +126,7 @@ class _Rows:
     values: list[Mention] = field(default_factory=list)
     flags: list[Mention] = field(default_factory=list)
     span: tuple[date, date] | None = None
+    prepositions: dict[int, str] = field(default_factory=dict)  # value start → from / to
 
 
 def existence_rows(lens: Lens, question: str, values: DimensionValues) -> str | None:
@@ -191,7 +195,8 @@ def _noun_width(lens: Lens, toks: tuple[str, ...], i: int) -> int:
     """Tokens in the longest model noun at ``i``, covered by a lens phrase or not."""
     nouns = model_nouns(lens)
     longest = max((len(k) for k in nouns), default=0)
-    return next((n for n in range(longest, 0, -1) if toks[i : i + n] in nouns), 0)
+    fits = range(min(longest, len(toks) - i), 0, -1)
+    return next((n for n in fits if toks[i : i + n] in nouns), 0)
 
 
 def _clause_at(lens: Lens, found: Retrieval) -> int | None:
@@ -201,7 +206,8 @@ def _clause_at(lens: Lens, found: Retrieval) -> int | None:
     if toks[:1] == ("which",):
         width = _noun_width(lens, toks, 1)
         after = 1 + width
-        if width and after < len(toks) and toks[after] in _AUXILIARIES | _HAVE:
+        verb = after < len(toks) and _verb_at(toks, after, found.covered())
+        if width and after < len(toks) and (toks[after] in _AUXILIARIES or verb):
             return after
         return None
     return next(
@@ -360,6 +366,10 @@ def _read_rows(lens: Lens, found: Retrieval, k: int, rows: _Rows) -> _Rows | Non
                 pending.append(mention)
             k = max(rows.noun[1], mention.end if mention else k)
             continue
+        if toks[k] in _PREPOSITIONS and k + 1 in {v.start for v in found.mentions}:
+            rows.prepositions[k + 1] = toks[k]  # "from LAX": a from_… column
+            k += 1
+            continue
         if mention is not None:
             if mention.kind == "value":
                 rows.values.append(mention)
@@ -502,6 +512,10 @@ def _filters(lens: Lens, found: Retrieval, rows: _Rows) -> list[exp.Expr]:
     for v in rows.values:
         places = {(t.name, t.value) for t in v.targets if t.model == model.name}
         phrase = " ".join(found.words[v.start : v.end])
+        word = rows.prepositions.get(v.start)
+        if word is not None:  # "from LAX to ORD": from_airport, to_airport
+            places = {p for p in places if tokenize(p[0])[:1] == (word,)}
+            phrase = f"{word} {phrase}"
         if len(places) != 1:
             raise Declined(f"{phrase!r} is not one value of a column of model {model.name!r}")
         ((name, value),) = places
