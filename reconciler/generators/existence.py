@@ -61,8 +61,8 @@ from reconciler.generators.generation import DimensionValues
 from reconciler.generators.grammar import plural
 from reconciler.generators.listing import row_label
 from reconciler.generators.periods import period_at, spell_to_date
-from reconciler.generators.related import Link, exists_clause, link, qualified
-from reconciler.lens import Column, Lens, Model
+from reconciler.generators.related import Link, conditions, exists_clause, link
+from reconciler.lens import Lens, Model
 
 # Verbs that say no more than "has related rows" in this frame (stemmed phrases).
 EXISTENCE_VERBS: frozenset[tuple[str, ...]] = frozenset(
@@ -155,7 +155,7 @@ def existence_rows(lens: Lens, question: str, values: DimensionValues) -> str | 
         return None
     chosen = link(lens, head.model, rows.model, values)
     _check_method(named, chosen)
-    return _render(lens, found, head, rows, chosen)
+    return _render(lens, found, head, rows, chosen, values)
 
 
 def _split_method(lens: Lens, question: str) -> tuple[str, list[str] | None]:
@@ -387,6 +387,10 @@ def _read_rows(lens: Lens, found: Retrieval, k: int, rows: _Rows) -> _Rows | Non
                 raise Declined("the related rows are bounded by two periods")
             k, rows.span = period[0], period[1].span
             continue
+        width = _noun_width(lens, toks, k)
+        if width and k + width in {m.start for m in found.mentions if m.kind == "value"}:
+            k += width  # "the domain 'Databases'": the model the value is of
+            continue
         if toks[k] not in _ROWS_FILLER:
             return None
         k += 1
@@ -395,10 +399,9 @@ def _read_rows(lens: Lens, found: Retrieval, k: int, rows: _Rows) -> _Rows | Non
 
 
 def _rows_noun(lens: Lens, found: Retrieval, k: int) -> tuple[int, int] | None:
-    """The span of the related rows' noun: the last model noun from ``k`` on that no
-    longer lens phrase covers (a value named like a model, ``transaction
-    notifications``, is a value), and which is not a metric's or fact's own phrase
-    other than exactly the noun."""
+    """The span of the related rows' noun: the first model noun from ``k`` on that no
+    longer lens phrase covers and that is not a value's own phrase (``transaction
+    notifications``: a value named like a model), else the last such value."""
     toks = found.tokens
     nouns: list[tuple[int, int]] = []
     for i in range(k, len(toks)):
@@ -408,7 +411,8 @@ def _rows_noun(lens: Lens, found: Retrieval, k: int) -> tuple[int, int] | None:
         inside = [m for m in found.mentions if m.start < i + width and i < m.end]
         if all(m.start >= i and m.end <= i + width for m in inside):
             nouns.append((i, i + width))
-    return nouns[-1] if nouns else None
+    values = {(m.start, m.end) for m in found.mentions if m.kind == "value"}
+    return next((n for n in nouns if n not in values), nouns[-1] if nouns else None)
 
 
 def _shared_word(lens: Lens, found: Retrieval, start: int) -> None:
@@ -448,7 +452,9 @@ def _check_rows(lens: Lens, found: Retrieval, rows: _Rows, pending: list[Mention
             raise Declined(f"{rows.model!r} has no date for the period to bound")
 
 
-def _render(lens: Lens, found: Retrieval, head: _Head, rows: _Rows, chosen: Link) -> str:
+def _render(
+    lens: Lens, found: Retrieval, head: _Head, rows: _Rows, chosen: Link, values: DimensionValues
+) -> str:
     """``SELECT [DISTINCT] <columns> FROM <A> AS <A> WHERE [NOT] EXISTS (…)``."""
     dialect = lens.config.dialect
     model = lens.models[head.model]
@@ -458,7 +464,7 @@ def _render(lens: Lens, found: Retrieval, head: _Head, rows: _Rows, chosen: Link
     ).from_(exp.alias_(exp.to_table(model.table, dialect=dialect), model.name))
     if head.distinct:
         query = query.distinct()
-    filters = _filters(lens, found, rows)
+    filters = _filters(lens, found, rows, values)
     query = query.where(exists_clause(lens, chosen, filters, rows.negated))
     return query.sql(dialect=dialect, pretty=True)
 
@@ -503,47 +509,55 @@ def _mention_column(model: Model, found: Retrieval, mention: Mention) -> tuple[s
     return columns[0].name, columns[0].sql
 
 
-def _filters(lens: Lens, found: Retrieval, rows: _Rows) -> list[exp.Expr]:
-    """The conditions on *B* (qualified by its model name): values, flags, period."""
-    dialect = lens.config.dialect
-    model = lens.models[rows.model]
-    out: list[exp.Expr] = []
-    seen: set[str] = set()
+def _filters(lens: Lens, found: Retrieval, rows: _Rows, values: DimensionValues) -> list[exp.Expr]:
+    """The conditions on *B*: its values, flags and period, and — for a value of
+    another model *C* ("publications in the domain 'Databases'") — ``EXISTS`` over
+    the link from *B* to *C*."""
+    own: list[tuple[str, str]] = []
+    others: dict[str, list[tuple[str, str]]] = {}
     for v in rows.values:
-        places = {(t.name, t.value) for t in v.targets if t.model == model.name}
-        phrase = " ".join(found.words[v.start : v.end])
-        word = rows.prepositions.get(v.start)
-        if word is not None:  # "from LAX to ORD": from_airport, to_airport
-            places = {p for p in places if tokenize(p[0])[:1] == (word,)}
-            phrase = f"{word} {phrase}"
-        if len(places) != 1:
-            raise Declined(f"{phrase!r} is not one value of a column of model {model.name!r}")
-        ((name, value),) = places
-        assert value is not None
-        if name in seen:
-            raise Declined(f"several values of {model.name}.{name} are named: all, or any?")
-        seen.add(name)
-        column = _column(model, name)
-        out.append(
-            exp.EQ(
-                this=qualified(column.sql, model.name, dialect),
-                expression=exp.Literal.string(value),
-            )
-        )
-    for f in rows.flags:
-        name = next(t.name for t in f.targets if t.model == model.name)
-        flag = qualified(_column(model, name).sql, model.name, dialect)
-        out.append(exp.EQ(this=flag, expression=exp.true()))
-    if rows.span is not None:
-        time = model.time_dimension()
-        assert time is not None
-        start, stop = (exp.cast(exp.Literal.string(d.isoformat()), "date") for d in rows.span)
-        if rows.span[0] != date.min:
-            out.append(qualified(time.sql, model.name, dialect) >= start)
-        if rows.span[1] != date.max:
-            out.append(qualified(time.sql, model.name, dialect) < stop)
+        model, name, value = _value_place(lens, found, rows, v)
+        place = own if model == rows.model else others.setdefault(model, [])
+        if any(n == name for n, _ in place):
+            raise Declined(f"several values of {model}.{name} are named: all, or any?")
+        place.append((name, value))
+    flags = [next(t.name for t in f.targets if t.model == rows.model) for f in rows.flags]
+    out = conditions(lens, rows.model, own, tuple(flags), rows.span)
+    for model, equalities in others.items():
+        chosen = link(lens, rows.model, model, values)
+        out.append(exists_clause(lens, chosen, conditions(lens, model, equalities), False))
     return out
 
 
-def _column(model: Model, name: str) -> Column:
-    return next(c for c in model.columns() if c.name == name)
+def _value_place(lens: Lens, found: Retrieval, rows: _Rows, v: Mention) -> tuple[str, str, str]:
+    """``(model, dimension, value)`` a value mention of the clause filters on: a column
+    of *B* (``from`` / ``to`` narrowing to a ``from_…`` / ``to_…`` column), else of the
+    one model the noun or dimension right before it names."""
+    phrase = " ".join(found.words[v.start : v.end])
+    places = {(t.model, t.name, t.value) for t in v.targets if t.model == rows.model}
+    word = rows.prepositions.get(v.start)
+    if word is not None:  # "from LAX to ORD": from_airport, to_airport
+        places = {p for p in places if tokenize(p[1])[:1] == (word,)}
+        phrase = f"{word} {phrase}"
+    if not places and word is None:
+        named = _named_before(lens, found, v.start)
+        places = {(t.model, t.name, t.value) for t in v.targets if t.model in named}
+    if len(places) != 1:
+        nor = "" if word else " (nor of the one model named right before it)"
+        raise Declined(f"{phrase!r} is not one value of a column of model {rows.model!r}{nor}")
+    ((model, name, value),) = places
+    assert value is not None
+    return model, name, value
+
+
+def _named_before(lens: Lens, found: Retrieval, at: int) -> set[str]:
+    """The models a noun or dimension phrase ending at ``at`` names ("the domain")."""
+    named = {
+        t.model for m in found.mentions if m.end == at and m.kind == "dimension" for t in m.targets
+    }
+    nouns = model_nouns(lens)
+    for width in range(1, at + 1):
+        model = nouns.get(found.tokens[at - width : at])
+        if model is not None:
+            named.add(model)
+    return named

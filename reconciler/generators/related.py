@@ -25,6 +25,7 @@ a semi-join, so no number of matching related rows repeats a row of *A*.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import date
 
 import sqlglot
 from sqlglot import exp
@@ -164,3 +165,36 @@ def exists_clause(lens: Lens, chosen: Link, filters: list[exp.Expr], negated: bo
     query = query.where(exp.and_(*conditions))
     found = exp.Exists(this=query)
     return exp.Not(this=found) if negated else found
+
+
+def conditions(
+    lens: Lens,
+    model: str,
+    equalities: list[tuple[str, str]],
+    flags: tuple[str, ...] = (),
+    span: tuple[date, date] | None = None,
+) -> list[exp.Expr]:
+    """Conditions on ``model``'s rows, its columns qualified by the model's name:
+    ``(dimension, value)`` equalities, yes/no ``flags`` ``= TRUE``, and ``span`` — a
+    half-open ``[start, stop)`` on the model's time dimension (an open end,
+    ``date.min`` / ``date.max``, adds no condition)."""
+    dialect = lens.config.dialect
+    found = lens.models[model]
+
+    def column(name: str) -> exp.Expr:
+        sql = next(c.sql for c in found.columns() if c.name == name)
+        return qualified(sql, model, dialect)
+
+    out: list[exp.Expr] = [
+        exp.EQ(this=column(name), expression=exp.Literal.string(value))
+        for name, value in equalities
+    ]
+    out.extend(exp.EQ(this=column(name), expression=exp.true()) for name in flags)
+    time = found.time_dimension()
+    if span is not None and time is not None:
+        start, stop = (exp.cast(exp.Literal.string(d.isoformat()), "date") for d in span)
+        if span[0] != date.min:
+            out.append(column(time.name) >= start)
+        if span[1] != date.max:
+            out.append(column(time.name) < stop)
+    return out
