@@ -58,11 +58,10 @@ from reconciler.assembly.retrieval import Mention, Retrieval, retrieve
 from reconciler.assembly.text import stems, tokenize
 from reconciler.generators.compiler import Declined
 from reconciler.generators.generation import DimensionValues
-from reconciler.generators.grammar import plural
-from reconciler.generators.listing import row_label
+from reconciler.generators.heads import Head, head_columns, noun_width, read_head
 from reconciler.generators.periods import period_at, spell_to_date
 from reconciler.generators.related import Link, conditions, exists_clause, link
-from reconciler.lens import Lens, Model
+from reconciler.lens import Lens
 
 # Verbs that say no more than "has related rows" in this frame (stemmed phrases).
 EXISTENCE_VERBS: frozenset[tuple[str, ...]] = frozenset(
@@ -82,16 +81,11 @@ EXISTENCE_VERBS: frozenset[tuple[str, ...]] = frozenset(
         "with",  # "associated with" once the lens's vocabulary drops "associated"
     )
 )
-_OPENERS = stems("return list show give find display get provide")
 _RELATIVES = frozenset({"who", "that", "which"})
 _AUXILIARIES = stems("have has had do does did are is were was been be")
 _HAVE = stems("have has had")
 _NEGATIONS = frozenset({"not", "never"})
 _QUANTIFIERS = frozenset({"a", "an", "any", "some"})
-_DISTINCT = frozenset({"distinct", "unique"})
-_LABELS = frozenset({"name", "title"})
-_KEYS = frozenset({"id", "identifier"})
-_HEAD_FILLER = frozenset({"the", "all", "me", "list", "of", "for", "and"})
 _ROWS_FILLER = frozenset({"the", "in", "on", "of", "record"})
 _PREPOSITIONS = frozenset({"from", "to"})
 _ON_OR_AFTER = re.compile(r"\bon\s+or\s+after\b", re.IGNORECASE)
@@ -103,17 +97,6 @@ _METHOD = re.compile(
     r")\s+tables?[\s.?!]*$",
     re.IGNORECASE,
 )
-
-
-@dataclass
-class _Head:
-    """What the head of the question asks for."""
-
-    model: str
-    noun: tuple[int, int] | None
-    items: list[Mention | int]  # column mentions, or the index of a name/id word
-    distinct: bool
-    which: bool = False
 
 
 @dataclass
@@ -147,7 +130,7 @@ def existence_rows(lens: Lens, question: str, values: DimensionValues) -> str | 
     at = _clause_at(lens, found)
     if at is None:
         return None
-    head = _read_head(lens, found, at)
+    head = read_head(lens, found, at)
     if head is None:
         return None
     rows = _read_clause(lens, found, at if head.which else at + 1, head.which)
@@ -191,20 +174,12 @@ def _check_method(named: list[str] | None, chosen: Link) -> None:
         raise Declined(f"a join from {named[0]} to {named[1]}, but {chosen.listed} are listed")
 
 
-def _noun_width(lens: Lens, toks: tuple[str, ...], i: int) -> int:
-    """Tokens in the longest model noun at ``i``, covered by a lens phrase or not."""
-    nouns = model_nouns(lens)
-    longest = max((len(k) for k in nouns), default=0)
-    fits = range(min(longest, len(toks) - i), 0, -1)
-    return next((n for n in fits if toks[i : i + n] in nouns), 0)
-
-
 def _clause_at(lens: Lens, found: Retrieval) -> int | None:
     """Where the relative clause starts: its ``who`` / ``that`` / ``which`` / ``with``
     word, or (after an opening ``which <A>``) its first auxiliary."""
     toks, covered = found.tokens, found.covered()
     if toks[:1] == ("which",):
-        width = _noun_width(lens, toks, 1)
+        width = noun_width(lens, toks, 1)
         after = 1 + width
         verb = after < len(toks) and _verb_at(toks, after, found.covered())
         if width and after < len(toks) and (toks[after] in _AUXILIARIES or verb):
@@ -218,85 +193,6 @@ def _clause_at(lens: Lens, found: Retrieval) -> int | None:
         ),
         None,
     )
-
-
-def _read_head(lens: Lens, found: Retrieval, at: int) -> _Head | None:
-    """The model, columns and ``distinct`` of the head ``tokens[:at]``, or ``None``."""
-    toks, nouns = found.tokens, model_nouns(lens)
-    if toks[:1] == ("which",):
-        return _Head(nouns[toks[1:at]], (1, at), [], False, which=True)
-    if toks[:2] == ("what", "are"):
-        i = 2
-    elif toks[:1] and toks[0] in _OPENERS:
-        i = 1
-    else:
-        return None
-    distinct = False
-    while i < at and (toks[i] in _HEAD_FILLER or toks[i] in _DISTINCT):
-        distinct = distinct or toks[i] in _DISTINCT
-        i += 1
-    noun = _trailing_noun(lens, found, i, at)
-    end = noun[0] if noun else at
-    if noun is None:
-        leading = _noun_width(lens, toks, i)
-        mention = next((m for m in found.mentions if m.start == i), None)
-        named = nouns.get(toks[i : i + leading]) if leading else None
-        # "merchants merchant ID": a phrase of the noun's own model may start at it
-        own = mention is not None and all(t.model == named for t in mention.targets)
-        fits = mention is None or mention.end <= i + leading or own
-        if named and plural(found, i + leading - 1) and fits:
-            noun = (i, i + leading)
-            i = i if own and mention is not None and mention.end > i + leading else i + leading
-    items = _head_items(found, i, end)
-    if items is None or not items:
-        return None
-    if noun is not None:
-        model = nouns[toks[noun[0] : noun[1]]]
-    else:
-        shared = [{t.model for t in item.targets} for item in items if not isinstance(item, int)]
-        if len(shared) != len(items):
-            return None  # "the names" of what?
-        common = set.intersection(*shared)
-        if len(common) != 1:
-            return None
-        model = common.pop()
-    return _Head(model, noun, items, distinct)
-
-
-def _trailing_noun(lens: Lens, found: Retrieval, i: int, at: int) -> tuple[int, int] | None:
-    """The span of ``of|for [all] [the] <model noun>`` ending the head, if any."""
-    toks = found.tokens
-    for k in range(at - 1, i, -1):
-        if toks[k] not in ("of", "for") or k in found.covered():
-            continue
-        start = k + 1
-        while start < at and toks[start] in ("all", "the"):
-            start += 1
-        if start < at and toks[start:at] in model_nouns(lens):
-            return start, at
-        return None
-    return None
-
-
-def _head_items(found: Retrieval, i: int, end: int) -> list[Mention | int] | None:
-    """The column items of ``tokens[i:end]``: mentions and name/id words."""
-    starts = {m.start: m for m in found.mentions}
-    items: list[Mention | int] = []
-    while i < end:
-        mention = starts.get(i)
-        if mention is not None:
-            if mention.kind not in ("dimension", "time_dimension", "fact") or mention.end > end:
-                return None
-            items.append(mention)
-            i = mention.end
-            continue
-        t = found.tokens[i]
-        if t in _LABELS | _KEYS:
-            items.append(i)
-        elif t not in _HEAD_FILLER and t not in _DISTINCT:
-            return None
-        i += 1
-    return items
 
 
 def _read_clause(lens: Lens, found: Retrieval, k: int, which: bool) -> _Rows | None:
@@ -387,7 +283,7 @@ def _read_rows(lens: Lens, found: Retrieval, k: int, rows: _Rows) -> _Rows | Non
                 raise Declined("the related rows are bounded by two periods")
             k, rows.span = period[0], period[1].span
             continue
-        width = _noun_width(lens, toks, k)
+        width = noun_width(lens, toks, k)
         if width and k + width in {m.start for m in found.mentions if m.kind == "value"}:
             k += width  # "the domain 'Databases'": the model the value is of
             continue
@@ -405,7 +301,7 @@ def _rows_noun(lens: Lens, found: Retrieval, k: int) -> tuple[int, int] | None:
     toks = found.tokens
     nouns: list[tuple[int, int]] = []
     for i in range(k, len(toks)):
-        width = _noun_width(lens, toks, i)
+        width = noun_width(lens, toks, i)
         if not width:
             continue
         inside = [m for m in found.mentions if m.start < i + width and i < m.end]
@@ -453,12 +349,12 @@ def _check_rows(lens: Lens, found: Retrieval, rows: _Rows, pending: list[Mention
 
 
 def _render(
-    lens: Lens, found: Retrieval, head: _Head, rows: _Rows, chosen: Link, values: DimensionValues
+    lens: Lens, found: Retrieval, head: Head, rows: _Rows, chosen: Link, values: DimensionValues
 ) -> str:
     """``SELECT [DISTINCT] <columns> FROM <A> AS <A> WHERE [NOT] EXISTS (…)``."""
     dialect = lens.config.dialect
     model = lens.models[head.model]
-    columns = _columns(model, found, head)
+    columns = head_columns(model, found, head)
     query = exp.select(
         *(exp.alias_(sqlglot.parse_one(sql, read=dialect), alias) for alias, sql in columns)
     ).from_(exp.alias_(exp.to_table(model.table, dialect=dialect), model.name))
@@ -467,46 +363,6 @@ def _render(
     filters = _filters(lens, found, rows, values)
     query = query.where(exists_clause(lens, chosen, filters, rows.negated))
     return query.sql(dialect=dialect, pretty=True)
-
-
-def _columns(model: Model, found: Retrieval, head: _Head) -> list[tuple[str, str]]:
-    """``(alias, SQL)`` of every column the head asks for, each once, in order."""
-    noun = tuple(found.tokens[slice(*head.noun)]) if head.noun else ()
-    phrase = " ".join(found.words[slice(*head.noun)]) if head.noun else model.name
-    if head.which:
-        label = row_label(model, noun, phrase)
-        return [(label.name, label.sql)]
-    out: list[tuple[str, str]] = []
-    for item in head.items:
-        if isinstance(item, int):
-            column = _word_column(model, found.tokens[item], noun, phrase)
-        else:
-            column = _mention_column(model, found, item)
-        if column not in out:
-            out.append(column)
-    return out
-
-
-def _word_column(model: Model, word: str, noun: tuple[str, ...], phrase: str) -> tuple[str, str]:
-    """The column a bare ``name`` / ``title`` (the label) or ``id`` (the key) asks for."""
-    if word in _KEYS:
-        if len(model.primary_key) != 1:
-            raise Declined(f"which column is the id of model {model.name!r}?")
-        key = model.primary_key[0]
-        named = next((c.name for c in model.dimensions if c.sql == key), key)
-        return named, key
-    label = row_label(model, noun, phrase)
-    return label.name, label.sql
-
-
-def _mention_column(model: Model, found: Retrieval, mention: Mention) -> tuple[str, str]:
-    """``(alias, SQL)`` of the one column of ``model`` that ``mention`` names."""
-    named = {t.name for t in mention.targets if t.model == model.name}
-    columns = [c for c in model.columns() if c.name in named]
-    if len(columns) != 1:
-        phrase = " ".join(found.words[mention.start : mention.end])
-        raise Declined(f"{phrase!r} is not one column of model {model.name!r}")
-    return columns[0].name, columns[0].sql
 
 
 def _filters(lens: Lens, found: Retrieval, rows: _Rows, values: DimensionValues) -> list[exp.Expr]:
