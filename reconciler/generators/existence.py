@@ -88,6 +88,13 @@ _NEGATIONS = frozenset({"not", "never"})
 _QUANTIFIERS = frozenset({"a", "an", "any", "some"})
 _ROWS_FILLER = frozenset({"the", "in", "on", "of", "record"})
 _PREPOSITIONS = frozenset({"from", "to"})
+_TAIL_OPENERS = frozenset({"in", "from", "of", "at"})
+_WHOLE = re.compile(r"^(int|integer|bigint|smallint|number)$", re.IGNORECASE)
+_ALPHABETICAL = re.compile(
+    r"[\s,;]*(?:(?:ordered|sorted|listed|arranged)\s+)?"
+    r"(?:alphabetically|in\s+alphabetical\s+order)[\s.?!]*$",
+    re.IGNORECASE,
+)
 _ON_OR_AFTER = re.compile(r"\bon\s+or\s+after\b", re.IGNORECASE)
 _METHOD = re.compile(
     r"[\s,;]*(?:"
@@ -110,6 +117,7 @@ class _Rows:
     flags: list[Mention] = field(default_factory=list)
     span: tuple[date, date] | None = None
     prepositions: dict[int, str] = field(default_factory=dict)  # value start → from / to
+    numbers: list[tuple[str, str]] = field(default_factory=list)  # whole-number equalities
 
 
 def existence_rows(lens: Lens, question: str, values: DimensionValues) -> str | None:
@@ -126,10 +134,12 @@ def existence_rows(lens: Lens, question: str, values: DimensionValues) -> str | 
             link :func:`~reconciler.generators.related.link` declines.
     """
     text, named = _split_method(lens, question)
+    alphabetical = _ALPHABETICAL.search(text)
+    text = text[: alphabetical.start()] if alphabetical else text
     found = retrieve(lens, _ON_OR_AFTER.sub("since", spell_to_date(text)), values)
     at = _clause_at(lens, found)
     if at is None:
-        return None
+        return None if named else _reached(lens, found, values, bool(alphabetical))
     head = read_head(lens, found, at)
     if head is None:
         return None
@@ -138,7 +148,41 @@ def existence_rows(lens: Lens, question: str, values: DimensionValues) -> str | 
         return None
     chosen = link(lens, head.model, rows.model, values)
     _check_method(named, chosen)
-    return _render(lens, found, head, rows, chosen, values)
+    where = exists_clause(lens, chosen, _filters(lens, found, rows, values), rows.negated)
+    return _render(lens, found, head, [where], bool(alphabetical))
+
+
+def _reached(
+    lens: Lens, found: Retrieval, values: DimensionValues, alphabetical: bool
+) -> str | None:
+    """A listing filtered through a declared many-to-one join ("the names of the
+    customers in the West region") or on a number of its own ("the titles of the
+    papers in the year 2020"): ``None`` unless it has one of those (a listing of its
+    own values is :func:`~reconciler.generators.listing.listed_rows`'s)."""
+    toks = found.tokens
+    at = next(
+        (
+            i
+            for i in range(1, len(toks))
+            if toks[i] in _TAIL_OPENERS
+            and i not in found.covered()
+            and any(toks[i - w : i] in model_nouns(lens) for w in range(1, i + 1))
+        ),
+        None,
+    )
+    head = read_head(lens, found, at) if at is not None else None
+    if at is None or head is None or head.which or head.noun is None:
+        return None
+    rows = _Rows(model=head.model)
+    pending: list[Mention] = []
+    if not _read_tail(lens, found, at, rows, pending) or rows.span is not None or rows.flags:
+        return None
+    if not rows.numbers and all(any(t.model == head.model for t in v.targets) for v in rows.values):
+        return None  # only the listed model's own values: a plain listing
+    _check_rows(lens, found, rows, pending)
+    return _render(
+        lens, found, head, _filters(lens, found, rows, values, reached=True), alphabetical
+    )
 
 
 def _split_method(lens: Lens, question: str) -> tuple[str, list[str] | None]:
@@ -247,17 +291,27 @@ def _verb_at(toks: tuple[str, ...], k: int, covered: frozenset[int]) -> int:
 
 def _read_rows(lens: Lens, found: Retrieval, k: int, rows: _Rows) -> _Rows | None:
     """The related rows ``tokens[k:]``: values, flags, noun, records, a date bound."""
-    toks, covered = found.tokens, found.covered()
-    starts = {m.start: m for m in found.mentions}
+    toks = found.tokens
     rows.noun = _rows_noun(lens, found, k)
     if rows.noun is None:
         _shared_word(lens, found, k)
         return None
     rows.model = model_nouns(lens)[toks[slice(*rows.noun)]]
     pending: list[Mention] = []  # dimension mentions: B's noun, or a value's qualifier
+    if not _read_tail(lens, found, k, rows, pending):
+        return None
+    _check_rows(lens, found, rows, pending)
+    return rows
+
+
+def _read_tail(lens: Lens, found: Retrieval, k: int, rows: _Rows, pending: list[Mention]) -> bool:
+    """Read ``tokens[k:]`` into ``rows`` (values, flags, numbers, a period) and
+    ``pending`` (dimension phrases); ``False`` at a word none of them accounts for."""
+    toks, covered = found.tokens, found.covered()
+    starts = {m.start: m for m in found.mentions}
     while k < len(toks):
         mention = starts.get(k)
-        if k == rows.noun[0]:
+        if rows.noun is not None and k == rows.noun[0]:
             if mention is not None and mention.kind == "dimension":
                 pending.append(mention)
             k = max(rows.noun[1], mention.end if mention else k)
@@ -265,6 +319,11 @@ def _read_rows(lens: Lens, found: Retrieval, k: int, rows: _Rows) -> _Rows | Non
         if toks[k] in _PREPOSITIONS and k + 1 in {v.start for v in found.mentions}:
             rows.prepositions[k + 1] = toks[k]  # "from LAX": a from_… column
             k += 1
+            continue
+        number = _number_after(lens, found, rows.model, mention)
+        if number is not None:  # "in the year 2020": year = 2020
+            rows.numbers.append(number)
+            k = mention.end + 1 if mention else k
             continue
         if mention is not None:
             if mention.kind == "value":
@@ -274,7 +333,7 @@ def _read_rows(lens: Lens, found: Retrieval, k: int, rows: _Rows) -> _Rows | Non
             elif mention.kind == "dimension":
                 pending.append(mention)
             else:
-                return None
+                return False
             k = mention.end
             continue
         period = period_at(toks, k, set(range(len(toks))) - covered, lens.config.as_of)
@@ -288,10 +347,26 @@ def _read_rows(lens: Lens, found: Retrieval, k: int, rows: _Rows) -> _Rows | Non
             k += width  # "the domain 'Databases'": the model the value is of
             continue
         if toks[k] not in _ROWS_FILLER:
-            return None
+            return False
         k += 1
-    _check_rows(lens, found, rows, pending)
-    return rows
+    return True
+
+
+def _number_after(
+    lens: Lens, found: Retrieval, model: str, mention: Mention | None
+) -> tuple[str, str] | None:
+    """``(dimension, number)`` of a whole-number dimension of ``model`` followed by a
+    number ("the year 2020"), else ``None``."""
+    if mention is None or mention.kind != "dimension" or mention.end >= len(found.tokens):
+        return None
+    number = found.tokens[mention.end]
+    if not number.isdigit() or mention.end in found.covered():
+        return None
+    names = {t.name for t in mention.targets if t.model == model}
+    columns = [c for c in lens.models[model].dimensions if c.name in names]
+    if len(columns) != 1 or not _WHOLE.match(columns[0].data_type):
+        return None
+    return columns[0].name, number
 
 
 def _rows_noun(lens: Lens, found: Retrieval, k: int) -> tuple[int, int] | None:
@@ -329,15 +404,15 @@ def _shared_word(lens: Lens, found: Retrieval, start: int) -> None:
 def _check_rows(lens: Lens, found: Retrieval, rows: _Rows, pending: list[Mention]) -> None:
     """Every value and flag of the clause must be of *B*, and every other dimension
     phrase either *B*'s noun or a value's qualifier."""
-    assert rows.noun is not None
+    noun = rows.noun or (-1, -1)  # a listing's own rows have no noun here
     for d in pending:
-        if (d.start, d.end) == rows.noun or d.start < rows.noun[1] <= d.end:
+        if (d.start, d.end) == noun or d.start < noun[1] <= d.end:
             continue
         if not any(d.end == v.start or d.start == v.end for v in rows.values):
             phrase = " ".join(found.words[d.start : d.end])
             raise Declined(f"{phrase!r} in the related rows: a column to list, or a filter?")
     for f in rows.flags:
-        if f.end != rows.noun[0] or not any(t.model == rows.model for t in f.targets):
+        if f.end != noun[0] or not any(t.model == rows.model for t in f.targets):
             phrase = " ".join(found.words[f.start : f.end])
             raise Declined(f"{phrase!r} is a yes/no column; say which rows it describes")
     if rows.span is not None:
@@ -349,9 +424,9 @@ def _check_rows(lens: Lens, found: Retrieval, rows: _Rows, pending: list[Mention
 
 
 def _render(
-    lens: Lens, found: Retrieval, head: Head, rows: _Rows, chosen: Link, values: DimensionValues
+    lens: Lens, found: Retrieval, head: Head, where: list[exp.Expr], alphabetical: bool
 ) -> str:
-    """``SELECT [DISTINCT] <columns> FROM <A> AS <A> WHERE [NOT] EXISTS (…)``."""
+    """``SELECT [DISTINCT] <columns> FROM <A table> AS <A> WHERE … [ORDER BY <first>]``."""
     dialect = lens.config.dialect
     model = lens.models[head.model]
     columns = head_columns(model, found, head)
@@ -360,16 +435,22 @@ def _render(
     ).from_(exp.alias_(exp.to_table(model.table, dialect=dialect), model.name))
     if head.distinct:
         query = query.distinct()
-    filters = _filters(lens, found, rows, values)
-    query = query.where(exists_clause(lens, chosen, filters, rows.negated))
+    if where:
+        query = query.where(exp.and_(*where))
+    if alphabetical:
+        first = sqlglot.parse_one(columns[0][1], read=dialect)
+        query = query.order_by(exp.Ordered(this=first, desc=False, nulls_first=False))
     return query.sql(dialect=dialect, pretty=True)
 
 
-def _filters(lens: Lens, found: Retrieval, rows: _Rows, values: DimensionValues) -> list[exp.Expr]:
-    """The conditions on *B*: its values, flags and period, and — for a value of
-    another model *C* ("publications in the domain 'Databases'") — ``EXISTS`` over
-    the link from *B* to *C*."""
-    own: list[tuple[str, str]] = []
+def _filters(
+    lens: Lens, found: Retrieval, rows: _Rows, values: DimensionValues, *, reached: bool = False
+) -> list[exp.Expr]:
+    """The conditions on the rows of ``rows.model``: its values, whole numbers, flags
+    and period, and — for a value of another model *C* ("publications in the domain
+    'Databases'") — ``EXISTS`` over the link to *C*, which for a listing's own rows
+    (``reached``) must be a many-to-one path from them."""
+    own: list[tuple[str, str]] = list(rows.numbers)
     others: dict[str, list[tuple[str, str]]] = {}
     for v in rows.values:
         model, name, value = _value_place(lens, found, rows, v)
@@ -381,6 +462,11 @@ def _filters(lens: Lens, found: Retrieval, rows: _Rows, values: DimensionValues)
     out = conditions(lens, rows.model, own, tuple(flags), rows.span)
     for model, equalities in others.items():
         chosen = link(lens, rows.model, model, values)
+        if reached and chosen.outer[0] != rows.model:
+            raise Declined(
+                f"a value of {model!r}, which is not one row per {rows.model!r} row: "
+                f"{rows.model} with any such {model}, or only such?"
+            )
         out.append(exists_clause(lens, chosen, conditions(lens, model, equalities), False))
     return out
 

@@ -60,7 +60,8 @@ def read_head(lens: Lens, found: Retrieval, at: int) -> Head | None:
     """The model, columns and ``distinct`` of the head ``tokens[:at]``, or ``None``."""
     toks, nouns = found.tokens, model_nouns(lens)
     if toks[:1] == ("which",):
-        return Head(nouns[toks[1:at]], (1, at), [], False, which=True)
+        named = nouns.get(toks[1:at])
+        return Head(named, (1, at), [], False, which=True) if named else None
     if toks[:2] == ("what", "are"):
         i = 2
     elif toks[:1] and toks[0] in _OPENERS:

@@ -24,6 +24,7 @@ a semi-join, so no number of matching related rows repeats a row of *A*.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import date
 
@@ -37,6 +38,7 @@ from reconciler.generators.generation import DimensionValues
 from reconciler.lens import Join, Lens
 
 Edge = tuple[str, Join]
+_WHOLE = re.compile(r"^(int|integer|bigint|smallint|number)$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -175,7 +177,8 @@ def conditions(
     span: tuple[date, date] | None = None,
 ) -> list[exp.Expr]:
     """Conditions on ``model``'s rows, its columns qualified by the model's name:
-    ``(dimension, value)`` equalities, yes/no ``flags`` ``= TRUE``, and ``span`` — a
+    ``(dimension, value)`` equalities (a whole number on a whole-number column as a
+    number), yes/no ``flags`` ``= TRUE``, and ``span`` — a
     half-open ``[start, stop)`` on the model's time dimension (an open end,
     ``date.min`` / ``date.max``, adds no condition)."""
     dialect = lens.config.dialect
@@ -185,9 +188,13 @@ def conditions(
         sql = next(c.sql for c in found.columns() if c.name == name)
         return qualified(sql, model, dialect)
 
+    def literal(name: str, value: str) -> exp.Expr:
+        data_type = next(c.data_type for c in found.columns() if c.name == name)
+        whole = value.isdigit() and _WHOLE.match(data_type) is not None
+        return exp.Literal.number(value) if whole else exp.Literal.string(value)
+
     out: list[exp.Expr] = [
-        exp.EQ(this=column(name), expression=exp.Literal.string(value))
-        for name, value in equalities
+        exp.EQ(this=column(name), expression=literal(name, value)) for name, value in equalities
     ]
     out.extend(exp.EQ(this=column(name), expression=exp.true()) for name in flags)
     time = found.time_dimension()
