@@ -78,6 +78,7 @@ EXISTENCE_VERBS: frozenset[tuple[str, ...]] = frozenset(
         "part of",
         "recorded",
         "offer",
+        "taken by",
         "with",  # "associated with" once the lens's vocabulary drops "associated"
     )
 )
@@ -343,8 +344,9 @@ def _read_tail(lens: Lens, found: Retrieval, k: int, rows: _Rows, pending: list[
             k, rows.span = period[0], period[1].span
             continue
         width = noun_width(lens, toks, k)
-        if width and k + width in {m.start for m in found.mentions if m.kind == "value"}:
-            k += width  # "the domain 'Databases'": the model the value is of
+        values = [m for m in found.mentions if m.kind == "value"]
+        if width and any(v.start == k + width or v.end == k for v in values):
+            k += width  # "the domain 'Databases'", "the Databases domain": its model
             continue
         if toks[k] not in _ROWS_FILLER:
             return False
@@ -472,34 +474,39 @@ def _filters(
 
 
 def _value_place(lens: Lens, found: Retrieval, rows: _Rows, v: Mention) -> tuple[str, str, str]:
-    """``(model, dimension, value)`` a value mention of the clause filters on: a column
-    of *B* (``from`` / ``to`` narrowing to a ``from_…`` / ``to_…`` column), else of the
-    one model the noun or dimension right before it names."""
+    """``(model, dimension, value)`` a value mention filters on: a column of the model
+    a noun or dimension phrase beside it names ("the Computer Science program"), else
+    of the rows' own model (``from`` / ``to`` narrowing to a ``from_…`` / ``to_…``
+    column)."""
     phrase = " ".join(found.words[v.start : v.end])
-    places = {(t.model, t.name, t.value) for t in v.targets if t.model == rows.model}
     word = rows.prepositions.get(v.start)
+    named = _named_beside(lens, found, v) if word is None else set()
+    places = {(t.model, t.name, t.value) for t in v.targets if t.model in named}
+    if not places:
+        places = {(t.model, t.name, t.value) for t in v.targets if t.model == rows.model}
     if word is not None:  # "from LAX to ORD": from_airport, to_airport
         places = {p for p in places if tokenize(p[1])[:1] == (word,)}
         phrase = f"{word} {phrase}"
-    if not places and word is None:
-        named = _named_before(lens, found, v.start)
-        places = {(t.model, t.name, t.value) for t in v.targets if t.model in named}
     if len(places) != 1:
-        nor = "" if word else " (nor of the one model named right before it)"
+        nor = "" if word else " (nor of the one model named beside it)"
         raise Declined(f"{phrase!r} is not one value of a column of model {rows.model!r}{nor}")
     ((model, name, value),) = places
     assert value is not None
     return model, name, value
 
 
-def _named_before(lens: Lens, found: Retrieval, at: int) -> set[str]:
-    """The models a noun or dimension phrase ending at ``at`` names ("the domain")."""
+def _named_beside(lens: Lens, found: Retrieval, at: Mention) -> set[str]:
+    """The models a noun or dimension phrase right before or after the value ``at``
+    names ("the domain 'Databases'", "the Databases domain")."""
     named = {
-        t.model for m in found.mentions if m.end == at and m.kind == "dimension" for t in m.targets
+        t.model
+        for m in found.mentions
+        if (m.end == at.start or m.start == at.end) and m.kind == "dimension"
+        for t in m.targets
     }
-    nouns = model_nouns(lens)
-    for width in range(1, at + 1):
-        model = nouns.get(found.tokens[at - width : at])
-        if model is not None:
-            named.add(model)
+    nouns, toks = model_nouns(lens), found.tokens
+    for width in range(1, len(toks) + 1):
+        for span in (toks[at.start - width : at.start], toks[at.end : at.end + width]):
+            if len(span) == width and span in nouns:
+                named.add(nouns[span])
     return named
