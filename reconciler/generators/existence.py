@@ -1,47 +1,52 @@
 """Listings kept by the existence of related rows: ``EXISTS`` / ``NOT EXISTS`` (pure).
 
 :func:`existence_rows` reads a listing of one model's rows (*A*) restricted by
-whether rows of a related model (*B*) exist:
+whether rows of a related model (*B*) exist, or by a value reached through a join:
 
     Return the customer ID and name of customers who have not made any transactions.
     Return the distinct list of ticker IDs that have daily price records since Apr 1, 2023.
     Which papers are associated with the keyphrase "Machine Learning"?
+    What are the titles of the papers in the journal "Nature", ordered alphabetically?
 
-A question of this shape is a *head*, a *relative clause* and, optionally, a
-*method* phrase, and every word must fall in one of them:
+A question of this shape is a *head*, a *relative clause* or a *tail*, optionally a
+*method* phrase and ``ordered alphabetically``, and every word must fall in one of them:
 
-* head: an opener (``return``, ``list``, ``show``, ``give``, ``find``, ``display``,
-  ``get``, ``provide``, ``what are``), ``distinct`` / ``unique``, and *A*'s columns
-  and noun: ``<columns> of|for [all] [the] <A>``, ``<A> <columns>`` ("Return users
-  (user ID and username)"), ``<columns>`` alone (*A* is the one model they all
-  belong to), or ``which <A>`` (its label). A column is a dimension, time dimension
-  or fact of *A*, ``name`` / ``title`` (its label, as in
-  :func:`~reconciler.generators.listing.row_label`) or ``id`` (its one-column key);
+* head: :mod:`reconciler.generators.heads` (the opener, ``distinct``, *A*'s columns
+  and its noun, or ``which <A>`` for its label);
 * clause: ``who`` / ``that`` / ``which`` — or ``with`` / ``without`` — then
   auxiliaries (``have``, ``do``, ``are``, ``been`` …), one negation (``not``,
   ``never``, or ``no`` before the related rows), at most one verb that only says
   "has related rows" (:data:`EXISTENCE_VERBS`; a lens's ``vocabulary`` may drop
   others), a quantifier (``a``, ``an``, ``any``, ``some``), then the related rows:
-  equality filters on *B*'s dimension values (``a 'buy' transaction``, ``the
-  keyphrase "Machine Learning"``), yes/no flags of *B* right before its noun, *B*'s
-  noun, ``records``, and a date bound on *B*'s time dimension (``since …``, ``on or
-  after …``, ``before …``, ``in 2023``);
+  *B*'s noun (the first model noun that is not a value's own phrase), ``records``,
+  yes/no flags of *B* right before its noun, a date bound on *B*'s time dimension
+  (``since …``, ``on or after …``, ``before …``, ``in 2023``), and values. A value
+  is of the model a noun or dimension beside it names (``the keyphrase "Machine
+  Learning"``, ``the Computer Science program``), else of *B* (``a 'buy'
+  transaction``; ``from LAX to ORD`` picks the ``from_…`` / ``to_…`` column); a
+  value of another model *C* is a nested ``EXISTS`` over the link from *B* to *C*;
+* tail, when there is no clause: ``in`` / ``from`` / ``of`` / ``at`` after *A*'s
+  noun, then values of a model *A* reaches by a many-to-one path (``the customers in
+  the West region``) or a whole-number dimension of *A* and its number (``in the
+  year 2020``); a tail of *A*'s own values alone is
+  :func:`~reconciler.generators.listing.listed_rows`'s;
 * method: "by doing a left join from the A to B table", "based on joining the A, M
   and B tables" — accounted for only when it names exactly the models the query
   reads (and, for "from … to", *A* first and *B* last).
 
-The link between *A* and *B* is :func:`reconciler.generators.related.link` (declared
+The link between two models is :func:`reconciler.generators.related.link` (declared
 many-to-one joins, join-grain gate), and the query
 
     SELECT [DISTINCT] <columns> FROM <A table> AS <A> WHERE [NOT] EXISTS (…)
+        [ORDER BY <first column>]
 
 keeps each row of *A* once however many related rows match. ``DISTINCT`` is there
 only when asked. Anything outside the frame — a metric, an aggregation or ranking
 word, a word no part accounts for — returns ``None`` (another shape, or a decline
 of the main grammar). Inside the frame, a value or word right after an auxiliary
 (``customers who have cancelled``: an action, not mere existence), a noun several
-models share, two negations, a filter not on *B*, or a link that is not one
-declined.
+models share, two negations, a value of no model named, a tail value not one per
+row of *A*, or a link that is not one declines.
 """
 
 from __future__ import annotations

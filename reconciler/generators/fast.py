@@ -40,7 +40,9 @@ answer is worse than no answer. A question is read as
   ``ordered by …``, ``sorted by … descending``, ``in ascending order``;
 * or, alone, a ranking of rows by a raw column of the noun's model: ``top 3
   products by price``, or a listing of a model's columns: ``the names and prices
-  of the products in Toys, ordered alphabetically`` (:mod:`reconciler.generators.listing`);
+  of the products in Toys, ordered alphabetically`` (:mod:`reconciler.generators.listing`),
+  kept by related rows (``customers who have not made any transactions``:
+  :mod:`reconciler.generators.existence`);
 * an optional ranking: ``top 5 …``, ``which 3 … lowest …``, ``bottom 2 …``, and
   ``Who has the highest …?``: an opening "who" ranks the one *person* dimension
   (a name or synonym ending in ``rep``, ``owner``, ``employee`` …; see
