@@ -13,7 +13,8 @@ clause that restricts the rows — and resolves its columns:
   asks for the model's label;
 * a column is a dimension, time dimension or fact of the model, ``name`` / ``title``
   (its label, :func:`~reconciler.generators.listing.row_label`) or ``id`` (its
-  one-column primary key, named by the dimension over it when there is one).
+  one-column primary key, named by the dimension over it when there is one), or the
+  name the table stores one column under (``year`` for a ``model_year`` over ``year``).
 
 Any other word means another shape (``None``).
 """
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 
 from reconciler.assembly.lexicon import model_nouns
 from reconciler.assembly.retrieval import Mention, Retrieval
-from reconciler.assembly.text import stems
+from reconciler.assembly.text import stems, tokenize
 from reconciler.generators.compiler import Declined
 from reconciler.generators.grammar import plural
 from reconciler.generators.listing import row_label
@@ -128,10 +129,8 @@ def _head_items(found: Retrieval, i: int, end: int) -> list[Mention | int] | Non
             i = mention.end
             continue
         t = found.tokens[i]
-        if t in _LABELS | _KEYS:
-            items.append(i)
-        elif t not in _HEAD_FILLER and t not in _DISTINCT:
-            return None
+        if t in _LABELS | _KEYS or (t.isalpha() and t not in _HEAD_FILLER | _DISTINCT):
+            items.append(i)  # name / id, or a column's stored name ("year")
         i += 1
     return items
 
@@ -155,13 +154,19 @@ def head_columns(model: Model, found: Retrieval, head: Head) -> list[tuple[str, 
 
 
 def _word_column(model: Model, word: str, noun: tuple[str, ...], phrase: str) -> tuple[str, str]:
-    """The column a bare ``name`` / ``title`` (the label) or ``id`` (the key) asks for."""
+    """The column a bare ``name`` / ``title`` (the label), ``id`` (the key) or a
+    column's stored name (``year`` for ``model_year``, whose SQL is ``year``) asks for."""
     if word in _KEYS:
         if len(model.primary_key) != 1:
             raise Declined(f"which column is the id of model {model.name!r}?")
         key = model.primary_key[0]
         named = next((c.name for c in model.dimensions if c.sql == key), key)
         return named, key
+    if word not in _LABELS:
+        stored = [c for c in model.columns() if tokenize(c.sql) == (word,)]
+        if len(stored) != 1:
+            raise Declined(f"{word!r} names no one column of model {model.name!r}")
+        return stored[0].name, stored[0].sql
     label = row_label(model, noun, phrase)
     return label.name, label.sql
 
