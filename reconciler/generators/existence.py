@@ -124,6 +124,7 @@ class _Rows:
     span: tuple[date, date] | None = None
     prepositions: dict[int, str] = field(default_factory=dict)  # value start → from / to
     numbers: list[tuple[str, str]] = field(default_factory=list)  # whole-number equalities
+    method: frozenset[str] = frozenset()  # the models a method phrase names
 
 
 def existence_rows(lens: Lens, question: str, values: DimensionValues) -> str | None:
@@ -149,7 +150,7 @@ def existence_rows(lens: Lens, question: str, values: DimensionValues) -> str | 
     head = read_head(lens, found, at)
     if head is None:
         return None
-    rows = _read_clause(lens, found, at if head.which else at + 1, head.which)
+    rows = _read_clause(lens, found, at if head.which else at + 1, head.which, named)
     if rows is None:
         return None
     chosen = link(lens, head.model, rows.model, values)
@@ -245,11 +246,13 @@ def _clause_at(lens: Lens, found: Retrieval) -> int | None:
     )
 
 
-def _read_clause(lens: Lens, found: Retrieval, k: int, which: bool) -> _Rows | None:
+def _read_clause(
+    lens: Lens, found: Retrieval, k: int, which: bool, method: list[str] | None
+) -> _Rows | None:
     """The related rows of the clause starting at ``k`` (after its relative word)."""
     toks = found.tokens
     covered = found.covered()
-    rows = _Rows()
+    rows = _Rows(method=frozenset(method or ()))
     with_word = not which and toks[k - 1] in ("with", "without")
     rows.negated = toks[k - 1] == "without"
     last_aux = None
@@ -300,9 +303,12 @@ def _read_rows(lens: Lens, found: Retrieval, k: int, rows: _Rows) -> _Rows | Non
     toks = found.tokens
     rows.noun = _rows_noun(lens, found, k)
     if rows.noun is None:
-        _shared_word(lens, found, k)
-        return None
-    rows.model = model_nouns(lens)[toks[slice(*rows.noun)]]
+        shared = _shared_word(lens, found, k, rows.method)
+        if shared is None:
+            return None
+        rows.noun, rows.model = (shared[0], shared[0] + 1), shared[1]
+    else:
+        rows.model = model_nouns(lens)[toks[slice(*rows.noun)]]
     pending: list[Mention] = []  # dimension mentions: B's noun, or a value's qualifier
     if not _read_tail(lens, found, k, rows, pending):
         return None
@@ -393,19 +399,31 @@ def _rows_noun(lens: Lens, found: Retrieval, k: int) -> tuple[int, int] | None:
     return next((n for n in nouns if n not in values), nouns[-1] if nouns else None)
 
 
-def _shared_word(lens: Lens, found: Retrieval, start: int) -> None:
-    """Decline a clause whose rows are named by a word several models' nouns share
-    ("a cash payment": payments made, or payments received?)."""
+def _shared_word(
+    lens: Lens, found: Retrieval, start: int, method: frozenset[str]
+) -> tuple[int, str] | None:
+    """``(index, model)`` of a word several models' nouns share ("a cash payment":
+    payments made, or payments received?) when the method phrase names just one of
+    them; ``None`` when no such word names the rows.
+
+    Raises:
+        Declined: such a word, and no method phrase picks one of its models.
+    """
     owners: dict[str, set[str]] = {}
     for noun, model in model_nouns(lens).items():
         for word in noun:
             owners.setdefault(word, set()).add(model)
     for i in range(start, len(found.tokens)):
         models = owners.get(found.tokens[i], set())
-        if i not in found.covered() and len(models) > 1:
-            raise Declined(
-                f"{found.words[i]!r} could be rows of {', '.join(sorted(models))}: say which"
-            )
+        if i in found.covered() or len(models) < 2:
+            continue
+        picked = models & method
+        if len(picked) == 1:
+            return i, picked.pop()
+        raise Declined(
+            f"{found.words[i]!r} could be rows of {', '.join(sorted(models))}: say which"
+        )
+    return None
 
 
 def _check_rows(lens: Lens, found: Retrieval, rows: _Rows, pending: list[Mention]) -> None:
