@@ -59,8 +59,8 @@ import sqlglot
 from sqlglot import exp
 
 from reconciler.assembly.lexicon import model_nouns
-from reconciler.assembly.retrieval import Mention, Retrieval, retrieve
-from reconciler.assembly.text import stems, tokenize
+from reconciler.assembly.retrieval import Mention, Retrieval, retrieve, spoken
+from reconciler.assembly.text import stems, tokenize, words
 from reconciler.generators.compiler import Declined
 from reconciler.generators.generation import DimensionValues
 from reconciler.generators.heads import Head, head_columns, noun_width, read_head
@@ -92,7 +92,7 @@ _AUXILIARIES = stems("have has had do does did are is were was been be")
 _HAVE = stems("have has had")
 _NEGATIONS = frozenset({"not", "never"})
 _QUANTIFIERS = frozenset({"a", "an", "any", "some"})
-_ROWS_FILLER = frozenset({"the", "in", "on", "of", "record"})
+_ROWS_FILLER = frozenset({"the", "in", "on", "of", "with", "record"})
 _PREPOSITIONS = frozenset({"from", "to"})
 _TAIL_OPENERS = frozenset({"in", "from", "of", "at"})
 _WHOLE = re.compile(r"^(int|integer|bigint|smallint|number)$", re.IGNORECASE)
@@ -143,14 +143,16 @@ def existence_rows(lens: Lens, question: str, values: DimensionValues) -> str | 
     text, named = _split_method(lens, question)
     alphabetical = _ALPHABETICAL.search(text)
     text = text[: alphabetical.start()] if alphabetical else text
-    found = retrieve(lens, _ON_OR_AFTER.sub("since", spell_to_date(text)), values)
+    text = _ON_OR_AFTER.sub("since", spell_to_date(text))
+    found = retrieve(lens, text, values)
     at = _clause_at(lens, found)
     if at is None:
         return None if named else _reached(lens, found, values, bool(alphabetical))
     head = read_head(lens, found, at)
     if head is None:
         return None
-    rows = _read_clause(lens, found, at if head.which else at + 1, head.which, named)
+    dropped = not head.which and _dropped_after(lens, text, at)
+    rows = _read_clause(lens, found, at if head.which else at + 1, head.which, named, dropped)
     if rows is None:
         return None
     chosen = link(lens, head.model, rows.model, values)
@@ -246,8 +248,23 @@ def _clause_at(lens: Lens, found: Retrieval) -> int | None:
     )
 
 
+def _dropped_after(lens: Lens, text: str, at: int) -> bool:
+    """Whether the lens's vocabulary drops the word right after token ``at`` ("authors
+    who wrote the paper" with ``wrote: ""``): a verb the lens says adds nothing."""
+    said = words(text)
+    for p in range(1, len(said)):
+        if len(spoken(lens, said[:p])) == at + 1:
+            return spoken(lens, said[p : p + 1]) == ()
+    return False
+
+
 def _read_clause(
-    lens: Lens, found: Retrieval, k: int, which: bool, method: list[str] | None
+    lens: Lens,
+    found: Retrieval,
+    k: int,
+    which: bool,
+    method: list[str] | None,
+    dropped: bool,
 ) -> _Rows | None:
     """The related rows of the clause starting at ``k`` (after its relative word)."""
     toks = found.tokens
@@ -269,6 +286,7 @@ def _read_clause(
             verb, k = True, k + width
         else:
             break
+    verb = verb or (dropped and last_aux is None)  # the lens's vocabulary dropped it
     if not with_word and not verb and last_aux not in _HAVE:
         return None
     if k < len(toks) and k in covered and not verb and not with_word:
