@@ -291,13 +291,14 @@ def _read_clause(
         return None
     if k < len(toks) and k in covered and not verb and not with_word:
         mention = next(m for m in found.mentions if m.start == k)
-        if mention.kind == "value":
+        if mention.kind in ("value", "flag"):
             said = " ".join(found.words[mention.start : mention.end])
             raise Declined(
                 f"{said!r} right after {last_aux!r} reads as something the rows did, not as "
                 f"related rows that exist; say e.g. 'that have … with {said}'"
             )
-        return None
+        if noun_width(lens, toks, k) < mention.end - k:
+            return None  # a metric or column right after "have": not related rows
     if k < len(toks) and toks[k] in _QUANTIFIERS:
         k += 1
     elif k < len(toks) and toks[k] == "no" and k not in covered:
