@@ -94,6 +94,7 @@ _NEGATIONS = frozenset({"not", "never"})
 _QUANTIFIERS = frozenset({"a", "an", "any", "some"})
 _ROWS_FILLER = frozenset({"the", "in", "on", "of", "with", "record"})
 _PREPOSITIONS = frozenset({"from", "to"})
+_DIRECTED = frozenset({("from",), ("to",)})  # the first word of a from_… / to_… column
 _TAIL_OPENERS = frozenset({"in", "from", "of", "at"})
 _WHOLE = re.compile(r"^(int|integer|bigint|smallint|number)$", re.IGNORECASE)
 _ALPHABETICAL = re.compile(
@@ -347,8 +348,9 @@ def _read_tail(lens: Lens, found: Retrieval, k: int, rows: _Rows, pending: list[
                 pending.append(mention)
             k = max(rows.noun[1], mention.end if mention else k)
             continue
-        if toks[k] in _PREPOSITIONS and k + 1 in {v.start for v in found.mentions}:
-            rows.prepositions[k + 1] = toks[k]  # "from LAX": a from_… column
+        value_at = k + 2 if toks[k + 1 : k + 2] == ("the",) else k + 1
+        if toks[k] in _PREPOSITIONS and value_at in {v.start for v in found.mentions}:
+            rows.prepositions[value_at] = toks[k]  # "from LAX": a from_… column
             k += 1
             continue
         number = _number_after(lens, found, rows.model, mention)
@@ -518,20 +520,22 @@ def _filters(
 def _value_place(lens: Lens, found: Retrieval, rows: _Rows, v: Mention) -> tuple[str, str, str]:
     """``(model, dimension, value)`` a value mention filters on: a column of the model
     a noun or dimension phrase beside it names ("the Computer Science program"), else
-    of the rows' own model (``from`` / ``to`` narrowing to a ``from_…`` / ``to_…``
-    column)."""
+    of the rows' own model; ``from`` / ``to`` before it picks the ``from_…`` /
+    ``to_…`` column when the value is in such columns, and is a plain word otherwise."""
     phrase = " ".join(found.words[v.start : v.end])
-    word = rows.prepositions.get(v.start)
-    named = _named_beside(lens, found, v) if word is None else set()
+    named = _named_beside(lens, found, v)
     places = {(t.model, t.name, t.value) for t in v.targets if t.model in named}
     if not places:
         places = {(t.model, t.name, t.value) for t in v.targets if t.model == rows.model}
-    if word is not None:  # "from LAX to ORD": from_airport, to_airport
-        places = {p for p in places if tokenize(p[1])[:1] == (word,)}
+    word = rows.prepositions.get(v.start)
+    if word is not None and any(tokenize(p[1])[:1] in _DIRECTED for p in places):
+        places = {p for p in places if tokenize(p[1])[:1] == (word,)}  # from_… / to_…
         phrase = f"{word} {phrase}"
     if len(places) != 1:
-        nor = "" if word else " (nor of the one model named beside it)"
-        raise Declined(f"{phrase!r} is not one value of a column of model {rows.model!r}{nor}")
+        raise Declined(
+            f"{phrase!r} is not one value of a column of model {rows.model!r} "
+            "(nor of the one model named beside it)"
+        )
     ((model, name, value),) = places
     assert value is not None
     return model, name, value
