@@ -141,7 +141,7 @@ def existence_rows(lens: Lens, question: str, values: DimensionValues) -> str | 
         Declined: the shape, but a reading that is not one (module docstring), or a
             link :func:`~reconciler.generators.related.link` declines.
     """
-    text, named = _split_method(lens, question)
+    text, named, ordered = _split_method(lens, question)
     alphabetical = _ALPHABETICAL.search(text)
     text = text[: alphabetical.start()] if alphabetical else text
     text = _ON_OR_AFTER.sub("since", spell_to_date(text))
@@ -157,7 +157,7 @@ def existence_rows(lens: Lens, question: str, values: DimensionValues) -> str | 
     if rows is None:
         return None
     chosen = link(lens, head.model, rows.model, values)
-    _check_method(named, chosen)
+    _check_method(named, ordered, chosen)
     where = exists_clause(lens, chosen, _filters(lens, found, rows, values), rows.negated)
     return _render(lens, found, head, [where], bool(alphabetical))
 
@@ -195,12 +195,12 @@ def _reached(
     )
 
 
-def _split_method(lens: Lens, question: str) -> tuple[str, list[str] | None]:
-    """``question`` without its method phrase, and the models that phrase names in
-    order (``None``: no method phrase)."""
+def _split_method(lens: Lens, question: str) -> tuple[str, list[str] | None, bool]:
+    """``question`` without its method phrase, the models that phrase names in order
+    (``None``: no method phrase), and whether that order matters ("from A to B")."""
     match = _METHOD.search(question)
     if match is None:
-        return question, None
+        return question, None, False
     if match.group("all") is not None:
         names = [n for n in re.split(r"\s*,\s*|\s+and\s+", match.group("all")) if n]
     else:
@@ -212,11 +212,12 @@ def _split_method(lens: Lens, question: str) -> tuple[str, list[str] | None]:
         if model is None:
             raise Declined(f"the question joins {name.strip()!r}, which names no model of the lens")
         models.append(model)
-    return question[: match.start()], models
+    return question[: match.start()], models, match.group("all") is None
 
 
-def _check_method(named: list[str] | None, chosen: Link) -> None:
-    """A method phrase must name exactly the models the query reads."""
+def _check_method(named: list[str] | None, ordered: bool, chosen: Link) -> None:
+    """A method phrase must name exactly the models the query reads ("from A to B":
+    the listed model first)."""
     if named is None:
         return
     if set(named) != chosen.models() or len(named) != len(set(named)):
@@ -224,7 +225,7 @@ def _check_method(named: list[str] | None, chosen: Link) -> None:
             f"the question says to join {', '.join(named)}, but the query reads "
             f"{', '.join(sorted(chosen.models()))}"
         )
-    if len(named) == 2 and named != [chosen.listed, chosen.related]:
+    if ordered and named != [chosen.listed, chosen.related]:
         raise Declined(f"a join from {named[0]} to {named[1]}, but {chosen.listed} are listed")
 
 
