@@ -15,6 +15,7 @@ import duckdb
 import pytest
 import yaml
 
+from reconciler.generators.compiler import Declined
 from reconciler.generators.existence import existence_rows
 from reconciler.lens import Lens, load_lens
 from tests.helpers import FIXTURES
@@ -56,3 +57,15 @@ def test_other_shapes_are_left_alone(warehouses: dict[str, Path], question: str)
         assert existence_rows(lens, question, dimension_values(con, lens)) is None
     finally:
         con.close()
+
+
+def test_a_link_without_warehouse_facts_declines(warehouses: dict[str, Path]) -> None:
+    lens = _lens("clinic")
+    con = duckdb.connect(str(warehouses["clinic"]), read_only=True)
+    try:
+        plain = dict(dimension_values(con, lens))  # the values, without the join-key facts
+    finally:
+        con.close()
+    question = "Return the drug IDs of drugs that have no treatments."
+    with pytest.raises(Declined, match="unique is unknown"):
+        existence_rows(lens, question, plain)
