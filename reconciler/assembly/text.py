@@ -27,8 +27,11 @@ def stem(word: str) -> str:
     Deliberately tiny (``-ies`` → ``-y``; ``-sses``/``-shes``/``-ches``/``-xes``/``-tuses``
     drop ``es``; other ``-s`` drop it unless the word ends in ``ss``/``us``/``is``),
     and applied to both sides of every comparison, so an imperfect stem
-    (``series`` → ``sery``) still compares equal to itself.
+    (``series`` → ``sery``) still compares equal to itself. Words of three letters or
+    fewer are kept, but for ``ids`` → ``id`` ("the customer IDs").
     """
+    if word == "ids":
+        return "id"
     if len(word) <= 3 or not word.isalpha():
         return word
     if word.endswith("ies") and len(word) > 4:

@@ -40,7 +40,9 @@ answer is worse than no answer. A question is read as
   ``ordered by …``, ``sorted by … descending``, ``in ascending order``;
 * or, alone, a ranking of rows by a raw column of the noun's model: ``top 3
   products by price``, or a listing of a model's columns: ``the names and prices
-  of the products in Toys, ordered alphabetically`` (:mod:`reconciler.generators.listing`);
+  of the products in Toys, ordered alphabetically`` (:mod:`reconciler.generators.listing`),
+  kept by related rows (``customers who have not made any transactions``:
+  :mod:`reconciler.generators.existence`);
 * output lists, rankings by two measures, entity-count ratios: ``outputs``, ``countratios``;
 * an optional ranking: ``top 5 …``, ``which 3 … lowest …``, ``bottom 2 …``, and
   ``Who has the highest …?``: an opening "who" ranks the one *person* dimension
@@ -80,16 +82,13 @@ from reconciler.assembly.text import normalize
 from reconciler.generators.adapt import from_exemplars
 from reconciler.generators.bounds import Bound, split_bounds
 from reconciler.generators.compiler import Declined, Measure, Plan, one_path, render
-from reconciler.generators.countratios import count_ratio
 from reconciler.generators.doubts import check_doubts, entity_breakdowns
 from reconciler.generators.generation import DimensionValues, Generation
 from reconciler.generators.grammar import Reading, phrase_of, plural, read_grammar
-from reconciler.generators.listing import listed_rows, ranked_rows
 from reconciler.generators.measures import check_extras, select_measures
 from reconciler.generators.ordering import order_plan, split_ordering
-from reconciler.generators.outputs import answer_outputs
 from reconciler.generators.periods import RANGE, shift, spell_to_date
-from reconciler.generators.ratios import find_two_measures, measure_follows_per, render_two_measures
+from reconciler.generators.shapes import other_shapes
 from reconciler.lens import Lens
 
 __all__ = ["TIER", "Declined", "Measure", "Plan", "compile_request", "parse", "render"]
@@ -564,8 +563,7 @@ def compile_request(lens: Lens, request: GenerationRequest, values: DimensionVal
     question is returned verbatim, one whose question differs only in slots is
     adapted (:mod:`reconciler.generators.adapt`: one that reads like it but cannot be
     adapted without doubt declines); otherwise the question is parsed
-    and rendered (a ratio or difference of two measures by
-    :mod:`reconciler.generators.ratios`).
+    and rendered (the shapes of :mod:`reconciler.generators.shapes` first).
 
     Returns:
         ``Generation(tier="fast", sql=...)``, or ``sql=None`` with the reason it declined.
@@ -581,17 +579,9 @@ def compile_request(lens: Lens, request: GenerationRequest, values: DimensionVal
         adapted = from_exemplars(lens, request.question, request.exemplars, values)
         if adapted is not None:
             return Generation(TIER, adapted[1], exemplar=adapted[0])
-        if shaped := answer_outputs(lens, request.question, values, request.metrics, parse):
+        shaped = other_shapes(lens, request.question, found, values, request.metrics, parse)
+        if shaped is not None:
             return Generation(TIER, shaped)
-        two = find_two_measures(spell_to_date(request.question))
-        if two is not None and (not two.per or measure_follows_per(found)):
-            plan = count_ratio(lens, two, values, request.metrics, parse)
-            plan = plan or parse(lens, two.listed, values, allowed_metrics=request.metrics)
-            return Generation(TIER, render_two_measures(lens, plan, two))
-        listed = ranked_rows(lens, found, read_grammar(lens, found))
-        listed = listed or listed_rows(lens, request.question, values)
-        if listed is not None:
-            return Generation(TIER, listed)
         plan = parse(lens, request.question, values, allowed_metrics=request.metrics)
         return Generation(TIER, render(lens, plan))
     except Declined as exc:

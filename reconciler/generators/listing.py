@@ -58,7 +58,7 @@ def ranked_rows(lens: Lens, found: Retrieval, reading: Reading) -> str | None:
         return None
     descending, count, (noun_at, noun_end), model, column = shape
     noun = " ".join(found.words[noun_at:noun_end])
-    label = _label(model, tuple(found.tokens[noun_at:noun_end]), noun)
+    label = row_label(model, tuple(found.tokens[noun_at:noun_end]), noun)
     if count is None and plural(found, noun_end - 1):
         raise Declined("a top/bottom ranking without a count")
     n = 1 if count is None else count
@@ -136,7 +136,7 @@ def _shape(
     )
 
 
-def _label(model: Model, noun: tuple[str, ...], phrase: str) -> Column:
+def row_label(model: Model, noun: tuple[str, ...], phrase: str) -> Column:
     """The one dimension of ``model`` that names its rows (module docstring)."""
     names = {noun, (*noun, "name"), ("name",), (*noun, "title"), ("title",)}
     labels = [
@@ -472,7 +472,7 @@ def _word_column(model: Model, found: Retrieval, listing: _Listing, at: int) -> 
             raise Declined(f"which column is the id of model {model.name!r}?")
         return model.primary_key[0], model.primary_key[0]
     noun = tuple(found.tokens[listing.noun[0] : listing.noun[1]]) if listing.noun else ()
-    label = _label(
+    label = row_label(
         model, noun, " ".join(found.words[slice(*listing.noun)]) if listing.noun else model.name
     )
     return label.name, label.sql
