@@ -78,7 +78,9 @@ from reconciler.assembly.retrieval import Mention, Retrieval, counted_model, ret
 from reconciler.assembly.text import normalize
 from reconciler.generators.adapt import from_exemplars
 from reconciler.generators.bounds import Bound, split_bounds
+from reconciler.generators.columns import bucket_at
 from reconciler.generators.compiler import Declined, Measure, Plan, one_path, render
+from reconciler.generators.counts import check_entity_count, new_is_restated
 from reconciler.generators.doubts import check_doubts, entity_breakdowns
 from reconciler.generators.generation import DimensionValues, Generation
 from reconciler.generators.grammar import Reading, phrase_of, plural, read_grammar
@@ -86,6 +88,7 @@ from reconciler.generators.listing import listed_rows, ranked_rows
 from reconciler.generators.measures import check_extras, select_measures
 from reconciler.generators.ordering import order_plan, split_ordering
 from reconciler.generators.periods import RANGE, shift, spell_to_date
+from reconciler.generators.persons import with_person_keys
 from reconciler.generators.ratios import find_two_measures, measure_follows_per, render_two_measures
 from reconciler.lens import Lens
 
@@ -174,6 +177,7 @@ def parse(
     found = retrieve(lens, question, values)
     _check_terms(lens, found.tokens)
     reading = read_grammar(lens, found)
+    new_is_restated(lens, found, reading)
     measures = select_measures(lens, found, reading, allowed_metrics)
     check_doubts(lens, found, reading, measures)
     if reading.unknown:
@@ -208,6 +212,7 @@ def parse(
     if stray:
         raise Declined(f"the question names model(s) {stray} that the query would not use")
     plan = dataclasses.replace(plan, joined=tuple(plans[1:])) if len(plans) > 1 else plan
+    plan = with_person_keys(lens, plan)
     return plan if ordering is None else order_plan(lens, plan, ordering, values)
 
 
@@ -267,7 +272,8 @@ def _plan(
     grain, period, compared, change = _when(reading, len(measures))
     rank = _rank(reading, found, grain, bool(breakdowns), plural_breakdown)
     if measure.function == "count_distinct":
-        _check_entity_count(found, measure, split.mentions, grain, period, rank)
+        check_entity_count(found, measure, split.mentions, (grain, period, bool(compared)),
+                           split.time, rank)  # fmt: skip
     if grain and reading.who:
         raise Declined(f"'who' with a {grain} breakdown: one person overall, or one per {grain}?")
     time = _time_column(lens, base, split.time, grain is not None or period is not None)
@@ -286,6 +292,7 @@ def _plan(
         share=reading.share,
         ties=reading.ties,
         change=(change[0], change[1], period[0] if period else None) if change else None,
+        bucket_at=bucket_at(reading, grain, split.mentions, len(split.places)),
     )
 
 
@@ -461,42 +468,6 @@ def _periods(
     if grain and period and _GRAIN_ORDER.index(grain) >= _GRAIN_ORDER.index(period.unit):
         raise Declined(f"a {grain} breakdown within one {period.unit} is not a question I can read")
     return grain, period.span if period else None, ()
-
-
-_INTRODUCERS = frozenset({"by", "per", "each", "every", "across"})
-
-
-def _check_entity_count(
-    found: Retrieval,
-    measure: Measure,
-    breakdowns: list[Mention],
-    grain: str | None,
-    period: tuple[date, date] | None,
-    rank: tuple[bool, int] | None,
-) -> None:
-    """A count of entities takes no period, and a breakdown only after "by", "per",
-    "each" … (or in a ranking): "how many customers have an email" is not a count
-    *by* email."""
-    model = measure.model
-    if grain or period:
-        raise Declined(
-            f"a count of {model} in a period: which date of {model} (created, active …)?"
-        )
-    if rank is not None:
-        return
-    introduced: set[int] = set()
-    for d in sorted(breakdowns, key=lambda m: m.start):
-        k = d.start - 1
-        while k >= 0 and found.tokens[k] == "the":
-            k -= 1
-        before = found.tokens[k] if k >= 0 else ""
-        if before in _INTRODUCERS or (before == "and" and k in introduced):
-            introduced.add(d.end)
-            continue
-        raise Declined(
-            f"{phrase_of(found, d)!r} is not introduced by 'by', 'per' or 'each': "
-            f"a count of {model} broken down by it, or filtered by it?"
-        )
 
 
 def _who(
