@@ -81,6 +81,7 @@ from reconciler.generators.bounds import Bound, split_bounds
 from reconciler.generators.columns import bucket_at
 from reconciler.generators.compiler import Declined, Measure, Plan, one_path, render
 from reconciler.generators.counts import check_entity_count, new_is_restated
+from reconciler.generators.cumulative import render_cumulative, split_cumulative
 from reconciler.generators.doubts import check_doubts, entity_breakdowns
 from reconciler.generators.generation import DimensionValues, Generation
 from reconciler.generators.grammar import Reading, phrase_of, plural, read_grammar
@@ -533,7 +534,8 @@ def compile_request(lens: Lens, request: GenerationRequest, values: DimensionVal
     adapted (:mod:`reconciler.generators.adapt`: one that reads like it but cannot be
     adapted without doubt declines); otherwise the question is parsed
     and rendered (a ratio or difference of two measures by
-    :mod:`reconciler.generators.ratios`).
+    :mod:`reconciler.generators.ratios`, a running total by
+    :mod:`reconciler.generators.cumulative`).
 
     Returns:
         ``Generation(tier="fast", sql=...)``, or ``sql=None`` with the reason it declined.
@@ -557,8 +559,9 @@ def compile_request(lens: Lens, request: GenerationRequest, values: DimensionVal
         listed = listed or listed_rows(lens, request.question, values)
         if listed is not None:
             return Generation(TIER, listed)
-        plan = parse(lens, request.question, values, allowed_metrics=request.metrics)
-        return Generation(TIER, render(lens, plan))
+        question, running = split_cumulative(request.question)
+        plan = parse(lens, question, values, allowed_metrics=request.metrics)
+        return Generation(TIER, render_cumulative(lens, plan) if running else render(lens, plan))
     except Declined as exc:
         return Generation(TIER, None, exc.reason)
     except SqlglotError as exc:

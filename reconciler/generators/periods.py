@@ -6,7 +6,7 @@ against it ("monthly … in 2024" is fine, "yearly … in 2024" is not).
 
 Absolute periods: a year (``2024``, ``year 2024``), a quarter (``Q3 2024``,
 ``2024 Q3``, ``third quarter of 2024``), a month (``March 2024``, ``month of
-March 2024``) or a day (``2024-03-15``, ``March 15, 2024``).
+March 2024``, ``2023 Dec``) or a day (``2024-03-15``, ``March 15, 2024``).
 
 Relative periods are resolved against the lens's pinned ``as_of`` date (DESIGN §4:
 a question whose meaning depends on the day is evaluated at ``as_of``); without one
@@ -304,7 +304,7 @@ def _month_at(words: _FreeTokens, i: int) -> tuple[int, Period] | None:
 
 
 def _year_at(words: _FreeTokens, i: int) -> tuple[int, Period] | None:
-    """``2024``, ``year 2024``, and ``2024 Q3`` (a quarter)."""
+    """``2024``, ``year 2024``, ``2024 Q3`` (a quarter) and ``2023 Dec`` (a month)."""
     k = i + 1 if words[i] == "year" else i
     y = words.year(k)
     if y is None:
@@ -312,6 +312,9 @@ def _year_at(words: _FreeTokens, i: int) -> tuple[int, Period] | None:
     q2 = QUARTER_RE.match(words[k + 1])
     if q2 and k == i:
         return _quarter(y, int(q2.group(1)), k + 2)
+    if words[k + 1] in MONTHS and k == i:
+        start = date(y, MONTHS[words[k + 1]], 1)
+        return k + 2, Period(start, shift(start, "month", 1), "month", f"{words[k + 1]} {y}")
     return k + 1, Period(date(y, 1, 1), date(y + 1, 1, 1), "year", str(y))
 
 

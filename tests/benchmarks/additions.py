@@ -10,9 +10,10 @@ own lens format, one file per family of models::
       - {name: win_rate, model: opportunity, expression: ..., synonyms: [...]}
     synonyms:                                # more synonyms on existing columns
       opportunity.salescycleduration: [cycle length]
+      metrics.closed_revenue: [bookings]      # … and on existing metrics
     retired_synonyms:                        # synonyms the team does not use that way
       opportunity.fiscalquarter: [quarter]
-    vocabulary: {bookings: closed revenue}   # merged into lens.yaml's vocabulary
+    vocabulary: {deal: opportunity}          # merged into lens.yaml's vocabulary
     lens: {series_order: newest_first}       # lens.yaml settings that feed generation
     models:                                  # model settings (lens format)
       opportunity: {default_time_dimension: closedate}
@@ -119,6 +120,8 @@ def _column(doc: dict[str, Any], place: str, column: str) -> dict[str, Any]:
 
 def _synonyms(lens_dir: Path, place: str, words: list[str], *, add: bool) -> str:
     model, _, column = place.partition(".")
+    if model == "metrics":
+        return _metric_synonyms(lens_dir, column, words, add=add)
     path = lens_dir / "models" / f"{model}.yaml"
     doc = _load(path)
     _column(doc, place, column)
@@ -137,6 +140,18 @@ def _synonyms(lens_dir: Path, place: str, words: list[str], *, add: bool) -> str
     _dump(path, doc)
     listed = ", ".join(words)
     return f"{place} synonyms {'+' if add else '-'} {listed}"
+
+
+def _metric_synonyms(lens_dir: Path, name: str, words: list[str], *, add: bool) -> str:
+    path = lens_dir / "metrics" / f"{name}.yaml"
+    doc = _load(path)
+    have = list(doc.get("synonyms") or ())
+    missing = [w for w in words if w not in have]
+    if not add and missing:
+        raise AdditionsError(f"metrics.{name}: no synonyms {missing} to retire")
+    doc["synonyms"] = have + missing if add else [w for w in have if w not in words]
+    _dump(path, doc)
+    return f"metric {name} synonyms {'+' if add else '-'} {', '.join(words)}"
 
 
 def _model_settings(lens_dir: Path, model: str, settings: dict[str, Any]) -> str:
