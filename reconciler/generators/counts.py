@@ -85,8 +85,12 @@ def new_is_restated(lens: Lens, found: Retrieval, reading: Reading) -> None:
     ``new`` right before the noun of a counted model ("how many new accounts were
     created this quarter") is read as nothing when the question also names a time
     dimension of that model and a period: the rows counted are those dated in the
-    period, which is what "new" says. Anywhere else ``new`` stays unknown, and the
-    question declines.
+    period, which is what "new" says. With a period but no such time dimension it
+    declines asking for one; anywhere else ``new`` stays unknown, and the question
+    declines.
+
+    Raises:
+        Declined: "new <noun>" counted in a period without a named time dimension.
     """
     if "new" not in reading.unknown or not reading.periods:
         return
@@ -98,5 +102,9 @@ def new_is_restated(lens: Lens, found: Retrieval, reading: Reading) -> None:
         m.kind == "time_dimension" and all(t.model == model for t in m.targets)
         for m in found.mentions
     )
-    if named:
-        reading.unknown.remove("new")
+    if not named:
+        raise Declined(
+            f"'new {found.words[counted[1]]}': new by which date of {model}? Name the one "
+            f"that says when a row was created (e.g. 'created in …')"
+        )
+    reading.unknown.remove("new")
