@@ -6,7 +6,8 @@ lens's dialect, following the conventions of the question grammar:
 
 * select list: time bucket (aliased by its grain, ``CAST(DATE_TRUNC(…) AS DATE)``, or
   ``DATE_TRUNC(…)`` of a ``timestamp`` time dimension, which keeps its type),
-  then dimensions in question order (aliased by their names), then the measure
+  and dimensions in question order (aliased by their names; the bucket after the
+  breakdowns named before its grain word, :attr:`Plan.bucket_at`), then the measure
   (aliased by the metric's name, or ``<avg|sum|min|max>_<fact>`` for a fact);
 * FROM the measure's model, INNER JOIN along the declared joins outward;
 * WHERE: the metric's filters, the period as a half-open range on the time
@@ -24,10 +25,12 @@ lens's dialect, following the conventions of the question grammar:
   ``<measure>_change`` = the measure minus the previous bucket's (``_pct_change``:
   100 × that over the previous value), NULL when the previous bucket has no rows;
   the filter reaches one bucket before the period so its first bucket has a change;
+* GROUP BY the keys and the hidden keys (a person's model key, :attr:`Plan.hidden_keys`);
 * ORDER BY: an ordering phrase's column first ("sorted by region"); else time
-  series by bucket; rankings by the measure then LIMIT n (``with ties``: every row
-  whose RANK() is within n, so the result may hold more than n rows); plain
-  breakdowns by the measure descending; the keys always break ties.
+  series by the keys (under the lens's ``series_order: newest_first``: the bucket
+  latest first, then the measure descending); rankings by the measure then LIMIT
+  n (``with ties``: every row whose RANK() is within n, so the result may hold more
+  than n rows); plain breakdowns by the measure descending; the keys always break ties.
 """
 
 from __future__ import annotations

@@ -11,11 +11,17 @@ answer is worse than no answer. A question is read as
   metric's aggregate (``average`` on a ``SUM``): then it is the fact, provided the
   metric carries no filters of its own. Several measures must be a plain list
   (``net revenue and orders``) on one model; with no measure, ``how many
-  customers`` counts the distinct primary keys of the model the noun names (no
-  period; a breakdown only after ``by``/``per``/``each``, or in a ranking);
+  customers`` counts the distinct primary keys of the model the noun names (a
+  period only on a date of that model the question names, "created in 2024"; a
+  breakdown only after ``by``/``per``/``each``, or in a ranking;
+  :mod:`reconciler.generators.counts`);
 * optional breakdown dimensions (at most two), on the measure's model or on a model
-  reached through declared joins (``orders → customers → regions``);
-* an optional time grain (``monthly``, ``by quarter`` …) on the nearest time dimension;
+  reached through declared joins (``orders → customers → regions``); a person
+  dimension also groups by its model's key (:mod:`reconciler.generators.persons`);
+  the result's key columns follow the question (:mod:`reconciler.generators.columns`);
+* an optional time grain (``monthly``, ``by quarter`` …) on the nearest time dimension,
+  shown oldest first unless the lens says ``series_order: newest_first``; with
+  ``cumulative``, a running total over it (:mod:`reconciler.generators.cumulative`);
 * an optional period (:mod:`reconciler.generators.periods`): a year (``2024``), a
   quarter (``Q3 2024``, ``third quarter of 2024``), a month (``March 2024``) or a
   relative period at the lens's ``as_of`` (``last quarter``, ``this year``, ``year
