@@ -22,14 +22,21 @@ import re
 import sqlglot
 from sqlglot import exp
 
+from reconciler.assembly.retrieval import Retrieval
 from reconciler.generators.compiler import Declined, Plan, render
 from reconciler.lens import Lens
 
 _CUMULATIVE = re.compile(r"\bcumulative\b", re.IGNORECASE)
 
 
-def split_cumulative(question: str) -> tuple[str, bool]:
-    """``(question without the word "cumulative", whether it was there)``."""
+def split_cumulative(question: str, found: Retrieval) -> tuple[str, bool]:
+    """``(question without the word "cumulative", whether it was there)``.
+
+    A ``cumulative`` inside a lens phrase (a metric called "cumulative revenue") is
+    the lens's own and stays: the question is then read as written.
+    """
+    if any("cumulative" in found.words[m.start : m.end] for m in found.mentions):
+        return question, False
     rest, n = _CUMULATIVE.subn(" ", question)
     if n > 1:
         raise Declined("'cumulative' is said more than once")

@@ -565,7 +565,7 @@ def compile_request(lens: Lens, request: GenerationRequest, values: DimensionVal
         listed = listed or listed_rows(lens, request.question, values)
         if listed is not None:
             return Generation(TIER, listed)
-        question, running = split_cumulative(request.question)
+        question, running = split_cumulative(request.question, found)
         plan = parse(lens, question, values, allowed_metrics=request.metrics)
         return Generation(TIER, render_cumulative(lens, plan) if running else render(lens, plan))
     except Declined as exc:
