@@ -17,6 +17,7 @@ import yaml
 from reconciler.lens import load_lens
 from tests.benchmarks.additions import AdditionsError, additions_for, apply_additions
 from tests.benchmarks.cortex import ADDITIONS, run_cortex
+from tests.figures import record
 from tests.helpers import CORPORA
 
 LENS = {
@@ -151,3 +152,21 @@ def test_the_benchmark_applies_and_lists_additions(tmp_path: Path) -> None:
     assert outcome(plain.scores[0].outcomes) == "declined"
     assert outcome(added.scores[0].outcomes) == "correct"
     assert added.scores[0].answerable()["wrong"] == 0
+
+
+def test_every_cortex_model_with_its_additions_is_never_wrong(tmp_path: Path) -> None:
+    corpus = CORPORA / "cortex-analyst"
+    if not corpus.is_dir():
+        pytest.skip(f"Cortex corpus not found at {corpus}")
+    report = run_cortex(corpus, tmp_path, additions=ADDITIONS)
+    assert not report.skipped, report.skipped
+    totals = report.totals()["questions"]
+    wrong = [e for s in report.scores for e in s.wrong_examples]
+    assert totals["wrong"] == 0, wrong
+    assert totals["correct"] >= 18, totals  # 4 before the additions and the grammar for them
+    assert {line.split(":")[0] for line in report.additions} == {s.name for s in report.scores}
+    record(
+        f"accuracy (Cortex, imported models + additions, fast tier): {totals['correct']} "
+        f"correct, {totals['wrong']} wrong, {totals['declined']} declined of "
+        f"{sum(totals.values())}; {len(report.additions)} additions"
+    )
