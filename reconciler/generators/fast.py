@@ -94,7 +94,7 @@ from reconciler.generators.grammar import Reading, phrase_of, plural, read_gramm
 from reconciler.generators.listing import listed_rows, ranked_rows
 from reconciler.generators.measures import check_extras, select_measures
 from reconciler.generators.ordering import order_plan, split_ordering
-from reconciler.generators.periods import RANGE, shift, spell_to_date
+from reconciler.generators.periods import RANGE, check_unit_phrases, shift, spell_to_date
 from reconciler.generators.persons import with_person_keys
 from reconciler.generators.ratios import find_two_measures, measure_follows_per, render_two_measures
 from reconciler.lens import Lens
@@ -187,6 +187,7 @@ def parse(
     new_is_restated(lens, found, reading)
     measures = select_measures(lens, found, reading, allowed_metrics)
     check_doubts(lens, found, reading, measures)
+    check_unit_phrases(found)
     if reading.unknown:
         listed = ", ".join(repr(w) for w in reading.unknown)
         raise Declined(f"unrecognised words: {listed}")

@@ -47,6 +47,7 @@ import re
 from dataclasses import dataclass
 from datetime import date, timedelta
 
+from reconciler.assembly.retrieval import Retrieval
 from reconciler.assembly.text import MONTHS, QUARTER_RE, YEAR_RE
 from reconciler.generators.compiler import Declined
 
@@ -333,3 +334,31 @@ def all_time_at(toks: tuple[str, ...], i: int, free: set[int]) -> int | None:
         return None
     k = k + 2 if tok(k + 1) == "available" else k + 1
     return next((k + n for n in (2, 1) if " ".join(map(tok, range(k, k + n))) in _SPANS), None)
+
+
+def check_unit_phrases(found: Retrieval) -> None:
+    """Decline a relative period whose unit word is also a lens phrase.
+
+    In "this quarter", "the previous month", "last year", the unit is a grammar word;
+    when the lens gives that word to one of its columns (a ``fiscalquarter``
+    dimension said "quarter"), the period cannot be read and the relative word is
+    left over. Instead of "unrecognised words: 'this'", say which column took the
+    unit, so the lens author can rename the synonym ("fiscal quarter").
+
+    Raises:
+        Declined: ``this`` / ``current`` / ``last`` / ``previous`` / ``prior`` (outside
+            lens phrases) right before a lens phrase that is a unit word.
+    """
+    covered = found.covered()
+    for m in found.mentions:
+        words = found.tokens[m.start : m.end]
+        k = m.start - 1
+        if len(words) != 1 or words[0] not in UNITS or k < 0 or k in covered:
+            continue
+        if found.tokens[k] in _PREVIOUS or found.tokens[k] in _CURRENT:
+            places = ", ".join(sorted({f"{t.model}.{t.name}" for t in m.targets}))
+            raise Declined(
+                f"{found.words[k]} {found.words[m.start]!r}: the lens says {words[0]!r} for "
+                f"{places}, so the period cannot be read; give that column another synonym "
+                f"(e.g. 'fiscal {words[0]}')"
+            )
