@@ -147,17 +147,17 @@ class SmartTier(Strict):
     base_url: str | None = Field(default=None, pattern=r"^https?://[^@\s]+$")
     base_url_env: str = "DST_LLM_BASE_URL"
     api_key_env: str = "DST_LLM_API_KEY"
-    timeout_s: float = Field(default=60.0, gt=0, le=600)
-    max_retries: int = Field(default=2, ge=0, le=10)
-    prompt_cost_per_1k: float = Field(default=0.0, ge=0)
-    completion_cost_per_1k: float = Field(default=0.0, ge=0)
+    timeout_s: float = Field(default=60.0, gt=0, le=600, strict=True)
+    max_retries: int = Field(default=2, ge=0, le=10, strict=True)
+    prompt_cost_per_1k: float = Field(default=0.0, ge=0, allow_inf_nan=False, strict=True)
+    completion_cost_per_1k: float = Field(default=0.0, ge=0, allow_inf_nan=False, strict=True)
 
 
 class CommandTier(Strict):
     """The ``command`` tier: an argv run in the lens directory, the request JSON on stdin."""
 
     run: tuple[str, ...] = Field(min_length=1)
-    timeout_s: float = Field(default=30.0, gt=0, le=3600)
+    timeout_s: float = Field(default=30.0, gt=0, le=3600, strict=True)
 
 
 class GeneratorConfig(Strict):
@@ -230,7 +230,7 @@ class LensConfig(Strict):
     samples: int = Field(default=1, ge=1, le=MAX_SAMPLES, strict=True)
     flaky: Literal["block", "warn"] = "block"
     max_calls: int | None = Field(default=None, ge=0, strict=True)
-    max_cost_usd: float | None = Field(default=None, ge=0)
+    max_cost_usd: float | None = Field(default=None, ge=0, strict=True)
     as_of: str | None = Field(default=None, pattern=_DATE_RE)
     generator: GeneratorConfig = GeneratorConfig()
     exclusions: tuple[str, ...] = ()

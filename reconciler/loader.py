@@ -18,7 +18,9 @@ offending line.
 
 from __future__ import annotations
 
+import difflib
 import re
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
@@ -325,20 +327,81 @@ def validate(model: type[M], doc: Document, *, data: Any = None) -> M:
     except ValidationError as exc:
         err = exc.errors()[0]
         loc: Path = tuple(err["loc"])
-        raise _located(doc, loc, err) from None
+        raise _located(doc, loc, err, model) from None
 
 
-def _located(doc: Document, loc: Path, err: Mapping[str, Any]) -> LensLoadError:
+def known_keys(model: type[BaseModel], loc: Path) -> tuple[str, ...]:
+    """The keys the mapping at ``loc`` (a key path into a ``model`` document) may hold.
+
+    Follows ``loc`` through nested pydantic models, list items (int parts) and
+    ``dict`` values, unwrapping ``X | None``. Returns ``()`` when ``loc`` does not lead
+    to a pydantic model (a free-form mapping).
+    """
+    current: Any = model
+    for part in loc:
+        current = _step(current, part)
+        if current is None:
+            return ()
+    found = _model_in(current)
+    if found is None:
+        return ()
+    return tuple(f.alias or name for name, f in found.model_fields.items())
+
+
+def _step(annotation: Any, part: str | int) -> Any:
+    """The annotation of ``part`` inside a value of type ``annotation``, or ``None``."""
+    args = [a for a in typing.get_args(annotation) if a is not type(None) and a is not Ellipsis]
+    origin = typing.get_origin(annotation)
+    if origin is dict and len(args) == 2:
+        return args[1]
+    if origin in (list, tuple) and isinstance(part, int) and len(args) == 1:
+        return args[0]
+    found = _model_in(annotation)
+    if found is None or not isinstance(part, str):
+        return None
+    for name, field in found.model_fields.items():
+        if part in (name, field.alias):
+            return field.annotation
+    return None
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model ``annotation`` is, or holds (as ``X | None``, a tuple's or
+    list's item, or a dict's value); ``None`` when it holds none or several."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    args = [a for a in typing.get_args(annotation) if a is not type(None) and a is not Ellipsis]
+    origin = typing.get_origin(annotation)
+    if origin is dict and len(args) == 2:
+        args = args[1:]
+    models = {m for m in (_model_in(a) for a in args) if m is not None}
+    return models.pop() if len(models) == 1 else None
+
+
+def _unknown_key_fix(key: str, keys: tuple[str, ...]) -> str:
+    if not keys:
+        return "remove it or check its spelling"
+    close = difflib.get_close_matches(key, keys, n=1, cutoff=0.6)
+    known = ", ".join(keys)
+    if close:
+        return f"did you mean {close[0]!r}? (keys here: {known})"
+    return f"remove it, or use one of the keys here: {known}"
+
+
+def _located(
+    doc: Document, loc: Path, err: Mapping[str, Any], model: type[BaseModel] | None = None
+) -> LensLoadError:
     kind = str(err.get("type", ""))
     dotted = ".".join(str(p) for p in loc) or "(document)"
     line = doc.line_of(loc)
     found = doc.locations.get(loc)
     if kind == "extra_forbidden":
+        keys = known_keys(model, loc[:-1]) if model is not None else ()
         return LensLoadError(
             doc.path,
             f"unknown key {loc[-1]!r}",
             line=line,
-            fix="remove it or check its spelling against the lens format",
+            fix=_unknown_key_fix(str(loc[-1]), keys),
         )
     if kind == "missing":
         return LensLoadError(
@@ -368,5 +431,8 @@ def _located(doc: Document, loc: Path, err: Mapping[str, Any]) -> LensLoadError:
         )
     msg = str(err.get("msg", "invalid value"))
     return LensLoadError(
-        doc.path, f"{dotted}: {msg}", line=line, fix="correct the value to match the lens format"
+        doc.path,
+        f"{dotted}: {msg}",
+        line=line,
+        fix=f"correct the value of {loc[-1]!r}" if loc else "correct the document",
     )

@@ -99,6 +99,9 @@ class LensPlan:
             drafts or deletes, with what the serving version last knew of each
             (``correct at <commit>`` when it carries a green stamp, else
             ``never reproduced``).
+        unrecertified: active answers whose question or SQL the candidate
+            re-authors while keeping the serving version's provenance word for word
+            (a hand edit nobody re-certified), with that provenance as ``(by, at)``.
     """
 
     lens: str
@@ -120,6 +123,7 @@ class LensPlan:
     stamped: frozenset[AnswerId] = frozenset()
     strict_declines: bool = False
     removed_active: tuple[tuple[AnswerId, str], ...] = ()
+    unrecertified: tuple[tuple[AnswerId, str, str], ...] = ()
 
     @property
     def gated(self) -> tuple[AnswerId, ...]:
@@ -312,7 +316,24 @@ class Planner:
             stamped=frozenset(aid for aid in deps if aid in bindings.answers),
             strict_declines=candidate.config.strict_declines,
             removed_active=removed,
+            unrecertified=_unrecertified(serving, candidate, changed_answers),
         )
+
+
+def _unrecertified(
+    serving: Lens | None, candidate: Lens, changed: Sequence[tuple[AnswerId, str]]
+) -> tuple[tuple[AnswerId, str, str], ...]:
+    """Re-authored active answers whose provenance is the serving version's, unchanged."""
+    if serving is None:
+        return ()
+    out = []
+    for aid, change in changed:
+        old, new = serving.answers.get(aid), candidate.answers.get(aid)
+        if change != "reauthored" or old is None or new is None:
+            continue
+        if old.status == new.status == "active" and old.provenance == new.provenance:
+            out.append((aid, new.provenance.certified_by, new.provenance.certified_at))
+    return tuple(out)
 
 
 def plan_lens(

@@ -38,7 +38,14 @@ from reconciler.lens import Answer, Lens
 from reconciler.notify import announce
 from reconciler.plan import LensPlan, Planner
 from reconciler.promote import promote, record_attempts, retire_warning
-from reconciler.results import Action, LensRun, LensState, RunReport, shrink_notes
+from reconciler.results import (
+    Action,
+    LensRun,
+    LensState,
+    RunReport,
+    recertify_notes,
+    shrink_notes,
+)
 from reconciler.suite import AnswerResult, Scoring, run_answers
 
 Command = Literal["plan", "apply", "watch", "test"]
@@ -192,7 +199,8 @@ def gate_step(ctx: StepContext, state: LensState) -> LensState:
     """Apply the lens's gate policy to what ran (:func:`reconciler.gate.decide`).
 
     Then say which active answers the change removes, if any
-    (:func:`~reconciler.results.shrink_notes`).
+    (:func:`~reconciler.results.shrink_notes`), and which it re-authors under their
+    old provenance (:func:`~reconciler.results.recertify_notes`).
     """
     if state.settled:
         return state
@@ -210,7 +218,12 @@ def gate_step(ctx: StepContext, state: LensState) -> LensState:
     return replace(
         state,
         # after the verdict's own lines: the first message is the recorded reason
-        messages=(*state.messages, *decision.messages, *shrink_notes(plan)),
+        messages=(
+            *state.messages,
+            *decision.messages,
+            *shrink_notes(plan),
+            *recertify_notes(plan),
+        ),
         verdict=decision.verdict,
         unreached=decision.unreached,
     )

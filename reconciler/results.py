@@ -198,6 +198,21 @@ def shrink_notes(plan: LensPlan) -> list[str]:
     ]
 
 
+def recertify_notes(plan: LensPlan) -> list[str]:
+    """One loud line per active answer re-authored under its old provenance (DESIGN §2:
+    provenance is what makes an answer certified, and only a human certifies).
+
+    The gate still scores such an answer (its self-test runs against the new SQL);
+    the line says that nobody vouched for the edit and how to.
+    """
+    return [
+        f"WARNING {aid}: its question or SQL changed, but its provenance still says "
+        f"{by} certified it on {at}: have a person re-certify it "
+        f"(`dst certify --replace {aid} --lens {plan.lens}`) or set a new provenance"
+        for aid, by, at in plan.unrecertified
+    ]
+
+
 def standing_score(
     plan: LensPlan,
     results: Sequence[AnswerResult],

@@ -474,3 +474,28 @@ def test_a_lock_left_in_staging_does_not_hold_prod_up(staged: Path) -> None:
     tested = invoke(staged, "test", "finance", "--env", "prod", env=quick)
     assert tested.code == 0, tested.stdout + tested.stderr
     assert lock.is_file()  # never deleted by dst
+
+
+def test_ask_takes_env_and_answers_from_that_environments_serving_version(staged: Path) -> None:
+    question = "net revenue by region"
+    refs = dst_refs(staged)
+    for env in ("staging", "prod"):
+        done = invoke(staged, "ask", question, "--lens", "sales", "--env", env, "--format", "json")
+        assert done.code == 0, done.stdout + done.stderr
+        out = done.json()
+        assert out["environment"] == env
+        assert out["deployment"] == refs[f"refs/dst/env/{env}/serving/sales"]
+    # staging serves sales v2, prod still v1: two different deployments answered
+    assert refs["refs/dst/env/staging/serving/sales"] != refs["refs/dst/env/prod/serving/sales"]
+    unknown = invoke(staged, "ask", question, "--lens", "sales", "--env", "qa")
+    assert unknown.code == 2 and "--env qa: dst.yaml has no environment" in unknown.stderr
+
+
+def test_ask_in_an_environment_that_does_not_serve_the_lens_names_the_env(
+    lens_repo: Path,
+) -> None:
+    commit(lens_repo, {"dst.yaml": ENVS_YAML}, "environments")
+    done = invoke(lens_repo, "ask", "how many orders", "--lens", "sales", "--env", "staging")
+    assert done.code == 2, done.stdout + done.stderr
+    assert "in environment staging" in done.stderr
+    assert "dst apply --lens sales --env staging" in done.stderr

@@ -162,3 +162,73 @@ def test_reauthored_sql_is_self_tested_not_gated() -> None:
     assert plan.self_test == ("rev",)
     assert [s.reason_codes for s in plan.stale] == [(Reason.SQL_REAUTHORED,)]
     assert plan.gated == ()
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [
+        'max_cost_usd: "1"',
+        "max_cost_usd: true",
+        'generator: {tiers: [command], command: {run: [x], timeout_s: "30"}}',
+        'generator: {tiers: [smart], smart: {timeout_s: "60"}}',
+        'generator: {tiers: [smart], smart: {max_retries: "2"}}',
+        'generator: {tiers: [smart], smart: {prompt_cost_per_1k: ".nan"}}',
+        "generator: {tiers: [smart], smart: {completion_cost_per_1k: .inf}}",
+    ],
+)
+def test_a_number_written_as_a_string_or_a_boolean_is_a_load_error(setting: str) -> None:
+    bad = files()
+    bad["lens.yaml"] += f"{setting}\n".encode()
+    with pytest.raises(LensLoadError) as info:
+        load_lens("shop", bad)
+    assert "lenses/shop/lens.yaml:3" in info.value.render()
+
+
+def test_numbers_in_lens_settings_load_as_numbers() -> None:
+    good = files()
+    good["lens.yaml"] += b"max_cost_usd: 1\ngenerator: {tiers: [smart], smart: {timeout_s: 5}}\n"
+    lens = load_lens("shop", good)
+    assert lens.config.max_cost_usd == 1.0
+    assert lens.config.generator.smart.timeout_s == 5.0
+
+
+@pytest.mark.parametrize(
+    ("path", "old", "new", "fix"),
+    [
+        (
+            "metrics/revenue.yaml",
+            b"label: Revenue",
+            b"lable: Revenue",
+            "did you mean 'label'?",
+        ),
+        (
+            "models/orders.yaml",
+            b"joins:",
+            b"join:",
+            "did you mean 'joins'?",
+        ),
+    ],
+)
+def test_an_unknown_key_names_the_key_it_is_closest_to(
+    path: str, old: bytes, new: bytes, fix: str
+) -> None:
+    bad = files()
+    assert old in bad[path], bad[path]
+    bad[path] = bad[path].replace(old, new)
+    with pytest.raises(LensLoadError) as info:
+        load_lens("shop", bad)
+    msg = info.value.render()
+    assert f"lenses/shop/{path}:" in msg and "unknown key" in msg
+    assert fix in msg and "keys here:" in msg
+
+
+def test_an_unknown_key_inside_a_list_item_lists_that_items_keys() -> None:
+    bad = files()
+    bad["models/orders.yaml"] = bad["models/orders.yaml"].replace(
+        b"  - name: order_date", b"  - name: order_date\n    zzz_key: 1", 1
+    )
+    with pytest.raises(LensLoadError) as info:
+        load_lens("shop", bad)
+    msg = info.value.render()
+    assert "unknown key 'zzz_key'" in msg
+    assert "use one of the keys here:" in msg and "data_type" in msg

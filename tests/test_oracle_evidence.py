@@ -190,3 +190,15 @@ def test_limit_cut_reads_the_top_level_limit_from_the_ast(sql: str, described: s
     if cut is not None:
         assert "LIMIT" not in cut.unlimited_sql.upper().split("ORDER BY")[-1]
         assert "FETCH" not in cut.unlimited_sql.upper()
+
+
+def test_expect_empty_on_sql_that_returns_rows_is_exit_2_and_writes_nothing(
+    promoted_repo: Path, tmp_path: Path
+) -> None:
+    some = tmp_path / "some.sql"
+    some.write_text("SELECT DISTINCT segment FROM customers ORDER BY segment\n")
+    args = ["certify", "--lens", "sales", "--question", "The segments", "--sql", str(some)]
+    done = invoke(promoted_repo, *args, "--expect-empty", "--yes", "--by", "Pat Lee")
+    assert done.code == 2, done.stdout + done.stderr
+    assert "--expect-empty: the SQL returns" in done.stderr and "drop --expect-empty" in done.stderr
+    assert not (promoted_repo / "lenses/sales/answers/the_segments.yaml").exists()

@@ -126,6 +126,7 @@ def test_replace_rewrites_the_answer_and_the_next_apply_promotes(promoted_repo: 
     assert {(r["answer"], r["outcome"]) for r in sales["self_test"]} == {
         (aid, "correct") for aid in AOV_ANSWERS
     }
+    assert not [m for m in sales["messages"] if "provenance still says" in m]
 
 
 def test_replace_dry_run_and_json_show_the_previous_oracle(promoted_repo: Path) -> None:
@@ -295,3 +296,30 @@ def test_text_output_rounds_and_json_keeps_every_digit(lens_repo: Path, tmp_path
     assert as_json.code == 0, as_json.stderr
     assert "2514885.82000001" in as_json.stdout
     assert json.loads(as_json.stdout)["result"]["rows"] == [[2514885.82000001]]
+
+
+def test_a_hand_edit_under_the_old_provenance_is_called_out(promoted_repo: Path) -> None:
+    path = "lenses/sales/answers/aov_enterprise.yaml"
+    text = (promoted_repo / path).read_text()
+    assert "/ COUNT(*) AS" in text
+    commit(promoted_repo, {path: text.replace("/ COUNT(*) AS", "/ COUNT(o.order_id) AS")}, "edit")
+    done = invoke(promoted_repo, "apply", "--lens", "sales", "--format", "json")
+    assert done.code == 0, done.stdout + done.stderr
+    sales = done.lens("sales")
+    assert sales["action"] == "promoted"  # the self-test is an alert, never a block
+    (line,) = [m for m in sales["messages"] if "provenance still says" in m]
+    assert line.startswith("WARNING aov_enterprise: its question or SQL changed")
+    assert "Marco Ibsen certified it on 2025-01-20" in line
+    assert "`dst certify --replace aov_enterprise --lens sales`" in line
+    # a new provenance (a person vouching for the edit) ends the warning
+    vouched = (
+        (promoted_repo / path)
+        .read_text()
+        .replace('certified_at: "2025-01-20"', 'certified_at: "2025-02-01"')
+    )
+    commit(
+        promoted_repo, {path: vouched.replace("COUNT(o.order_id)", "COUNT(o.order_id) * 1")}, "v"
+    )
+    again = invoke(promoted_repo, "apply", "--lens", "sales", "--format", "json")
+    assert again.code == 0, again.stdout + again.stderr
+    assert not [m for m in again.lens("sales")["messages"] if "provenance still says" in m]

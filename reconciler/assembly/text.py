@@ -24,7 +24,7 @@ _SEPARATOR = re.compile(r"[\W_]+")
 def stem(word: str) -> str:
     """Reduce a lowercase word to its singular form with a few plural rules.
 
-    Deliberately tiny (``-ies`` → ``-y``; ``-sses``/``-shes``/``-ches``/``-xes``
+    Deliberately tiny (``-ies`` → ``-y``; ``-sses``/``-shes``/``-ches``/``-xes``/``-tuses``
     drop ``es``; other ``-s`` drop it unless the word ends in ``ss``/``us``/``is``),
     and applied to both sides of every comparison, so an imperfect stem
     (``series`` → ``sery``) still compares equal to itself.
@@ -33,7 +33,7 @@ def stem(word: str) -> str:
         return word
     if word.endswith("ies") and len(word) > 4:
         return word[:-3] + "y"
-    if word.endswith(("sses", "shes", "ches", "xes")):
+    if word.endswith(("sses", "shes", "ches", "xes", "tuses")):  # "statuses" → "status"
         return word[:-2]
     if word.endswith(("ss", "us", "is")) or not word.endswith("s"):
         return word

@@ -1,15 +1,16 @@
 """``dst ask "QUESTION" --lens L``: the serving path on the serving version.
 
-The lens is read from its serving deployment (``refs/dst/serving/<lens>``), never
-from the working tree: what ``dst ask`` answers is what production serves. The
+The lens is read from its serving deployment (``refs/dst/serving/<lens>``, or
+``refs/dst/env/<E>/serving/<lens>`` with ``--env E``, on E's warehouse), never from
+the working tree: what ``dst ask`` answers is what that environment serves. The
 steps are :func:`reconciler.ask.ask`'s. Nothing is written.
 
 Exit codes (DESIGN §6): 0 when data was served (a certified or generated route
 with a result); 1 when nothing was (declined, refused, a clarification asked,
 blocked by a gate), with a one-line reason on stderr in text mode (the JSON on
 stdout is the same either way); 2 bad input (an unknown or never-promoted lens,
-listing the lenses that serve and those that exist but do not; an unreachable
-warehouse).
+listing the lenses that serve and those that exist but do not; an ``--env`` that
+``dst.yaml`` does not name; an unreachable warehouse).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from reconciler.cli.common import runtime
-from reconciler.cli.options import Format, FormatOpt, NoCacheOpt, RepoOpt, WarehouseOpt
+from reconciler.cli.options import EnvOpt, Format, FormatOpt, NoCacheOpt, RepoOpt, WarehouseOpt
 from reconciler.errors import UsageError
 
 if TYPE_CHECKING:
@@ -45,6 +46,7 @@ def ask(
     no_cache: NoCacheOpt = False,
     repo: RepoOpt = None,
     warehouse: WarehouseOpt = None,
+    env: EnvOpt = None,
     fmt: FormatOpt = Format.text,
 ) -> int:
     """Answer a question the way production does: certified match, else generation + gates."""
@@ -52,10 +54,11 @@ def ask(
     from reconciler.ask import ask as serve
     from reconciler.candidate import load_serving
 
-    rt = runtime(repo, warehouse)
+    rt = runtime(repo, warehouse, environment=env)
     rt.no_cache = no_cache
     try:
-        dep, served = load_serving(rt.repo, lens)
+        rt.environment_config()  # an unknown --env is exit 2 before anything is read
+        dep, served = load_serving(rt.repo, lens, env)
         if dep is None or served is None:
             raise not_serving(rt, lens)
         if show_request:
@@ -75,7 +78,13 @@ def ask(
     finally:
         rt.close()
     if fmt is Format.json:
-        out = {"schema_version": 1, "command": "ask", "deployment": dep.oid, **resp.to_json()}
+        out = {
+            "schema_version": 1,
+            "command": "ask",
+            "environment": env,
+            "deployment": dep.oid,
+            **resp.to_json(),
+        }
         print(json.dumps(out, indent=2, default=str))
     else:
         for line in render_text(resp):
@@ -144,10 +153,12 @@ def not_serving(rt: Runtime, lens: str) -> UsageError:
         f"serving: {', '.join(serving) or 'none'}; "
         f"exist but do not serve: {', '.join(idle) or 'none'}"
     )
+    where = f" --env {rt.environment}" if rt.environment else ""
     if any(r.lens == lens for r in rows):
+        env = f" in environment {rt.environment}" if rt.environment else ""
         return UsageError(
-            f"lens {lens!r} has no serving version ({known})",
-            fix=f"promote it first: `dst apply --lens {lens}` (see `dst status`)",
+            f"lens {lens!r} has no serving version{env} ({known})",
+            fix=f"promote it first: `dst apply --lens {lens}{where}` (see `dst status{where}`)",
         )
     return UsageError(
         f"no lens {lens!r} ({known})",

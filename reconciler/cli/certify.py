@@ -211,6 +211,12 @@ def certify(
         draft = _Draft(the_lens, files, aid, candidate, run, target)
         draft.signed(cert.Signoff(by=check_by, at=at, run=run), expect_empty)
         result = _execute(executor, the_lens, candidate.sql, sql_file, line)
+        if expect_empty and result.rows:
+            raise UsageError(
+                f"--expect-empty: the SQL returns {len(result.rows)} row(s); only an answer "
+                "whose result is empty may be marked expect_empty: true",
+                fix="drop --expect-empty, or correct the SQL if no rows is the answer",
+            )
         notes = _evidence(executor, the_lens, candidate.sql, result, expect_empty)
         previous = previous_of(executor, the_lens, target)
     finally:

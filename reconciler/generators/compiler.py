@@ -520,47 +520,53 @@ def render(lens: Lens, plan: Plan) -> str:
 
 
 def _render_joined(lens: Lens, plan: Plan) -> str:
-    """Measures on several models: each part grouped on its own, then the parts
-    FULL OUTER JOINed on the keys (NULL-safe), so a model's rows are never repeated
-    by another's join and a key only one part has still shows."""
+    """Measures on several models: each part grouped on its own, then the parts stacked
+    with ``UNION ALL`` (each part's measures beside NULLs for the others') and grouped
+    again on the keys, so a model's rows are never repeated by another's join, a key
+    only one part has still shows, and NULL keys meet NULL keys. (A ``FULL OUTER
+    JOIN`` on a NULL-safe key is what this means, but PostgreSQL plans a full join
+    only on merge- or hash-joinable conditions, which ``IS NOT DISTINCT FROM`` is not.)
+    Without keys the one-row parts are cross joined."""
     parts = [plan, *plan.joined]
     queries = [_Renderer(lens, dataclasses.replace(p, joined=())).grouped() for p in parts]
     key_names = [a for _, a in queries[0][1]]
     names = [f"p{i}" for i in range(len(parts))]
-    merged = [
-        exp.Coalesce(
-            this=exp.column(k, names[0]), expressions=[exp.column(k, n) for n in names[1:]]
-        )
-        for k in key_names
-    ]
-    query = exp.select(
-        *(exp.alias_(e, k) for e, k in zip(merged, key_names, strict=True)),
-        *(
-            exp.column(s.alias_or_name, name)
-            for (q, keys, _), name in zip(queries, names, strict=True)
-            for s in q.selects[len(keys) :]
-        ),
-    ).from_(queries[0][0].subquery(names[0]))
-    for (q, _, _), name in zip(queries[1:], names[1:], strict=True):
-        if key_names:
-            on = exp.and_(
-                *(
-                    exp.NullSafeEQ(
-                        this=exp.Coalesce(
-                            this=exp.column(k, names[0]),
-                            expressions=[exp.column(k, n) for n in names[1 : names.index(name)]],
-                        )
-                        if names.index(name) > 1
-                        else exp.column(k, names[0]),
-                        expression=exp.column(k, name),
-                    )
-                    for k in key_names
-                )
+    measures = [[s.alias_or_name for s in q.selects[len(keys) :]] for q, keys, _ in queries]
+    if key_names:
+        stacked: exp.Query | None = None
+        for i, ((q, _, _), name) in enumerate(zip(queries, names, strict=True)):
+            cells = [
+                exp.column(m, name) if j == i else exp.alias_(exp.Null(), m)
+                for j, own in enumerate(measures)
+                for m in own
+            ]
+            part = exp.select(*(exp.column(k, name) for k in key_names), *cells).from_(
+                q.subquery(name)
             )
-            query = query.join(q.subquery(name), on=on, join_type="full outer")
-        else:
+            stacked = part if stacked is None else exp.union(stacked, part, distinct=False)
+        assert stacked is not None
+        merged: list[exp.Expression] = [exp.column(k, "parts") for k in key_names]
+        query = (
+            exp.select(
+                *merged,
+                *(
+                    exp.alias_(exp.Max(this=exp.column(m, "parts")), m)
+                    for own in measures
+                    for m in own
+                ),
+            )
+            .from_(stacked.subquery("parts"))
+            .group_by(*(e.copy() for e in merged))
+        )
+        first_measure: exp.Expression = exp.Max(this=exp.column(measures[0][0], "parts"))
+    else:
+        query = exp.select(
+            *(exp.column(m, name) for own, name in zip(measures, names, strict=True) for m in own)
+        ).from_(queries[0][0].subquery(names[0]))
+        for (q, _, _), name in zip(queries[1:], names[1:], strict=True):
             query = query.join(q.subquery(name), join_type="cross")
-    first_measure = exp.column(queries[0][0].selects[len(queries[0][1])].alias_or_name, names[0])
+        merged = []
+        first_measure = exp.column(measures[0][0], names[0])
     order: list[exp.Ordered] = []
     if plan.grain is None and key_names:
         order.append(exp.Ordered(this=first_measure, desc=True, nulls_first=False))

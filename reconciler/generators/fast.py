@@ -47,6 +47,7 @@ answer is worse than no answer. A question is read as
 * or, alone, a ranking of rows by a raw column of the noun's model: ``top 3
   products by price``, or a listing of a model's columns: ``the names and prices
   of the products in Toys, ordered alphabetically`` (:mod:`reconciler.generators.listing`);
+* output lists, rankings by two measures, entity-count ratios: ``outputs``, ``countratios``;
 * an optional ranking: ``top 5 …``, ``which 3 … lowest …``, ``bottom 2 …``, and
   ``Who has the highest …?``: an opening "who" ranks the one *person* dimension
   (a name or synonym ending in ``rep``, ``owner``, ``employee`` …; see
@@ -86,6 +87,7 @@ from reconciler.generators.adapt import from_exemplars
 from reconciler.generators.bounds import Bound, split_bounds
 from reconciler.generators.columns import bucket_at
 from reconciler.generators.compiler import Declined, Measure, Plan, one_path, render
+from reconciler.generators.countratios import count_ratio
 from reconciler.generators.counts import check_entity_count, new_is_restated
 from reconciler.generators.cumulative import render_cumulative, split_cumulative
 from reconciler.generators.doubts import check_doubts, entity_breakdowns
@@ -94,6 +96,7 @@ from reconciler.generators.grammar import Reading, phrase_of, plural, read_gramm
 from reconciler.generators.listing import listed_rows, ranked_rows
 from reconciler.generators.measures import check_extras, select_measures
 from reconciler.generators.ordering import order_plan, split_ordering
+from reconciler.generators.outputs import answer_outputs
 from reconciler.generators.periods import RANGE, check_unit_phrases, shift, spell_to_date
 from reconciler.generators.persons import with_person_keys
 from reconciler.generators.ratios import find_two_measures, measure_follows_per, render_two_measures
@@ -558,9 +561,12 @@ def compile_request(lens: Lens, request: GenerationRequest, values: DimensionVal
         adapted = from_exemplars(lens, request.question, request.exemplars, values)
         if adapted is not None:
             return Generation(TIER, adapted[1], exemplar=adapted[0])
+        if shaped := answer_outputs(lens, request.question, values, request.metrics, parse):
+            return Generation(TIER, shaped)
         two = find_two_measures(spell_to_date(request.question))
         if two is not None and (not two.per or measure_follows_per(found)):
-            plan = parse(lens, two.listed, values, allowed_metrics=request.metrics)
+            plan = count_ratio(lens, two, values, request.metrics, parse)
+            plan = plan or parse(lens, two.listed, values, allowed_metrics=request.metrics)
             return Generation(TIER, render_two_measures(lens, plan, two))
         listed = ranked_rows(lens, found, read_grammar(lens, found))
         listed = listed or listed_rows(lens, request.question, values)

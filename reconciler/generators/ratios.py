@@ -71,6 +71,7 @@ class TwoMeasures:
         listed: the question with the spelling's words taken out and the two
             measures joined by ``and`` ("net revenue and orders by region").
         per: the spelling is a bare ``per``, which may as well be a breakdown.
+        sides: ``(words before the spelling, A, B)`` as written.
     """
 
     kind: str
@@ -78,6 +79,7 @@ class TwoMeasures:
     percent: bool
     listed: str
     per: bool
+    sides: tuple[str, str, str] = ("", "", "")
 
 
 def find_two_measures(question: str) -> TwoMeasures | None:
@@ -101,6 +103,7 @@ def find_two_measures(question: str) -> TwoMeasures | None:
             percent,
             listed.strip(),
             per=pattern is _SPELLINGS[-1][0],
+            sides=(text[: match.start()], match["a"], match["b"]),
         )
     return None
 

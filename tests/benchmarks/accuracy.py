@@ -1,6 +1,6 @@
 """Accuracy benchmark on real questions: the defog databases and the Cortex Analyst models.
 
-    python3 -m tests.benchmarks.accuracy [--corpora DIR] [--lenses DIR]
+    python3 -m tests.benchmarks.accuracy [--corpora DIR] [--lenses DIR|auto]
         [--warehouse postgresql://…] [--format text|json] [--details]
 
 ``--corpora`` (default ``$DST_CORPORA``, else ``../shared/corpora`` beside the
@@ -11,9 +11,10 @@ any missing piece is reported and skipped.
 
 Defog (:mod:`tests.benchmarks.defog`): each database is loaded into DuckDB (or, with
 ``--warehouse``, into a new PostgreSQL database named for the run, dropped after);
-its lens is ``--lenses DIR/<db>/`` when present, else one built from the DDL alone
-(:mod:`tests.benchmarks.autolens`). Every question of ``questions_gen_postgres.csv``
-and ``instruct_basic_postgres.csv`` goes through the serving path
+its lens is ``--lenses DIR/<db>/`` when present (default: the hand-written lenses of
+``tests/fixtures/defog_lenses/``), else — or for every database with ``--lenses auto``
+— one built from the DDL alone (:mod:`tests.benchmarks.autolens`). Every question
+of ``questions_gen_postgres.csv`` and ``instruct_basic_postgres.csv`` goes through the serving path
 (:func:`reconciler.ask.ask`, fast tier, read-only warehouse) and is scored:
 **correct** when the served result matches one of the gold queries' (``;``
 alternatives, ``{a, b}`` column sets expanded to each non-empty subset, compared by
@@ -42,6 +43,9 @@ from tests.benchmarks.cortex import run_cortex
 from tests.benchmarks.defog import QUESTION_FILES, run_defog
 from tests.benchmarks.scores import Report, render
 from tests.helpers import CORPORA as DEFAULT_CORPORA
+from tests.helpers import PROJECT
+
+HAND_WRITTEN = PROJECT / "tests" / "fixtures" / "defog_lenses"
 
 
 def run(
@@ -75,7 +79,11 @@ def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the tables (or JSON)."""
     parser = argparse.ArgumentParser(prog="python3 -m tests.benchmarks.accuracy")
     parser.add_argument("--corpora", type=Path, default=DEFAULT_CORPORA)
-    parser.add_argument("--lenses", type=Path, default=None, help="folder of lenses, one per db")
+    parser.add_argument(
+        "--lenses",
+        default=str(HAND_WRITTEN),
+        help="folder of lenses, one per db (default: the hand-written ones); auto: DDL-built",
+    )
     parser.add_argument("--warehouse", default=None, help="PostgreSQL superuser URL to load into")
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.add_argument("--details", action="store_true", help="json: every question's outcome")
@@ -83,12 +91,13 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.corpora / "defog").is_dir() and not (args.corpora / "cortex-analyst").is_dir():
         print(f"no defog/ or cortex-analyst/ folder under {args.corpora}", file=sys.stderr)
         return 2
-    if args.lenses is not None and not args.lenses.is_dir():
-        print(f"--lenses {args.lenses}: not a folder", file=sys.stderr)
+    lenses = None if args.lenses == "auto" else Path(args.lenses)
+    if lenses is not None and not lenses.is_dir():
+        print(f"--lenses {lenses}: not a folder (a folder of lenses, or auto)", file=sys.stderr)
         return 2
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
-        report = run(args.corpora, Path(tmp), lenses=args.lenses, warehouse=args.warehouse)
+        report = run(args.corpora, Path(tmp), lenses=lenses, warehouse=args.warehouse)
     elapsed = time.perf_counter() - started
     if args.format == "json":
         print(json.dumps(report.record(elapsed, details=args.details), indent=2))

@@ -1,0 +1,54 @@
+"""Output clauses, rankings by several measures and ratios of two entity counts.
+
+Each case of ``tests/fixtures/fast_tier_measures.yaml`` is asked in-process on its lens
+(assembly, then the fast tier) over a real DuckDB warehouse: an answer must return the
+hand-written oracle's rows with the same number of columns (in order where the case
+says ``ordered``), a decline must give its reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from reconciler.generators.outputs import split_outputs
+from reconciler.lens import Lens, load_lens
+from tests.helpers import FIXTURES
+from tests.helpers.grammar import check_golden_case, golden_warehouses
+
+DATA: dict[str, Any] = yaml.safe_load((FIXTURES / "fast_tier_measures.yaml").read_text("utf-8"))
+CASES: list[dict[str, Any]] = DATA["cases"]
+
+
+def _lens() -> Lens:
+    return load_lens("measure_shop", {p: t.encode() for p, t in DATA["lens"].items()})
+
+
+@pytest.fixture(scope="module")
+def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    root = tmp_path_factory.mktemp("measures")
+    yield golden_warehouses(root, {"shop": DATA["schema"]})["shop"]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_measure_case(warehouse: Path, case: dict[str, Any]) -> None:
+    check_golden_case(_lens(), warehouse, case)
+
+
+def test_an_output_clause_is_split_into_its_items() -> None:
+    found = split_outputs(
+        "Return the top 5 salespersons by revenue? Return their first and last name, "
+        "total number of sales and revenue for each salesperson."
+    )
+    assert found is not None
+    assert found.main == "the top 5 salespersons by revenue?"
+    assert found.items == ("first name", "last name", "total number of sales", "revenue")
+    assert found.keys == ("salesperson",)
+
+
+def test_a_single_sentence_is_no_output_clause() -> None:
+    assert split_outputs("Return the customer ID and name of customers in Paris") is None
