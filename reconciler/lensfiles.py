@@ -204,6 +204,12 @@ class LensConfig(Strict):
     question ("products", "papers"), or to ``""`` for a word that adds nothing; it
     feeds generation, and stays out of the canonical form while empty.
 
+    ``series_order`` is how the team reads a time series: ``oldest_first`` (the
+    default) or ``newest_first`` (latest bucket first, and within a bucket the
+    breakdown by its measure, largest first, as BI tools and Cortex Analyst's verified
+    queries show it); it feeds generation, and stays out of the canonical form at its
+    default.
+
     ``samples`` (1–10, default 1), ``flaky`` (``block`` / ``warn``), ``max_calls`` and
     ``max_cost_usd`` are verification policy too, outside the asset: ``samples: k``
     asks each stale answer ``k`` times; all correct is ``correct``, all failing keeps
@@ -233,6 +239,7 @@ class LensConfig(Strict):
     seeds_from: tuple[Annotated[str, Field(pattern=LENS_NAME_RE.pattern)], ...] = ()  # DESIGN §2
     # {domain word or phrase: lens term it means, or "" for a word that adds nothing}
     vocabulary: dict[Annotated[str, Field(pattern=_WORDS_RE)], str] = {}
+    series_order: Literal["oldest_first", "newest_first"] = "oldest_first"
 
     generation_fields: ClassVar[tuple[str, ...]] = (
         "dialect",
@@ -244,6 +251,7 @@ class LensConfig(Strict):
         "allow_functions",
         "seeds_from",
         "vocabulary",
+        "series_order",
     )
 
     @field_validator("dialect")
@@ -295,7 +303,11 @@ class LensConfig(Strict):
         # A setting added after hashes were stamped stays out of the canonical form at
         # its default, so upgrading dst makes nothing stale (DESIGN §2: no silent rehash).
         late = ("allow_functions", "seeds_from", "vocabulary")
-        return {k: v for k, v in part.items() if v or k not in late}
+        return {
+            k: v
+            for k, v in part.items()
+            if (v or k not in late) and (k, v) != ("series_order", "oldest_first")
+        }
 
 
 class Column(Strict):

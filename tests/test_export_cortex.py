@@ -138,3 +138,32 @@ def _result(con: Any, sql: str) -> ResultSet:
     cursor = con.execute(sql)
     names = tuple(d[0] for d in cursor.description)
     return ResultSet(names, tuple(map(tuple, cursor.fetchall())))
+
+
+@pytest.mark.parametrize(
+    ("stamp", "day"),
+    [
+        ("2024-11-14T16:45:00Z", "2024-11-14"),
+        ("2024-11-14T16:45:00", "2024-11-14"),  # naive: read as UTC
+        ("2024-11-14T23:30:00-05:00", "2024-11-15"),  # its instant, a UTC day on import
+    ],
+)
+def test_a_timestamp_certified_at_is_exported_and_reimports_active(stamp: str, day: str) -> None:
+    source = CORTEX / "sfdc_sales" / "sfdc_sales.yaml"
+    if not source.is_file():
+        pytest.skip(f"Cortex corpus not found under {CORPORA} (set DST_CORPORA)")
+    files, _ = import_cortex(source.read_bytes(), model_path=source.name, lens="a", data_dir=None)
+    answer = "what_is_our_win_rate_over_the_entire_available_time_period"
+    path = f"answers/{answer}.yaml"
+    files[path] = files[path].replace(
+        b"certified_at: '2024-11-14'", f"certified_at: '{stamp}'".encode()
+    )
+    a = load_lens("a", files)
+    assert a.answers[answer].provenance.certified_at == stamp
+    exported, report = export_cortex(a)
+    assert not [line for line in report.unmapped if "certified_at" in line]
+    b_files, b_report = import_cortex(exported, model_path="a.yaml", lens="b", data_dir=None)
+    b = load_lens("b", b_files)
+    again = b.answers[answer]
+    assert again.status == "active" and b_report.drafts == 0
+    assert again.provenance.certified_at == day

@@ -214,9 +214,9 @@ def counted_model(lens: Lens, found: Retrieval) -> tuple[int, int, int, str] | N
 
     Openers: "how many", "number of", "count of", "share of" (and the other share
     words), "most", "fewest"; boolean flags may stand between ("how many active
-    customers"). The noun is a model or table name outside lens phrases, or a
-    dimension phrase of that same model spelled like it (a ``customer`` dimension
-    of model ``customers``).
+    customers"), and the word "new" (left for the fast tier to read or decline). The
+    noun is a model or table name outside lens phrases, or a dimension phrase of
+    that same model spelled like it (a ``customer`` dimension of model ``customers``).
 
     Returns:
         ``(opener start, noun start, noun end, model)``; the fast tier counts that
@@ -248,6 +248,8 @@ def counted_model(lens: Lens, found: Retrieval) -> tuple[int, int, int, str] | N
         k = i
         while k in flag_starts:
             k = flag_starts[k]
+        if k > 0 and toks[k - 1] == "new" and k - 1 not in covered:
+            k -= 1  # "how many new accounts …": the counted rows; "new" is read by the caller
         for width in (2, 1):
             at = k - width
             if at >= 0 and toks[at:k] in COUNT_OPENERS and not covered & set(range(at, k)):

@@ -6,7 +6,8 @@ lens's dialect, following the conventions of the question grammar:
 
 * select list: time bucket (aliased by its grain, ``CAST(DATE_TRUNC(…) AS DATE)``, or
   ``DATE_TRUNC(…)`` of a ``timestamp`` time dimension, which keeps its type),
-  then dimensions in question order (aliased by their names), then the measure
+  and dimensions in question order (aliased by their names; the bucket after the
+  breakdowns named before its grain word, :attr:`Plan.bucket_at`), then the measure
   (aliased by the metric's name, or ``<avg|sum|min|max>_<fact>`` for a fact);
 * FROM the measure's model, INNER JOIN along the declared joins outward;
 * WHERE: the metric's filters, the period as a half-open range on the time
@@ -24,10 +25,12 @@ lens's dialect, following the conventions of the question grammar:
   ``<measure>_change`` = the measure minus the previous bucket's (``_pct_change``:
   100 × that over the previous value), NULL when the previous bucket has no rows;
   the filter reaches one bucket before the period so its first bucket has a change;
+* GROUP BY the keys and the hidden keys (a person's model key, :attr:`Plan.hidden_keys`);
 * ORDER BY: an ordering phrase's column first ("sorted by region"); else time
-  series by bucket; rankings by the measure then LIMIT n (``with ties``: every row
-  whose RANK() is within n, so the result may hold more than n rows); plain
-  breakdowns by the measure descending; the keys always break ties.
+  series by the keys (under the lens's ``series_order: newest_first``: the bucket
+  latest first, then the measure descending); rankings by the measure then LIMIT
+  n (``with ties``: every row whose RANK() is within n, so the result may hold more
+  than n rows); plain breakdowns by the measure descending; the keys always break ties.
 """
 
 from __future__ import annotations
@@ -151,6 +154,10 @@ class Plan:
             ("with amount more than 100").
         order: ``(output column, descending)`` an ordering phrase asked for
             ("sorted by region"), first in the ORDER BY; the other keys break ties.
+        bucket_at: how many breakdown columns come before the time bucket
+            (:mod:`reconciler.generators.columns`).
+        hidden_keys: ``(model, column)`` grouped by but not shown: the key of each
+            person a breakdown names (:mod:`reconciler.generators.persons`).
     """
 
     measure: Measure
@@ -169,6 +176,8 @@ class Plan:
     joined: tuple[Plan, ...] = ()
     order: tuple[str, bool] | None = None
     bounds: tuple[tuple[str, str, str, str], ...] = ()
+    hidden_keys: tuple[tuple[str, str], ...] = ()
+    bucket_at: int = 0
 
     @property
     def base(self) -> str:
@@ -294,7 +303,9 @@ class _Renderer:
             time_col = self.column(*plan.time)
             bucket = trunc.transform(lambda n: time_col.copy() if isinstance(n, exp.Column) else n)
             keys.append((bucket, plan.grain))
-        keys.extend((self.column(m, d), d) for m, d in plan.breakdowns)
+        dims = [(self.column(m, d), d) for m, d in plan.breakdowns]
+        at = plan.bucket_at if keys else 0
+        keys = [*dims[:at], *keys, *dims[at:]]
         measures = (plan.measure, *plan.extra)
         common = [f for f in plan.measure.filters if all(f in m.filters for m in measures)]
         columns = [
@@ -332,8 +343,9 @@ class _Renderer:
             )
         if conditions:
             query = query.where(exp.and_(*conditions), copy=False)
+        hidden = [self.column(m, c) for m, c in plan.hidden_keys]
         if keys:
-            query = query.group_by(*(e.copy() for e, _ in keys), copy=False)
+            query = query.group_by(*(e.copy() for e, _ in keys), *hidden, copy=False)
         return query, keys, measure
 
     def render(self) -> str:
@@ -353,7 +365,15 @@ class _Renderer:
             order.append(exp.Ordered(this=measure.copy(), desc=plan.rank[0]))
         elif plan.grain is None and keys:
             order.append(exp.Ordered(this=measure.copy(), desc=True))
+        elif self.lens.config.series_order == "newest_first" and plan.grain:
+            # Latest bucket first, and within it the breakdown largest first.
+            bucket = next(e for e, a in keys if a == plan.grain)
+            order.append(exp.Ordered(this=bucket.copy(), desc=True))
+            if len(keys) > 1:
+                order.append(exp.Ordered(this=measure.copy(), desc=True))
+            keys = [(e, a) for e, a in keys if a != plan.grain]
         order.extend(exp.Ordered(this=e.copy(), desc=False) for e, _ in keys)
+        order.extend(exp.Ordered(this=self.column(m, c), desc=False) for m, c in plan.hidden_keys)
         if order:
             query = query.order_by(*order, copy=False)
         if plan.rank:

@@ -11,11 +11,17 @@ answer is worse than no answer. A question is read as
   metric's aggregate (``average`` on a ``SUM``): then it is the fact, provided the
   metric carries no filters of its own. Several measures must be a plain list
   (``net revenue and orders``) on one model; with no measure, ``how many
-  customers`` counts the distinct primary keys of the model the noun names (no
-  period; a breakdown only after ``by``/``per``/``each``, or in a ranking);
+  customers`` counts the distinct primary keys of the model the noun names (a
+  period only on a date of that model the question names, "created in 2024"; a
+  breakdown only after ``by``/``per``/``each``, or in a ranking;
+  :mod:`reconciler.generators.counts`);
 * optional breakdown dimensions (at most two), on the measure's model or on a model
-  reached through declared joins (``orders → customers → regions``);
-* an optional time grain (``monthly``, ``by quarter`` …) on the nearest time dimension;
+  reached through declared joins (``orders → customers → regions``); a person
+  dimension also groups by its model's key (:mod:`reconciler.generators.persons`);
+  the result's key columns follow the question (:mod:`reconciler.generators.columns`);
+* an optional time grain (``monthly``, ``by quarter`` …) on the nearest time dimension,
+  shown oldest first unless the lens says ``series_order: newest_first``; with
+  ``cumulative``, a running total over it (:mod:`reconciler.generators.cumulative`);
 * an optional period (:mod:`reconciler.generators.periods`): a year (``2024``), a
   quarter (``Q3 2024``, ``third quarter of 2024``), a month (``March 2024``) or a
   relative period at the lens's ``as_of`` (``last quarter``, ``this year``, ``year
@@ -81,13 +87,17 @@ from reconciler.assembly.retrieval import Mention, Retrieval, counted_model, ret
 from reconciler.assembly.text import normalize
 from reconciler.generators.adapt import from_exemplars
 from reconciler.generators.bounds import Bound, split_bounds
+from reconciler.generators.columns import bucket_at
 from reconciler.generators.compiler import Declined, Measure, Plan, one_path, render
+from reconciler.generators.counts import check_entity_count, new_is_restated
+from reconciler.generators.cumulative import render_cumulative, split_cumulative
 from reconciler.generators.doubts import check_doubts, entity_breakdowns
 from reconciler.generators.generation import DimensionValues, Generation
 from reconciler.generators.grammar import Reading, phrase_of, plural, read_grammar
 from reconciler.generators.measures import check_extras, select_measures
 from reconciler.generators.ordering import order_plan, split_ordering
-from reconciler.generators.periods import RANGE, shift, spell_to_date
+from reconciler.generators.periods import RANGE, check_unit_phrases, shift, spell_to_date
+from reconciler.generators.persons import with_person_keys
 from reconciler.generators.shapes import other_shapes
 from reconciler.lens import Lens
 
@@ -176,8 +186,10 @@ def parse(
     found = retrieve(lens, question, values)
     _check_terms(lens, found.tokens)
     reading = read_grammar(lens, found)
+    new_is_restated(lens, found, reading)
     measures = select_measures(lens, found, reading, allowed_metrics)
     check_doubts(lens, found, reading, measures)
+    check_unit_phrases(found)
     if reading.unknown:
         listed = ", ".join(repr(w) for w in reading.unknown)
         raise Declined(f"unrecognised words: {listed}")
@@ -210,6 +222,7 @@ def parse(
     if stray:
         raise Declined(f"the question names model(s) {stray} that the query would not use")
     plan = dataclasses.replace(plan, joined=tuple(plans[1:])) if len(plans) > 1 else plan
+    plan = with_person_keys(lens, plan)
     return plan if ordering is None else order_plan(lens, plan, ordering, values)
 
 
@@ -269,7 +282,8 @@ def _plan(
     grain, period, compared, change = _when(reading, len(measures))
     rank = _rank(reading, found, grain, bool(breakdowns), plural_breakdown)
     if measure.function == "count_distinct":
-        _check_entity_count(found, measure, split.mentions, grain, period, rank)
+        check_entity_count(found, measure, split.mentions, (grain, period, bool(compared)),
+                           split.time, rank)  # fmt: skip
     if grain and reading.who:
         raise Declined(f"'who' with a {grain} breakdown: one person overall, or one per {grain}?")
     time = _time_column(lens, base, split.time, grain is not None or period is not None)
@@ -288,6 +302,7 @@ def _plan(
         share=reading.share,
         ties=reading.ties,
         change=(change[0], change[1], period[0] if period else None) if change else None,
+        bucket_at=bucket_at(reading, grain, split.mentions, len(split.places)),
     )
 
 
@@ -465,42 +480,6 @@ def _periods(
     return grain, period.span if period else None, ()
 
 
-_INTRODUCERS = frozenset({"by", "per", "each", "every", "across"})
-
-
-def _check_entity_count(
-    found: Retrieval,
-    measure: Measure,
-    breakdowns: list[Mention],
-    grain: str | None,
-    period: tuple[date, date] | None,
-    rank: tuple[bool, int] | None,
-) -> None:
-    """A count of entities takes no period, and a breakdown only after "by", "per",
-    "each" … (or in a ranking): "how many customers have an email" is not a count
-    *by* email."""
-    model = measure.model
-    if grain or period:
-        raise Declined(
-            f"a count of {model} in a period: which date of {model} (created, active …)?"
-        )
-    if rank is not None:
-        return
-    introduced: set[int] = set()
-    for d in sorted(breakdowns, key=lambda m: m.start):
-        k = d.start - 1
-        while k >= 0 and found.tokens[k] == "the":
-            k -= 1
-        before = found.tokens[k] if k >= 0 else ""
-        if before in _INTRODUCERS or (before == "and" and k in introduced):
-            introduced.add(d.end)
-            continue
-        raise Declined(
-            f"{phrase_of(found, d)!r} is not introduced by 'by', 'per' or 'each': "
-            f"a count of {model} broken down by it, or filtered by it?"
-        )
-
-
 def _who(
     lens: Lens, base: str, breakdowns: list[tuple[str, str]], reading: Reading
 ) -> tuple[str, str]:
@@ -563,7 +542,8 @@ def compile_request(lens: Lens, request: GenerationRequest, values: DimensionVal
     question is returned verbatim, one whose question differs only in slots is
     adapted (:mod:`reconciler.generators.adapt`: one that reads like it but cannot be
     adapted without doubt declines); otherwise the question is parsed
-    and rendered (the shapes of :mod:`reconciler.generators.shapes` first).
+    and rendered (the shapes of :mod:`reconciler.generators.shapes` first; a running
+    total by :mod:`reconciler.generators.cumulative`).
 
     Returns:
         ``Generation(tier="fast", sql=...)``, or ``sql=None`` with the reason it declined.
@@ -582,8 +562,9 @@ def compile_request(lens: Lens, request: GenerationRequest, values: DimensionVal
         shaped = other_shapes(lens, request.question, found, values, request.metrics, parse)
         if shaped is not None:
             return Generation(TIER, shaped)
-        plan = parse(lens, request.question, values, allowed_metrics=request.metrics)
-        return Generation(TIER, render(lens, plan))
+        question, running = split_cumulative(request.question, found)
+        plan = parse(lens, question, values, allowed_metrics=request.metrics)
+        return Generation(TIER, render_cumulative(lens, plan) if running else render(lens, plan))
     except Declined as exc:
         return Generation(TIER, None, exc.reason)
     except SqlglotError as exc:

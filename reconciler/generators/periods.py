@@ -6,7 +6,7 @@ against it ("monthly … in 2024" is fine, "yearly … in 2024" is not).
 
 Absolute periods: a year (``2024``, ``year 2024``), a quarter (``Q3 2024``,
 ``2024 Q3``, ``third quarter of 2024``), a month (``March 2024``, ``month of
-March 2024``) or a day (``2024-03-15``, ``March 15, 2024``).
+March 2024``, ``2023 Dec``) or a day (``2024-03-15``, ``March 15, 2024``).
 
 Relative periods are resolved against the lens's pinned ``as_of`` date (DESIGN §4:
 a question whose meaning depends on the day is evaluated at ``as_of``); without one
@@ -47,6 +47,7 @@ import re
 from dataclasses import dataclass
 from datetime import date, timedelta
 
+from reconciler.assembly.retrieval import Retrieval
 from reconciler.assembly.text import MONTHS, QUARTER_RE, YEAR_RE
 from reconciler.generators.compiler import Declined
 
@@ -304,7 +305,7 @@ def _month_at(words: _FreeTokens, i: int) -> tuple[int, Period] | None:
 
 
 def _year_at(words: _FreeTokens, i: int) -> tuple[int, Period] | None:
-    """``2024``, ``year 2024``, and ``2024 Q3`` (a quarter)."""
+    """``2024``, ``year 2024``, ``2024 Q3`` (a quarter) and ``2023 Dec`` (a month)."""
     k = i + 1 if words[i] == "year" else i
     y = words.year(k)
     if y is None:
@@ -312,6 +313,9 @@ def _year_at(words: _FreeTokens, i: int) -> tuple[int, Period] | None:
     q2 = QUARTER_RE.match(words[k + 1])
     if q2 and k == i:
         return _quarter(y, int(q2.group(1)), k + 2)
+    if words[k + 1] in MONTHS and k == i:
+        start = date(y, MONTHS[words[k + 1]], 1)
+        return k + 2, Period(start, shift(start, "month", 1), "month", f"{words[k + 1]} {y}")
     return k + 1, Period(date(y, 1, 1), date(y + 1, 1, 1), "year", str(y))
 
 
@@ -330,3 +334,31 @@ def all_time_at(toks: tuple[str, ...], i: int, free: set[int]) -> int | None:
         return None
     k = k + 2 if tok(k + 1) == "available" else k + 1
     return next((k + n for n in (2, 1) if " ".join(map(tok, range(k, k + n))) in _SPANS), None)
+
+
+def check_unit_phrases(found: Retrieval) -> None:
+    """Decline a relative period whose unit word is also a lens phrase.
+
+    In "this quarter", "the previous month", "last year", the unit is a grammar word;
+    when the lens gives that word to one of its columns (a ``fiscalquarter``
+    dimension said "quarter"), the period cannot be read and the relative word is
+    left over. Instead of "unrecognised words: 'this'", say which column took the
+    unit, so the lens author can rename the synonym ("fiscal quarter").
+
+    Raises:
+        Declined: ``this`` / ``current`` / ``last`` / ``previous`` / ``prior`` (outside
+            lens phrases) right before a lens phrase that is a unit word.
+    """
+    covered = found.covered()
+    for m in found.mentions:
+        words = found.tokens[m.start : m.end]
+        k = m.start - 1
+        if len(words) != 1 or words[0] not in UNITS or k < 0 or k in covered:
+            continue
+        if found.tokens[k] in _PREVIOUS or found.tokens[k] in _CURRENT:
+            places = ", ".join(sorted({f"{t.model}.{t.name}" for t in m.targets}))
+            raise Declined(
+                f"{found.words[k]} {found.words[m.start]!r}: the lens says {words[0]!r} for "
+                f"{places}, so the period cannot be read; give that column another synonym "
+                f"(e.g. 'fiscal {words[0]}')"
+            )

@@ -23,7 +23,9 @@ none, **declined** when nothing was served, **error** when no gold variant runs.
 Every ``idk.csv`` question is unanswerable: serving any rows is **wrong** ("idk served").
 
 Cortex (:mod:`tests.benchmarks.cortex`): each model imported with ``dst import
-cortex`` and its verified queries scored through ``dst apply``'s self-test.
+cortex``, the lens author's additions written on top
+(:mod:`tests.benchmarks.additions`, each listed under ``additions:``), and its
+verified queries scored through ``dst apply``'s self-test.
 
 Exit 1 when any answer was wrong, 2 when the corpora folder holds neither part.
 """
@@ -67,6 +69,7 @@ def run(
         part = run_cortex(cortex, work)
         report.scores += part.scores
         report.skipped += part.skipped
+        report.additions += part.additions
     else:
         report.skipped.append(f"cortex: no cortex-analyst/ folder under {corpora}")
     return report

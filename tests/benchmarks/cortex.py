@@ -6,6 +6,11 @@ Layout read: ``<corpus>/<folder>/*.yaml`` — every YAML file whose top level ha
 (its seeds included) into one fresh repository, and ``dst apply``'s self-test of its
 verified queries gives one outcome per question. A model without data or one that
 does not import is reported and skipped.
+
+Before the commit, the lens author's additions that name the lens
+(:mod:`tests.benchmarks.additions`, ``tests/fixtures/cortex_additions/`` unless
+another folder is given) are written into it; each one is listed in the report's
+``additions``.
 """
 
 from __future__ import annotations
@@ -19,9 +24,11 @@ from pathlib import Path
 
 import yaml
 
+from tests.benchmarks.additions import additions_for, apply_additions
 from tests.benchmarks.scores import OUTCOMES, Report, Score
 
 QUESTION_FILE = "verified_queries"
+ADDITIONS = Path(__file__).resolve().parents[1] / "fixtures" / "cortex_additions"
 
 
 def discover(corpus: Path, report: Report) -> list[tuple[str, Path, Path]]:
@@ -56,8 +63,9 @@ def _lens_name(stem: str) -> str:
     return re.sub(r"[^a-z0-9_]+", "_", stem.lower()).strip("_")[:63] or "model"
 
 
-def run_cortex(corpus: Path, work: Path) -> Report:
-    """Import each model into a fresh repository and score its verified queries."""
+def run_cortex(corpus: Path, work: Path, additions: Path | None = ADDITIONS) -> Report:
+    """Import each model into a fresh repository, write the lens author's ``additions``
+    (a folder; ``None``: none) into it, and score its verified queries."""
     report = Report()
     models = discover(corpus, report)
     if not models:
@@ -76,6 +84,9 @@ def run_cortex(corpus: Path, work: Path) -> Report:
             )
             continue
         imported.append(lens)
+        for extra in additions_for(additions, lens) if additions else ():
+            for line in apply_additions(repo / "lenses" / lens, extra):
+                report.additions.append(f"{lens}: {line}")
     if not imported:
         return report
     (repo / ".gitignore").write_text(".dst/\n")

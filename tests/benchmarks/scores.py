@@ -90,10 +90,12 @@ def reasons(message: str) -> list[str]:
 
 @dataclass
 class Report:
-    """A whole run: scores, and the pieces of the corpus that were missing and skipped."""
+    """A whole run: scores, the pieces of the corpus that were missing and skipped, and
+    the lens author's additions written on top of imported lenses (one line each)."""
 
     scores: list[Score] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    additions: list[str] = field(default_factory=list)
 
     def by_corpus(self) -> dict[str, dict[str, Counter[str]]]:
         """``{corpus: {question file: Counter(outcome)}}``, summed over databases."""
@@ -132,6 +134,7 @@ class Report:
             "overall": {k: {o: v[o] for o in OUTCOMES} for k, v in t.items()},
             "declines": dict(self.declines().most_common()),
             "skipped": self.skipped,
+            "additions": self.additions,
             "elapsed_s": round(elapsed_s, 1),
         }
 
@@ -170,6 +173,7 @@ def render(report: Report, elapsed_s: float) -> list[str]:
         if s.load.get("failed") or s.load.get("rows_dropped")
     ]
     lines += [f"skipped: {m}" for m in report.skipped]
+    lines += [f"additions: {m}" for m in report.additions]
     top = report.declines().most_common(TOP_REASONS)
     if top:
         lines.append("most frequent decline reasons: " + "; ".join(f"{r} ({n})" for r, n in top))

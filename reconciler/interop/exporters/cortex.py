@@ -45,6 +45,7 @@ from reconciler.interop.exporters import ExportReport
 from reconciler.interop.importers import dump_yaml
 from reconciler.interop.importers.dbt_metrics import Unmappable, fold_filters
 from reconciler.lens import Answer, Column, Lens, Metric, Model
+from reconciler.provenance import certified_day
 
 TARGET = "snowflake"
 _AGGREGATIONS: dict[type[exp.Expr], str] = {
@@ -324,16 +325,36 @@ def _verified_query(lens: Lens, answer: Answer, dialect: str, lost: list[str]) -
         "sql": tree.sql(dialect=TARGET, pretty=True),
         "verified_by": answer.provenance.certified_by,
     }
-    try:
-        day = date.fromisoformat(answer.provenance.certified_at)
-        moment = datetime(day.year, day.month, day.day, tzinfo=timezone.utc)
-        entry["verified_at"] = int(moment.timestamp())
-    except ValueError:
+    seconds = verified_seconds(answer.provenance.certified_at)
+    if seconds is None:
         lost.append(
             f"answers/{answer.id}: certified_at {answer.provenance.certified_at!r} is not a "
             "date; exported without verified_at (a re-import makes it a draft)"
         )
+    else:
+        entry["verified_at"] = seconds
     return entry
+
+
+def verified_seconds(certified_at: str) -> int | None:
+    """``verified_at`` (unix seconds) for a ``certified_at`` value, or ``None``.
+
+    A day (``YYYY-MM-DD``) is its midnight UTC; an ISO-8601 timestamp is its own
+    instant (a naive one is read as UTC), so a certification stamped with a time
+    survives the round trip instead of coming back as a draft. Anything the loader
+    would not accept as a date (:func:`reconciler.provenance.certified_day`) is
+    ``None``.
+    """
+    if certified_day(certified_at) is None:
+        return None
+    text = certified_at.strip()
+    if len(text) == 10:
+        day = date.fromisoformat(text)
+        return int(datetime(day.year, day.month, day.day, tzinfo=timezone.utc).timestamp())
+    moment = datetime.fromisoformat(text)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return int(moment.timestamp())
 
 
 def _compiled_from(sub: exp.Subquery, lens: Lens, columns: dict[str, set[str]]) -> str | None:
