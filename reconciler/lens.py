@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from reconciler import guard, provenance
+from reconciler import provenance
 from reconciler.errors import LensLoadError
 from reconciler.ids import AnswerId, LensName
 from reconciler.lensfiles import (
@@ -322,6 +322,8 @@ def _refuse_legacy_cases(d: Document, name: str) -> None:
 def _check_expression(
     d: Document, sql: str, dialect: str, at: tuple[str | int, ...], allow: tuple[str, ...]
 ) -> None:
+    from reconciler import guard  # lazy: sqlglot, for reading a lens (not `dst status`)
+
     problem = guard.expression_problem(sql, dialect, allow)
     if problem is not None:
         message, fix = problem
@@ -329,6 +331,8 @@ def _check_expression(
 
 
 def _check_query(d: Document, sql: str, dialect: str, allow: tuple[str, ...]) -> None:
+    from reconciler import guard  # lazy: sqlglot, for reading a lens (not `dst status`)
+
     problem = guard.query_problem(sql, dialect, allow)
     if problem is not None:
         message, fix = problem
@@ -337,6 +341,8 @@ def _check_query(d: Document, sql: str, dialect: str, allow: tuple[str, ...]) ->
 
 def _check_relative_dates(d: Document, ans: Answer, dialect: str) -> None:
     match = RELATIVE_DATE_RE.search(ans.question)
+    from reconciler import guard  # lazy: sqlglot, for reading a lens (not `dst status`)
+
     reads_clock = guard.reads_current_date(ans.sql, dialect)
     if match or reads_clock:
         what = f"question says {match.group(0)!r}" if match else "sql reads the current date"

@@ -56,6 +56,17 @@ def test_status_imports_no_engine_and_no_rich(promoted_repo: Path) -> None:
     assert heavy(names, ENGINES + RICH) == []
 
 
+@pytest.mark.parametrize("args", [("status",), ("log", "sales")])
+def test_status_and_log_load_neither_the_suite_nor_sqlglot(
+    promoted_repo: Path, args: tuple[str, ...]
+) -> None:
+    # they read refs and deployment metadata: no run report (which imports the suite,
+    # the gate and the generators) and no SQL parser (lens.yaml is not read)
+    names = imported(promoted_repo, *args)
+    assert "reconciler.history" in names  # it did read the serving state
+    assert heavy(names, SCORING + ("reconciler.results", "sqlglot")) == []
+
+
 def test_plan_of_serving_trees_imports_no_engine_and_no_rich(promoted_repo: Path) -> None:
     names = imported(promoted_repo, "plan")
     assert heavy(names, ENGINES + RICH) == []
