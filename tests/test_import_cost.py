@@ -64,12 +64,15 @@ def test_status_and_log_load_neither_the_suite_nor_sqlglot(
     # the gate and the generators) and no SQL parser (lens.yaml is not read)
     names = imported(promoted_repo, *args)
     assert "reconciler.history" in names  # it did read the serving state
-    assert heavy(names, SCORING + ("reconciler.results", "sqlglot")) == []
+    assert heavy(names, (*SCORING, "reconciler.results", "sqlglot")) == []
 
 
 def test_plan_of_serving_trees_imports_no_engine_and_no_rich(promoted_repo: Path) -> None:
     names = imported(promoted_repo, "plan")
     assert heavy(names, ENGINES + RICH) == []
+    # a plan runs nothing: the run report, the gate and the renderers name the suite's
+    # results only in annotations
+    assert heavy(names, (*SCORING, "reconciler.cases", "reconciler.ask")) == []
 
 
 def test_plan_of_a_change_imports_no_engine_and_no_rich(promoted_repo: Path) -> None:
@@ -79,6 +82,7 @@ def test_plan_of_a_change_imports_no_engine_and_no_rich(promoted_repo: Path) -> 
     names = imported(promoted_repo, "plan", "--format", "json")
     assert "reconciler.assets" in names  # it did plan the change
     assert heavy(names, ENGINES + RICH) == []
+    assert heavy(names, (*SCORING, "reconciler.cases", "reconciler.ask")) == []
 
 
 @pytest.mark.parametrize(
