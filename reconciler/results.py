@@ -285,7 +285,8 @@ def evidence_notes(results: Sequence[AnswerResult], self_test: Sequence[AnswerRe
     """
     ran = [("self-test", r) for r in self_test] + [("suite", r) for r in results]
     if not any(r.notes for _, r in ran):
-        return []  # a plan ran nothing: no need to load the comparator for its marks
+        return []
+    # lazy: the comparator's marks; a plan ran nothing and need not load the comparator
     from reconciler.compare.evidence import VACUOUS
     from reconciler.compare.ties import AMBIGUOUS
 
