@@ -32,9 +32,11 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+from reconciler import guard
 from reconciler.assembly.grain import join_doubt, joins_used, key_duplicated
 from reconciler.assembly.lexicon import DimensionValues
 from reconciler.assembly.text import tokenize
+from reconciler.errors import UnsafeSqlError
 from reconciler.lens import Lens
 
 Route = Literal["certified_answer", "generated", "research", "clarify", "refuse"]
@@ -289,7 +291,14 @@ def join_grain(ex: Execution, lens: Lens, values: DimensionValues) -> Evaluation
 def _read_only_tree(sql: str, dialect: str | None) -> exp.Expr | None:
     """``sql`` parsed once per text and dialect, for gates that only read it; ``None``
     when it does not parse. A suite gates the same generations run after run (the
-    fast tier is deterministic), so the tree is kept: callers must not change it."""
+    fast tier is deterministic), so the tree is kept: callers must not change it. The
+    statement ran, so the guard's memo holds its tree: a copy of it is cheaper than a
+    parse (anything the guard refuses is parsed here as before)."""
+    if dialect is not None:
+        try:
+            return guard.parse_query(sql, dialect)
+        except UnsafeSqlError:
+            pass
     try:
         return sqlglot.parse_one(sql, read=dialect)
     except SqlglotError:
