@@ -13,7 +13,6 @@ This module imports nothing beyond the standard library.
 
 from __future__ import annotations
 
-import textwrap
 from typing import NamedTuple
 
 PROGRAM = "dst"
@@ -161,6 +160,8 @@ def is_top_level_help(args: list[str]) -> bool:
 
 def _rows(rows: list[tuple[str, str]], width: int) -> list[str]:
     """Two columns: each name padded to the longest, its text wrapped to ``width`` characters."""
+    import textwrap  # lazy: every command imports this module, only the help wraps text
+
     pad = max(len(name) for name, _ in rows) + 2
     lines = []
     for name, text in rows:
@@ -179,6 +180,8 @@ def top_level_help(width: int = 80) -> str:
     Returns:
         Plain text (no colour, no box drawing), ending in a newline.
     """
+    import textwrap  # lazy: as in _rows
+
     options = [("--version", VERSION_HELP), ("--help", "Show this message and exit.")]
     lines = [
         f"Usage: {PROGRAM} [OPTIONS] COMMAND [ARGS]...",

@@ -11,7 +11,6 @@ help cost three times the import of typer.
 
 from __future__ import annotations
 
-import shutil
 import sys
 
 from reconciler.cli.commands import is_top_level_help, top_level_help
@@ -33,6 +32,8 @@ def main(argv: list[str] | None = None) -> None:
 
         sys.exit(hook_main(args[1:]))
     if is_top_level_help(args):
+        import shutil  # lazy: the terminal's width, for the help alone
+
         sys.stdout.write(top_level_help(shutil.get_terminal_size().columns))
         sys.stdout.flush()
         # as a command-line framework does: asked for help, 0; no command at all, a usage error
