@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import sys
 
-from reconciler.cli.commands import is_top_level_help, top_level_help
-
 
 def main(argv: list[str] | None = None) -> None:
     """Run ``dst`` with ``argv`` (default ``sys.argv[1:]``).
@@ -31,6 +29,9 @@ def main(argv: list[str] | None = None) -> None:
         from reconciler.cli.hook import main as hook_main
 
         sys.exit(hook_main(args[1:]))
+    # lazy: the command table, after the hook's fast path (which needs nothing of it)
+    from reconciler.cli.commands import is_top_level_help, top_level_help
+
     if is_top_level_help(args):
         import shutil  # lazy: the terminal's width, for the help alone
 
