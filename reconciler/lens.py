@@ -14,7 +14,6 @@ here): an unknown key, a wrong type or an unquoted ``NO`` is a
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -223,9 +222,7 @@ class _Reader:
             _check_query(d, sql, self.dialect, self.allow)
 
     def doc(self, rel: str) -> Document:
-        raw = self.files[rel]
-        path = f"{self.root}/{rel}"
-        return _document(path, raw) if isinstance(raw, bytes) else load_yaml(path, raw)
+        return load_yaml(f"{self.root}/{rel}", self.files[rel])
 
     def declare(self, kind: str, key: str, rel: str, d: Document, at: tuple[str, ...]) -> None:
         asset = f"{kind}/{key}"
@@ -301,16 +298,6 @@ class _Reader:
         cases_doc = self.doc("evals/cases.yaml")
         _refuse_legacy_cases(cases_doc, self.name)
         return validate(CasesFile, cases_doc).cases
-
-
-@functools.lru_cache(maxsize=4096)
-def _document(path: str, raw: bytes) -> Document:
-    """:func:`load_yaml` once per path and bytes (a refusal is raised afresh each time).
-
-    A plan loads a changed lens's serving and candidate versions, which share all
-    but the changed files; the loader only reads a document, never changes it.
-    """
-    return load_yaml(path, raw)
 
 
 def _skill_text(path: str, raw: bytes) -> str:

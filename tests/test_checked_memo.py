@@ -187,24 +187,3 @@ def test_the_runtime_reads_dst_yaml_again_when_its_bytes_change(repo: Path) -> N
         rt.repo_config()
     rt.repo = pygit2.Repository(str(repo))
     assert rt.root == repo.resolve()
-
-
-def test_a_lens_file_is_parsed_once_per_path_and_bytes() -> None:
-    from reconciler import lens as lensmod
-
-    lensmod._document.cache_clear()
-    serving = load_lens("shop", files())
-    edited = files()
-    edited["metrics/revenue.yaml"] = edited["metrics/revenue.yaml"].replace(
-        b"SUM(amount)", b"SUM(2)"
-    )
-    candidate = load_lens("shop", edited)
-    info = lensmod._document.cache_info()
-    assert (info.misses, info.hits) == (len(files()) + 1, len(files()) - 1)  # only the edit
-    assert candidate.metrics["revenue"].expression == "SUM(2)"
-    assert serving.metrics["revenue"].expression == "SUM(amount)"
-    broken = files()
-    broken["metrics/revenue.yaml"] = b"name: [unclosed\n"
-    for _ in range(2):
-        with pytest.raises(LensLoadError):  # a refusal is raised afresh, never kept
-            load_lens("shop", broken)
