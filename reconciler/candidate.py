@@ -42,8 +42,9 @@ def load_serving(
 
 
 def _serving_lens(repo: gitstate.Repository, name: str, dep: refstore.Deployment) -> Lens:
+    tree = gitstate.LensTree(name, dep.lens_tree)
     try:
-        return gitstate.load_lens_at(repo, gitstate.LensTree(name, dep.lens_tree))
+        return gitstate.load_lens_at(repo, tree, checked=gitstate.checked_dir(repo))
     except LensLoadError as exc:
         raise StateError(
             f"the serving version of lens {name!r} (deployment {dep.oid[:12]}) no longer "
@@ -181,7 +182,7 @@ def commit_states(
         if lens_tree is None:
             candidate = None
         elif dep is None or dep.lens_tree != lens_tree.tree:
-            candidate = gitstate.load_lens_at(repo, lens_tree)
+            candidate = gitstate.load_lens_at(repo, lens_tree, checked=gitstate.checked_dir(repo))
             if candidate.config.seeds_from:
                 path = f"{gitstate.LENSES_DIR}/{name}/lens.yaml"
                 check_seeds_from(candidate, trees, gitstate.file_at(repo, commit, path) or b"")

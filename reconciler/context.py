@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from reconciler.errors import DstError, LensLoadError, UsageError, WarehouseError
 from reconciler.git import refs as refstore
@@ -165,11 +165,15 @@ class Runtime:
     _smart: dict[tuple[str, str, str], SmartCall] = field(default_factory=dict)
     _command: dict[tuple[str, ...], TierCall] = field(default_factory=dict)
     _cache: GenerationCache | None = None
+    _memo: dict[str, Any] = field(default_factory=dict)  # the root, and dst.yaml by its bytes
 
     @property
     def root(self) -> Path:
-        """The working tree root."""
-        return gitstate.repo_root(self.repo)
+        """The working tree root (resolved once per repository object: a plan asks per lens)."""
+        got = self._memo.get("root")
+        if got is None or got[0] is not self.repo:
+            got = self._memo["root"] = (self.repo, gitstate.repo_root(self.repo))
+        return cast(Path, got[1])
 
     def repo_config(self) -> RepoConfig:
         """``dst.yaml`` at the repository root, validated (an empty one without the file).
@@ -183,6 +187,8 @@ class Runtime:
         if not path.is_file():
             return RepoConfig()
         raw = path.read_bytes()
+        if raw == self._memo.get("config", (None,))[0]:
+            return self._memo["config"][1]  # type: ignore[no-any-return]  # the same bytes: checked
         doc = load_yaml("dst.yaml", raw)
         config = validate(RepoConfig, doc)
         for where, problem, fix in environment_problems(config)[:1]:
@@ -190,6 +196,7 @@ class Runtime:
             if len(where) == 2:  # a bad name: the line of the key itself, not of its value
                 line = _key_line(raw.decode("utf-8"), where[1]) or line
             raise LensLoadError("dst.yaml", problem, line=line, fix=fix)
+        self._memo["config"] = (raw, config)
         return config
 
     def repo_config_url(self) -> str | None:

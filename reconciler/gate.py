@@ -25,11 +25,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING
 
-from reconciler.cases import CaseResult
 from reconciler.ids import AnswerId
 from reconciler.plan import LensPlan
-from reconciler.suite import AnswerResult, Outcome
+from reconciler.state import Outcome
+
+if TYPE_CHECKING:
+    # annotations only: the gate judges results, it never runs the suite or the cases
+    from reconciler.cases import CaseResult
+    from reconciler.suite import AnswerResult
 
 
 class GateVerdict(str, Enum):

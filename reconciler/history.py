@@ -19,14 +19,11 @@ from reconciler.git import attempts as attemptstore
 from reconciler.git import refs as refstore
 from reconciler.git import trees as gitstate
 from reconciler.git.commits import CommitInfo, commit_info
-from reconciler.ids import Oid
-from reconciler.lens import LENS_NAME_RE, LensConfig
-from reconciler.loader import load_yaml, validate
-from reconciler.plan import LensPlan
-from reconciler.results import Action, LensRun, RunReport
+from reconciler.ids import LENS_NAME_RE, Oid
 from reconciler.state import DeploymentMeta, RunRecord
 
 if TYPE_CHECKING:
+    from reconciler.results import RunReport
     from reconciler.warehouse.seed import SeedReport
 
 
@@ -63,6 +60,10 @@ def rollback(rt: Runtime, name: str, to: str | None) -> RunReport:
             a deployment of this lens.
         RefConflict: the serving ref moved meanwhile.
     """
+    # lazy: the run report imports the suite and the gate; `dst status` and `dst log` need neither
+    from reconciler.plan import LensPlan
+    from reconciler.results import Action, LensRun, RunReport
+
     rt.environment_config()  # an unknown --env is bad input before anything moves
     refstore.recover(rt.repo, rt.environment)
     current = serving_or_fail(rt, name)
@@ -471,6 +472,8 @@ def seed_elsewhere(rt: Runtime) -> tuple[list[OtherWarehouse], list[str]]:
         UsageError: a configured URL is not a SQLAlchemy URL or names an unset variable.
     """
     # lazy: SQLAlchemy loads only for `dst seed`, not for status or log
+    from reconciler.lens import LensConfig
+    from reconciler.loader import load_yaml, validate
     from reconciler.warehouse.connection import redact, resolve_url
 
     names = gitstate.worktree_lens_names(rt.root)

@@ -6,10 +6,14 @@ from an answer id from a git object id.
 
 from __future__ import annotations
 
+import re
 from typing import NewType
 
 LensName = NewType("LensName", str)
 """A lens's directory name under ``lenses/`` (``sales``)."""
+
+LENS_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+"""What a lens (or environment) name must match: it becomes a ref path component (DESIGN §2)."""
 
 AnswerId = NewType("AnswerId", str)
 """A certified answer's ``id`` (``net_revenue_2024``)."""

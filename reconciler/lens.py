@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from reconciler import guard, provenance
+from reconciler import provenance
 from reconciler.errors import LensLoadError
 from reconciler.ids import AnswerId, LensName
 from reconciler.lensfiles import (
@@ -105,13 +105,18 @@ def _yaml_files(files: Mapping[str, bytes], folder: str) -> list[str]:
     )
 
 
-def load_lens(name: str, files: Mapping[str, bytes], *, root: str | None = None) -> Lens:
+def load_lens(
+    name: str, files: Mapping[str, bytes], *, root: str | None = None, sql_checked: bool = False
+) -> Lens:
     """Build a lens from its files.
 
     Args:
         name: the lens directory name.
         files: ``{lens-relative posix path: bytes}`` for every file under the lens.
         root: repository-relative lens directory for messages (default ``lenses/<name>``).
+        sql_checked: these exact files loaded before under the same rules
+            (:mod:`reconciler.git.checked`): skip the guard's checks of their SQL
+            and of relative dates, which passed then; everything else is checked.
 
     Returns:
         The validated lens.
@@ -142,7 +147,7 @@ def load_lens(name: str, files: Mapping[str, bytes], *, root: str | None = None)
         )
     if "lens.yaml" not in files:
         raise LensLoadError(f"{root}/lens.yaml", "missing", fix="add a lens.yaml with a name")
-    read = _Reader(name, root, files)
+    read = _Reader(name, root, files, check_sql=not sql_checked)
     config = read.config
     models = read.models()
     metrics = read.metrics()
@@ -179,8 +184,11 @@ class _Reader:
     kind of file, in sorted path order, raising on the first problem.
     """
 
-    def __init__(self, name: str, root: str, files: Mapping[str, bytes]) -> None:
+    def __init__(
+        self, name: str, root: str, files: Mapping[str, bytes], *, check_sql: bool = True
+    ) -> None:
         self.name = name
+        self.check_sql = check_sql
         self.root = root
         self.files = files
         config_doc = self.doc("lens.yaml")
@@ -205,6 +213,14 @@ class _Reader:
         self.dialect = self.config.dialect
         self.allow = self.config.allow_functions
 
+    def expression(self, d: Document, sql: str, at: tuple[str | int, ...]) -> None:
+        if self.check_sql:
+            _check_expression(d, sql, self.dialect, at, self.allow)
+
+    def query(self, d: Document, sql: str) -> None:
+        if self.check_sql:
+            _check_query(d, sql, self.dialect, self.allow)
+
     def doc(self, rel: str) -> Document:
         return load_yaml(f"{self.root}/{rel}", self.files[rel])
 
@@ -228,7 +244,7 @@ class _Reader:
             self.declare("models", m.name, rel, d, ("name",))
             for group in ("dimensions", "time_dimensions", "facts"):
                 for i, col in enumerate(getattr(m, group)):
-                    _check_expression(d, col.sql, self.dialect, (group, i), self.allow)
+                    self.expression(d, col.sql, (group, i))
             models[m.name] = m
         return models
 
@@ -238,9 +254,9 @@ class _Reader:
             d = self.doc(rel)
             mt = validate(Metric, d)
             self.declare("metrics", mt.name, rel, d, ("name",))
-            _check_expression(d, mt.expression, self.dialect, ("expression",), self.allow)
+            self.expression(d, mt.expression, ("expression",))
             for i, flt in enumerate(mt.filters):
-                _check_expression(d, flt, self.dialect, ("filters", i), self.allow)
+                self.expression(d, flt, ("filters", i))
             metrics[mt.name] = mt
         return metrics
 
@@ -250,7 +266,7 @@ class _Reader:
             d = self.doc(rel)
             ex = validate(Exemplar, d)
             self.declare("exemplars", ex.name, rel, d, ("name",))
-            _check_query(d, ex.sql, self.dialect, self.allow)
+            self.query(d, ex.sql)
             exemplars[ex.name] = ex
         return exemplars
 
@@ -260,11 +276,11 @@ class _Reader:
             d = self.doc(rel)
             ans = validate(Answer, d)
             self.declare("answers", ans.id, rel, d, ("id",))
-            _check_query(d, ans.sql, self.dialect, self.allow)
+            self.query(d, ans.sql)
             if ans.status == "active":
                 who, when = ans.provenance.certified_by, ans.provenance.certified_at
                 provenance.require_certified(d, ans.id, who, when, lens=self.name)
-            if self.config.as_of is None and ans.status == "active":
+            if self.check_sql and self.config.as_of is None and ans.status == "active":
                 _check_relative_dates(d, ans, self.dialect)
             answers[AnswerId(ans.id)] = ans
         return answers
@@ -322,6 +338,8 @@ def _refuse_legacy_cases(d: Document, name: str) -> None:
 def _check_expression(
     d: Document, sql: str, dialect: str, at: tuple[str | int, ...], allow: tuple[str, ...]
 ) -> None:
+    from reconciler import guard  # lazy: sqlglot, for reading a lens (not `dst status`)
+
     problem = guard.expression_problem(sql, dialect, allow)
     if problem is not None:
         message, fix = problem
@@ -329,6 +347,8 @@ def _check_expression(
 
 
 def _check_query(d: Document, sql: str, dialect: str, allow: tuple[str, ...]) -> None:
+    from reconciler import guard  # lazy: sqlglot, for reading a lens (not `dst status`)
+
     problem = guard.query_problem(sql, dialect, allow)
     if problem is not None:
         message, fix = problem
@@ -337,6 +357,8 @@ def _check_query(d: Document, sql: str, dialect: str, allow: tuple[str, ...]) ->
 
 def _check_relative_dates(d: Document, ans: Answer, dialect: str) -> None:
     match = RELATIVE_DATE_RE.search(ans.question)
+    from reconciler import guard  # lazy: sqlglot, for reading a lens (not `dst status`)
+
     reads_clock = guard.reads_current_date(ans.sql, dialect)
     if match or reads_clock:
         what = f"question says {match.group(0)!r}" if match else "sql reads the current date"

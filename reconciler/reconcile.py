@@ -24,11 +24,10 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from reconciler.assets import PlanMemo
 from reconciler.candidate import commit_states, worktree_states
-from reconciler.cases import run_cases
 from reconciler.context import Runtime
 from reconciler.gate import GateVerdict, decide
 from reconciler.git import refs as refstore
@@ -46,7 +45,9 @@ from reconciler.results import (
     recertify_notes,
     shrink_notes,
 )
-from reconciler.suite import AnswerResult, Scoring, run_answers
+
+if TYPE_CHECKING:
+    from reconciler.suite import AnswerResult, Scoring
 
 Command = Literal["plan", "apply", "watch", "test"]
 
@@ -183,6 +184,8 @@ def cases_step(ctx: StepContext, state: LensState) -> LensState:
     scoring = state.scoring or ctx.rt.scoring_for(lens, strict=ctx.command == "test")
     if scoring.cannot_score is not None or scoring.executor is None:
         return replace(state, scoring=scoring)
+    from reconciler.cases import run_cases  # lazy: a plan runs no case (nor the generators)
+
     cases = run_cases(
         lens,
         scoring.executor,
@@ -302,6 +305,8 @@ def _run(
     answers: list[Answer],
     verbs: dict[str, str] | None = None,
 ) -> tuple[AnswerResult, ...]:
+    from reconciler.suite import run_answers  # lazy: a plan runs nothing
+
     results = tuple(
         run_answers(
             lens, answers, scoring, progress=ctx.rt.progress, announce=ctx.rt.answer, verbs=verbs

@@ -13,18 +13,20 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from reconciler.bindings import Binding, Bindings, stamp
-from reconciler.cases import CaseResult
-from reconciler.compare.evidence import VACUOUS
-from reconciler.compare.ties import AMBIGUOUS
-from reconciler.gate import GateVerdict
 from reconciler.ids import AnswerId, Oid
 from reconciler.lens import Lens
 from reconciler.plan import LensPlan
-from reconciler.state import DeploymentMeta, Reach, RunRecord, Score
-from reconciler.suite import AnswerResult, Outcome, Scoring, score
+from reconciler.state import DeploymentMeta, Outcome, Reach, RunRecord, Score, score
+
+if TYPE_CHECKING:
+    # only annotations: the suite, the gate and the cases import the generators, which a
+    # plan (and `dst status`, `dst log`) never runs
+    from reconciler.cases import CaseResult
+    from reconciler.gate import GateVerdict
+    from reconciler.suite import AnswerResult, Scoring
 
 
 class Action(str, Enum):
@@ -297,6 +299,12 @@ def evidence_notes(results: Sequence[AnswerResult], self_test: Sequence[AnswerRe
     tie-breaker, from the suite and the self-test alike.
     """
     ran = [("self-test", r) for r in self_test] + [("suite", r) for r in results]
+    if not any(r.notes for _, r in ran):
+        return []
+    # lazy: the comparator's marks; a plan ran nothing and need not load the comparator
+    from reconciler.compare.evidence import VACUOUS
+    from reconciler.compare.ties import AMBIGUOUS
+
     vacuous = [r.answer for _, r in ran if any(n.startswith(VACUOUS) for n in r.notes)]
     lines: list[str] = []
     if vacuous:

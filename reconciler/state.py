@@ -24,8 +24,9 @@ The JSON Schemas of these models are exported by :mod:`reconciler.schemas`.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any, Literal, TypeVar
+from collections.abc import Iterable, Mapping
+from enum import Enum
+from typing import Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -46,6 +47,44 @@ with each other in a run; the flake rate is ``n / m``."""
 
 Reach = dict[str, int]
 """``{"reached": n, "total": m}``: of ``m`` active answers, ``n`` reproduced by the generator."""
+
+
+class Outcome(str, Enum):
+    """Scored outcomes: correct, wrong, declined; error or inconclusive when it could not score;
+    flaky when some of an answer's ``samples`` were correct and some were not.
+
+    The values are what ``state/run.json`` and every report record per answer. They
+    live here, with the records, so a plan or ``dst status`` can read and count
+    them without importing the suite that produces them (:mod:`reconciler.suite`
+    re-exports them).
+    """
+
+    CORRECT = "correct"
+    WRONG = "wrong"
+    DECLINED = "declined"
+    ERROR = "error"
+    INCONCLUSIVE = "inconclusive"
+    FLAKY = "flaky"
+
+
+class _Scored(Protocol):
+    @property
+    def outcome(self) -> Outcome: ...  # pragma: no cover - protocol
+
+
+def score(results: Iterable[_Scored]) -> dict[str, int]:
+    """``{"correct", "wrong", "declined", "error", "inconclusive", "flaky", "total"}`` counts.
+
+    Args:
+        results: anything with an ``outcome`` (the suite's ``AnswerResult``).
+    """
+    counts = {o.value: 0 for o in Outcome}
+    total = 0
+    for r in results:
+        counts[r.outcome.value] += 1
+        total += 1
+    counts["total"] = total
+    return counts
 
 
 class _State(BaseModel):

@@ -26,7 +26,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from enum import Enum
 from typing import Any
 
 from reconciler.assembly.profiles import ProfileStore, gather_facts
@@ -46,22 +45,12 @@ from reconciler.generators.reuse import generate_reusing
 from reconciler.ids import AnswerId
 from reconciler.lens import MAX_JOBS, Answer, Lens
 from reconciler.resultset import Executor, ResultSet
+from reconciler.state import Outcome as Outcome  # re-exported: its home is the records
+from reconciler.state import score as score
 from reconciler.trust import Execution, join_grain
 
 MAX_ATTEMPTS = 2
 VALUES_PER_DIMENSION = 200
-
-
-class Outcome(str, Enum):
-    """Scored outcomes: correct, wrong, declined; error or inconclusive when it could not score;
-    flaky when some of an answer's ``samples`` were correct and some were not."""
-
-    CORRECT = "correct"
-    WRONG = "wrong"
-    DECLINED = "declined"
-    ERROR = "error"
-    INCONCLUSIVE = "inconclusive"
-    FLAKY = "flaky"
 
 
 @dataclass(frozen=True)
@@ -471,15 +460,6 @@ def _sample(run: _Sampling, max_attempts: int, *, sample: int = 1) -> AnswerResu
         generated=generated.preview() if generated else None,
         notes=notes,
     )
-
-
-def score(results: list[AnswerResult]) -> dict[str, int]:
-    """``{"correct", "wrong", "declined", "error", "inconclusive", "total"}`` counts."""
-    counts = {o.value: 0 for o in Outcome}
-    for r in results:
-        counts[r.outcome.value] += 1
-    counts["total"] = len(results)
-    return counts
 
 
 @dataclass(frozen=True)

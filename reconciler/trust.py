@@ -22,6 +22,7 @@ route only serves SQL a human certified: only a human certifies.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -31,9 +32,11 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+from reconciler import guard
 from reconciler.assembly.grain import join_doubt, joins_used, key_duplicated
 from reconciler.assembly.lexicon import DimensionValues
 from reconciler.assembly.text import tokenize
+from reconciler.errors import UnsafeSqlError
 from reconciler.lens import Lens
 
 Route = Literal["certified_answer", "generated", "research", "clarify", "refuse"]
@@ -257,9 +260,8 @@ def join_grain(ex: Execution, lens: Lens, values: DimensionValues) -> Evaluation
     """
     if ex.sql is None or ex.route == "certified_answer":
         return Evaluation(GATE_JOIN_GRAIN, True, "info")
-    try:
-        tree = sqlglot.parse_one(ex.sql, read=ex.dialect)
-    except SqlglotError:
+    tree = _read_only_tree(ex.sql, ex.dialect)
+    if tree is None:
         return Evaluation(GATE_JOIN_GRAIN, True, "info", detail="the SQL does not parse")
     broken: list[str] = []
     doubts: list[str] = []
@@ -283,6 +285,24 @@ def join_grain(ex: Execution, lens: Lens, values: DimensionValues) -> Evaluation
     if doubts:
         return Evaluation(GATE_JOIN_GRAIN, False, "warning", detail="; ".join(doubts))
     return Evaluation(GATE_JOIN_GRAIN, True, "info")
+
+
+@functools.lru_cache(maxsize=4096)
+def _read_only_tree(sql: str, dialect: str | None) -> exp.Expr | None:
+    """``sql`` parsed once per text and dialect, for gates that only read it; ``None``
+    when it does not parse. A suite gates the same generations run after run (the
+    fast tier is deterministic), so the tree is kept: callers must not change it. The
+    statement ran, so the guard's memo holds its tree: a copy of it is cheaper than a
+    parse (anything the guard refuses is parsed here as before)."""
+    if dialect is not None:
+        try:
+            return guard.parse_query(sql, dialect)
+        except UnsafeSqlError:
+            pass
+    try:
+        return sqlglot.parse_one(sql, read=dialect)
+    except SqlglotError:
+        return None
 
 
 def evaluate(

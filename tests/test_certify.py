@@ -245,13 +245,14 @@ _ANSWERS_PATH = re.compile(r"(^|/)answers(/|$)")
 _GENERIC_CALLERS = {
     "write_new_file": {"certify.py", "cli/init.py"},  # answers/<id>.yaml; init's scaffold
     # .gitignore; evals/cases.yaml; the .dst/profiles cache; the .dst/plan memo;
-    # answers/<id>.yaml re-certified (dst certify --replace)
+    # answers/<id>.yaml re-certified (dst certify --replace); the .dst/checked markers
     "replace_file": {
         "certify.py",
         "cli/init.py",
         "cli/evals.py",
         "assembly/profiles.py",
         "assets.py",
+        "git/checked.py",
     },
 }
 # Modules that write files *and* build answers/ paths: certify alone.

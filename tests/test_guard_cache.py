@@ -84,3 +84,62 @@ def test_pinning_the_clock_leaves_the_kept_tree_alone() -> None:
     pinned = guard.pin_current_date(sql, "2024-02-29", "duckdb", parsed=tree)
     assert "2024-02-29" in pinned
     assert guard.checked_query(sql, "duckdb").sql("duckdb") == "SELECT CURRENT_DATE AS d"
+
+
+# -- what the suite keeps by text past the guard: pinned SQL, oracle analysis, gate trees --
+
+
+def test_pinned_sql_is_kept_per_text_day_and_dialect() -> None:
+    from reconciler.warehouse import guarded
+
+    guarded._pinned.cache_clear()
+    sql = "SELECT CURRENT_DATE AS d"
+    first = guarded._pinned(sql, "2024-02-29", "duckdb")
+    assert guarded._pinned(sql, "2024-02-29", "duckdb") is first
+    other_day = guarded._pinned(sql, "2024-03-01", "duckdb")
+    assert "2024-02-29" in first and "2024-03-01" in other_day
+    assert guarded._pinned("SELECT 1 AS x", "2024-02-29", "duckdb") == "SELECT 1 AS x"
+    info = guarded._pinned.cache_info()
+    assert (info.hits, info.misses) == (1, 3)
+    assert first == guard.pin_current_date(sql, "2024-02-29", "duckdb")
+
+
+def test_a_bad_day_is_refused_every_time() -> None:
+    from reconciler.errors import UsageError
+    from reconciler.warehouse import guarded
+
+    for _ in range(2):
+        with pytest.raises(UsageError, match="not a calendar date"):
+            guarded._pinned("SELECT CURRENT_DATE AS d", "2024-02-30", "duckdb")
+
+
+def test_the_oracle_analysis_is_kept_by_text_and_equals_a_fresh_one() -> None:
+    from reconciler.compare import ordering, ties
+
+    ordering.order_keys.cache_clear()
+    ties.limit_cut.cache_clear()
+    sql = "SELECT region, SUM(x) AS total FROM t GROUP BY 1 ORDER BY total DESC LIMIT 3"
+    cut = ties.limit_cut(sql, "duckdb")
+    assert ties.limit_cut(sql, "duckdb") is cut
+    assert cut == ties.limit_cut.__wrapped__(sql, "duckdb")
+    assert cut is not None and cut.limit == 3
+    assert ties.limit_cut(sql.replace("LIMIT 3", "LIMIT 4"), "duckdb").limit == 4  # type: ignore[union-attr]
+    keys = ordering.order_keys(sql, "duckdb")
+    assert ordering.order_keys(sql, "duckdb") is keys
+    assert keys == ordering.order_keys.__wrapped__(sql, "duckdb")
+    with pytest.raises(UnsafeSqlError):
+        ordering.order_keys("SELECT 1; SELECT 2", "duckdb")
+    with pytest.raises(UnsafeSqlError):
+        ordering.order_keys("SELECT 1; SELECT 2", "duckdb")  # a refusal is not kept
+
+
+def test_the_join_grain_gate_reads_one_kept_tree_per_text_and_dialect() -> None:
+    from reconciler import trust
+
+    trust._read_only_tree.cache_clear()
+    sql = "SELECT a FROM t"
+    tree = trust._read_only_tree(sql, "duckdb")
+    assert tree is not None and trust._read_only_tree(sql, "duckdb") is tree
+    assert trust._read_only_tree(sql, "postgres") is not tree
+    assert trust._read_only_tree("SELECT FROM WHERE (", "duckdb") is None
+    assert tree.sql("duckdb") == "SELECT a FROM t"

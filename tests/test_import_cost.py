@@ -56,9 +56,23 @@ def test_status_imports_no_engine_and_no_rich(promoted_repo: Path) -> None:
     assert heavy(names, ENGINES + RICH) == []
 
 
+@pytest.mark.parametrize("args", [("status",), ("log", "sales")])
+def test_status_and_log_load_neither_the_suite_nor_sqlglot(
+    promoted_repo: Path, args: tuple[str, ...]
+) -> None:
+    # they read refs and deployment metadata: no run report (which imports the suite,
+    # the gate and the generators) and no SQL parser (lens.yaml is not read)
+    names = imported(promoted_repo, *args)
+    assert "reconciler.history" in names  # it did read the serving state
+    assert heavy(names, (*SCORING, "reconciler.results", "sqlglot")) == []
+
+
 def test_plan_of_serving_trees_imports_no_engine_and_no_rich(promoted_repo: Path) -> None:
     names = imported(promoted_repo, "plan")
     assert heavy(names, ENGINES + RICH) == []
+    # a plan runs nothing: the run report, the gate and the renderers name the suite's
+    # results only in annotations
+    assert heavy(names, (*SCORING, "reconciler.cases", "reconciler.ask")) == []
 
 
 def test_plan_of_a_change_imports_no_engine_and_no_rich(promoted_repo: Path) -> None:
@@ -68,12 +82,14 @@ def test_plan_of_a_change_imports_no_engine_and_no_rich(promoted_repo: Path) -> 
     names = imported(promoted_repo, "plan", "--format", "json")
     assert "reconciler.assets" in names  # it did plan the change
     assert heavy(names, ENGINES + RICH) == []
+    assert heavy(names, (*SCORING, "reconciler.cases", "reconciler.ask")) == []
 
 
 @pytest.mark.parametrize(
     ("args", "absent"),
     [
-        (("--help",), ENGINES + RECONCILE + ("pydantic",)),
+        # the top-level help is printed from the command table, before typer loads
+        (("--help",), ENGINES + RECONCILE + ("pydantic", "typer", "rich")),
         # a command's own help builds its parameters, which loads typer's pydantic adapter
         (("plan", "--help"), ENGINES + RECONCILE),
     ],

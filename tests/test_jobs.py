@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pygit2
 import pytest
@@ -69,9 +70,9 @@ def test_plan_opens_only_the_changed_lens(tmp_path: Path, monkeypatch: pytest.Mo
     opened: list[str] = []
     load = gitstate.load_lens_at
 
-    def spy(r: pygit2.Repository, tree: gitstate.LensTree) -> object:
+    def spy(r: pygit2.Repository, tree: gitstate.LensTree, **kw: Any) -> object:
         opened.append(tree.name)
-        return load(r, tree)
+        return load(r, tree, **kw)
 
     monkeypatch.setattr(gitstate, "load_lens_at", spy)
     rt = Runtime(pygit2.Repository(str(repo.path)), env={}, progress=lambda _m: None)

@@ -173,8 +173,10 @@ def joins_used(tree: exp.Expr, lens: Lens) -> tuple[tuple[str, Join], ...]:
     Returns:
         ``((from model, join), ...)`` in the lens's model and join order.
     """
+    # one walk (breadth first, as find_all) for the three kinds of node read below
+    nodes = list(tree.find_all(exp.Table, exp.EQ, exp.Join))
     aliases: dict[str, str] = {}
-    for table in tree.find_all(exp.Table):
+    for table in (n for n in nodes if isinstance(n, exp.Table)):
         model = model_named(lens, table.name)
         if model is not None:
             aliases[table.alias_or_name.lower()] = model
@@ -183,13 +185,13 @@ def joins_used(tree: exp.Expr, lens: Lens) -> tuple[tuple[str, Join], ...]:
     def pair(a: tuple[str, str], b: tuple[str, str]) -> None:
         equal.update({(a, b), (b, a)})
 
-    for eq in tree.find_all(exp.EQ):
+    for eq in (n for n in nodes if isinstance(n, exp.EQ)):
         left, right = eq.this, eq.expression
         if isinstance(left, exp.Column) and isinstance(right, exp.Column):
             a, b = aliases.get(left.table.lower()), aliases.get(right.table.lower())
             if a is not None and b is not None and a != b:
                 pair((a, left.name.lower()), (b, right.name.lower()))
-    for join in tree.find_all(exp.Join):
+    for join in (n for n in nodes if isinstance(n, exp.Join)):
         joined = join.this
         using = join.args.get("using") or []
         if not using or not isinstance(joined, exp.Table):

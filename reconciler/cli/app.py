@@ -25,37 +25,14 @@ from typer.core import TyperGroup
 
 from reconciler import __version__
 from reconciler.cli.boundary import Invocation, guard
+from reconciler.cli.commands import DESCRIPTION, TABLE, VERSION_HELP
 from reconciler.cli.options import COMMAND_KEY, FORMAT_KEY
 
 # Every command as ``(name, "module:attribute")``, in the order `dst --help` lists
-# them (typer lists single commands before command groups). A command's module is
-# imported when that command runs (or help lists it), so `dst status` never loads
-# what `dst ask` or `dst ci` need.
-COMMANDS: tuple[tuple[str, str], ...] = (
-    ("seed", "reconciler.cli.seed:seed"),
-    ("plan", "reconciler.cli.reconcile:plan"),
-    ("apply", "reconciler.cli.reconcile:apply"),
-    ("test", "reconciler.cli.reconcile:test"),
-    ("status", "reconciler.cli.serving:status"),
-    ("rollback", "reconciler.cli.serving:rollback"),
-    ("watch", "reconciler.cli.watch:watch"),
-    ("coverage", "reconciler.cli.coverage:coverage"),
-    ("log", "reconciler.cli.log:log"),
-    ("gc", "reconciler.cli.gc:gc"),
-    ("certify", "reconciler.cli.certify:certify"),
-    ("ask", "reconciler.cli.ask:ask"),
-    ("explain", "reconciler.cli.explain:explain"),
-    ("report", "reconciler.cli.report:report"),
-    ("init", "reconciler.cli.init:init"),
-    ("mutate", "reconciler.cli.mutate:mutate"),
-    ("import", "reconciler.cli.interop:import_app"),
-    ("hooks", "reconciler.cli.hooks:hooks_app"),
-    ("sync", "reconciler.cli.sync:sync"),
-    ("ci", "reconciler.cli.ci:ci_app"),
-    ("validate", "reconciler.cli.validate:validate"),
-    ("export", "reconciler.cli.interop:export_app"),
-    ("evals", "reconciler.cli.evals:evals_app"),
-)
+# them (:data:`reconciler.cli.commands.TABLE`). A command's module is imported when
+# that command runs (or its help is drawn), so `dst status` never loads what
+# `dst ask` or `dst ci` need.
+COMMANDS: tuple[tuple[str, str], ...] = tuple((c.name, c.target) for c in TABLE)
 
 
 def load_command(name: str, target: str) -> Any:
@@ -143,13 +120,13 @@ app = typer.Typer(
     cls=DstGroup,
     add_completion=False,
     no_args_is_help=True,
-    help="dst: plan, gate, promote and roll back text-to-SQL lenses from git.",
+    help=DESCRIPTION,
 )
 
 
 @app.callback(invoke_without_command=True)
 def _root(
-    version: Annotated[bool, typer.Option("--version", help="Print the version.")] = False,
+    version: Annotated[bool, typer.Option("--version", help=VERSION_HELP)] = False,
 ) -> None:
     if version:
         print(f"dst {__version__}")

@@ -4,6 +4,9 @@ A pre-push hook runs on every ``git push``; importing typer, rich, SQLAlchemy an
 sqlglot there would cost more than the work of a push that touches no lens. So
 ``dst hook-impl …`` is dispatched here, before the command-line framework loads.
 Both paths run inside the one error boundary (:mod:`reconciler.cli.boundary`).
+``dst --help`` (and ``dst`` alone) is printed here too, from the command table
+(:mod:`reconciler.cli.commands`), without typer: drawing it through typer's rich
+help cost three times the import of typer.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ import sys
 
 def main(argv: list[str] | None = None) -> None:
     """Run ``dst`` with ``argv`` (default ``sys.argv[1:]``).
+
+    ``dst`` and ``dst --help`` print the command list (exit 2 and 0).
 
     Raises:
         SystemExit: always, with the exit code (0 ok, 1 blocked, 2 bad input,
@@ -24,6 +29,16 @@ def main(argv: list[str] | None = None) -> None:
         from reconciler.cli.hook import main as hook_main
 
         sys.exit(hook_main(args[1:]))
+    # lazy: the command table, after the hook's fast path (which needs nothing of it)
+    from reconciler.cli.commands import is_top_level_help, top_level_help
+
+    if is_top_level_help(args):
+        import shutil  # lazy: the terminal's width, for the help alone
+
+        sys.stdout.write(top_level_help(shutil.get_terminal_size().columns))
+        sys.stdout.flush()
+        # as a command-line framework does: asked for help, 0; no command at all, a usage error
+        sys.exit(0 if args else 2)
     # lazy: importing the app loads typer and every command module; the hook needs neither
     from reconciler.cli.app import app
 

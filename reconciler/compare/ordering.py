@@ -7,6 +7,7 @@ from the AST, and then only the order of the sort keys (DESIGN §4 step 3);
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from sqlglot import exp
@@ -50,8 +51,9 @@ class OrderKey:
         return f"{name} DESC" if self.desc else name
 
 
+@functools.lru_cache(maxsize=4096)  # a suite asks for every oracle on every run
 def order_keys(sql: str, dialect: str) -> tuple[OrderKey, ...] | None:
-    """The sort keys of the top-level query's ORDER BY, as output columns.
+    """The sort keys of the top-level query's ORDER BY, as output columns (kept by text).
 
     Only the outermost query counts (through parentheses, and on a UNION the
     ORDER BY that applies to the whole); an ORDER BY inside a CTE, a subquery

@@ -16,6 +16,7 @@ an ORDER BY whose keys are not all output columns are left strict.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -55,8 +56,9 @@ class LimitCut:
         return f"LIMIT {self.limit} on ({', '.join(k.label() for k in self.keys)})"
 
 
+@functools.lru_cache(maxsize=4096)  # a suite asks for every oracle on every run
 def limit_cut(sql: str, dialect: str) -> LimitCut | None:
-    """The top-level LIMIT of ``sql`` when ties could matter, else ``None``.
+    """The top-level LIMIT of ``sql`` when ties could matter, else ``None`` (kept by text).
 
     ``None`` also when the query does not parse, the count is not an integer
     literal, there is an OFFSET, the FETCH keeps ties, or an ORDER BY key is not

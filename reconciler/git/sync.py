@@ -59,8 +59,7 @@ from reconciler.git.sync_report import (
     short,
     tally,
 )
-from reconciler.ids import Oid
-from reconciler.lens import LENS_NAME_RE
+from reconciler.ids import LENS_NAME_RE, Oid
 
 TRACKING = "refs/dst-remote/"
 UNKNOWN_STATE = "serving state unknown — run dst sync --fetch"

@@ -16,6 +16,7 @@ from pathlib import Path
 import pygit2
 
 from reconciler.errors import LensLoadError, UsageError
+from reconciler.git import checked as checkmarks
 from reconciler.ids import Oid
 from reconciler.lens import LENS_NAME_RE, Lens, load_lens
 
@@ -69,6 +70,12 @@ def open_repo(path: str | os.PathLike[str] | None) -> pygit2.Repository:
 def repo_root(repo: pygit2.Repository) -> Path:
     """The working tree root (the git dir's parent for a bare repository)."""
     return Path(repo.workdir or Path(repo.path).parent).resolve()
+
+
+def checked_dir(repo: pygit2.Repository) -> Path | None:
+    """Where loads leave their :mod:`reconciler.git.checked` markers: ``.dst/checked/``
+    of the work tree; ``None`` for a bare repository (no markers)."""
+    return None if repo.is_bare else repo_root(repo) / ".dst" / "checked"
 
 
 def resolve_commit(repo: pygit2.Repository, rev: str) -> Oid:
@@ -210,8 +217,17 @@ _LOADED: dict[tuple[str, str], Lens] = {}
 _LOADED_MAX = 16
 
 
-def load_lens_at(repo: pygit2.Repository, lens_tree: LensTree) -> Lens:
+def load_lens_at(
+    repo: pygit2.Repository, lens_tree: LensTree, *, checked: Path | None = None
+) -> Lens:
     """Load a lens from a tree in the object database (memoized by tree id).
+
+    Args:
+        repo: the repository holding the tree.
+        lens_tree: the lens's name and tree id.
+        checked: the directory of :mod:`reconciler.git.checked` markers
+            (``.dst/checked/``): a tree that loaded before skips the SQL checks
+            then, and one that loads now leaves its marker; ``None``: no markers.
 
     Raises:
         LensLoadError: a file does not load, or the lens holds a symlink.
@@ -222,7 +238,12 @@ def load_lens_at(repo: pygit2.Repository, lens_tree: LensTree) -> Lens:
         _LOADED[key] = cached  # most recently used goes last; the first is evicted
         return cached
     root = f"{LENSES_DIR}/{lens_tree.name}"
-    lens = load_lens(lens_tree.name, tree_files(repo, lens_tree.tree, lens_root=root))
+    files = tree_files(repo, lens_tree.tree, lens_root=root)
+    mark = checkmarks.marker(checked, lens_tree.name, str(lens_tree.tree))
+    known = checkmarks.seen(mark)
+    lens = load_lens(lens_tree.name, files, sql_checked=known)
+    if not known:
+        checkmarks.remember(mark)
     if len(_LOADED) >= _LOADED_MAX:
         _LOADED.pop(next(iter(_LOADED)))
     _LOADED[key] = lens

@@ -50,7 +50,7 @@ from reconciler.mutation.formatting import FORMATTING_KINDS, formatting_edits
 from reconciler.mutation.operators import OPERATORS, Edit, semantic_mutants
 from reconciler.reconcile import reconcile
 from reconciler.results import LensRun
-from reconciler.suite import Outcome
+from reconciler.state import Outcome
 from reconciler.warehouse.connection import EMBEDDED_DIR, EMBEDDED_FILE, embedded_path
 
 BLOCKED, SURVIVED, INVALID, ERROR = "blocked", "survived", "invalid", "error"

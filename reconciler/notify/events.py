@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from reconciler.results import Action, LensRun
-from reconciler.suite import Outcome
+from reconciler.state import Outcome
 
 EventName = Literal["promoted", "blocked", "stood_down", "recovered"]
 

@@ -41,13 +41,16 @@ import secrets
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reconciler.errors import DstError, LensLoadError, LensLoadErrors
 from reconciler.loader import load_yaml
 from reconciler.render.text import to_text
 from reconciler.results import LensRun, RunReport
-from reconciler.suite import AnswerResult, Outcome
+from reconciler.state import Outcome
+
+if TYPE_CHECKING:
+    from reconciler.suite import AnswerResult  # annotations only: rendering runs nothing
 
 ANNOTATIONS_PER_KIND = 10
 SUMMARY_LIMIT_BYTES = 512_000

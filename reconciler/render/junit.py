@@ -14,7 +14,7 @@ import re
 import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reconciler.render.github import (
     CELL_CHARS,
@@ -25,7 +25,10 @@ from reconciler.render.github import (
     score_line,
 )
 from reconciler.results import LensRun, RunReport
-from reconciler.suite import AnswerResult, Outcome
+from reconciler.state import Outcome
+
+if TYPE_CHECKING:
+    from reconciler.suite import AnswerResult  # annotations only: rendering runs nothing
 
 _XML_INVALID = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 

@@ -26,10 +26,13 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from reconciler.results import Action, LensRun, RunReport
-from reconciler.suite import AnswerResult, Outcome
+from reconciler.state import Outcome
+
+if TYPE_CHECKING:
+    from reconciler.suite import AnswerResult  # annotations only: rendering runs nothing
 
 SCHEMA_VERSION = 1
 _PUBLIC_SCORE = ("correct", "wrong", "declined", "error", "total")
