@@ -72,14 +72,14 @@ from datetime import date
 from sqlglot.errors import SqlglotError
 
 from reconciler.assembly.grain import join_doubt
-from reconciler.assembly.joins import join_paths
 from reconciler.assembly.lexicon import Target, model_nouns, person_dimensions
 from reconciler.assembly.request import GenerationRequest
 from reconciler.assembly.retrieval import Mention, Retrieval, counted_model, retrieve, time_models
 from reconciler.assembly.text import normalize
+from reconciler.generators import compiler
 from reconciler.generators.adapt import from_exemplars
 from reconciler.generators.bounds import Bound, split_bounds
-from reconciler.generators.compiler import Declined, Measure, Plan, one_path, render
+from reconciler.generators.compiler import Declined, Measure, Plan, one_path, plan_edges, render
 from reconciler.generators.countratios import count_ratio
 from reconciler.generators.doubts import check_doubts, entity_breakdowns
 from reconciler.generators.generation import DimensionValues, Generation
@@ -102,7 +102,7 @@ _GRAIN_ORDER = ("day", "week", "month", "quarter", "year")
 
 def _resolve(lens: Lens, base: str, targets: tuple[Target, ...], what: str, phrase: str) -> Target:
     """The one target reachable from ``base`` (through a safe join path), else decline."""
-    reachable = [t for t in targets if join_paths(lens, base, t.model)]
+    reachable = compiler.reachable(lens, base, targets)
     if not reachable:
         one_path(lens, base, targets[0].model)
     places = sorted({(t.model, t.name) for t in reachable})
@@ -201,12 +201,10 @@ def parse(
     involved: set[str] = set()
     for part in plans:
         involved.update(part.models())
-        for target in part.models():
-            for here, join in one_path(lens, part.base, target):
-                involved.add(join.to)
-                doubt = join_doubt(values, here, join)
-                if doubt is not None:
-                    raise Declined(doubt)
+        for here, join in plan_edges(lens, part):
+            involved.add(join.to)
+            if (doubt := join_doubt(values, here, join)) is not None:
+                raise Declined(doubt)
     stray = ", ".join(sorted(reading.model_nouns - involved))
     if stray:
         raise Declined(f"the question names model(s) {stray} that the query would not use")
