@@ -140,13 +140,12 @@ def join_doubt(values: DimensionValues, here: str, join: Join) -> str | None:
     declared one-to-many join has no "one" side to check: whether the measure may be
     taken through it is the generator's business.
     """
-    one, columns = join.to, tuple(join.on.values())
+    one, columns, name = join.to, tuple(join.on.values()), f"join {here} → {join.to}"
     if isinstance(join, Reversal):
-        one, columns = here, tuple(join.on)
+        one, columns, name = here, tuple(join.on), f"join {join.to} → {here} (walked backwards)"
     elif join.relationship == "one_to_many":
         return None
     key = f"{one}.{', '.join(columns)}"
-    name = f"join {here} → {join.to}"
     if not isinstance(values, WarehouseFacts):
         return f"{name}: whether {key} is unique is unknown (no warehouse facts were gathered)"
     fact = values.key_facts.get((one, columns))
