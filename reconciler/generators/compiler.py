@@ -34,19 +34,29 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
 from datetime import date
-from typing import Protocol, TypeVar
 
 import sqlglot
 from sqlglot import exp
 
 from reconciler.assembly import memo as lensmemo
-from reconciler.assembly.joins import Reversal, join_paths, related_paths
 from reconciler.assembly.lexicon import model_named
-from reconciler.assembly.retrieval import metric_models
+from reconciler.generators.paths import one_path, plan_edges
+from reconciler.generators.plans import FACT_FUNCTIONS, Declined, Measure, Plan
 from reconciler.lens import Join, Lens, Model
+
+__all__ = [
+    "FACT_FUNCTIONS",
+    "PERCENT_WORDS",
+    "SHARE_WORDS",
+    "Declined",
+    "Measure",
+    "Plan",
+    "one_path",
+    "plan_edges",
+    "render",
+]
 
 _NUMBER_RE = re.compile(r"^-?\d+(\.\d+)?$")
 _NUMERIC_TYPES = re.compile(
@@ -59,233 +69,12 @@ PERCENT_WORDS = frozenset({"percentage", "percent", "pct"})
 _CONDITIONAL = (exp.Sum, exp.Avg, exp.Min, exp.Max, exp.Count)
 
 
-FACT_FUNCTIONS: Mapping[str, type[exp.Func]] = {
-    "avg": exp.Avg,
-    "sum": exp.Sum,
-    "min": exp.Min,
-    "max": exp.Max,
-}
-
-
 _COMPARISONS: Mapping[str, type[exp.Binary]] = {
     ">": exp.GT,
     ">=": exp.GTE,
     "<": exp.LT,
     "<=": exp.LTE,
 }
-
-
-class _OnModel(Protocol):
-    @property
-    def model(self) -> str: ...
-
-
-T = TypeVar("T", bound=_OnModel)
-
-
-class Declined(Exception):
-    """The question is outside the grammar; ``reason`` says where.
-
-    Control flow inside the fast tier, not a :class:`~reconciler.errors.DstError`:
-    :func:`reconciler.generators.fast.compile_request` turns it into a declined
-    :class:`~reconciler.generators.Generation`.
-    """
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-@dataclass(frozen=True)
-class Measure:
-    """What a query aggregates: a lens metric, or an aggregate of one model fact.
-
-    Attributes:
-        name: the output column alias (the metric's name, or ``avg_amount``).
-        model: the model the aggregate reads (the FROM table).
-        expression: aggregate SQL whose bare columns are ``model``'s columns.
-        filters: SQL conditions the measure always carries (a metric's ``filters``).
-        models: every model the expression and filters read (for joins).
-        metric: the metric's name, or ``None`` for a fact aggregate.
-        function: for a fact aggregate, its :data:`FACT_FUNCTIONS` key;
-            ``count_distinct`` for a count of entities (``COUNT(DISTINCT key)``).
-    """
-
-    name: str
-    model: str
-    expression: str
-    filters: tuple[str, ...] = ()
-    models: tuple[str, ...] = ()
-    metric: str | None = None
-    function: str | None = None
-
-    @classmethod
-    def of_metric(cls, lens: Lens, name: str) -> Measure:
-        """The lens metric ``name``: its expression, filters and the models they read."""
-        m = lens.metrics[name]
-        return cls(name, m.model, m.expression, m.filters, metric_models(lens, name), name)
-
-    @classmethod
-    def of_fact(cls, lens: Lens, model: str, fact: str, function: str) -> Measure:
-        """``function`` (``avg``, ``sum``, ``min``, ``max``) of ``model``'s fact ``fact``,
-        aliased ``<function>_<fact>``; the fact's own ``expr`` is expanded when compiled."""
-        sql = FACT_FUNCTIONS[function](this=exp.column(fact)).sql(dialect=lens.config.dialect)
-        return cls(f"{function}_{fact}", model, sql, (), (model,), None, function)
-
-
-@dataclass(frozen=True)
-class Plan:
-    """A question read into its semantic parts, before it is compiled to SQL.
-
-    Attributes:
-        measure: what is aggregated; its model is the FROM table (``base``).
-        breakdowns: ``(model, dimension)`` pairs in question order.
-        filters: ``(model, dimension, exact stored value)`` equality filters.
-        flags: ``(model, boolean dimension)`` pairs that must be TRUE.
-        time: ``(model, time dimension)`` used by the grain and the period, if any.
-        grain: DATE_TRUNC unit of the time bucket, if any.
-        period: half-open ``[start, end)`` date range, if any.
-        rank: ``(descending, n)`` for top/bottom N, if any.
-        extra: further measures on the same model, as more columns.
-        compared: half-open ranges of compared periods (one bucket each), if any.
-        share: the share word (``share``, ``percentage`` …) when the question asks
-            for the measure's share of the total, else ``None``.
-        ties: a ranking keeps every row tied within the first ``n``.
-        change: ``(grain, "change" | "percent", first bucket shown or None)`` for a
-            change between consecutive buckets; ``period`` then starts one bucket
-            earlier than the question's period, so its first bucket has a change.
-        joined: plans of measures on other models, with the same keys, filters and
-            period; each is aggregated apart and the results joined on the keys.
-        bounds: ``(model, fact, operator, whole number)`` comparison filters
-            ("with amount more than 100").
-        order: ``(output column, descending)`` an ordering phrase asked for
-            ("sorted by region"), first in the ORDER BY; the other keys break ties.
-    """
-
-    measure: Measure
-    breakdowns: tuple[tuple[str, str], ...] = ()
-    filters: tuple[tuple[str, str, str], ...] = ()
-    flags: tuple[tuple[str, str], ...] = ()
-    time: tuple[str, str] | None = None
-    grain: str | None = None
-    period: tuple[date, date] | None = None
-    rank: tuple[bool, int] | None = None
-    extra: tuple[Measure, ...] = ()
-    compared: tuple[tuple[date, date], ...] = ()
-    share: str | None = None
-    ties: bool = False
-    change: tuple[str, str, date | None] | None = None
-    joined: tuple[Plan, ...] = ()
-    order: tuple[str, bool] | None = None
-    bounds: tuple[tuple[str, str, str, str], ...] = ()
-
-    @property
-    def base(self) -> str:
-        """The measure's model: the FROM table every join starts from."""
-        return self.measure.model
-
-    def models(self) -> tuple[str, ...]:
-        """Models the plan reads directly (before adding the join paths between them)."""
-        named = [
-            self.base,
-            *(m for m, _ in self.breakdowns),
-            *(m for m, _, _ in self.filters),
-            *(m for m, _ in self.flags),
-            *(m for m, _, _, _ in self.bounds),
-            *((self.time[0],) if self.time else ()),
-            *self.measure.models,
-            *(m for extra in self.extra for m in extra.models),
-        ]
-        return tuple(dict.fromkeys(named))
-
-
-def one_path(lens: Lens, base: str, target: str) -> tuple[tuple[str, Join], ...]:
-    """The single join path from ``base`` to ``target``: the shortest along declared
-    joins, else the shortest related path (one hop against a join's direction:
-    :func:`~reconciler.assembly.joins.related_paths`).
-
-    Whether the plan's measures may be taken through a hop that fans ``base``'s rows
-    out is :func:`plan_edges`'s business.
-
-    Raises:
-        Declined: no declared or related path, or several shortest paths.
-    """
-    paths = join_paths(lens, base, target) or related_paths(lens, base, target)
-    if not paths:
-        raise Declined(f"no declared join leads from model {base!r} to model {target!r}")
-    if len(paths) > 1:
-        routes = " / ".join(_route(base, p) for p in paths)
-        raise Declined(f"model {target!r} is reachable from {base!r} in several ways ({routes})")
-    return paths[0]
-
-
-def _route(base: str, path: tuple[tuple[str, Join], ...]) -> str:
-    """``papers←paper_datasets→datasets``: each hop's arrow in its declared direction."""
-    out = base
-    for _, join in path:
-        out += ("←" if isinstance(join, Reversal) else "→") + join.to
-    return out
-
-
-def reachable(lens: Lens, base: str, targets: Sequence[T]) -> list[T]:
-    """The ``targets`` (anything with a ``model``) a declared join path from ``base``
-    reaches; when none is, those a related path reaches (see :func:`one_path`)."""
-    forward = [t for t in targets if join_paths(lens, base, t.model)]
-    return forward or [t for t in targets if related_paths(lens, base, t.model)]
-
-
-def plan_edges(lens: Lens, plan: Plan) -> tuple[tuple[str, Join], ...]:
-    """Every join ``plan`` makes, ``(from model, join)`` in join order, each model once.
-
-    A hop that fans ``plan.base``'s rows out (a declared ``one_to_many`` join, or a
-    join walked backwards) repeats each row once per related row: only a count of
-    distinct values of the base's own columns is unchanged by that, so every measure
-    must be one (:func:`fanout_doubt`). The join-grain gate is the caller's.
-
-    Raises:
-        Declined: a model is reached two ways, a path fans out twice, or a measure
-            would be changed by the fan-out.
-    """
-    edges: dict[str, tuple[str, Join]] = {}
-    for target in plan.models():
-        path = one_path(lens, plan.base, target)
-        fans = [(h, j) for h, j in path if j.relationship == "one_to_many"]
-        if len(fans) > 1:
-            raise Declined(f"{_route(plan.base, path)} fans {plan.base!r} rows out twice")
-        if fans and (doubt := fanout_doubt(lens, plan, fans[0])):
-            raise Declined(doubt)
-        for here, join in path:
-            if edges.setdefault(join.to, (here, join)) != (here, join):
-                raise Declined(f"model {join.to!r} would be joined from {plan.base!r} two ways")
-    return tuple(edges.values())
-
-
-def fanout_doubt(lens: Lens, plan: Plan, hop: tuple[str, Join]) -> str | None:
-    """Why ``plan``'s measures cannot be taken through the fanning ``hop``, or ``None``.
-
-    Each ``plan.base`` row is repeated once per row ``hop`` reaches, so a SUM, AVG or
-    row COUNT would weigh a row by how many related rows it has; COUNT(DISTINCT …) of
-    the base's own columns counts each value once per group whatever the repeats —
-    the entities related to each group (an author counted once for each dataset one
-    of their papers belongs to). A share of such counts adds an entity to the total
-    once per group, so it declines too.
-    """
-    here, join = hop
-    name = f"join {here} → {join.to} is one_to_many"
-    if isinstance(join, Reversal):
-        name = f"join {join.to} → {here}, walked from {here} to {join.to}, is one-to-many"
-    if plan.share:
-        return f"{name}: a {plan.share} would count an entity related to several groups in each"
-    for measure in (plan.measure, *plan.extra):
-        tree = sqlglot.parse_one(measure.expression, read=lens.config.dialect)
-        distinct = isinstance(tree, exp.Count) and isinstance(tree.this, exp.Distinct)
-        if not distinct or set(measure.models) - {measure.model}:
-            return (
-                f"{name} and would fan out {measure.name} ({tree.sql()}): each {plan.base} "
-                f"row would count once per related {join.to} row; only a count of distinct "
-                f"values of {plan.base} (COUNT(DISTINCT …)) is read through it"
-            )
-    return None
 
 
 class _Renderer:

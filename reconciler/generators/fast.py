@@ -76,7 +76,7 @@ from reconciler.assembly.lexicon import Target, model_nouns, person_dimensions
 from reconciler.assembly.request import GenerationRequest
 from reconciler.assembly.retrieval import Mention, Retrieval, counted_model, retrieve, time_models
 from reconciler.assembly.text import normalize
-from reconciler.generators import compiler
+from reconciler.generators import paths
 from reconciler.generators.adapt import from_exemplars
 from reconciler.generators.bounds import Bound, split_bounds
 from reconciler.generators.compiler import Declined, Measure, Plan, one_path, plan_edges, render
@@ -102,7 +102,7 @@ _GRAIN_ORDER = ("day", "week", "month", "quarter", "year")
 
 def _resolve(lens: Lens, base: str, targets: tuple[Target, ...], what: str, phrase: str) -> Target:
     """The one target reachable from ``base`` (through a safe join path), else decline."""
-    reachable = compiler.reachable(lens, base, targets)
+    reachable = paths.reachable(lens, base, targets)
     if not reachable:
         one_path(lens, base, targets[0].model)
     places = sorted({(t.model, t.name) for t in reachable})
