@@ -42,7 +42,7 @@ from sqlglot import exp
 
 from reconciler.assembly import memo as lensmemo
 from reconciler.assembly.lexicon import model_named
-from reconciler.generators.paths import one_path, plan_edges
+from reconciler.generators.paths import counts_distinct, one_path, per_base_row, plan_edges
 from reconciler.generators.plans import FACT_FUNCTIONS, Declined, Measure, Plan
 from reconciler.lens import Join, Lens, Model
 
@@ -198,7 +198,12 @@ class _Renderer:
             )
         if conditions:
             query = query.where(exp.and_(*conditions), copy=False)
-        if keys:
+        if any(j.relationship == "one_to_many" for _, j in self.edges) and not all(
+            counts_distinct(lens, m) for m in measures
+        ):
+            # fanout_doubt let it through: the hop starts at the base, unique on its key
+            query, keys = per_base_row(query, self.aliases[plan.base], keys)
+        elif keys:
             query = query.group_by(*(e.copy() for e, _ in keys), copy=False)
         return query, keys, measure
 
