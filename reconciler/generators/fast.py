@@ -82,6 +82,7 @@ from reconciler.generators.bounds import Bound, split_bounds
 from reconciler.generators.compiler import Declined, Measure, Plan, one_path, plan_edges, render
 from reconciler.generators.countratios import count_ratio
 from reconciler.generators.doubts import check_doubts, entity_breakdowns
+from reconciler.generators.entities import check_entity_count
 from reconciler.generators.generation import DimensionValues, Generation
 from reconciler.generators.grammar import Reading, phrase_of, plural, read_grammar
 from reconciler.generators.listing import listed_rows, ranked_rows
@@ -268,7 +269,7 @@ def _plan(
     grain, period, compared, change = _when(reading, len(measures))
     rank = _rank(reading, found, grain, bool(breakdowns), plural_breakdown)
     if measure.function == "count_distinct":
-        _check_entity_count(found, measure, split.mentions, grain, period, rank)
+        check_entity_count(lens, found, measure, split.mentions, grain, period, rank)
     if grain and reading.who:
         raise Declined(f"'who' with a {grain} breakdown: one person overall, or one per {grain}?")
     time = _time_column(lens, base, split.time, grain is not None or period is not None)
@@ -462,42 +463,6 @@ def _periods(
     if grain and period and _GRAIN_ORDER.index(grain) >= _GRAIN_ORDER.index(period.unit):
         raise Declined(f"a {grain} breakdown within one {period.unit} is not a question I can read")
     return grain, period.span if period else None, ()
-
-
-_INTRODUCERS = frozenset({"by", "per", "each", "every", "across"})
-
-
-def _check_entity_count(
-    found: Retrieval,
-    measure: Measure,
-    breakdowns: list[Mention],
-    grain: str | None,
-    period: tuple[date, date] | None,
-    rank: tuple[bool, int] | None,
-) -> None:
-    """A count of entities takes no period, and a breakdown only after "by", "per",
-    "each" … (or in a ranking): "how many customers have an email" is not a count
-    *by* email."""
-    model = measure.model
-    if grain or period:
-        raise Declined(
-            f"a count of {model} in a period: which date of {model} (created, active …)?"
-        )
-    if rank is not None:
-        return
-    introduced: set[int] = set()
-    for d in sorted(breakdowns, key=lambda m: m.start):
-        k = d.start - 1
-        while k >= 0 and found.tokens[k] == "the":
-            k -= 1
-        before = found.tokens[k] if k >= 0 else ""
-        if before in _INTRODUCERS or (before == "and" and k in introduced):
-            introduced.add(d.end)
-            continue
-        raise Declined(
-            f"{phrase_of(found, d)!r} is not introduced by 'by', 'per' or 'each': "
-            f"a count of {model} broken down by it, or filtered by it?"
-        )
 
 
 def _who(
