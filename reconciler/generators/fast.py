@@ -14,7 +14,9 @@ answer is worse than no answer. A question is read as
   customers`` counts the distinct primary keys of the model the noun names (no
   period; a breakdown only after ``by``/``per``/``each``, or in a ranking);
 * optional breakdown dimensions (at most two), on the measure's model or on a model
-  reached through declared joins (``orders → customers → regions``);
+  reached through declared joins (``orders → customers → regions``), else through one
+  hop against a join's direction (a bridge model: ``papers ← paper_datasets →
+  datasets``), which only some measures survive (:mod:`reconciler.generators.paths`);
 * an optional time grain (``monthly``, ``by quarter`` …) on the nearest time dimension;
 * an optional period (:mod:`reconciler.generators.periods`): a year (``2024``), a
   quarter (``Q3 2024``, ``third quarter of 2024``), a month (``March 2024``) or a
