@@ -59,3 +59,22 @@ def test_a_join_walked_backwards_still_needs_its_one_side_unique(warehouse: Path
     assert "venues.venue_id is not unique in the warehouse" in declined, declined
     unknown = ask(lens, question, dict(values)).declined
     assert unknown is not None and "no warehouse facts were gathered" in unknown, unknown
+
+
+def test_a_declared_one_to_many_join_carries_a_distinct_count(warehouse: Path) -> None:
+    # The same relation declared from the venues' side: followed in its declared direction.
+    files = {p: t.encode() for p, t in DATA["lens"].items()}
+    files["models/venues.yaml"] += (
+        b"joins:\n  - to: papers\n    relationship: one_to_many\n    on: {venue_id: venue_id}\n"
+    )
+    lens = load_lens("paper_shop", files)
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        values = dimension_values(con, lens)
+        counted = ask(lens, "How many venues are there for each year?", values)
+        assert counted.sql is not None, counted.declined
+        assert "INNER JOIN papers" in counted.sql and "SELECT DISTINCT" not in counted.sql
+        rows = sorted(con.execute(counted.sql).fetchall())
+        assert rows == [(2020, 1), (2021, 2), (2022, 1)], counted.sql
+    finally:
+        con.close()

@@ -66,9 +66,9 @@ def plan_edges(lens: Lens, plan: Plan) -> tuple[tuple[str, Join], ...]:
     """Every join ``plan`` makes, ``(from model, join)`` in join order, each model once.
 
     A hop that fans ``plan.base``'s rows out (a declared ``one_to_many`` join, or a
-    join walked backwards) repeats each row once per related row: only a count of
-    distinct values of the base's own columns is unchanged by that, so every measure
-    must be one (:func:`fanout_doubt`). The join-grain gate is the caller's.
+    join walked backwards) repeats each row once per related row: every measure must
+    be one that survives it (:func:`fanout_doubt`). The join-grain gate is the
+    caller's (:func:`reconciler.assembly.grain.join_doubt` on each edge).
 
     Raises:
         Declined: a model is reached two ways, a path fans out twice, or a measure
