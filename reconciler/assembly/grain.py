@@ -27,6 +27,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 
+from reconciler.assembly.joins import Reversal
 from reconciler.assembly.lexicon import DimensionValues, model_named
 from reconciler.errors import UnsafeSqlError
 from reconciler.lens import Join, Lens
@@ -133,18 +134,21 @@ def duplicate_detail(columns: tuple[str, ...], row: tuple[object, ...]) -> str:
 def join_doubt(values: DimensionValues, here: str, join: Join) -> str | None:
     """Why the join ``here → join.to`` is not proven safe, or ``None`` when it is.
 
-    A one-to-many join is not this check's business (the fast tier never follows
-    one); a many-to-one or one-to-one join is safe only when :class:`WarehouseFacts`
-    say its "one" side is unique on the key.
+    A many-to-one or one-to-one join is safe only when :class:`WarehouseFacts` say its
+    "one" side is unique on the key; so is a declared join walked backwards (a
+    :class:`~reconciler.assembly.joins.Reversal`, whose "one" side is ``here``). A
+    declared one-to-many join has no "one" side to check: whether the measure may be
+    taken through it is the generator's business.
     """
-    if join.relationship == "one_to_many":
+    one, columns, name = join.to, tuple(join.on.values()), f"join {here} → {join.to}"
+    if isinstance(join, Reversal):
+        one, columns, name = here, tuple(join.on), f"join {join.to} → {here} (walked backwards)"
+    elif join.relationship == "one_to_many":
         return None
-    columns = tuple(join.on.values())
-    key = f"{join.to}.{', '.join(columns)}"
-    name = f"join {here} → {join.to}"
+    key = f"{one}.{', '.join(columns)}"
     if not isinstance(values, WarehouseFacts):
         return f"{name}: whether {key} is unique is unknown (no warehouse facts were gathered)"
-    fact = values.key_facts.get((join.to, columns))
+    fact = values.key_facts.get((one, columns))
     if fact is None or fact.unique is None:
         why = fact.detail if fact is not None and fact.detail else "not checked"
         return f"{name}: could not check that {key} is unique in the warehouse ({why})"

@@ -7,6 +7,13 @@ alone, so each source model is searched once per lens version
 (:mod:`reconciler.assembly.memo`) and every path set is kept: a plan over 50 answers
 of a lens with ~80 models makes a few thousand distinct path queries, not
 millions of breadth-first searches.
+
+A model no declared path reaches may still be *related* to the source through one
+hop against a join's direction (:func:`related_paths`): ``authors ← authorships →
+papers``, ``reviews → businesses ← categories``. Such a path repeats the source's
+rows once per related row, so only a measure that repeated rows cannot change may
+be taken through it; the fast tier decides that
+(:func:`reconciler.generators.compiler.plan_edges`).
 """
 
 from __future__ import annotations
@@ -18,6 +25,37 @@ from reconciler.lens import Join, Lens
 
 Edge = tuple[str, Join]
 Path = tuple[Edge, ...]
+
+
+class Reversal(Join):
+    """A declared join walked backwards: from its "one" side to the model declaring it.
+
+    ``to`` is the declaring model and ``on`` maps the "one" side's key columns to the
+    declaring model's columns (the declared ``on`` turned around), so it renders like
+    any join; ``relationship`` is ``one_to_many``, because each row of the "one" side
+    meets every row that refers to it. :func:`reconciler.assembly.grain.join_doubt`
+    still checks the declared join's "one" side.
+    """
+
+
+def reversal(declaring: str, join: Join) -> Reversal:
+    """The join ``declaring → join.to`` walked from ``join.to`` back to ``declaring``."""
+    turned = {theirs: ours for ours, theirs in join.on.items()}
+    return Reversal(to=declaring, relationship="one_to_many", on=turned)
+
+
+def _steps(lens: Lens, here: str) -> list[tuple[Edge, bool]]:
+    """``((here, join), fans out)`` for every hop from ``here``: its declared joins (a
+    declared ``one_to_many`` fans out), and every many-to-one or one-to-one join
+    declared *to* it, walked backwards (always fans out). A declared ``one_to_many``
+    is never walked backwards: its "one" side has no uniqueness fact to check."""
+    model = lens.models.get(here)
+    out = [((here, j), j.relationship == "one_to_many") for j in (model.joins if model else ())]
+    for other in sorted(lens.models):
+        for j in lens.models[other].joins:
+            if j.to == here and j.relationship != "one_to_many" and other != here:
+                out.append(((here, reversal(other, j)), True))
+    return out
 
 
 class JoinIndex:
@@ -33,6 +71,7 @@ class JoinIndex:
         self._paths: dict[tuple[str, str], tuple[Path, ...]] = {}
         self._models: dict[tuple[str, str], frozenset[str]] = {}
         self._united: dict[tuple[frozenset[str], str], frozenset[str]] = {}
+        self._related: dict[tuple[str, str], tuple[Path, ...]] = {}
 
     def _search(self, source: str) -> dict[str, list[Edge]]:
         """Breadth-first from ``source``: ``{reached model: its edges on shortest paths}``.
@@ -79,15 +118,45 @@ class JoinIndex:
 
         return self._paths.setdefault(key, tuple(back(target)))
 
+    def related(self, source: str, target: str) -> tuple[Path, ...]:
+        """Every shortest related path from ``source`` to ``target``: see :func:`related_paths`."""
+        key = (source, target)
+        found = self._related.get(key)
+        if found is None:
+            found = self._related.setdefault(key, self._search_related(source, target))
+        return found
+
+    def _search_related(self, source: str, target: str) -> tuple[Path, ...]:
+        """Breadth-first over ``(model, fanned out yet)`` states, keeping every shortest
+        path that ends fanned out and visits no model twice."""
+        frontier: list[tuple[str, bool, Path]] = [(source, False, ())]
+        seen = {(source, False)}
+        while frontier:
+            reached = tuple(p for m, fanned, p in frontier if m == target and fanned)
+            if reached:
+                return reached
+            step: list[tuple[str, bool, Path]] = []
+            for here, fanned, path in frontier:
+                visited = {source, *(j.to for _, j in path)}
+                for edge, fans in _steps(self._lens, here):
+                    state = (edge[1].to, fanned or fans)
+                    if (fanned and fans) or edge[1].to in visited or state in seen:
+                        continue
+                    step.append((*state, (*path, edge)))
+            seen.update((m, f) for m, f, _ in step)
+            frontier = step
+        return ()
+
     def models_between(self, source: str, target: str) -> frozenset[str]:
         """Models on any shortest path from ``source`` to ``target`` (both ends included
-        when a path joins them; empty when ``target`` is unreachable or is ``source``)."""
+        when a path joins them; empty when ``target`` is unreachable or is ``source``);
+        when no declared path reaches ``target``, the models on its related paths."""
         key = (source, target)
         found = self._models.get(key)
         if found is None:
             on_path = frozenset(
                 name
-                for path in self.paths(source, target)
+                for path in self.paths(source, target) or self.related(source, target)
                 for here, join in path
                 for name in (here, join.to)
             )
@@ -121,3 +190,22 @@ def join_paths(lens: Lens, source: str, target: str) -> list[Path]:
         discovery order. A new list each call (the paths are shared tuples).
     """
     return list(join_index(lens).paths(source, target))
+
+
+def related_paths(lens: Lens, source: str, target: str) -> list[Path]:
+    """Every shortest path from ``source`` to ``target`` that walks exactly one hop
+    against a join's direction (a :class:`Reversal`) or along a declared
+    ``one_to_many`` join, every other hop a declared many-to-one or one-to-one join.
+
+    ``papers ← paper_datasets → datasets`` (a bridge model), ``courses ← offerings``,
+    ``reviews → businesses ← categories``; never two such hops (``authors ←
+    authorships → papers ← paper_keyphrases → keyphrases`` relates authors to
+    keyphrases only through papers, a second fan-out), never a model twice.
+
+    Returns:
+        ``[]`` when there is none (or ``target`` is ``source``), else the paths as
+        :func:`join_paths` gives them. A new list each call.
+    """
+    if source == target:
+        return []
+    return list(join_index(lens).related(source, target))

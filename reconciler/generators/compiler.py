@@ -38,17 +38,28 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import date
 
 import sqlglot
 from sqlglot import exp
 
 from reconciler.assembly import memo as lensmemo
-from reconciler.assembly.joins import join_paths
 from reconciler.assembly.lexicon import model_named
-from reconciler.assembly.retrieval import metric_models
+from reconciler.generators.paths import counts_distinct, one_path, per_base_row, plan_edges
+from reconciler.generators.plans import FACT_FUNCTIONS, Declined, Measure, Plan
 from reconciler.lens import Join, Lens, Model
+
+__all__ = [
+    "FACT_FUNCTIONS",
+    "PERCENT_WORDS",
+    "SHARE_WORDS",
+    "Declined",
+    "Measure",
+    "Plan",
+    "one_path",
+    "plan_edges",
+    "render",
+]
 
 _NUMBER_RE = re.compile(r"^-?\d+(\.\d+)?$")
 _NUMERIC_TYPES = re.compile(
@@ -61,161 +72,12 @@ PERCENT_WORDS = frozenset({"percentage", "percent", "pct"})
 _CONDITIONAL = (exp.Sum, exp.Avg, exp.Min, exp.Max, exp.Count)
 
 
-FACT_FUNCTIONS: Mapping[str, type[exp.Func]] = {
-    "avg": exp.Avg,
-    "sum": exp.Sum,
-    "min": exp.Min,
-    "max": exp.Max,
-}
-
-
 _COMPARISONS: Mapping[str, type[exp.Binary]] = {
     ">": exp.GT,
     ">=": exp.GTE,
     "<": exp.LT,
     "<=": exp.LTE,
 }
-
-
-class Declined(Exception):
-    """The question is outside the grammar; ``reason`` says where.
-
-    Control flow inside the fast tier, not a :class:`~reconciler.errors.DstError`:
-    :func:`reconciler.generators.fast.compile_request` turns it into a declined
-    :class:`~reconciler.generators.Generation`.
-    """
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-@dataclass(frozen=True)
-class Measure:
-    """What a query aggregates: a lens metric, or an aggregate of one model fact.
-
-    Attributes:
-        name: the output column alias (the metric's name, or ``avg_amount``).
-        model: the model the aggregate reads (the FROM table).
-        expression: aggregate SQL whose bare columns are ``model``'s columns.
-        filters: SQL conditions the measure always carries (a metric's ``filters``).
-        models: every model the expression and filters read (for joins).
-        metric: the metric's name, or ``None`` for a fact aggregate.
-        function: for a fact aggregate, its :data:`FACT_FUNCTIONS` key;
-            ``count_distinct`` for a count of entities (``COUNT(DISTINCT key)``).
-    """
-
-    name: str
-    model: str
-    expression: str
-    filters: tuple[str, ...] = ()
-    models: tuple[str, ...] = ()
-    metric: str | None = None
-    function: str | None = None
-
-    @classmethod
-    def of_metric(cls, lens: Lens, name: str) -> Measure:
-        """The lens metric ``name``: its expression, filters and the models they read."""
-        m = lens.metrics[name]
-        return cls(name, m.model, m.expression, m.filters, metric_models(lens, name), name)
-
-    @classmethod
-    def of_fact(cls, lens: Lens, model: str, fact: str, function: str) -> Measure:
-        """``function`` (``avg``, ``sum``, ``min``, ``max``) of ``model``'s fact ``fact``,
-        aliased ``<function>_<fact>``; the fact's own ``expr`` is expanded when compiled."""
-        sql = FACT_FUNCTIONS[function](this=exp.column(fact)).sql(dialect=lens.config.dialect)
-        return cls(f"{function}_{fact}", model, sql, (), (model,), None, function)
-
-
-@dataclass(frozen=True)
-class Plan:
-    """A question read into its semantic parts, before it is compiled to SQL.
-
-    Attributes:
-        measure: what is aggregated; its model is the FROM table (``base``).
-        breakdowns: ``(model, dimension)`` pairs in question order.
-        filters: ``(model, dimension, exact stored value)`` equality filters.
-        flags: ``(model, boolean dimension)`` pairs that must be TRUE.
-        time: ``(model, time dimension)`` used by the grain and the period, if any.
-        grain: DATE_TRUNC unit of the time bucket, if any.
-        period: half-open ``[start, end)`` date range, if any.
-        rank: ``(descending, n)`` for top/bottom N, if any.
-        extra: further measures on the same model, as more columns.
-        compared: half-open ranges of compared periods (one bucket each), if any.
-        share: the share word (``share``, ``percentage`` …) when the question asks
-            for the measure's share of the total, else ``None``.
-        ties: a ranking keeps every row tied within the first ``n``.
-        change: ``(grain, "change" | "percent", first bucket shown or None)`` for a
-            change between consecutive buckets; ``period`` then starts one bucket
-            earlier than the question's period, so its first bucket has a change.
-        joined: plans of measures on other models, with the same keys, filters and
-            period; each is aggregated apart and the results joined on the keys.
-        bounds: ``(model, fact, operator, whole number)`` comparison filters
-            ("with amount more than 100").
-        order: ``(output column, descending)`` an ordering phrase asked for
-            ("sorted by region"), first in the ORDER BY; the other keys break ties.
-        bucket_at: how many breakdown columns come before the time bucket
-            (:mod:`reconciler.generators.columns`).
-        hidden_keys: ``(model, column)`` grouped by but not shown: the key of each
-            person a breakdown names (:mod:`reconciler.generators.persons`).
-    """
-
-    measure: Measure
-    breakdowns: tuple[tuple[str, str], ...] = ()
-    filters: tuple[tuple[str, str, str], ...] = ()
-    flags: tuple[tuple[str, str], ...] = ()
-    time: tuple[str, str] | None = None
-    grain: str | None = None
-    period: tuple[date, date] | None = None
-    rank: tuple[bool, int] | None = None
-    extra: tuple[Measure, ...] = ()
-    compared: tuple[tuple[date, date], ...] = ()
-    share: str | None = None
-    ties: bool = False
-    change: tuple[str, str, date | None] | None = None
-    joined: tuple[Plan, ...] = ()
-    order: tuple[str, bool] | None = None
-    bounds: tuple[tuple[str, str, str, str], ...] = ()
-    hidden_keys: tuple[tuple[str, str], ...] = ()
-    bucket_at: int = 0
-
-    @property
-    def base(self) -> str:
-        """The measure's model: the FROM table every join starts from."""
-        return self.measure.model
-
-    def models(self) -> tuple[str, ...]:
-        """Models the plan reads directly (before adding the join paths between them)."""
-        named = [
-            self.base,
-            *(m for m, _ in self.breakdowns),
-            *(m for m, _, _ in self.filters),
-            *(m for m, _ in self.flags),
-            *(m for m, _, _, _ in self.bounds),
-            *((self.time[0],) if self.time else ()),
-            *self.measure.models,
-            *(m for extra in self.extra for m in extra.models),
-        ]
-        return tuple(dict.fromkeys(named))
-
-
-def one_path(lens: Lens, base: str, target: str) -> tuple[tuple[str, Join], ...]:
-    """The single safe join path from ``base`` to ``target``.
-
-    Raises:
-        Declined: no declared path, several shortest paths, or a one-to-many hop
-            that would fan the measure out.
-    """
-    paths = join_paths(lens, base, target)
-    if not paths:
-        raise Declined(f"no declared join leads from model {base!r} to model {target!r}")
-    if len(paths) > 1:
-        routes = " / ".join("→".join([base, *(j.to for _, j in p)]) for p in paths)
-        raise Declined(f"model {target!r} is reachable from {base!r} in several ways ({routes})")
-    for here, join in paths[0]:
-        if join.relationship == "one_to_many":
-            raise Declined(f"join {here} → {join.to} is one_to_many and would fan out the metric")
-    return paths[0]
 
 
 class _Renderer:
@@ -228,11 +90,9 @@ class _Renderer:
         self.aliases: dict[str, str] = {}
         self.edges: list[tuple[str, Join]] = []
         self._alias(plan.base)
-        for target in plan.models():
-            for here, join in one_path(lens, plan.base, target):
-                if join.to not in self.aliases:
-                    self._alias(join.to)
-                    self.edges.append((here, join))
+        for here, join in plan_edges(lens, plan):
+            self._alias(join.to)
+            self.edges.append((here, join))
 
     def _alias(self, model: str) -> None:
         initials = "".join(part[0] for part in model.lower().split("_") if part) or "t"
@@ -344,7 +204,17 @@ class _Renderer:
         if conditions:
             query = query.where(exp.and_(*conditions), copy=False)
         hidden = [self.column(m, c) for m, c in plan.hidden_keys]
-        if keys:
+        if any(j.relationship == "one_to_many" for _, j in self.edges) and not all(
+            counts_distinct(lens, m) for m in measures
+        ):
+            if hidden:
+                raise Declined(
+                    "a breakdown by a person through a one-to-many join is not read: "
+                    "ask by the person's id"
+                )
+            # fanout_doubt let it through: the hop starts at the base, unique on its key
+            query, keys = per_base_row(query, self.aliases[plan.base], keys)
+        elif keys:
             query = query.group_by(*(e.copy() for e, _ in keys), *hidden, copy=False)
         return query, keys, measure
 

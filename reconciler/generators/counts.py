@@ -7,8 +7,11 @@ A count of a model's rows (``COUNT(DISTINCT <primary key>)``, see
   ranking): "how many customers have an email" is not a count *by* email;
 * a period or a time grain only when the question names the time dimension of the
   counted model that dates them: "how many opportunities were created in Q3 2024"
-  (a ``created`` synonym of ``createddate``) counts the rows created then. Without
-  it the count declines and asks which date is meant (created, closed, active …),
+  (a ``created`` synonym of ``createddate``) counts the rows created then — or when
+  the model's one time dimension is its declared ``default_time_dimension`` (the
+  lens says "reviews are dated by the day they were posted"; a model with several
+  dates still needs the question to name one). Without either the count declines and asks which
+  date is meant (created, closed, active …), naming the model's time dimensions,
   because an entity has no one date the way an order does. The word ``new`` right
   before the counted noun ("how many new accounts were created this quarter") then
   restates the creation and adds nothing (:func:`new_is_restated`);
@@ -21,14 +24,15 @@ from __future__ import annotations
 from datetime import date
 
 from reconciler.assembly.retrieval import Mention, Retrieval, counted_model
-from reconciler.generators.compiler import Declined, Measure
 from reconciler.generators.grammar import Reading, phrase_of
+from reconciler.generators.plans import Declined, Measure
 from reconciler.lens import Lens
 
 _INTRODUCERS = frozenset({"by", "per", "each", "every", "across"})
 
 
 def check_entity_count(
+    lens: Lens,
     found: Retrieval,
     measure: Measure,
     breakdowns: list[Mention],
@@ -39,6 +43,7 @@ def check_entity_count(
     """Hold a count of entities to the rules of the module docstring.
 
     Args:
+        lens: the lens (the counted model's ``default_time_dimension``).
         found: the question's retrieval.
         measure: the ``count_distinct`` measure of the counted model.
         breakdowns: the dimension mentions asked as breakdowns.
@@ -58,9 +63,20 @@ def check_entity_count(
         raise Declined(
             f"a count of {model} over compared periods is not read; ask for each period alone"
         )
-    if (grain or period) and (time is None or time[0] != model):
+    named = time is not None and time[0] == model
+    dates = lens.models[model].time_dimensions
+    sole = lens.models[model].default_time_dimension is not None and len(dates) == 1
+    if (grain or period) and not named and not sole:
+        dated = ", ".join(c.name for c in dates)
+        fix = (
+            f" Name one in the question ({dated})"
+            if len(dates) > 1
+            else f" Model {model!r} declares no default_time_dimension ({dated})"
+            if dated
+            else ""
+        )
         raise Declined(
-            f"a count of {model} in a period: which date of {model} (created, active …)?"
+            f"a count of {model} in a period: which date of {model} (created, active …)?{fix}"
         )
     if rank is not None:
         return

@@ -16,8 +16,10 @@ answer is worse than no answer. A question is read as
   breakdown only after ``by``/``per``/``each``, or in a ranking;
   :mod:`reconciler.generators.counts`);
 * optional breakdown dimensions (at most two), on the measure's model or on a model
-  reached through declared joins (``orders → customers → regions``); a person
-  dimension also groups by its model's key (:mod:`reconciler.generators.persons`);
+  reached through declared joins (``orders → customers → regions``), else through one
+  hop against a join's direction (a bridge model: ``papers ← paper_datasets →
+  datasets``), which only some measures survive (:mod:`reconciler.generators.paths`);
+  a person dimension also groups by its model's key (:mod:`reconciler.generators.persons`);
   the result's key columns follow the question (:mod:`reconciler.generators.columns`);
 * an optional time grain (``monthly``, ``by quarter`` …) on the nearest time dimension,
   shown oldest first unless the lens says ``series_order: newest_first``; with
@@ -80,15 +82,15 @@ from datetime import date
 from sqlglot.errors import SqlglotError
 
 from reconciler.assembly.grain import join_doubt
-from reconciler.assembly.joins import join_paths
 from reconciler.assembly.lexicon import Target, model_nouns, person_dimensions
 from reconciler.assembly.request import GenerationRequest
 from reconciler.assembly.retrieval import Mention, Retrieval, counted_model, retrieve, time_models
 from reconciler.assembly.text import normalize
+from reconciler.generators import paths
 from reconciler.generators.adapt import from_exemplars
 from reconciler.generators.bounds import Bound, split_bounds
 from reconciler.generators.columns import bucket_at
-from reconciler.generators.compiler import Declined, Measure, Plan, one_path, render
+from reconciler.generators.compiler import Declined, Measure, Plan, one_path, plan_edges, render
 from reconciler.generators.counts import check_entity_count, new_is_restated
 from reconciler.generators.cumulative import render_cumulative, split_cumulative
 from reconciler.generators.doubts import check_doubts, entity_breakdowns
@@ -111,7 +113,7 @@ _GRAIN_ORDER = ("day", "week", "month", "quarter", "year")
 
 def _resolve(lens: Lens, base: str, targets: tuple[Target, ...], what: str, phrase: str) -> Target:
     """The one target reachable from ``base`` (through a safe join path), else decline."""
-    reachable = [t for t in targets if join_paths(lens, base, t.model)]
+    reachable = paths.reachable(lens, base, targets)
     if not reachable:
         one_path(lens, base, targets[0].model)
     places = sorted({(t.model, t.name) for t in reachable})
@@ -212,12 +214,10 @@ def parse(
     involved: set[str] = set()
     for part in plans:
         involved.update(part.models())
-        for target in part.models():
-            for here, join in one_path(lens, part.base, target):
-                involved.add(join.to)
-                doubt = join_doubt(values, here, join)
-                if doubt is not None:
-                    raise Declined(doubt)
+        for here, join in plan_edges(lens, part):
+            involved.add(join.to)
+            if (doubt := join_doubt(values, here, join)) is not None:
+                raise Declined(doubt)
     stray = ", ".join(sorted(reading.model_nouns - involved))
     if stray:
         raise Declined(f"the question names model(s) {stray} that the query would not use")
@@ -282,8 +282,8 @@ def _plan(
     grain, period, compared, change = _when(reading, len(measures))
     rank = _rank(reading, found, grain, bool(breakdowns), plural_breakdown)
     if measure.function == "count_distinct":
-        check_entity_count(found, measure, split.mentions, (grain, period, bool(compared)),
-                           split.time, rank)  # fmt: skip
+        check_entity_count(lens, found, measure, split.mentions,
+                           (grain, period, bool(compared)), split.time, rank)  # fmt: skip
     if grain and reading.who:
         raise Declined(f"'who' with a {grain} breakdown: one person overall, or one per {grain}?")
     time = _time_column(lens, base, split.time, grain is not None or period is not None)

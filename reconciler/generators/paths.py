@@ -1,0 +1,180 @@
+"""Join paths of a :class:`~reconciler.generators.plans.Plan` (pure).
+
+A plan's models are reached from its base model along declared joins, else through one
+hop against a join's direction (:func:`~reconciler.assembly.joins.related_paths`: a
+bridge model, a one-to-many join). Such a hop repeats the base's rows once per related
+row; :func:`plan_edges` says which measures may be taken through it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, TypeVar
+
+import sqlglot
+from sqlglot import exp
+
+from reconciler.assembly.joins import Reversal, join_paths, related_paths
+from reconciler.generators.plans import Declined, Measure, Plan
+from reconciler.lens import Join, Lens
+
+
+class _OnModel(Protocol):
+    @property
+    def model(self) -> str: ...
+
+
+T = TypeVar("T", bound=_OnModel)
+
+
+def one_path(lens: Lens, base: str, target: str) -> tuple[tuple[str, Join], ...]:
+    """The single join path from ``base`` to ``target``: the shortest along declared
+    joins, else the shortest related path (one hop against a join's direction:
+    :func:`~reconciler.assembly.joins.related_paths`).
+
+    Whether the plan's measures may be taken through a hop that fans ``base``'s rows
+    out is :func:`plan_edges`'s business.
+
+    Raises:
+        Declined: no declared or related path, or several shortest paths.
+    """
+    paths = join_paths(lens, base, target) or related_paths(lens, base, target)
+    if not paths:
+        raise Declined(f"no declared join leads from model {base!r} to model {target!r}")
+    if len(paths) > 1:
+        routes = " / ".join(_route(base, p) for p in paths)
+        raise Declined(f"model {target!r} is reachable from {base!r} in several ways ({routes})")
+    return paths[0]
+
+
+def _route(base: str, path: tuple[tuple[str, Join], ...]) -> str:
+    """``papers←paper_datasets→datasets``: each hop's arrow in its declared direction."""
+    out = base
+    for _, join in path:
+        out += ("←" if isinstance(join, Reversal) else "→") + join.to
+    return out
+
+
+def reachable(lens: Lens, base: str, targets: Sequence[T]) -> list[T]:
+    """The ``targets`` (anything with a ``model``) a declared join path from ``base``
+    reaches; when none is, those a related path reaches (see :func:`one_path`)."""
+    forward = [t for t in targets if join_paths(lens, base, t.model)]
+    return forward or [t for t in targets if related_paths(lens, base, t.model)]
+
+
+def plan_edges(lens: Lens, plan: Plan) -> tuple[tuple[str, Join], ...]:
+    """Every join ``plan`` makes, ``(from model, join)`` in join order, each model once.
+
+    A hop that fans ``plan.base``'s rows out (a declared ``one_to_many`` join, or a
+    join walked backwards) repeats each row once per related row: every measure must
+    be one that survives it (:func:`fanout_doubt`). The join-grain gate is the
+    caller's (:func:`reconciler.assembly.grain.join_doubt` on each edge).
+
+    Raises:
+        Declined: a model is reached two ways, a path fans out twice, or a measure
+            would be changed by the fan-out.
+    """
+    edges: dict[str, tuple[str, Join]] = {}
+    for target in plan.models():
+        path = one_path(lens, plan.base, target)
+        fans = [(h, j) for h, j in path if j.relationship == "one_to_many"]
+        if len(fans) > 1:
+            raise Declined(f"{_route(plan.base, path)} fans {plan.base!r} rows out twice")
+        if fans and (doubt := fanout_doubt(lens, plan, path)):
+            raise Declined(doubt)
+        for here, join in path:
+            if edges.setdefault(join.to, (here, join)) != (here, join):
+                raise Declined(f"model {join.to!r} would be joined from {plan.base!r} two ways")
+    return tuple(edges.values())
+
+
+def fanout_doubt(lens: Lens, plan: Plan, path: tuple[tuple[str, Join], ...]) -> str | None:
+    """Why ``plan``'s measures cannot be taken along ``path``, which fans out once, or ``None``.
+
+    Each ``plan.base`` row is repeated once per row the fanning hop reaches, so a SUM,
+    AVG or row COUNT over the joined rows would weigh a row by how many related rows
+    it has. Two readings stay sound:
+
+    * COUNT(DISTINCT …) of the base's own columns counts each value once per group
+      whatever the repeats: the entities related to each group (a paper counted once
+      for each dataset it belongs to);
+    * any measure of the base's own columns when the hop starts at the base itself
+      (``papers ← authorships``): the join-grain gate proves the base unique on the
+      hop's key, so the compiler can keep each base row once per group
+      (:func:`per_base_row`) before aggregating — an author's total citations sum
+      each of their papers once.
+
+    A hop further out (``reviews → businesses ← categories``) relates the base's rows
+    to a group through another model's rows: an average there is either over the
+    base's rows or over that model's own averages, so it declines, and so does any
+    measure but a distinct count (the base is not proven unique on any key there).
+    So does an average along a bridge and further (``papers ← authorships → authors →
+    labs``: over the lab's papers, or over its authors' own averages?). A share adds an
+    entity related to several groups to the total once per group.
+    """
+    at = next(i for i, (_, j) in enumerate(path) if j.relationship == "one_to_many")
+    here, join = path[at]
+    name = f"join {here} → {join.to} is one_to_many"
+    if isinstance(join, Reversal):
+        name = f"join {join.to} → {here}, walked from {here} to {join.to}, is one-to-many"
+    if plan.share:
+        return f"{name}: a {plan.share} would count an entity related to several groups in each"
+    at_base = isinstance(join, Reversal) and here == plan.base
+    for measure in (plan.measure, *plan.extra):
+        if set(measure.models) - {measure.model}:
+            return f"{name} and {measure.name} reads other models than {plan.base}"
+        tree = sqlglot.parse_one(measure.expression, read=lens.config.dialect)
+        averages = tree.find(exp.Avg) is not None or isinstance(tree, exp.Div)
+        if counts_distinct(lens, measure) or (at_base and not (averages and len(path) > 2)):
+            continue
+        if averages:
+            middle = here if not at_base else path[1][1].to
+            return (
+                f"{name}: {measure.name} ({tree.sql()}) by {path[-1][1].to} reads two ways: "
+                f"over every {plan.base} row related to each group, or over each {middle} "
+                f"row's own {measure.name}"
+            )
+        return (
+            f"{name} and would fan out {measure.name} ({tree.sql()}): each {plan.base} "
+            f"row would count once per related {join.to} row; only a count of distinct "
+            f"values of {plan.base} (COUNT(DISTINCT …)) is read through it"
+        )
+    return None
+
+
+def counts_distinct(lens: Lens, measure: Measure) -> bool:
+    """Whether ``measure`` is one COUNT(DISTINCT …), which repeated rows cannot change."""
+    tree = sqlglot.parse_one(measure.expression, read=lens.config.dialect)
+    return isinstance(tree, exp.Count) and isinstance(tree.this, exp.Distinct)
+
+
+def per_base_row(
+    query: exp.Select, base_alias: str, keys: list[tuple[exp.Expr, str]]
+) -> tuple[exp.Select, list[tuple[exp.Expr, str]]]:
+    """``query`` (a grouped SELECT: its keys, then its measures over ``base_alias``'s
+    columns) aggregated over each base row once per key values.
+
+    The joins and the WHERE move into ``SELECT DISTINCT <base>.*, <keys>``, a subquery
+    named like the base, so the measures read the same columns; the base must be
+    unique on a key (see :func:`fanout_doubt`) for DISTINCT to keep each of its rows.
+
+    Returns:
+        ``(query, keys)``: the keys now read from the subquery, aliased as before.
+    """
+    names = [f"dst_key_{i}" for i in range(len(keys))]
+    inner = query.copy()
+    star = exp.Column(this=exp.Star(), table=exp.to_identifier(base_alias))
+    picked = [exp.alias_(e.copy(), n) for (e, _), n in zip(keys, names, strict=True)]
+    inner.set("expressions", [star, *picked])
+    inner.set("distinct", exp.Distinct())
+    inner.set("group", None)
+    outer_keys: list[tuple[exp.Expr, str]] = [
+        (exp.column(n, base_alias), a) for (_, a), n in zip(keys, names, strict=True)
+    ]
+    measures = [s.copy() for s in query.selects[len(keys) :]]
+    outer = exp.select(*(exp.alias_(e, a) for e, a in outer_keys), *measures).from_(
+        inner.subquery(base_alias), copy=False
+    )
+    if outer_keys:
+        outer = outer.group_by(*(e.copy() for e, _ in outer_keys), copy=False)
+    return outer, outer_keys
