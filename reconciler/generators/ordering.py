@@ -3,10 +3,13 @@
 A question may end with how to order its result: ``… ordered by net revenue``,
 ``… sorted by region``, ``…, order the results by month``, each optionally with a
 direction (``ascending``, ``descending``, ``asc``, ``desc``, ``in descending
-order``), or just ``… in descending order``. :func:`split_ordering` takes the
-phrase off the question before the rest is read (its words, "order" among them,
-would otherwise be read as lens phrases); :func:`order_plan` resolves the key
-against the plan:
+order``), or just ``… in descending order``; ``sorted in descending order by
+cost`` puts the direction first. ``from highest to lowest`` (``from lowest to
+highest``) and ``by the highest <measure> first`` order by a value: their key must
+be a measure, and with no key the question must have exactly one measure.
+:func:`split_ordering` takes the phrase off the question before the rest is read
+(its words, "order" among them, would otherwise be read as lens phrases);
+:func:`order_plan` resolves the key against the plan:
 
 * the key must name one column of the result: a breakdown dimension, the time
   bucket (its grain word or time dimension) or one of the measures — anything
@@ -14,7 +17,8 @@ against the plan:
 * with no direction, a dimension or the time bucket sorts ascending; a measure
   declines (highest first, or lowest?);
 * a direction without a key orders a time series by its bucket and a breakdown
-  by its (first) measure;
+  by its (first) measure; "from highest to lowest" without a key orders by the one
+  measure (several measures decline: which one?);
 * an ordering phrase with a ranking, a change, a share, ties or measures on
   several models is not read (they fix their own order).
 
@@ -33,15 +37,19 @@ from reconciler.generators.generation import DimensionValues
 from reconciler.lens import Lens
 
 _DIRECTIONS = {"ascending": False, "asc": False, "descending": True, "desc": True}
+# Directions that rank by a value: "from highest to lowest", "the highest … first".
+_BY_VALUE = {"highest": True, "lowest": False}
 
 
 @dataclasses.dataclass(frozen=True)
 class Ordering:
-    """An ordering phrase: the key's words (``None``: none named) and the direction
-    (``True`` descending, ``False`` ascending, ``None`` not said)."""
+    """An ordering phrase: the key's words (``None``: none named), the direction
+    (``True`` descending, ``False`` ascending, ``None`` not said), and whether the
+    phrase orders by a value ("from highest to lowest": the key must be a measure)."""
 
     key: str | None
     descending: bool | None
+    by_value: bool = False
 
 
 def split_ordering(question: str) -> tuple[str, Ordering | None]:
@@ -52,7 +60,10 @@ def split_ordering(question: str) -> tuple[str, Ordering | None]:
     if found is None:
         return question, None
     rest, key, direction = found
-    return rest, Ordering(key, _DIRECTIONS[direction.lower()] if direction else None)
+    word = direction.lower() if direction else None
+    if word in _BY_VALUE:
+        return rest, Ordering(key, _BY_VALUE[word], by_value=True)
+    return rest, Ordering(key, _DIRECTIONS[word] if word else None)
 
 
 def order_plan(lens: Lens, plan: Plan, ordering: Ordering, values: DimensionValues) -> Plan:
@@ -74,9 +85,15 @@ def order_plan(lens: Lens, plan: Plan, ordering: Ordering, values: DimensionValu
     if not plan.breakdowns and plan.grain is None:
         raise Declined("an ordering phrase on a single value: there is nothing to order")
     if ordering.key is None:
-        alias = plan.grain or plan.measure.name
+        alias = plan.measure.name if ordering.by_value else plan.grain or plan.measure.name
+        if ordering.by_value and plan.extra:
+            raise Declined("ordered from highest to lowest: by which of the measures?")
         return dataclasses.replace(plan, order=(alias, bool(ordering.descending)))
     alias, is_measure = _key_column(lens, plan, ordering.key, values)
+    if ordering.by_value and not is_measure:
+        raise Declined(
+            f"ordered from highest to lowest {ordering.key!r}: that is not a measure of the result"
+        )
     if is_measure and ordering.descending is None:
         raise Declined(
             f"ordered by {ordering.key!r}: highest first or lowest first? "
