@@ -41,6 +41,7 @@ from reconciler.assembly.retrieval import retrieve
 from reconciler.assembly.text import GRAIN_WORDS, STOPWORDS, tokenize
 from reconciler.generators.compiler import Declined, Measure, Plan, one_path, render
 from reconciler.generators.generation import DimensionValues
+from reconciler.generators.having import compared_count
 from reconciler.lens import Lens
 
 Parser = Callable[[Lens, str, DimensionValues, tuple[str, ...] | None], Plan]
@@ -118,8 +119,9 @@ def answer_outputs(
     allowed: tuple[str, ...] | None,
     parse: Parser,
 ) -> str | None:
-    """The SQL of a question with an output clause or a ranking by several measures,
-    or ``None`` when it has neither (the rest of the grammar reads it).
+    """The SQL of a question with an output clause or a ranking by several measures
+    (or a count of entities compared, :mod:`reconciler.generators.having`), or
+    ``None`` when it has none of these (the rest of the grammar reads it).
 
     Args:
         lens: the lens.
@@ -131,6 +133,8 @@ def answer_outputs(
     Raises:
         Declined: see the module docstring.
     """
+    if compared := compared_count(lens, question, values):
+        return compared
     common = _most_common(lens, question, values, parse)
     if common is not None:
         return _rendered(lens, common, [*(d for _, d in common.breakdowns), common.measure.name], 1)

@@ -1,0 +1,199 @@
+"""Counts of entities compared: "How many authors have more than 2 papers?" (pure).
+
+``how many <A> [that|who|which] [have|has|had] <comparison> <n> <B>``, where ``<A>`` and
+``<B>`` are model nouns (the lens's ``vocabulary`` may drop verbs such as
+"published"), counts the entities of A whose number of related B entities passes the
+comparison:
+
+| words | HAVING |
+|---|---|
+| ``more than n``, ``greater than n``, ``over n`` | ``> n`` |
+| ``at least n``, ``n or more`` | ``>= n`` |
+| ``exactly n`` | ``= n`` |
+
+The relation is the one declared model R that holds both: B itself with a
+many-to-one join to A, or a model with many-to-one joins to A and to B. The rows of R
+are grouped by its column naming one A (the join's single column; NULL names no
+one) and B is counted by its key (``COUNT(DISTINCT …)``): ``SELECT COUNT(*) FROM
+(SELECT a_fk FROM R WHERE a_fk IS NOT NULL GROUP BY a_fk HAVING COUNT(DISTINCT
+b_key) > n)``. No metric asset is used: the count is of B's keys.
+
+Declines:
+
+* ``less than``, ``fewer than``, ``at most``, ``under`` …: an A with no B at all is
+  in no row of R, so "fewer than 3" has two readings (with or without them);
+* ``<B>`` that is also a fact or a metric (``customers with more than 2 orders`` when
+  customers hold an ``orders`` column): a count of rows, or a comparison on the column?
+* no declared relation, or several (``papers cite papers`` through two joins);
+* ``at least 0`` / ``exactly 0`` (those with none are in no row of R);
+* A and B the same model, a composite key on either side.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from reconciler.assembly.lexicon import model_nouns
+from reconciler.assembly.retrieval import Retrieval, retrieve
+from reconciler.generators.compiler import Declined
+from reconciler.generators.generation import DimensionValues
+from reconciler.generators.grammar import NUMBER_WORDS
+from reconciler.lens import Lens
+
+_AT_LEAST = (("at", "least"), ("no", "less", "than"), ("no", "fewer", "than"))
+_OPERATORS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("more", "than"), ">"),
+    (("greater", "than"), ">"),
+    (("over",), ">"),
+    *((w, ">=") for w in _AT_LEAST),
+    (("exactly",), "="),
+)
+_AT_MOST: tuple[tuple[str, ...], ...] = (
+    ("less", "than"),
+    ("fewer", "than"),
+    ("at", "most"),
+    ("under",),
+    ("no", "more", "than"),
+)
+_LINKS = frozenset({"that", "who", "which", "have", "has", "had"})
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """``how many A … op n B`` read from the tokens: the two models, operator, number."""
+
+    counted: str
+    related: str
+    op: str
+    n: int
+    related_at: tuple[int, int]
+
+
+def compared_count(lens: Lens, question: str, values: DimensionValues) -> str | None:
+    """The SQL of a count of entities compared (module docstring), or ``None`` when
+    the question is not of that shape.
+
+    Raises:
+        Declined: the shape with a "less than" side, an ambiguous ``<B>``, no single
+            declared relation, or a composite key (module docstring).
+    """
+    found = retrieve(lens, question, values)
+    shape = _read(lens, found)
+    if shape is None:
+        return None
+    a, b = shape.counted, shape.related
+    if a == b:
+        raise Declined(f"{a} compared with {a}: which relation between them?")
+    start, end = shape.related_at
+    for m in found.mentions:
+        if m.start < end and m.end > start and m.kind in ("fact", "metric"):
+            listed = ", ".join(sorted({f"{t.model}.{t.name}" for t in m.targets}))
+            raise Declined(
+                f"{' '.join(found.words[start:end])!r} is a model and also {listed}: "
+                f"a count of {b} or a comparison on that column?"
+            )
+    table, a_fk, b_key = _relation(lens, a, b)
+    count = exp.Count(this=exp.Distinct(expressions=[exp.column(b_key)]))
+    condition = {">": exp.GT, ">=": exp.GTE, "=": exp.EQ}[shape.op](
+        this=count, expression=exp.Literal.number(shape.n)
+    )
+    inner = (
+        exp.select(exp.column(a_fk))
+        .from_(exp.to_table(table))
+        .where(exp.Not(this=exp.Is(this=exp.column(a_fk), expression=exp.Null())))
+        .group_by(exp.column(a_fk))
+        .having(condition)
+    )
+    outer = exp.select(exp.alias_(exp.Count(this=exp.Star()), f"{a}_count")).from_(
+        inner.subquery("counted")
+    )
+    return outer.sql(dialect=lens.config.dialect, pretty=True)
+
+
+def _read(lens: Lens, found: Retrieval) -> _Shape | None:
+    """The shape's parts, or ``None`` when the tokens are not ``how many A … op n B``."""
+    toks = found.tokens
+    if toks[:2] != ("how", "many"):
+        return None
+    counted = _noun(lens, toks, 2)
+    if counted is None:
+        return None
+    i = counted[1]
+    while i < len(toks) and toks[i] in _LINKS:
+        i += 1
+    for words in _AT_MOST:
+        if toks[i : i + len(words)] == words:
+            raise Declined(
+                f"'{' '.join(words)}': {counted[0]} with none at all are in no row that "
+                "relates them; counted or not? Ask for those with at least one, or none"
+            )
+    read = _operator(toks, i)
+    if read is None:
+        return None
+    op, n, at = read
+    if n == 0 and op != ">":
+        raise Declined(f"'{' '.join(toks[i:at])}': {counted[0]} with none are in no row to count")
+    related = _noun(lens, toks, at)
+    if related is None or related[1] != len(toks):
+        return None
+    return _Shape(counted[0], related[0], op, n, (at, related[1]))
+
+
+def _operator(toks: tuple[str, ...], i: int) -> tuple[str, int, int] | None:
+    """``(operator, n, index after n)`` of a comparison at ``i``; "n or more" too."""
+    for words, op in _OPERATORS:
+        if toks[i : i + len(words)] == words:
+            n = _number(toks, i + len(words))
+            return None if n is None else (op, n, i + len(words) + 1)
+    n = _number(toks, i)
+    if n is not None and toks[i + 1 : i + 3] == ("or", "more"):
+        return ">=", n, i + 3
+    if n is not None and toks[i + 1 : i + 3] in (("or", "fewer"), ("or", "less")):
+        raise Declined(f"'{n} or fewer' counts those with none too, or not? Say which")
+    return None
+
+
+def _number(toks: tuple[str, ...], i: int) -> int | None:
+    t = toks[i] if i < len(toks) else ""
+    return int(t) if t.isdigit() else NUMBER_WORDS.get(t)
+
+
+def _noun(lens: Lens, toks: tuple[str, ...], i: int) -> tuple[str, int] | None:
+    """``(model, index after it)`` of the longest model noun at ``i``."""
+    nouns = model_nouns(lens)
+    for n in range(max((len(k) for k in nouns), default=0), 0, -1):
+        if i + n <= len(toks) and toks[i : i + n] in nouns:
+            return nouns[toks[i : i + n]], i + n
+    return None
+
+
+def _relation(lens: Lens, a: str, b: str) -> tuple[str, str, str]:
+    """``(table, column naming one A, column naming one B)`` of the one model relating
+    A and B (module docstring)."""
+    found: list[tuple[str, str, str]] = []
+    for model in lens.models.values():
+        to_a = [j for j in model.joins if j.to == a and j.relationship == "many_to_one"]
+        if len(to_a) != 1 or not _to_key(lens, to_a[0].on, a):
+            continue
+        a_fk = next(iter(to_a[0].on))
+        if model.name == b:
+            if len(model.primary_key) == 1:
+                found.append((model.table, a_fk, model.primary_key[0]))
+            continue
+        to_b = [j for j in model.joins if j.to == b and j.relationship == "many_to_one"]
+        if len(to_b) == 1 and _to_key(lens, to_b[0].on, b):
+            found.append((model.table, a_fk, next(iter(to_b[0].on))))
+    if len(found) != 1:
+        what = "no declared model relates" if not found else "several declared models relate"
+        raise Declined(
+            f"{what} {a} and {b} (many-to-one joins to both, single columns): "
+            f"declare the one that counts {b} per {a}"
+        )
+    return found[0]
+
+
+def _to_key(lens: Lens, on: dict[str, str], model: str) -> bool:
+    """Whether a join's ``on`` maps one column to ``model``'s single-column key."""
+    return len(on) == 1 and tuple(on.values()) == lens.models[model].primary_key
