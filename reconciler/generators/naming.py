@@ -25,14 +25,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from reconciler.assembly.lexicon import Target, model_nouns
+from reconciler.assembly.lexicon import model_nouns
 from reconciler.assembly.retrieval import Mention, Retrieval, retrieve
 from reconciler.generators.compiler import Declined
 from reconciler.generators.generation import DimensionValues
 from reconciler.lens import Lens
 
 _NAMED = frozenset({"named", "called"})
-Check = Callable[[Lens, Target], bool]
+Check = Callable[[Lens, str, str], bool]
 
 
 def split_names(lens: Lens, question: str, values: DimensionValues) -> str:
@@ -52,17 +52,17 @@ def split_names(lens: Lens, question: str, values: DimensionValues) -> str:
         if i in covered:
             continue
         if token in _NAMED:
-            _value_after(lens, found, (i, i), _is_name, "a name")
+            _value_after(lens, found, (i, i), is_name, "a name")
             drop.add(i)
         elif token == "id" and i > 0 and found.tokens[i - 1] == "with":
-            _value_after(lens, found, (i - 1, i), _is_key, "an id")
+            _value_after(lens, found, (i - 1, i), is_key, "an id")
             drop.update((i - 1, i))
     for m in found.mentions:
         # "the paper with paper ID 2": a key column's phrase right before its value
         before = m.start - 1
         if before in covered or found.tokens[before : m.start] != ("with",):
             continue
-        if m.kind == "dimension" and all(_is_key(lens, t) for t in m.targets):
+        if m.kind == "dimension" and all(is_key(lens, t.model, t.name) for t in m.targets):
             value = _mention_at(found, m.end)
             if value is not None and _same_columns(m, value):
                 drop.add(before)
@@ -85,7 +85,9 @@ def _value_after(
             f"'{word} {after}': no column of the lens holds that value as {what} "
             f"(the warehouse's values are looked up)"
         )
-    wrong = sorted({f"{t.model}.{t.name}" for t in value.targets if not check(lens, t)})
+    wrong = sorted(
+        {f"{t.model}.{t.name}" for t in value.targets if not check(lens, t.model, t.name)}
+    )
     if wrong:
         raise Declined(
             f"'{word}' is followed by a value of {', '.join(wrong)}, which is not {what} "
@@ -121,20 +123,22 @@ def _same_columns(dimension: Mention, value: Mention) -> bool:
     return value.kind == "value" and all((t.model, t.name) in named for t in value.targets)
 
 
-def _is_name(lens: Lens, target: Target) -> bool:
-    """Whether ``target`` is a dimension whose name or column ends in ``name``."""
-    col = next((c for c in lens.models[target.model].dimensions if c.name == target.name), None)
+def is_name(lens: Lens, model: str, dimension: str) -> bool:
+    """Whether ``model.dimension`` is a *name column*: a dimension whose name or
+    column ends in ``name`` (``business_name``, ``journalname``, ``first_name``)."""
+    col = next((c for c in lens.models[model].dimensions if c.name == dimension), None)
     return col is not None and (
         col.name.lower().endswith("name") or col.sql.lower().endswith("name")
     )
 
 
-def _is_key(lens: Lens, target: Target) -> bool:
-    """Whether ``target`` is the dimension over its model's single-column primary key."""
-    model = lens.models[target.model]
-    col = next((c for c in model.dimensions if c.name == target.name), None)
+def is_key(lens: Lens, model: str, dimension: str) -> bool:
+    """Whether ``model.dimension`` is the *key column*: the dimension over the
+    model's single-column ``primary_key``."""
+    found = lens.models[model]
+    col = next((c for c in found.dimensions if c.name == dimension), None)
     return (
         col is not None
-        and len(model.primary_key) == 1
-        and model.primary_key[0].lower() in (col.name.lower(), col.sql.lower())
+        and len(found.primary_key) == 1
+        and found.primary_key[0].lower() in (col.name.lower(), col.sql.lower())
     )

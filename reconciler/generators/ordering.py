@@ -12,8 +12,9 @@ be a measure, and with no key the question must have exactly one measure.
 :func:`order_plan` resolves the key against the plan:
 
 * the key must name one column of the result: a breakdown dimension, the time
-  bucket (its grain word or time dimension) or one of the measures — anything
-  else declines;
+  bucket (its grain word or time dimension) or one of the measures (or a metric
+  computing the same aggregate on the same model with the same filters: "how many
+  publications …, ordered by the number of publications") — anything else declines;
 * with no direction, a dimension or the time bucket sorts ascending; a measure
   declines (highest first, or lowest?);
 * a direction without a key orders a time series by its bucket and a breakdown
@@ -31,8 +32,8 @@ from __future__ import annotations
 import dataclasses
 
 from reconciler.assembly.retrieval import retrieve
-from reconciler.assembly.text import GRAIN_WORDS, ordering_phrase, tokenize
-from reconciler.generators.compiler import Declined, Plan
+from reconciler.assembly.text import GRAIN_WORDS, canonical_sql, ordering_phrase, tokenize
+from reconciler.generators.compiler import Declined, Measure, Plan
 from reconciler.generators.generation import DimensionValues
 from reconciler.lens import Lens
 
@@ -117,6 +118,8 @@ def _key_column(lens: Lens, plan: Plan, key: str, values: DimensionValues) -> tu
     for target in mention.targets:
         if target.kind == "metric" and target.name in measures:
             return measures[target.name], True
+        if target.kind == "metric" and (same := _same_measure(lens, plan, target.name)):
+            return same, True
         if target.kind == "dimension" and (target.model, target.name) in plan.breakdowns:
             return target.name, False
         if (
@@ -130,3 +133,17 @@ def _key_column(lens: Lens, plan: Plan, key: str, values: DimensionValues) -> tu
         ):
             return plan.grain, False
     raise Declined(f"ordered by {key!r}: that is not a column of the result")
+
+
+def _same_measure(lens: Lens, plan: Plan, metric: str) -> str | None:
+    """The alias of the plan's measure that computes what lens metric ``metric`` does
+    (same model, aggregate SQL and filters), else ``None``."""
+    other = Measure.of_metric(lens, metric)
+    dialect = lens.config.dialect
+
+    def same(m: Measure) -> bool:
+        return (m.model, m.filters) == (other.model, other.filters) and canonical_sql(
+            m.expression, dialect
+        ) == canonical_sql(other.expression, dialect)
+
+    return next((m.name for m in (plan.measure, *plan.extra) if same(m)), None)
