@@ -26,6 +26,8 @@ Declines:
   customers hold an ``orders`` column): a count of rows, or a comparison on the column?
 * no declared relation, or several (``papers cite papers`` through two joins);
 * ``at least 0`` / ``exactly 0`` (those with none are in no row of R);
+* a COUNT metric with filters on A, B or the relating model (the lens counts those
+  rows its own way);
 * A and B the same model, a composite key on either side.
 """
 
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import sqlglot
 from sqlglot import exp
 
 from reconciler.assembly.lexicon import model_nouns
@@ -94,14 +97,15 @@ def compared_count(lens: Lens, question: str, values: DimensionValues) -> str | 
                 f"{' '.join(found.words[start:end])!r} is a model and also {listed}: "
                 f"a count of {b} or a comparison on that column?"
             )
-    table, a_fk, b_key = _relation(lens, a, b)
+    relating, a_fk, b_key = _relation(lens, a, b)
+    _check_counts(lens, (a, b, relating))
     count = exp.Count(this=exp.Distinct(expressions=[exp.column(b_key)]))
     condition = {">": exp.GT, ">=": exp.GTE, "=": exp.EQ}[shape.op](
         this=count, expression=exp.Literal.number(shape.n)
     )
     inner = (
         exp.select(exp.column(a_fk))
-        .from_(exp.to_table(table))
+        .from_(exp.to_table(lens.models[relating].table))
         .where(exp.Not(this=exp.Is(this=exp.column(a_fk), expression=exp.Null())))
         .group_by(exp.column(a_fk))
         .having(condition)
@@ -170,7 +174,7 @@ def _noun(lens: Lens, toks: tuple[str, ...], i: int) -> tuple[str, int] | None:
 
 
 def _relation(lens: Lens, a: str, b: str) -> tuple[str, str, str]:
-    """``(table, column naming one A, column naming one B)`` of the one model relating
+    """``(model, column naming one A, column naming one B)`` of the one model relating
     A and B (module docstring)."""
     found: list[tuple[str, str, str]] = []
     for model in lens.models.values():
@@ -180,11 +184,11 @@ def _relation(lens: Lens, a: str, b: str) -> tuple[str, str, str]:
         a_fk = next(iter(to_a[0].on))
         if model.name == b:
             if len(model.primary_key) == 1:
-                found.append((model.table, a_fk, model.primary_key[0]))
+                found.append((model.name, a_fk, model.primary_key[0]))
             continue
         to_b = [j for j in model.joins if j.to == b and j.relationship == "many_to_one"]
         if len(to_b) == 1 and _to_key(lens, to_b[0].on, b):
-            found.append((model.table, a_fk, next(iter(to_b[0].on))))
+            found.append((model.name, a_fk, next(iter(to_b[0].on))))
     if len(found) != 1:
         what = "no declared model relates" if not found else "several declared models relate"
         raise Declined(
@@ -192,6 +196,19 @@ def _relation(lens: Lens, a: str, b: str) -> tuple[str, str, str]:
             f"declare the one that counts {b} per {a}"
         )
     return found[0]
+
+
+def _check_counts(lens: Lens, models: tuple[str, ...]) -> None:
+    """Decline when a COUNT metric with filters lives on one of ``models``: the lens
+    counts those rows its own way (as :func:`reconciler.generators.measures.entity_count`)."""
+    for metric in lens.metrics.values():
+        if metric.model not in models or not metric.filters:
+            continue
+        if sqlglot.parse_one(metric.expression, read=lens.config.dialect).find(exp.Count):
+            raise Declined(
+                f"metric {metric.name!r} counts {metric.model} rows with filters: does the "
+                f"question mean it, or every {metric.model} row?"
+            )
 
 
 def _to_key(lens: Lens, on: dict[str, str], model: str) -> bool:
