@@ -18,6 +18,12 @@ one) and B is counted by its key (``COUNT(DISTINCT …)``): ``SELECT COUNT(*) FR
 (SELECT a_fk FROM R WHERE a_fk IS NOT NULL GROUP BY a_fk HAVING COUNT(DISTINCT
 b_key) > n)``. No metric asset is used: the count is of B's keys.
 
+``ratio of A that have … B to A that have … B`` (both sides the same A and B) counts
+both sides on one such grouping: ``CAST(COUNT(CASE WHEN c > n THEN 1 END) AS DOUBLE)
+/ NULLIF(COUNT(CASE WHEN c = m THEN 1 END), 0)``. A bare number on one side ("papers
+that have 1 keyphrase") reads as exactly that many only against ``more than`` the
+same number on the other side; any other bare number declines (exactly, or at least?).
+
 Declines:
 
 * ``less than``, ``fewer than``, ``at most``, ``under`` …: an A with no B at all is
@@ -40,9 +46,11 @@ from sqlglot import exp
 
 from reconciler.assembly.lexicon import model_nouns
 from reconciler.assembly.retrieval import Retrieval, retrieve
+from reconciler.assembly.text import STOPWORDS, tokenize
 from reconciler.generators.compiler import Declined
 from reconciler.generators.generation import DimensionValues
 from reconciler.generators.grammar import NUMBER_WORDS
+from reconciler.generators.ratios import RATIO, TwoMeasures, find_two_measures
 from reconciler.lens import Lens
 
 _AT_LEAST = (("at", "least"), ("no", "less", "than"), ("no", "fewer", "than"))
@@ -82,10 +90,98 @@ def compared_count(lens: Lens, question: str, values: DimensionValues) -> str | 
         Declined: the shape with a "less than" side, an ambiguous ``<B>``, no single
             declared relation, or a composite key (module docstring).
     """
+    two = find_two_measures(question)
+    if two is not None and two.kind == RATIO and not two.percent:
+        return _ratio(lens, two, values)
     found = retrieve(lens, question, values)
     shape = _read(lens, found)
     if shape is None:
         return None
+    relating, a_fk, b_key = _checked(lens, found, shape)
+    count = exp.Count(this=exp.Distinct(expressions=[exp.column(b_key)]))
+    inner = (
+        exp.select(exp.column(a_fk))
+        .from_(exp.to_table(lens.models[relating].table))
+        .where(exp.Not(this=exp.Is(this=exp.column(a_fk), expression=exp.Null())))
+        .group_by(exp.column(a_fk))
+        .having(_condition(shape, count))
+    )
+    outer = exp.select(exp.alias_(exp.Count(this=exp.Star()), f"{shape.counted}_count")).from_(
+        inner.subquery("counted")
+    )
+    return outer.sql(dialect=lens.config.dialect, pretty=True)
+
+
+def _condition(shape: _Shape, count: exp.Expr) -> exp.Expr:
+    """``count <op> n`` of a shape."""
+    return {">": exp.GT, ">=": exp.GTE, "=": exp.EQ}[shape.op](
+        this=count.copy(), expression=exp.Literal.number(shape.n)
+    )
+
+
+def _ratio(lens: Lens, two: TwoMeasures, values: DimensionValues) -> str | None:
+    """``ratio of A that have op n B to A that have op m B``: both sides counted on
+    one grouping of the relating model; ``None`` when the sides are not of that shape.
+    A bare ``n`` on one side reads as exactly n only against ``more than n`` on the
+    other ("more than 1 keyphrase to 1 keyphrase")."""
+    before, first, second = two.sides
+    if any(t not in STOPWORDS for t in tokenize(before)):
+        return None
+    sides = []
+    for text in (first, second):
+        found = retrieve(lens, f"how many {text}", values)
+        shape = _read(lens, found, bare=True)
+        if shape is None:
+            return None
+        sides.append((found, shape))
+    (found_a, a), (_, b) = sides
+    if (a.counted, a.related) != (b.counted, b.related):
+        raise Declined(
+            f"a ratio of {a.counted} by their {a.related} to {b.counted} by their "
+            f"{b.related}: the two sides must count the same things"
+        )
+    bare = [s for s, (found, _) in zip((a, b), sides, strict=True) if _is_bare(found, s)]
+    other = b if bare and bare[0] is a else a
+    if bare and (len(bare) > 1 or (other.op, other.n) != (">", bare[0].n)):
+        raise Declined(
+            f"'{bare[0].n} {a.related}' alone: exactly {bare[0].n}, or at least "
+            f"{bare[0].n}? Say 'exactly'"
+        )
+    relating, a_fk, b_key = _checked(lens, found_a, a)
+    counted = exp.column("related_count")
+    sides_sql = [
+        exp.Count(
+            this=exp.Case(ifs=[exp.If(this=_condition(s, counted), true=exp.Literal.number(1))])
+        )
+        for s in (a, b)
+    ]
+    ratio = exp.Div(
+        this=exp.Cast(this=sides_sql[0], to=exp.DataType.build("double")),
+        expression=exp.Nullif(this=sides_sql[1], expression=exp.Literal.number(0)),
+    )
+    inner = (
+        exp.select(
+            exp.column(a_fk),
+            exp.alias_(
+                exp.Count(this=exp.Distinct(expressions=[exp.column(b_key)])), "related_count"
+            ),
+        )
+        .from_(exp.to_table(lens.models[relating].table))
+        .where(exp.Not(this=exp.Is(this=exp.column(a_fk), expression=exp.Null())))
+        .group_by(exp.column(a_fk))
+    )
+    query = exp.select(exp.alias_(ratio, "ratio")).from_(inner.subquery("counted"))
+    return query.sql(dialect=lens.config.dialect, pretty=True)
+
+
+def _is_bare(found: Retrieval, shape: _Shape) -> bool:
+    """Whether the shape's number stands alone (no comparison word before it)."""
+    at = shape.related_at[0] - 2
+    return shape.op == "=" and found.tokens[at : at + 1] != ("exactly",)
+
+
+def _checked(lens: Lens, found: Retrieval, shape: _Shape) -> tuple[str, str, str]:
+    """The relation of a shape, after the checks of the module docstring."""
     a, b = shape.counted, shape.related
     if a == b:
         raise Declined(f"{a} compared with {a}: which relation between them?")
@@ -99,25 +195,12 @@ def compared_count(lens: Lens, question: str, values: DimensionValues) -> str | 
             )
     relating, a_fk, b_key = _relation(lens, a, b)
     _check_counts(lens, (a, b, relating))
-    count = exp.Count(this=exp.Distinct(expressions=[exp.column(b_key)]))
-    condition = {">": exp.GT, ">=": exp.GTE, "=": exp.EQ}[shape.op](
-        this=count, expression=exp.Literal.number(shape.n)
-    )
-    inner = (
-        exp.select(exp.column(a_fk))
-        .from_(exp.to_table(lens.models[relating].table))
-        .where(exp.Not(this=exp.Is(this=exp.column(a_fk), expression=exp.Null())))
-        .group_by(exp.column(a_fk))
-        .having(condition)
-    )
-    outer = exp.select(exp.alias_(exp.Count(this=exp.Star()), f"{a}_count")).from_(
-        inner.subquery("counted")
-    )
-    return outer.sql(dialect=lens.config.dialect, pretty=True)
+    return relating, a_fk, b_key
 
 
-def _read(lens: Lens, found: Retrieval) -> _Shape | None:
-    """The shape's parts, or ``None`` when the tokens are not ``how many A … op n B``."""
+def _read(lens: Lens, found: Retrieval, bare: bool = False) -> _Shape | None:
+    """The shape's parts, or ``None`` when the tokens are not ``how many A … op n B``;
+    ``bare`` also reads ``A that have n B`` (operator ``=``; one side of a ratio)."""
     toks = found.tokens
     if toks[:2] != ("how", "many"):
         return None
@@ -128,12 +211,19 @@ def _read(lens: Lens, found: Retrieval) -> _Shape | None:
     while i < len(toks) and toks[i] in _LINKS:
         i += 1
     for words in _AT_MOST:
-        if toks[i : i + len(words)] == words:
+        after = i + len(words)
+        if (
+            toks[i:after] == words
+            and _number(toks, after) is not None
+            and _noun(lens, toks, after + 1)
+        ):
             raise Declined(
                 f"'{' '.join(words)}': {counted[0]} with none at all are in no row that "
                 "relates them; counted or not? Ask for those with at least one, or none"
             )
     read = _operator(toks, i)
+    if read is None and bare and (n := _number(toks, i)) is not None:
+        read = "=", n, i + 1
     if read is None:
         return None
     op, n, at = read
