@@ -2,12 +2,12 @@
 
 Two spellings filter one row of a model by a stored value:
 
-* ``named`` / ``called`` and a value of the model's *name column*: a dimension
+* ``named`` / ``called`` / ``with the name`` and a value of the model's *name column*: a dimension
   whose name or column ends in ``name`` (``business_name``, ``journalname``,
   ``first_name``) — ``the business named "Mark's Bistro"``;
 * ``with id`` / ``with <model> id`` and a value of the model's *key column*: the
   dimension over its single-column ``primary_key`` — ``the business with ID
-  "abc123"``, ``the paper with paper ID 2``.
+  "abc123"``, ``the customer with customer code C1``.
 
 The value must be one the retrieval matched: a warehouse value of that column (or a
 ``sample_values`` entry when no profile is known). :func:`split_names` takes the
@@ -17,7 +17,8 @@ word that names no such value declines, with the column that was looked in:
 
 * ``named`` not followed by a value, or by a value of a column that is no name
   column (``the city named Paris`` when only ``city`` holds it);
-* ``id`` not followed by a value of a key column;
+* ``id`` not followed by a value of a key column (a number is never one: numbers
+  are not matched as stored values);
 * a noun before the words that names another model than the value's.
 """
 
@@ -54,6 +55,9 @@ def split_names(lens: Lens, question: str, values: DimensionValues) -> str:
         if token in _NAMED:
             _value_after(lens, found, (i, i), is_name, "a name")
             drop.add(i)
+        elif token == "name" and i > 1 and found.tokens[i - 2 : i] == ("with", "the"):
+            _value_after(lens, found, (i - 2, i), is_name, "a name")
+            drop.update((i - 2, i - 1, i))
         elif token == "id" and i > 0 and found.tokens[i - 1] == "with":
             _value_after(lens, found, (i - 1, i), is_key, "an id")
             drop.update((i - 1, i))
@@ -79,6 +83,11 @@ def _value_after(
     first, i = words
     word = " ".join(found.words[first : i + 1])
     value = _mention_at(found, i + 1)
+    if value is None and found.words[i + 1 : i + 2] and found.words[i + 1].isdigit():
+        raise Declined(
+            f"'{word} {found.words[i + 1]}': a number is not read as {what} "
+            "(only stored text values are)"
+        )
     if value is None or value.kind != "value":
         after = " ".join(found.words[i + 1 : i + 4])
         raise Declined(
