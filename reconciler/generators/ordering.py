@@ -6,7 +6,9 @@ direction (``ascending``, ``descending``, ``asc``, ``desc``, ``in descending
 order``), or just ``… in descending order``; ``sorted in descending order by
 cost`` puts the direction first. ``from highest to lowest`` (``from lowest to
 highest``) and ``by the highest <measure> first`` order by a value: their key must
-be a measure, and with no key the question must have exactly one measure.
+be a measure (or, with one metric, the closing words of one of its phrases: "from
+highest to lowest participants"), and with no key the question must have exactly
+one measure.
 :func:`split_ordering` takes the phrase off the question before the rest is read
 (its words, "order" among them, would otherwise be read as lens phrases);
 :func:`order_plan` resolves the key against the plan:
@@ -90,7 +92,12 @@ def order_plan(lens: Lens, plan: Plan, ordering: Ordering, values: DimensionValu
         if ordering.by_value and plan.extra:
             raise Declined("ordered from highest to lowest: by which of the measures?")
         return dataclasses.replace(plan, order=(alias, bool(ordering.descending)))
-    alias, is_measure = _key_column(lens, plan, ordering.key, values)
+    try:
+        alias, is_measure = _key_column(lens, plan, ordering.key, values)
+    except Declined:
+        if not (ordering.by_value and _head_of_measure(lens, plan, ordering.key)):
+            raise
+        alias, is_measure = plan.measure.name, True
     if ordering.by_value and not is_measure:
         raise Declined(
             f"ordered from highest to lowest {ordering.key!r}: that is not a measure of the result"
@@ -147,3 +154,15 @@ def _same_measure(lens: Lens, plan: Plan, metric: str) -> str | None:
         ) == canonical_sql(other.expression, dialect)
 
     return next((m.name for m in (plan.measure, *plan.extra) if same(m)), None)
+
+
+def _head_of_measure(lens: Lens, plan: Plan, key: str) -> bool:
+    """Whether ``key`` is the closing words of a phrase of the plan's one metric (its
+    name, label or a synonym): "from highest to lowest participants" for a metric
+    called "active participants"."""
+    words = tuple(t for t in tokenize(key) if t != "the")
+    if plan.extra or plan.measure.metric is None or not words:
+        return False
+    metric = lens.metrics[plan.measure.metric]
+    phrases = (metric.name, metric.label or "", *metric.synonyms)
+    return any(tokenize(p)[-len(words) :] == words for p in phrases)
