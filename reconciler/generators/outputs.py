@@ -44,7 +44,7 @@ from reconciler.assembly.text import GRAIN_WORDS, STOPWORDS, tokenize
 from reconciler.generators.compiler import Declined, Measure, Plan, one_path, render
 from reconciler.generators.generation import DimensionValues
 from reconciler.generators.having import compared_count
-from reconciler.generators.labels import label_item, label_words
+from reconciler.generators.labels import Label, label_item, label_words
 from reconciler.lens import Lens
 
 Parser = Callable[[Lens, str, DimensionValues, tuple[str, ...] | None], Plan]
@@ -214,7 +214,7 @@ def _listed(
     columns: list[str] = []
     hidden: set[str] = set()
     for phrase in outputs.items:
-        label = label_item(lens, plan, phrase)
+        label = _key_or_label(lens, plan, phrase, values)
         if label is not None:
             plan, name = label.plan, label.column
             hidden.update([label.replaces] if label.replaces else [])
@@ -232,6 +232,19 @@ def _listed(
             f"out: list it to show it"
         )
     return plan, columns, hidden - set(columns)
+
+
+def _key_or_label(lens: Lens, plan: Plan, phrase: str, values: DimensionValues) -> Label | None:
+    """A listed breakdown key (the plan unchanged), else a listed name or id of a
+    grouped model (:func:`reconciler.generators.labels.label_item`), else ``None``."""
+    try:
+        key = _key(lens, plan, phrase, values)
+    except Declined:
+        label = label_item(lens, plan, phrase)
+        if label is None:
+            raise
+        return label
+    return Label(plan, key, None) if key is not None else label_item(lens, plan, phrase)
 
 
 def _most_common(lens: Lens, question: str, values: DimensionValues, parse: Parser) -> Plan | None:
