@@ -121,18 +121,28 @@ def canonical_sql(sql: str, dialect: str) -> str:
 
 
 # A closing ordering phrase: "… ordered by net revenue", "…, sort the results by month
-# desc", "… in descending order". A bare "order by" is not one ("net revenue per
-# order by region").
-_ORDER_BY = re.compile(
-    r"[\s,;]*\b(?:ordered|sorted|(?:order|sort)\s+(?:the\s+)?(?:results?|rows|them|it|output))"
-    r"\s+by\s+(?P<key>[\w\s]+?)"
-    r"(?:[\s,]+(?:in\s+)?(?P<dir>ascending|descending|asc|desc)(?:\s+order)?)?"
-    r"[\s.?!]*$",
-    re.IGNORECASE,
+# desc", "… in descending order", "… sorted in descending order by cost", "… ordered
+# from highest to lowest", "… ordered by the highest rating first", and a sentence
+# "Sort by …". A bare "order by" is not one ("net revenue per order by region").
+_VERB = (
+    r"[\s,;]*(?:\b(?:ordered|sorted|(?:order|sort)\s+(?:the\s+)?(?:results?|rows|them|it|output))"
+    r"|(?<=[.?!])\s*(?:order|sort)(?=\s+by\b))"
+)
+_END = r"[\s.?!]*$"
+_ORDERINGS = tuple(
+    re.compile(_VERB + body + _END, re.IGNORECASE)
+    for body in (
+        r"\s+in\s+(?P<dir>ascending|descending)\s+order\s+by\s+(?P<key>[\w\s]+?)",
+        r"\s+from\s+(?P<dir>highest|lowest)\s+to\s+(?:lowest|highest)(?:\s+(?P<key>[\w\s]+?))?",
+        r"\s+by\s+(?:the\s+)?(?P<dir>highest|lowest)\s+(?P<key>[\w\s]+?)\s+first",
+        r"\s+by\s+(?P<key>[\w\s]+?)"
+        r"(?:[\s,]+(?:in\s+)?(?P<dir>ascending|descending|asc|desc)(?:\s+order)?)?",
+    )
 )
 _IN_ORDER = re.compile(
     r"[\s,;]*\bin\s+(?P<dir>ascending|descending)\s+order\b[\s.?!]*$", re.IGNORECASE
 )
+_FROM_TO = re.compile(r"\s+from\s+(highest|lowest)\s+to\s+(lowest|highest)\b", re.IGNORECASE)
 
 
 def ordering_phrase(question: str) -> tuple[str, str | None, str | None] | None:
@@ -143,10 +153,18 @@ def ordering_phrase(question: str) -> tuple[str, str | None, str | None] | None:
     "by", "descending") but with its key, so "ordered" never selects an ``orders``
     metric; the fast tier reads the phrase (:mod:`reconciler.generators.ordering`).
     """
-    match = _ORDER_BY.search(question)
-    if match:
-        return question[: match.start()], match.group("key").strip(), match.group("dir")
+    for pattern in _ORDERINGS:
+        match = pattern.search(question)
+        if match and _one_way(match.group(0)):
+            key = match.group("key")
+            return question[: match.start()], key.strip() if key else None, match.group("dir")
     match = _IN_ORDER.search(question)
     if match:
         return question[: match.start()], None, match.group("dir")
     return None
+
+
+def _one_way(phrase: str) -> bool:
+    """ "from highest to lowest" / "from lowest to highest", never "highest to highest"."""
+    found = _FROM_TO.search(phrase)
+    return found is None or found.group(1).lower() != found.group(2).lower()

@@ -28,6 +28,7 @@ from reconciler.assembly.lexicon import Target
 from reconciler.assembly.retrieval import retrieve
 from reconciler.assembly.text import GRAIN_WORDS, stem
 from reconciler.generators.generation import DimensionValues
+from reconciler.generators.naming import split_names
 from reconciler.lens import Lens
 
 _INTRODUCERS = frozenset({"with", "where", "whose", "having"})
@@ -67,7 +68,9 @@ def split_bounds(
     lens: Lens, question: str, values: DimensionValues
 ) -> tuple[str, tuple[Bound, ...]]:
     """``(question without its fact comparisons, the comparisons)``; the question
-    comes back as its words joined by spaces when any were taken off."""
+    comes back as its words joined by spaces when any were taken off. The words
+    tying a name or id to its row go first (:func:`~reconciler.generators.naming.split_names`)."""
+    question = split_names(lens, question, values)
     found = retrieve(lens, question, values)
     words = found.words
     cut: list[tuple[int, int]] = []

@@ -38,20 +38,20 @@ answer is worse than no answer. A question is read as
   ``percentage``, ``percent`` (times 100) of one summed or counted measure over
   exactly one breakdown or grain;
 * optional equality filters on dimension values the warehouse holds (``values``) or
-  the lens lists in ``sample_values`` (``for Electronics``, ``in the West region``);
+  the lens lists in ``sample_values`` (``in the West region``, ``named 'Acme'``: ``naming``);
 * optional comparisons on facts (:mod:`reconciler.generators.bounds`): ``with
   amount more than 100``, ``quantity between 2 and 5``;
 * optional boolean flags: a boolean dimension ``is_<word>`` whose ``<word>``
   stands right before a noun naming its model (``won opportunities`` →
   ``iswon = TRUE``); the word anywhere else (``closed revenue``) declines;
 * an optional closing ordering phrase (:mod:`reconciler.generators.ordering`):
-  ``ordered by …``, ``sorted by … descending``, ``in ascending order``;
+  ``ordered by …``, ``sorted by … descending``, ``from highest to lowest``;
 * or, alone, a ranking of rows by a raw column of the noun's model: ``top 3
   products by price``, or a listing of a model's columns: ``the names and prices
   of the products in Toys, ordered alphabetically`` (:mod:`reconciler.generators.listing`),
   kept by related rows (``customers who have not made any transactions``:
   :mod:`reconciler.generators.existence`);
-* output lists, rankings by two measures, entity-count ratios: ``outputs``, ``countratios``;
+* output lists, two-measure rankings, count ratios, counts compared: ``outputs``, ``having``;
 * an optional ranking: ``top 5 …``, ``which 3 … lowest …``, ``bottom 2 …``, and
   ``Who has the highest …?``: an opening "who" ranks the one *person* dimension
   (a name or synonym ending in ``rep``, ``owner``, ``employee`` …; see

@@ -3,18 +3,25 @@
 A question may end with how to order its result: ``… ordered by net revenue``,
 ``… sorted by region``, ``…, order the results by month``, each optionally with a
 direction (``ascending``, ``descending``, ``asc``, ``desc``, ``in descending
-order``), or just ``… in descending order``. :func:`split_ordering` takes the
-phrase off the question before the rest is read (its words, "order" among them,
-would otherwise be read as lens phrases); :func:`order_plan` resolves the key
-against the plan:
+order``), or just ``… in descending order``; ``sorted in descending order by
+cost`` puts the direction first. ``from highest to lowest`` (``from lowest to
+highest``) and ``by the highest <measure> first`` order by a value: their key must
+be a measure (or, with one metric, the closing words of one of its phrases: "from
+highest to lowest participants"), and with no key the question must have exactly
+one measure.
+:func:`split_ordering` takes the phrase off the question before the rest is read
+(its words, "order" among them, would otherwise be read as lens phrases);
+:func:`order_plan` resolves the key against the plan:
 
 * the key must name one column of the result: a breakdown dimension, the time
-  bucket (its grain word or time dimension) or one of the measures — anything
-  else declines;
+  bucket (its grain word or time dimension) or one of the measures (or a metric
+  computing the same aggregate on the same model with the same filters: "how many
+  publications …, ordered by the number of publications") — anything else declines;
 * with no direction, a dimension or the time bucket sorts ascending; a measure
   declines (highest first, or lowest?);
 * a direction without a key orders a time series by its bucket and a breakdown
-  by its (first) measure;
+  by its (first) measure; "from highest to lowest" without a key orders by the one
+  measure (several measures decline: which one?);
 * an ordering phrase with a ranking, a change, a share, ties or measures on
   several models is not read (they fix their own order).
 
@@ -27,21 +34,25 @@ from __future__ import annotations
 import dataclasses
 
 from reconciler.assembly.retrieval import retrieve
-from reconciler.assembly.text import GRAIN_WORDS, ordering_phrase, tokenize
-from reconciler.generators.compiler import Declined, Plan
+from reconciler.assembly.text import GRAIN_WORDS, canonical_sql, ordering_phrase, tokenize
+from reconciler.generators.compiler import Declined, Measure, Plan
 from reconciler.generators.generation import DimensionValues
 from reconciler.lens import Lens
 
 _DIRECTIONS = {"ascending": False, "asc": False, "descending": True, "desc": True}
+# Directions that rank by a value: "from highest to lowest", "the highest … first".
+_BY_VALUE = {"highest": True, "lowest": False}
 
 
 @dataclasses.dataclass(frozen=True)
 class Ordering:
-    """An ordering phrase: the key's words (``None``: none named) and the direction
-    (``True`` descending, ``False`` ascending, ``None`` not said)."""
+    """An ordering phrase: the key's words (``None``: none named), the direction
+    (``True`` descending, ``False`` ascending, ``None`` not said), and whether the
+    phrase orders by a value ("from highest to lowest": the key must be a measure)."""
 
     key: str | None
     descending: bool | None
+    by_value: bool = False
 
 
 def split_ordering(question: str) -> tuple[str, Ordering | None]:
@@ -52,7 +63,10 @@ def split_ordering(question: str) -> tuple[str, Ordering | None]:
     if found is None:
         return question, None
     rest, key, direction = found
-    return rest, Ordering(key, _DIRECTIONS[direction.lower()] if direction else None)
+    word = direction.lower() if direction else None
+    if word in _BY_VALUE:
+        return rest, Ordering(key, _BY_VALUE[word], by_value=True)
+    return rest, Ordering(key, _DIRECTIONS[word] if word else None)
 
 
 def order_plan(lens: Lens, plan: Plan, ordering: Ordering, values: DimensionValues) -> Plan:
@@ -74,9 +88,20 @@ def order_plan(lens: Lens, plan: Plan, ordering: Ordering, values: DimensionValu
     if not plan.breakdowns and plan.grain is None:
         raise Declined("an ordering phrase on a single value: there is nothing to order")
     if ordering.key is None:
-        alias = plan.grain or plan.measure.name
+        alias = plan.measure.name if ordering.by_value else plan.grain or plan.measure.name
+        if ordering.by_value and plan.extra:
+            raise Declined("ordered from highest to lowest: by which of the measures?")
         return dataclasses.replace(plan, order=(alias, bool(ordering.descending)))
-    alias, is_measure = _key_column(lens, plan, ordering.key, values)
+    try:
+        alias, is_measure = _key_column(lens, plan, ordering.key, values)
+    except Declined:
+        if not (ordering.by_value and _head_of_measure(lens, plan, ordering.key)):
+            raise
+        alias, is_measure = plan.measure.name, True
+    if ordering.by_value and not is_measure:
+        raise Declined(
+            f"ordered from highest to lowest {ordering.key!r}: that is not a measure of the result"
+        )
     if is_measure and ordering.descending is None:
         raise Declined(
             f"ordered by {ordering.key!r}: highest first or lowest first? "
@@ -100,6 +125,8 @@ def _key_column(lens: Lens, plan: Plan, key: str, values: DimensionValues) -> tu
     for target in mention.targets:
         if target.kind == "metric" and target.name in measures:
             return measures[target.name], True
+        if target.kind == "metric" and (same := _same_measure(lens, plan, target.name)):
+            return same, True
         if target.kind == "dimension" and (target.model, target.name) in plan.breakdowns:
             return target.name, False
         if (
@@ -113,3 +140,29 @@ def _key_column(lens: Lens, plan: Plan, key: str, values: DimensionValues) -> tu
         ):
             return plan.grain, False
     raise Declined(f"ordered by {key!r}: that is not a column of the result")
+
+
+def _same_measure(lens: Lens, plan: Plan, metric: str) -> str | None:
+    """The alias of the plan's measure that computes what lens metric ``metric`` does
+    (same model, aggregate SQL and filters), else ``None``."""
+    other = Measure.of_metric(lens, metric)
+    dialect = lens.config.dialect
+
+    def same(m: Measure) -> bool:
+        return (m.model, m.filters) == (other.model, other.filters) and canonical_sql(
+            m.expression, dialect
+        ) == canonical_sql(other.expression, dialect)
+
+    return next((m.name for m in (plan.measure, *plan.extra) if same(m)), None)
+
+
+def _head_of_measure(lens: Lens, plan: Plan, key: str) -> bool:
+    """Whether ``key`` is the closing words of a phrase of the plan's one metric (its
+    name, label or a synonym): "from highest to lowest participants" for a metric
+    called "active participants"."""
+    words = tuple(t for t in tokenize(key) if t != "the")
+    if plan.extra or plan.measure.metric is None or not words:
+        return False
+    metric = lens.metrics[plan.measure.metric]
+    phrases = (metric.name, metric.label or "", *metric.synonyms)
+    return any(tokenize(p)[-len(words) :] == words for p in phrases)

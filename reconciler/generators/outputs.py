@@ -3,7 +3,9 @@
 Two spellings name the result's columns beyond what the main question asks:
 
 * an output clause after the question: a sentence ``Return (the) A, B and C``
-  (``Give me …``, ``List …``, ``Show …``) or a trailing ``…, showing A and B``. Each
+  (``Give me …``, ``List …``, ``Show …``) or a trailing ``…, showing A and B``; or
+  one sentence ``Return the name and average rating for each business …`` whose
+  items are measures and names or ids (:mod:`reconciler.generators.labels`). Each
   listed item is a column: a breakdown key of the main question (``the status``
   after "top 3 transaction statuses", a dimension phrase, a grain word), or a
   measure read alone (a metric, an aggregation word and a fact, ``number of <noun>``)
@@ -41,6 +43,8 @@ from reconciler.assembly.retrieval import retrieve
 from reconciler.assembly.text import GRAIN_WORDS, STOPWORDS, tokenize
 from reconciler.generators.compiler import Declined, Measure, Plan, one_path, render
 from reconciler.generators.generation import DimensionValues
+from reconciler.generators.having import compared_count
+from reconciler.generators.labels import Label, label_item, label_words
 from reconciler.lens import Lens
 
 Parser = Callable[[Lens, str, DimensionValues, tuple[str, ...] | None], Plan]
@@ -53,7 +57,11 @@ _OPENER = re.compile(rf"^\s*{_VERB}\s+(?=the\s+top\b|the\s+bottom\b|top\b|bottom
 _FIRST_LAST = re.compile(r"\bfirst\s+and\s+last\s+names?\b", re.IGNORECASE)
 _SPLIT = re.compile(r"\s*,\s*(?:and\s+)?|\s+and\s+", re.IGNORECASE)
 _FOR_EACH = re.compile(r"^(?P<item>.+?)\s+(?:for|per|by)\s+(?:each|every)\s+(?P<key>.+)$", re.I)
-_LEADING = re.compile(r"^(?:the|their|its|his|her)\s+", re.IGNORECASE)
+_LEADING = re.compile(
+    r"^(?:(?:the|their|its|his|her)\s+(?:(?:corresponding|respective)\s+)?"
+    r"|(?:corresponding|respective)\s+)",
+    re.IGNORECASE,
+)
 _BASED_ON = re.compile(r"^(?P<item>.+?)\s*\(\s*based\s+on\s+(?P<fact>[^)]+)\)$", re.IGNORECASE)
 _DISTINCT = re.compile(r"^(?:number|count)\s+of\s+(?:distinct|unique)\s+(?P<noun>.+)$", re.I)
 _START = re.compile(
@@ -65,6 +73,10 @@ _MOST_COMMON = re.compile(
     r"^(?P<head>.*?\b(?:top|bottom)\s+\w+\s+)most\s+(?:common|frequent|frequently\s+used)\s+"
     r"(?P<dims>.+?)(?:\s+for\s+(?P<noun>[^,]+?))?\s*,?\s+and\s+their\s+(?:respective\s+)?"
     r"counts?\s*[?.!]*$",
+    re.IGNORECASE,
+)
+_LEAD = re.compile(
+    rf"^\s*{_VERB}\s+(?P<items>.+?)\s+(?P<rest>(?:for|per)\s+(?:each|every)\s+[^?!.]+?)[?.!]*\s*$",
     re.IGNORECASE,
 )
 _BY_TWO = re.compile(r"^(?P<head>.*\bby\s+(?P<a>.+?))\s+and\s+(?P<b>[^,]+?)\s*$", re.IGNORECASE)
@@ -93,7 +105,7 @@ def split_outputs(question: str) -> Outputs | None:
     text = question.strip()
     match = _SENTENCE.search(text) or _SHOWING.search(text)
     if match is None:
-        return None
+        return _leading(text)
     main = _COMBINATIONS.sub(r"\g<rank> ", _OPENER.sub("", text[: match.start()])).strip()
     listed = _FIRST_LAST.sub("first name, last name", match["items"].strip())
     start = _START.search(listed)
@@ -111,6 +123,19 @@ def split_outputs(question: str) -> Outputs | None:
     return Outputs(main, tuple(items), tuple(keys), first)
 
 
+def _leading(text: str) -> Outputs | None:
+    """One sentence ``Return A and B for each <key> …``: the question is the measures
+    listed (the items that are no name or id) ``for each <key> …``."""
+    match = _LEAD.match(text)
+    if match is None:
+        return None
+    items = tuple(_LEADING.sub("", p.strip()) for p in _SPLIT.split(match["items"]) if p.strip())
+    measures = [i for i in items if label_words(i) is None]
+    if not measures or len(measures) == len(items):
+        return None
+    return Outputs(f"{' and '.join(measures)} {match['rest']}", items)
+
+
 def answer_outputs(
     lens: Lens,
     question: str,
@@ -118,8 +143,9 @@ def answer_outputs(
     allowed: tuple[str, ...] | None,
     parse: Parser,
 ) -> str | None:
-    """The SQL of a question with an output clause or a ranking by several measures,
-    or ``None`` when it has neither (the rest of the grammar reads it).
+    """The SQL of a question with an output clause or a ranking by several measures
+    (or a count of entities compared, :mod:`reconciler.generators.having`), or
+    ``None`` when it has none of these (the rest of the grammar reads it).
 
     Args:
         lens: the lens.
@@ -131,6 +157,8 @@ def answer_outputs(
     Raises:
         Declined: see the module docstring.
     """
+    if compared := compared_count(lens, question, values):
+        return compared
     common = _most_common(lens, question, values, parse)
     if common is not None:
         return _rendered(lens, common, [*(d for _, d in common.breakdowns), common.measure.name], 1)
@@ -158,29 +186,65 @@ def answer_outputs(
         and (plan.rank or (None,))[0] != outputs.start
     ):
         raise Declined("'starting from the top/bottom' does not restate the question's ranking")
+    hidden: set[str] = set()
     if outputs is not None:
-        for phrase in outputs.keys:
-            if _item(lens, plan, phrase, values, allowed, parse)[1] is not None:
-                raise Declined(f"'for each {phrase}' names a measure, not a key of the result")
-        for phrase in outputs.items:
-            name, measure = _item(lens, plan, phrase, values, allowed, parse)
-            if measure is not None:
-                plan = dataclasses.replace(plan, extra=(*plan.extra, measure))
-            if name in columns:
-                raise Declined(f"{phrase!r} lists a column already listed ({name})")
-            columns.append(name)
-        unlisted = [m.name for m in (plan.measure, *plan.extra) if m.name not in columns]
-        if unlisted:
-            raise Declined(
-                f"the question asks for {', '.join(unlisted)} but the output list leaves it "
-                f"out: list it to show it"
-            )
+        plan, columns, hidden = _listed(lens, plan, outputs, values, allowed, parse)
     else:
         columns = [m.name for m in (plan.measure, *plan.extra)]
     _check_joins(lens, plan, values)
     keys = [*([plan.grain] if plan.grain else []), *(d for _, d in plan.breakdowns)]
-    columns = [*(k for k in keys if k not in columns), *columns]
-    return _rendered(lens, plan, columns, order_by)
+    columns = [*(k for k in keys if k not in columns and k not in hidden), *columns]
+    return _rendered(lens, plan, columns, order_by, hidden)
+
+
+def _listed(
+    lens: Lens,
+    plan: Plan,
+    outputs: Outputs,
+    values: DimensionValues,
+    allowed: tuple[str, ...] | None,
+    parse: Parser,
+) -> tuple[Plan, list[str], set[str]]:
+    """``(plan, listed columns, key columns a listed name stands for)`` of an output
+    list: each item a key, a name or id (:mod:`reconciler.generators.labels`) or a
+    measure on the same grouping."""
+    for phrase in outputs.keys:
+        if _item(lens, plan, phrase, values, allowed, parse)[1] is not None:
+            raise Declined(f"'for each {phrase}' names a measure, not a key of the result")
+    columns: list[str] = []
+    hidden: set[str] = set()
+    for phrase in outputs.items:
+        label = _key_or_label(lens, plan, phrase, values)
+        if label is not None:
+            plan, name = label.plan, label.column
+            hidden.update([label.replaces] if label.replaces else [])
+        else:
+            name, measure = _item(lens, plan, phrase, values, allowed, parse)
+            if measure is not None:
+                plan = dataclasses.replace(plan, extra=(*plan.extra, measure))
+        if name in columns:
+            raise Declined(f"{phrase!r} lists a column already listed ({name})")
+        columns.append(name)
+    unlisted = [m.name for m in (plan.measure, *plan.extra) if m.name not in columns]
+    if unlisted:
+        raise Declined(
+            f"the question asks for {', '.join(unlisted)} but the output list leaves it "
+            f"out: list it to show it"
+        )
+    return plan, columns, hidden - set(columns)
+
+
+def _key_or_label(lens: Lens, plan: Plan, phrase: str, values: DimensionValues) -> Label | None:
+    """A listed breakdown key (the plan unchanged), else a listed name or id of a
+    grouped model (:func:`reconciler.generators.labels.label_item`), else ``None``."""
+    try:
+        key = _key(lens, plan, phrase, values)
+    except Declined:
+        label = label_item(lens, plan, phrase)
+        if label is None:
+            raise
+        return label
+    return Label(plan, key, None) if key is not None else label_item(lens, plan, phrase)
 
 
 def _most_common(lens: Lens, question: str, values: DimensionValues, parse: Parser) -> Plan | None:
@@ -390,13 +454,16 @@ def _check_joins(lens: Lens, plan: Plan, values: DimensionValues) -> None:
                 raise Declined(doubt)
 
 
-def _rendered(lens: Lens, plan: Plan, columns: list[str], order_by: int) -> str:
-    """``plan``'s SQL with its select list in ``columns`` order; ``order_by`` 2 adds the
-    second measure after the first in the ranking's ORDER BY."""
+def _rendered(
+    lens: Lens, plan: Plan, columns: list[str], order_by: int, hidden: set[str] | None = None
+) -> str:
+    """``plan``'s SQL with its select list in ``columns`` order (the ``hidden`` key
+    columns left out of it, still grouped by); ``order_by`` 2 adds the second measure
+    after the first in the ranking's ORDER BY."""
     dialect = lens.config.dialect
     query = sqlglot.parse_one(render(lens, plan), read=dialect)
     assert isinstance(query, exp.Select)
-    selects = {s.alias_or_name: s for s in query.selects}
+    selects = {s.alias_or_name: s for s in query.selects if s.alias_or_name not in (hidden or ())}
     if sorted(selects) != sorted(columns):
         raise Declined(f"the result would hold {', '.join(selects)}, not {', '.join(columns)}")
     query.set("expressions", [selects[c] for c in columns])

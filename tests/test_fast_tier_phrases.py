@@ -1,0 +1,67 @@
+"""Ordering by a value ("from highest to lowest") and values tied to a row by a name or an id.
+
+Each case of ``tests/fixtures/fast_tier_phrases.yaml`` is asked in-process on its lens
+(assembly, then the fast tier) over a real DuckDB warehouse: an answer must return the
+hand-written oracle's rows (in order where the case says ``ordered``), a decline must
+give its reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from reconciler.assembly.text import ordering_phrase
+from reconciler.lens import Lens, load_lens
+from tests.helpers import FIXTURES
+from tests.helpers.grammar import check_golden_case, golden_warehouses
+
+DATA: dict[str, Any] = yaml.safe_load((FIXTURES / "fast_tier_phrases.yaml").read_text("utf-8"))
+CASES: list[dict[str, Any]] = DATA["cases"]
+
+
+def _lens() -> Lens:
+    return load_lens("phrase_shop", {p: t.encode() for p, t in DATA["lens"].items()})
+
+
+@pytest.fixture(scope="module")
+def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    root = tmp_path_factory.mktemp("phrases")
+    yield golden_warehouses(root, {"shop": DATA["schema"]})["shop"]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_phrase_case(warehouse: Path, case: dict[str, Any]) -> None:
+    check_golden_case(_lens(), warehouse, case)
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        (
+            "Revenue by state, ordered from highest to lowest?",
+            ("Revenue by state", None, "highest"),
+        ),
+        (
+            "Revenue by state sorted in descending order by revenue",
+            ("Revenue by state", "revenue", "descending"),
+        ),
+        (
+            "Revenue by state, ordered by the lowest revenue first.",
+            ("Revenue by state", "revenue", "lowest"),
+        ),
+        ("Revenue by state? Sort by revenue", ("Revenue by state?", "revenue", None)),
+    ],
+)
+def test_ordering_phrases_are_split_off(
+    question: str, expected: tuple[str, str | None, str | None]
+) -> None:
+    assert ordering_phrase(question) == expected
+
+
+def test_sort_inside_a_sentence_is_no_ordering_phrase() -> None:
+    assert ordering_phrase("Revenue by sort by region") is None
