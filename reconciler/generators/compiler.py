@@ -89,6 +89,7 @@ class _Renderer:
         self.dialect = lens.config.dialect
         self.aliases: dict[str, str] = {}
         self.edges: list[tuple[str, Join]] = []
+        self.hidden_order: list[exp.Expr] = []  # the hidden keys, as the final query reads them
         self._alias(plan.base)
         for here, join in plan_edges(lens, plan):
             self._alias(join.to)
@@ -204,16 +205,21 @@ class _Renderer:
         if conditions:
             query = query.where(exp.and_(*conditions), copy=False)
         hidden = [self.column(m, c) for m, c in plan.hidden_keys]
+        self.hidden_order = hidden
         if any(j.relationship == "one_to_many" for _, j in self.edges) and not all(
             counts_distinct(lens, m) for m in measures
         ):
-            if hidden:
-                raise Declined(
-                    "a breakdown by a person through a one-to-many join is not read: "
-                    "ask by the person's id"
-                )
             # fanout_doubt let it through: the hop starts at the base, unique on its key
-            query, keys = per_base_row(query, self.aliases[plan.base], keys)
+            extra = [(h, f"dst_hidden_{i}") for i, h in enumerate(hidden)]
+            selects = query.selects
+            held = [exp.alias_(e.copy(), a) for e, a in extra]
+            query.set("expressions", [*selects[: len(keys)], *held, *selects[len(keys) :]])
+            query, keys = per_base_row(query, self.aliases[plan.base], [*keys, *extra])
+            if extra:  # grouped by, not shown
+                shown, names = len(keys) - len(extra), {a for _, a in extra}
+                self.hidden_order = [e for e, _ in keys[shown:]]
+                query.set("expressions", [e for e in query.selects if e.alias_or_name not in names])
+                keys = keys[:shown]
         elif keys:
             query = query.group_by(*(e.copy() for e, _ in keys), *hidden, copy=False)
         return query, keys, measure
@@ -243,7 +249,7 @@ class _Renderer:
                 order.append(exp.Ordered(this=measure.copy(), desc=True))
             keys = [(e, a) for e, a in keys if a != plan.grain]
         order.extend(exp.Ordered(this=e.copy(), desc=False) for e, _ in keys)
-        order.extend(exp.Ordered(this=self.column(m, c), desc=False) for m, c in plan.hidden_keys)
+        order.extend(exp.Ordered(this=e.copy(), desc=False) for e in self.hidden_order)
         if order:
             query = query.order_by(*order, copy=False)
         if plan.rank:

@@ -97,6 +97,7 @@ from reconciler.generators.doubts import check_doubts, entity_breakdowns
 from reconciler.generators.generation import DimensionValues, Generation
 from reconciler.generators.grammar import Reading, phrase_of, plural, read_grammar
 from reconciler.generators.measures import check_extras, select_measures
+from reconciler.generators.nouns import check_noun_breakdowns, with_row_keys
 from reconciler.generators.ordering import order_plan, split_ordering
 from reconciler.generators.periods import RANGE, check_unit_phrases, shift, spell_to_date
 from reconciler.generators.persons import with_person_keys
@@ -222,7 +223,7 @@ def parse(
     if stray:
         raise Declined(f"the question names model(s) {stray} that the query would not use")
     plan = dataclasses.replace(plan, joined=tuple(plans[1:])) if len(plans) > 1 else plan
-    plan = with_person_keys(lens, plan)
+    plan = with_row_keys(lens, with_person_keys(lens, plan))
     return plan if ordering is None else order_plan(lens, plan, ordering, values)
 
 
@@ -281,6 +282,7 @@ def _plan(
         raise Declined(f"more than {MAX_DIMENSIONS} breakdown dimensions")
     grain, period, compared, change = _when(reading, len(measures))
     rank = _rank(reading, found, grain, bool(breakdowns), plural_breakdown)
+    check_noun_breakdowns(lens, found, split.mentions, rank)
     if measure.function == "count_distinct":
         check_entity_count(lens, found, measure, split.mentions,
                            (grain, period, bool(compared)), split.time, rank)  # fmt: skip
