@@ -13,32 +13,29 @@ from typing import Any
 
 import duckdb
 import pytest
-import yaml
 
 from reconciler.generators.compiler import Declined
 from reconciler.generators.existence import existence_rows
-from reconciler.lens import Lens, load_lens
-from tests.helpers import FIXTURES
-from tests.helpers.grammar import check_golden_case, dimension_values, golden_warehouses
+from reconciler.lens import Lens
+from tests.helpers.grammar import GoldenFile, dimension_values
 
-DATA: dict[str, Any] = yaml.safe_load((FIXTURES / "fast_tier_existence.yaml").read_text("utf-8"))
-CASES: list[dict[str, Any]] = DATA["cases"]
+GOLDEN = GoldenFile.read("fast_tier_existence.yaml")
+CASES = GOLDEN.cases
 
 
 def _lens(name: str) -> Lens:
-    files = {path: text.encode() for path, text in DATA["lenses"][name]["files"].items()}
-    return load_lens(name, files)
+    return GOLDEN.lens(name)
 
 
 @pytest.fixture(scope="module")
 def warehouses(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
     root = tmp_path_factory.mktemp("existence")
-    yield golden_warehouses(root, {n: spec["schema"] for n, spec in DATA["lenses"].items()})
+    yield GOLDEN.warehouses(root)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
 def test_existence_case(warehouses: dict[str, Path], case: dict[str, Any]) -> None:
-    check_golden_case(_lens(case["lens"]), warehouses[case["lens"]], case)
+    GOLDEN.check(warehouses, case)
 
 
 @pytest.mark.parametrize(

@@ -13,25 +13,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from reconciler.generators.outputs import split_outputs
-from reconciler.lens import Lens, load_lens
-from tests.helpers import FIXTURES
-from tests.helpers.grammar import check_golden_case, golden_warehouses
+from reconciler.lens import Lens
+from tests.helpers.grammar import GoldenFile, check_golden_case
 
-DATA: dict[str, Any] = yaml.safe_load((FIXTURES / "fast_tier_measures.yaml").read_text("utf-8"))
-CASES: list[dict[str, Any]] = DATA["cases"]
+GOLDEN = GoldenFile.read("fast_tier_measures.yaml")
+CASES = GOLDEN.cases
 
 
 def _lens() -> Lens:
-    return load_lens("measure_shop", {p: t.encode() for p, t in DATA["lens"].items()})
+    return GOLDEN.lens()
 
 
 @pytest.fixture(scope="module")
 def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     root = tmp_path_factory.mktemp("measures")
-    yield golden_warehouses(root, {"shop": DATA["schema"]})["shop"]
+    yield next(iter(GOLDEN.warehouses(root).values()))
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])

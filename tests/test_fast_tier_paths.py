@@ -15,25 +15,28 @@ from typing import Any
 
 import duckdb
 import pytest
-import yaml
 
 from reconciler.assembly.grain import KeyFact, WarehouseFacts
 from reconciler.lens import Lens, load_lens
-from tests.helpers import FIXTURES
-from tests.helpers.grammar import ask, check_golden_case, dimension_values, golden_warehouses
+from tests.helpers.grammar import (
+    GoldenFile,
+    ask,
+    check_golden_case,
+    dimension_values,
+)
 
-DATA: dict[str, Any] = yaml.safe_load((FIXTURES / "fast_tier_paths.yaml").read_text("utf-8"))
-CASES: list[dict[str, Any]] = DATA["cases"]
+GOLDEN = GoldenFile.read("fast_tier_paths.yaml")
+CASES = GOLDEN.cases
 
 
 def _lens() -> Lens:
-    return load_lens("paper_shop", {p: t.encode() for p, t in DATA["lens"].items()})
+    return GOLDEN.lens()
 
 
 @pytest.fixture(scope="module")
 def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     root = tmp_path_factory.mktemp("paths")
-    yield golden_warehouses(root, {"shop": DATA["schema"]})["shop"]
+    yield next(iter(GOLDEN.warehouses(root).values()))
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
@@ -63,7 +66,7 @@ def test_a_join_walked_backwards_still_needs_its_one_side_unique(warehouse: Path
 
 def test_a_declared_one_to_many_join_carries_a_distinct_count(warehouse: Path) -> None:
     # The same relation declared from the venues' side: followed in its declared direction.
-    files = {p: t.encode() for p, t in DATA["lens"].items()}
+    files = dict(GOLDEN.files["paper_shop"])
     files["models/venues.yaml"] += (
         b"joins:\n  - to: papers\n    relationship: one_to_many\n    on: {venue_id: venue_id}\n"
     )

@@ -15,25 +15,28 @@ from typing import Any
 
 import duckdb
 import pytest
-import yaml
 
 from reconciler.generators.adapt import adapted_sql, skeleton
 from reconciler.lens import Lens, load_lens
-from tests.helpers import FIXTURES
-from tests.helpers.grammar import ask, check_golden_case, dimension_values, golden_warehouses
+from tests.helpers.grammar import (
+    GoldenFile,
+    ask,
+    check_golden_case,
+    dimension_values,
+)
 
-DATA: dict[str, Any] = yaml.safe_load((FIXTURES / "fast_tier_ratios.yaml").read_text("utf-8"))
-CASES: list[dict[str, Any]] = DATA["cases"]
+GOLDEN = GoldenFile.read("fast_tier_ratios.yaml")
+CASES = GOLDEN.cases
 
 
 def _lens() -> Lens:
-    return load_lens("ratio_shop", {p: t.encode() for p, t in DATA["lens"].items()})
+    return GOLDEN.lens()
 
 
 @pytest.fixture(scope="module")
 def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     root = tmp_path_factory.mktemp("ratios")
-    yield golden_warehouses(root, {"shop": DATA["schema"]})["shop"]
+    yield next(iter(GOLDEN.warehouses(root).values()))
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
@@ -56,7 +59,7 @@ def test_an_exemplar_is_only_seen_through_the_request(warehouse: Path) -> None:
     assert adapted is not None and "'SMB'" in adapted and "2024-07-01" in adapted
     bare = load_lens(
         "ratio_shop",
-        {p: t.encode() for p, t in DATA["lens"].items() if not p.startswith("exemplars/")},
+        {p: t for p, t in GOLDEN.files["ratio_shop"].items() if not p.startswith("exemplars/")},
     )
     result = ask(bare, question, values)
     assert result.sql is not None and "cancelled" not in result.sql
@@ -76,7 +79,7 @@ def test_only_a_number_after_a_ranking_word_is_a_slot(warehouse: Path) -> None:
 
 
 def test_an_excluded_term_declines_before_an_exemplar_is_adapted(warehouse: Path) -> None:
-    files = {p: t.encode() for p, t in DATA["lens"].items()}
+    files = dict(GOLDEN.files["ratio_shop"])
     files["lens.yaml"] = b"name: ratio_shop\nexclusions: [SMB]\n"
     lens = load_lens("ratio_shop", files)
     con = duckdb.connect(str(warehouse), read_only=True)

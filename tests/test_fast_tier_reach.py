@@ -12,35 +12,30 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from reconciler.assets import lens_assets
 from reconciler.errors import LensLoadError
 from reconciler.ids import AssetId
-from reconciler.lens import Lens, load_lens
-from tests.helpers import FIXTURES
-from tests.helpers.grammar import check_golden_case, golden_warehouses
+from reconciler.lens import Lens
+from tests.helpers.grammar import GoldenFile
 
-DATA: dict[str, Any] = yaml.safe_load((FIXTURES / "fast_tier_reach.yaml").read_text("utf-8"))
-CASES: list[dict[str, Any]] = DATA["cases"]
+GOLDEN = GoldenFile.read("fast_tier_reach.yaml")
+CASES = GOLDEN.cases
 
 
 def _lens(name: str, lens_yaml: str | None = None) -> Lens:
-    files = {path: text.encode() for path, text in DATA["lenses"][name]["files"].items()}
-    if lens_yaml is not None:
-        files["lens.yaml"] = lens_yaml.encode()
-    return load_lens(name, files)
+    return GOLDEN.lens(name, {"lens.yaml": lens_yaml.encode()} if lens_yaml else None)
 
 
 @pytest.fixture(scope="module")
 def warehouses(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
     root = tmp_path_factory.mktemp("reach")
-    yield golden_warehouses(root, {n: spec["schema"] for n, spec in DATA["lenses"].items()})
+    yield GOLDEN.warehouses(root)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
 def test_reach_case(warehouses: dict[str, Path], case: dict[str, Any]) -> None:
-    check_golden_case(_lens(case["lens"]), warehouses[case["lens"]], case)
+    GOLDEN.check(warehouses, case)
 
 
 def _lens_hash(lens: Lens) -> str:

@@ -10,6 +10,7 @@ warehouses. :func:`grammar_cases` reads the grammar cases of
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from reconciler.assembly.grain import (
 )
 from reconciler.assembly.request import assemble
 from reconciler.generators import DimensionValues, Generation, generate
-from reconciler.lens import Lens
+from reconciler.lens import Lens, load_lens
 from tests.helpers import FIXTURES
 
 ORDERS = b"""\
@@ -392,3 +393,43 @@ def check_golden_case(lens: Lens, warehouse: Path, case: dict[str, Any]) -> None
             assert same_rows(rows, expected), f"{result.sql}\n{rows} != {expected}"
     finally:
         con.close()
+
+
+@dataclass(frozen=True)
+class GoldenFile:
+    """One golden fixture file of the fast tier, read from ``tests/fixtures/``.
+
+    Either ``lenses: {name: {files: {path: text}, schema: SQL}}`` with cases naming
+    their ``lens``, or one ``lens: {path: text}`` with its ``schema`` (the lens named
+    by its ``lens.yaml``); ``cases`` is the list of cases either way.
+    """
+
+    files: dict[str, dict[str, bytes]]
+    schemas: dict[str, str]
+    cases: list[dict[str, Any]]
+
+    @classmethod
+    def read(cls, name: str) -> GoldenFile:
+        """Parse ``tests/fixtures/<name>``."""
+        data: dict[str, Any] = yaml.safe_load((FIXTURES / name).read_text("utf-8"))
+        if "lenses" in data:
+            lenses = data["lenses"]
+            files = {n: {p: t.encode() for p, t in s["files"].items()} for n, s in lenses.items()}
+            return cls(files, {n: spec["schema"] for n, spec in lenses.items()}, data["cases"])
+        only = yaml.safe_load(data["lens"]["lens.yaml"])["name"]
+        files = {only: {p: t.encode() for p, t in data["lens"].items()}}
+        return cls(files, {only: data["schema"]}, data["cases"])
+
+    def lens(self, name: str | None = None, extra: dict[str, bytes] | None = None) -> Lens:
+        """The lens ``name`` (default: the file's one lens), with ``extra`` files over it."""
+        name = name or next(iter(self.files))
+        return load_lens(name, {**self.files[name], **(extra or {})})
+
+    def warehouses(self, root: Path) -> dict[str, Path]:
+        """One DuckDB file per lens under ``root`` (:func:`golden_warehouses`)."""
+        return golden_warehouses(root, self.schemas)
+
+    def check(self, warehouses: dict[str, Path], case: dict[str, Any]) -> None:
+        """:func:`check_golden_case` of ``case`` on its lens and warehouse."""
+        name = case.get("lens") or next(iter(self.files))
+        check_golden_case(self.lens(name), warehouses[name], case)
