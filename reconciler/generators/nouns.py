@@ -58,14 +58,17 @@ def check_noun_breakdowns(
     if rank is not None:
         return
     nouns = noun_dimensions(lens)
-    for mention in breakdowns:
-        hits = [t for t in mention.targets if (t.model, t.name) in nouns]
-        if not hits:
-            continue
+    introduced: set[int] = set()  # where an introduced breakdown ends ("by genre and track")
+    for mention in sorted(breakdowns, key=lambda m: m.start):
         k = mention.start - 1
         while k >= 0 and found.tokens[k] == "the":
             k -= 1
-        if k >= 0 and found.tokens[k] in _INTRODUCERS | {"and"}:
+        before = found.tokens[k] if k >= 0 else ""
+        if before in _INTRODUCERS or (before == "and" and k in introduced):
+            introduced.add(mention.end)
+            continue
+        hits = [t for t in mention.targets if (t.model, t.name) in nouns]
+        if not hits:
             continue
         phrase = " ".join(found.words[mention.start : mention.end])
         raise Declined(
