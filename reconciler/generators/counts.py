@@ -24,11 +24,9 @@ from __future__ import annotations
 from datetime import date
 
 from reconciler.assembly.retrieval import Mention, Retrieval, counted_model
-from reconciler.generators.grammar import Reading, phrase_of
+from reconciler.generators.grammar import Reading, phrase_of, uninvited
 from reconciler.generators.plans import Declined, Measure
 from reconciler.lens import Lens
-
-_INTRODUCERS = frozenset({"by", "per", "each", "every", "across"})
 
 
 def check_entity_count(
@@ -80,17 +78,10 @@ def check_entity_count(
         )
     if rank is not None:
         return
-    introduced: set[int] = set()
-    for d in sorted(breakdowns, key=lambda m: m.start):
-        k = d.start - 1
-        while k >= 0 and found.tokens[k] == "the":
-            k -= 1
-        before = found.tokens[k] if k >= 0 else ""
-        if before in _INTRODUCERS or (before == "and" and k in introduced):
-            introduced.add(d.end)
-            continue
+    stray = uninvited(found, breakdowns)
+    if stray:
         raise Declined(
-            f"{phrase_of(found, d)!r} is not introduced by 'by', 'per' or 'each': "
+            f"{phrase_of(found, stray[0])!r} is not introduced by 'by', 'per' or 'each': "
             f"a count of {model} broken down by it, or filtered by it?"
         )
 

@@ -44,6 +44,7 @@ AGGREGATE_WORDS: Mapping[str, tuple[type[exp.Expr], ...]] = {
 _CHANGE_GRAINS = {"mom": "month", "qoq": "quarter", "yoy": "year"}
 _CHANGE_WORDS = frozenset({"change", "difference"})
 COMPARE_WORDS = frozenset({"vs", "versus", "compared", "compare", "against"})
+BREAKDOWN_WORDS = frozenset({"by", "per", "each", "every", "across"})
 
 
 @dataclass
@@ -209,3 +210,24 @@ def plural(found: Retrieval, index: int) -> bool:
 
 def phrase_of(found: Retrieval, m: Mention) -> str:
     return " ".join(found.words[m.start : m.end])
+
+
+def uninvited(found: Retrieval, breakdowns: list[Mention]) -> list[Mention]:
+    """The breakdown mentions no breakdown word introduces, in question order.
+
+    A mention is introduced when the word before it (past any ``the``) is one of
+    :data:`BREAKDOWN_WORDS`, or ``and`` right after an introduced mention ("by genre
+    and track"). Returns the others: phrases that may be filters, not breakdowns.
+    """
+    introduced: set[int] = set()  # where an introduced mention ends
+    out = []
+    for mention in sorted(breakdowns, key=lambda m: m.start):
+        k = mention.start - 1
+        while k >= 0 and found.tokens[k] == "the":
+            k -= 1
+        before = found.tokens[k] if k >= 0 else ""
+        if before in BREAKDOWN_WORDS or (before == "and" and k in introduced):
+            introduced.add(mention.end)
+        else:
+            out.append(mention)
+    return out

@@ -24,10 +24,9 @@ import dataclasses
 from reconciler.assembly.lexicon import model_nouns
 from reconciler.assembly.retrieval import Mention, Retrieval
 from reconciler.assembly.text import tokenize
+from reconciler.generators.grammar import uninvited
 from reconciler.generators.plans import Declined, Plan
 from reconciler.lens import Lens, Model
-
-_INTRODUCERS = frozenset({"by", "per", "each", "every", "across"})
 
 
 def noun_dimensions(lens: Lens) -> frozenset[tuple[str, str]]:
@@ -58,15 +57,7 @@ def check_noun_breakdowns(
     if rank is not None:
         return
     nouns = noun_dimensions(lens)
-    introduced: set[int] = set()  # where an introduced breakdown ends ("by genre and track")
-    for mention in sorted(breakdowns, key=lambda m: m.start):
-        k = mention.start - 1
-        while k >= 0 and found.tokens[k] == "the":
-            k -= 1
-        before = found.tokens[k] if k >= 0 else ""
-        if before in _INTRODUCERS or (before == "and" and k in introduced):
-            introduced.add(mention.end)
-            continue
+    for mention in uninvited(found, breakdowns):
         hits = [t for t in mention.targets if (t.model, t.name) in nouns]
         if not hits:
             continue
