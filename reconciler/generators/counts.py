@@ -15,8 +15,8 @@ A count of a model's rows (``COUNT(DISTINCT <primary key>)``, see
   because an entity has no one date the way an order does. The word ``new`` right
   before the counted noun ("how many new accounts were created this quarter") then
   restates the creation and adds nothing (:func:`new_is_restated`);
-* no comparison of periods ("this quarter compared to the previous quarter"): that
-  reading is not part of the grammar yet, so it declines rather than guess its shape.
+* compared periods ("this quarter compared to the previous quarter") on the same
+  dates as one period; their one row each is :mod:`reconciler.generators.periodcounts`.
 """
 
 from __future__ import annotations
@@ -52,15 +52,10 @@ def check_entity_count(
 
     Raises:
         Declined: a period, grain or comparison without a named time dimension of
-            the counted model, a comparison at all, or a breakdown not introduced by
-            ``by`` / ``per`` / ``each``.
+            the counted model, or a breakdown not introduced by ``by`` / ``per`` / ``each``.
     """
     model = measure.model
-    grain, period, compared = when
-    if compared:
-        raise Declined(
-            f"a count of {model} over compared periods is not read; ask for each period alone"
-        )
+    grain, period = when[:2]  # compared periods come with their unit as the grain
     named = time is not None and time[0] == model
     dates = lens.models[model].time_dimensions
     sole = lens.models[model].default_time_dimension is not None and len(dates) == 1

@@ -99,6 +99,7 @@ from reconciler.generators.grammar import Reading, phrase_of, plural, read_gramm
 from reconciler.generators.measures import check_extras, select_measures
 from reconciler.generators.nouns import check_noun_breakdowns, with_row_keys
 from reconciler.generators.ordering import order_plan, split_ordering
+from reconciler.generators.periodcounts import check_compared_count, render_period_counts
 from reconciler.generators.periods import RANGE, check_unit_phrases, shift, spell_to_date
 from reconciler.generators.persons import with_person_keys
 from reconciler.generators.shapes import other_shapes
@@ -286,6 +287,8 @@ def _plan(
     if measure.function == "count_distinct":
         check_entity_count(lens, found, measure, split.mentions,
                            (grain, period, bool(compared)), split.time, rank)  # fmt: skip
+        if compared:
+            check_compared_count(measure.model, reading, bool(breakdowns), rank)
     if grain and reading.who:
         raise Declined(f"'who' with a {grain} breakdown: one person overall, or one per {grain}?")
     time = _time_column(lens, base, split.time, grain is not None or period is not None)
@@ -471,7 +474,7 @@ def _periods(
             raise Declined(f"the compared periods are of different units ({', '.join(units)})")
         if grain and _GRAIN_ORDER.index(grain) > _GRAIN_ORDER.index(units[0]):
             raise Declined(f"a {grain} breakdown of {units[0]}s is not a question I can read")
-        return grain or units[0], None, tuple(sorted(p.span for p in periods))
+        return grain or units[0], None, tuple(p.span for p in periods)  # in question order
     if len(periods) > 1:
         raise Declined("the question names more than one period")
     period = periods[0] if periods else None
@@ -566,7 +569,11 @@ def compile_request(lens: Lens, request: GenerationRequest, values: DimensionVal
             return Generation(TIER, shaped)
         question, running = split_cumulative(request.question, found)
         plan = parse(lens, question, values, allowed_metrics=request.metrics)
-        return Generation(TIER, render_cumulative(lens, plan) if running else render(lens, plan))
+        if running:
+            return Generation(TIER, render_cumulative(lens, plan))
+        if plan.compared and plan.measure.function == "count_distinct":
+            return Generation(TIER, render_period_counts(lens, plan))
+        return Generation(TIER, render(lens, plan))
     except Declined as exc:
         return Generation(TIER, None, exc.reason)
     except SqlglotError as exc:
