@@ -16,6 +16,13 @@ Two spellings name the result's columns beyond what the main question asks:
   drug amount``: the rows are ordered by the first measure, then the second, then
   the keys, and both are shown.
 
+After the clause, a sentence ``Order|Sort the results by <key> [direction]``
+(:mod:`reconciler.generators.ordering`) orders the listed result (a key the list
+added counts), and closing notes on a metric's definition
+(:mod:`reconciler.generators.notes`) must restate it. A listed column of the people or
+rows the result is grouped by (their model's key hidden: "top 3 sales reps … Return
+their first name, last name") joins the grouping and stands for the shown breakdown.
+
 The result holds the keys the clause does not list first (a row needs its key),
 then the listed columns in the clause's order: the comparator matches columns by
 position when their names differ, so nothing else is added. The words of each item
@@ -46,6 +53,7 @@ from reconciler.generators.generation import DimensionValues
 from reconciler.generators.having import compared_count
 from reconciler.generators.labels import Label, label_item, label_words
 from reconciler.generators.notes import check_notes, split_notes
+from reconciler.generators.ordering import order_plan, split_ordering
 from reconciler.lens import Lens
 
 Parser = Callable[[Lens, str, DimensionValues, tuple[str, ...] | None], Plan]
@@ -164,7 +172,10 @@ def answer_outputs(
     if common is not None:
         return _rendered(lens, common, [*(d for _, d in common.breakdowns), common.measure.name], 1)
     asked, notes = split_notes(question)
-    outputs = split_outputs(asked)
+    rest, ordering = split_ordering(asked)
+    outputs = split_outputs(rest) if ordering is not None else None
+    if outputs is None:  # an ordering sentence is read here only after an output list
+        ordering, outputs = None, split_outputs(asked)
     if notes and outputs is None:
         return None  # a note is only read after an output list: the rest declines it
     main = outputs.main if outputs is not None else question
@@ -196,6 +207,10 @@ def answer_outputs(
     else:
         columns = [m.name for m in (plan.measure, *plan.extra)]
     check_notes(lens, notes, (plan.measure, *plan.extra), values)
+    if ordering is not None:
+        if plan.order is not None:
+            raise Declined("the question is ordered twice (an ordering phrase and a sentence)")
+        plan = order_plan(lens, plan, ordering, values)
     _check_joins(lens, plan, values)
     keys = [*([plan.grain] if plan.grain else []), *(d for _, d in plan.breakdowns)]
     columns = [*(k for k in keys if k not in columns and k not in hidden), *columns]
