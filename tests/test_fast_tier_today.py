@@ -31,6 +31,8 @@ SAME_PERIOD = [
         "Revenue in the past 30 days (inclusive of 30 days ago)",
         "Revenue in the past 30 days, inclusive of today",
         "Revenue in the last 30 days from today",
+        "Revenue within the last 30 days",
+        "Revenue within the past 30 days",
     ),
     (
         "Revenue in the past 3 months",

@@ -217,7 +217,8 @@ def period_at(
 def _single_at(words: _FreeTokens, i: int, as_of: str | None) -> tuple[int, Period] | None:
     """One period (no bound) starting at ``i``."""
     k = i + 1 if words[i] == "the" else i
-    window = _period_of(window_at(words.__getitem__, k))
+    w = i + 1 if words[i] == "within" else i  # "within the last 6 months": the window
+    window = _period_of(window_at(words.__getitem__, w + 1 if words[w] == "the" else w))
     if window is not None:
         return window[0], resolved(window[1], as_of)
     if words[k] == "last" and words[k + 1] in UNITS and k > 0 and words.toks[k - 1] == "the":

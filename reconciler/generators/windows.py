@@ -4,7 +4,7 @@ Each spelling reads as one range ``[start, stop)`` of :class:`~reconciler.genera
 bounds (resolved at a pinned ``as_of`` date, or rendered on ``CURRENT_DATE`` for
 ``as_of: today``):
 
-* ``(the) past|last N days|weeks|months``: from the day N units before today
+* ``(within) (the) past|last N days|weeks|months``: from the day N units before today
   through today (``time >= CURRENT_DATE - INTERVAL 'N days' AND time <
   CURRENT_DATE + 1 day``). A trailing ``inclusive of N days ago`` (the same N and
   unit), ``inclusive of today('s date)``, ``including today`` or ``from today``
