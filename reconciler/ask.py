@@ -252,7 +252,7 @@ def _run(
         return Execution(question, route, dialect=cfg.dialect)
     try:
         result = executor.execute(
-            sql, row_cap=cfg.row_cap, timeout_s=cfg.statement_timeout_s, as_of=cfg.as_of
+            sql, row_cap=cfg.row_cap, timeout_s=cfg.statement_timeout_s, as_of=cfg.pinned_as_of
         )
     except DstError as exc:
         return Execution(

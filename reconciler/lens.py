@@ -280,8 +280,8 @@ class _Reader:
             if ans.status == "active":
                 who, when = ans.provenance.certified_by, ans.provenance.certified_at
                 provenance.require_certified(d, ans.id, who, when, lens=self.name)
-            if self.check_sql and self.config.as_of is None and ans.status == "active":
-                _check_relative_dates(d, ans, self.dialect)
+            if self.check_sql and self.config.pinned_as_of is None and ans.status == "active":
+                _check_relative_dates(d, ans, self.dialect, today=self.config.as_of is not None)
             answers[AnswerId(ans.id)] = ans
         return answers
 
@@ -355,18 +355,22 @@ def _check_query(d: Document, sql: str, dialect: str, allow: tuple[str, ...]) ->
         raise LensLoadError(d.path, f"sql: {message}", line=d.line_of(("sql",)), fix=fix)
 
 
-def _check_relative_dates(d: Document, ans: Answer, dialect: str) -> None:
+def _check_relative_dates(d: Document, ans: Answer, dialect: str, *, today: bool) -> None:
+    """Reject an active answer whose question or SQL depends on the day while the lens
+    pins no date (``today`` tells apart ``as_of: today``, which follows the clock)."""
     match = RELATIVE_DATE_RE.search(ans.question)
     from reconciler import guard  # lazy: sqlglot, for reading a lens (not `dst status`)
 
     reads_clock = guard.reads_current_date(ans.sql, dialect)
     if match or reads_clock:
         what = f"question says {match.group(0)!r}" if match else "sql reads the current date"
+        pins = "as_of: today follows the warehouse's clock" if today else "the lens pins no date"
+        verb = "replace as_of: today with" if today else "add"
         raise LensLoadError(
             d.path,
-            f"answer {ans.id!r}: {what}, but the lens pins no as_of date",
+            f"answer {ans.id!r}: {what}, but {pins}",
             line=d.line_of(("question",) if match else ("sql",)),
-            fix='add as_of: "YYYY-MM-DD" to lens.yaml so the answer is evaluated on a fixed day',
+            fix=f'{verb} as_of: "YYYY-MM-DD" in lens.yaml so the answer runs on a fixed day',
         )
 
 

@@ -23,6 +23,9 @@ from reconciler.ids import LENS_NAME_RE as LENS_NAME_RE  # re-exported: its home
 MAX_ROW_CAP = 1000
 _NAME_RE = r"^[A-Za-z_][A-Za-z0-9_]*$"
 _DATE_RE = r"^\d{4}-\d{2}-\d{2}$"
+_AS_OF_RE = r"^(\d{4}-\d{2}-\d{2}|today)$"
+TODAY = "today"
+"""``as_of: today``: relative periods read against the warehouse's current date."""
 # Words of a question: letters and digits, single spaces or hyphens between words.
 _WORDS_RE = r"^[A-Za-z0-9]+([ -][A-Za-z0-9]+)*$"
 # A physical table: an identifier with up to two qualifiers (catalog.schema.table).
@@ -34,7 +37,8 @@ _URL_RE = r"^[A-Za-z][A-Za-z0-9_]*(\+[A-Za-z0-9_]+)?://"
 # a certified question is evaluated at the lens's pinned as_of, or rejected).
 RELATIVE_DATE_RE = re.compile(
     r"\b(today|yesterday|tomorrow|this (week|month|quarter|year)|"
-    r"(last|previous|past|prior|current|next) (\d+ )?(day|week|month|quarter|year)s?|"
+    r"(last|previous|past|prior|current|next) (\d+ )?(calendar |iso )?"
+    r"(day|week|month|quarter|year)s?|"
     r"year to date|month to date|quarter to date|ytd|mtd|qtd)\b",
     re.IGNORECASE,
 )
@@ -216,6 +220,12 @@ class LensConfig(Strict):
     its outcome, a mix is ``flaky``, which blocks under ``eval_gate: block`` unless
     ``flaky: warn``. ``max_calls`` / ``max_cost_usd`` bound one apply's external-tier
     calls for the lens (``DST_MAX_CALLS`` / ``DST_MAX_COST_USD`` override them).
+
+    ``as_of`` is the day relative periods ("last quarter", "in the past 30 days") are
+    read at: a ``YYYY-MM-DD`` date pins it (certified answers and clock reads run on
+    that day, DESIGN §4), ``today`` reads them against the warehouse's current date
+    in SQL (``CURRENT_DATE``) for served questions, and pins nothing: a certified
+    answer with a relative date still needs a date (:attr:`pinned_as_of`).
     """
 
     name: str
@@ -231,7 +241,7 @@ class LensConfig(Strict):
     flaky: Literal["block", "warn"] = "block"
     max_calls: int | None = Field(default=None, ge=0, strict=True)
     max_cost_usd: float | None = Field(default=None, ge=0, strict=True)
-    as_of: str | None = Field(default=None, pattern=_DATE_RE)
+    as_of: str | None = Field(default=None, pattern=_AS_OF_RE)
     generator: GeneratorConfig = GeneratorConfig()
     exclusions: tuple[str, ...] = ()
     clarify: tuple[ClarifyTerm, ...] = ()
@@ -272,7 +282,7 @@ class LensConfig(Strict):
     @field_validator("as_of")
     @classmethod
     def _calendar_date(cls, value: str | None) -> str | None:
-        if value is not None:
+        if value is not None and value != TODAY:
             try:
                 date.fromisoformat(value)
             except ValueError:
@@ -296,6 +306,11 @@ class LensConfig(Strict):
                 raise ValueError(f"vocabulary: {word!r} and {seen[key]!r} are the same word")
             seen[key] = word
         return value
+
+    @property
+    def pinned_as_of(self) -> str | None:
+        """The pinned ``YYYY-MM-DD`` day, or ``None`` (no ``as_of``, or ``today``)."""
+        return None if self.as_of == TODAY else self.as_of
 
     def generation_part(self) -> dict[str, object]:
         """The fields that feed generation, as plain JSON-ready data."""

@@ -47,7 +47,7 @@ _TRAILING_SPACES = re.compile(r"(?<!\\) +(?=\r?$)", re.MULTILINE)
 _PATTERN_HINTS = {
     "warehouse": "a SQLAlchemy URL (duckdb:///path.duckdb, postgresql://host/db …)",
     "table": "a table name, optionally qualified (schema.table)",
-    "as_of": 'a date "YYYY-MM-DD"',
+    "as_of": 'a date "YYYY-MM-DD" or today',
     "name": "an identifier (letters, digits and _, not starting with a digit)",
     "id": "an identifier (letters, digits, _, . and -)",
 }

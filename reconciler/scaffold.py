@@ -60,7 +60,8 @@ eval_gate: block
 dialect: {dialect}
 # Rows fetched per query (at most 1000); an oracle over the cap is an error.
 row_cap: 1000
-# Questions with relative dates ("last month") are evaluated on a pinned day:
+# Questions with relative dates ("last month") are evaluated on a pinned day, or with
+# as_of: today on the warehouse's current date (a certified one still needs a day):
 # as_of: "2024-12-31"
 generator:
   tiers: [fast]

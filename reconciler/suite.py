@@ -220,7 +220,7 @@ def run_answer(
 
     def execute(sql: str) -> ResultSet:
         return executor.execute(
-            sql, row_cap=cfg.row_cap, timeout_s=cfg.statement_timeout_s, as_of=cfg.as_of
+            sql, row_cap=cfg.row_cap, timeout_s=cfg.statement_timeout_s, as_of=cfg.pinned_as_of
         )
 
     progress(f"{lens.name}/{aid}: executing oracle")

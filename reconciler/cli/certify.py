@@ -287,7 +287,7 @@ def _execute(
     cfg = lens.config
     try:
         result = executor.execute(
-            sql, row_cap=cfg.row_cap, timeout_s=cfg.statement_timeout_s, as_of=cfg.as_of
+            sql, row_cap=cfg.row_cap, timeout_s=cfg.statement_timeout_s, as_of=cfg.pinned_as_of
         )
     except WarehouseError as exc:
         if sql_file is None:
@@ -328,7 +328,7 @@ def _evidence(
                 cut.unlimited_sql,
                 row_cap=cfg.row_cap,
                 timeout_s=cfg.statement_timeout_s,
-                as_of=cfg.as_of,
+                as_of=cfg.pinned_as_of,
             )
         except DstError:
             unlimited = None

@@ -135,7 +135,7 @@ def previous_of(executor: Executor, lens: Lens, target: Replacement | None) -> P
             target.answer.sql,
             row_cap=cfg.row_cap,
             timeout_s=cfg.statement_timeout_s,
-            as_of=cfg.as_of,
+            as_of=cfg.pinned_as_of,
         )
         error = None
     except DstError as exc:

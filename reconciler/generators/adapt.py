@@ -103,8 +103,11 @@ def skeleton(lens: Lens, question: str, values: DimensionValues) -> Skeleton:
             continue
         period = period_at(toks, i, free, lens.config.as_of) if i in free else None
         if period is not None and period[1].unit in UNITS:
-            span = (period[1].start.isoformat(), period[1].stop.isoformat())
-            out.append(Slot(f"period:{period[1].unit}", span))
+            start, stop = period[1].span
+            if isinstance(start, date) and isinstance(stop, date):
+                out.append(Slot(f"period:{period[1].unit}", (start.isoformat(), stop.isoformat())))
+            else:  # counted from today (as_of: today): the same words on both sides
+                out.extend(toks[i : period[0]])
             i = period[0]
             continue
         token = toks[i]

@@ -47,6 +47,7 @@ from reconciler.assembly import memo as lensmemo
 from reconciler.assembly.lexicon import model_named
 from reconciler.generators.paths import counts_distinct, one_path, per_base_row, plan_edges
 from reconciler.generators.plans import FACT_FUNCTIONS, Declined, Measure, Plan
+from reconciler.generators.today import Day, day_sql
 from reconciler.lens import Join, Lens, Model
 
 __all__ = [
@@ -257,11 +258,11 @@ class _Renderer:
         # The query is not used after this, so the generator need not copy it first.
         return query.sql(dialect=self.dialect, pretty=True, copy=False)
 
-    def _within(self, span: tuple[date, date]) -> list[exp.Expr]:
+    def _within(self, span: tuple[Day, Day]) -> list[exp.Expr]:
         """``time >= start AND time < stop``; an open end (``date.min`` / ``date.max``,
         "since 2023", "before 2024") adds no condition."""
         assert self.plan.time is not None
-        start, stop = (exp.cast(exp.Literal.string(d.isoformat()), "date") for d in span)
+        start, stop = (day_sql(d) for d in span)
         out: list[exp.Expr] = []
         if span[0] != date.min:
             out.append(self.column(*self.plan.time) >= start)

@@ -21,8 +21,6 @@ A count of a model's rows (``COUNT(DISTINCT <primary key>)``, see
 
 from __future__ import annotations
 
-from datetime import date
-
 from reconciler.assembly.retrieval import Mention, Retrieval, counted_model
 from reconciler.generators.grammar import Reading, phrase_of, uninvited
 from reconciler.generators.plans import Declined, Measure
@@ -34,7 +32,7 @@ def check_entity_count(
     found: Retrieval,
     measure: Measure,
     breakdowns: list[Mention],
-    when: tuple[str | None, tuple[date, date] | None, bool],
+    when: tuple[str | None, tuple[object, object] | None, bool],
     time: tuple[str, str] | None,
     rank: tuple[bool, int] | None,
 ) -> None:

@@ -53,7 +53,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import date
 
 import sqlglot
 from sqlglot import exp
@@ -66,6 +65,7 @@ from reconciler.generators.generation import DimensionValues
 from reconciler.generators.heads import Head, head_columns, noun_width, read_head
 from reconciler.generators.periods import period_at, spell_to_date
 from reconciler.generators.related import Link, conditions, exists_clause, link
+from reconciler.generators.today import Day
 from reconciler.lens import Lens
 
 # Verbs that say no more than "has related rows" in this frame (stemmed phrases).
@@ -122,7 +122,7 @@ class _Rows:
     negated: bool = False
     values: list[Mention] = field(default_factory=list)
     flags: list[Mention] = field(default_factory=list)
-    span: tuple[date, date] | None = None
+    span: tuple[Day, Day] | None = None
     prepositions: dict[int, str] = field(default_factory=dict)  # value start → from / to
     numbers: list[tuple[str, str]] = field(default_factory=list)  # whole-number equalities
     method: frozenset[str] = frozenset()  # the models a method phrase names

@@ -100,9 +100,16 @@ from reconciler.generators.measures import check_extras, select_measures
 from reconciler.generators.nouns import check_noun_breakdowns, with_row_keys
 from reconciler.generators.ordering import order_plan, split_ordering
 from reconciler.generators.periodcounts import check_compared_count, render_period_counts
-from reconciler.generators.periods import RANGE, check_unit_phrases, shift, spell_to_date
+from reconciler.generators.periods import (
+    RANGE,
+    check_unit_phrases,
+    earlier,
+    first_day,
+    spell_to_date,
+)
 from reconciler.generators.persons import with_person_keys
 from reconciler.generators.shapes import other_shapes
+from reconciler.generators.today import Day
 from reconciler.lens import Lens
 
 __all__ = ["TIER", "Declined", "Measure", "Plan", "compile_request", "parse", "render"]
@@ -300,13 +307,13 @@ def _plan(
         tuple(flags),
         time,
         grain,
-        (shift(period[0], change[0], -1), period[1]) if change and period else period,
+        earlier(period, change[0]) if change and period else period,
         rank,
         extra=group[1:],
         compared=compared,
         share=reading.share,
         ties=reading.ties,
-        change=(change[0], change[1], period[0] if period else None) if change else None,
+        change=(change[0], change[1], first_day(period)) if change else None,
         bucket_at=bucket_at(reading, grain, split.mentions, len(split.places)),
     )
 
@@ -387,7 +394,7 @@ def _when(
     reading: Reading, measures: int
 ) -> tuple[
     str | None,
-    tuple[date, date] | None,
+    tuple[Day, Day] | None,
     tuple[tuple[date, date], ...],
     tuple[str, str] | None,
 ]:
@@ -400,6 +407,8 @@ def _when(
     )
     if change and period and period[0] == date.min:
         raise Declined("a change between periods needs a first period, not 'before …'")
+    if change and period and not isinstance(period[0], date):
+        raise Declined("a change between periods counted from today is not read")
     if change and (compared or reading.share or measures > 1 or reading.directions):
         raise Declined(
             "a change between periods is read alone (not with a comparison, share, "
@@ -454,7 +463,7 @@ def _change(reading: Reading, grain: str | None) -> tuple[str, str] | None:
 
 def _periods(
     reading: Reading, grain: str | None
-) -> tuple[str | None, tuple[date, date] | None, tuple[tuple[date, date], ...]]:
+) -> tuple[str | None, tuple[Day, Day] | None, tuple[tuple[date, date], ...]]:
     """``(grain, period, compared periods)`` from the period phrases.
 
     One period filters; two or more of one unit with a comparison word ("2024 vs
@@ -474,7 +483,11 @@ def _periods(
             raise Declined(f"the compared periods are of different units ({', '.join(units)})")
         if grain and _GRAIN_ORDER.index(grain) > _GRAIN_ORDER.index(units[0]):
             raise Declined(f"a {grain} breakdown of {units[0]}s is not a question I can read")
-        return grain or units[0], None, tuple(p.span for p in periods)  # in question order
+        spans = [(p.start, p.stop) for p in periods]
+        dated = [(a, b) for a, b in spans if isinstance(a, date) and isinstance(b, date)]
+        if len(dated) != len(spans):
+            raise Declined("a comparison of periods counted from today is not read")
+        return grain or units[0], None, tuple(dated)  # in question order
     if len(periods) > 1:
         raise Declined("the question names more than one period")
     period = periods[0] if periods else None

@@ -16,6 +16,13 @@ Two spellings name the result's columns beyond what the main question asks:
   drug amount``: the rows are ordered by the first measure, then the second, then
   the keys, and both are shown.
 
+After the clause, a sentence ``Order|Sort the results by <key> [direction]``
+(:mod:`reconciler.generators.ordering`) orders the listed result (a key the list
+added counts), and closing notes on a metric's definition
+(:mod:`reconciler.generators.notes`) must restate it. A listed column of the people or
+rows the result is grouped by (their model's key hidden: "top 3 sales reps … Return
+their first name, last name") joins the grouping and stands for the shown breakdown.
+
 The result holds the keys the clause does not list first (a row needs its key),
 then the listed columns in the clause's order: the comparator matches columns by
 position when their names differ, so nothing else is added. The words of each item
@@ -45,6 +52,8 @@ from reconciler.generators.compiler import Declined, Measure, Plan, one_path, re
 from reconciler.generators.generation import DimensionValues
 from reconciler.generators.having import compared_count
 from reconciler.generators.labels import Label, label_item, label_words
+from reconciler.generators.notes import check_notes, split_notes
+from reconciler.generators.ordering import order_plan, split_ordering
 from reconciler.lens import Lens
 
 Parser = Callable[[Lens, str, DimensionValues, tuple[str, ...] | None], Plan]
@@ -162,7 +171,13 @@ def answer_outputs(
     common = _most_common(lens, question, values, parse)
     if common is not None:
         return _rendered(lens, common, [*(d for _, d in common.breakdowns), common.measure.name], 1)
-    outputs = split_outputs(question)
+    asked, notes = split_notes(question)
+    rest, ordering = split_ordering(asked)
+    outputs = split_outputs(rest) if ordering is not None else None
+    if outputs is None:  # an ordering sentence is read here only after an output list
+        ordering, outputs = None, split_outputs(asked)
+    if notes and outputs is None:
+        return None  # a note is only read after an output list: the rest declines it
     main = outputs.main if outputs is not None else question
     ranked = _ranked_by_two(lens, main.rstrip(" ?.!"), values, allowed, parse)
     if outputs is None and ranked is None:
@@ -191,6 +206,11 @@ def answer_outputs(
         plan, columns, hidden = _listed(lens, plan, outputs, values, allowed, parse)
     else:
         columns = [m.name for m in (plan.measure, *plan.extra)]
+    check_notes(lens, notes, (plan.measure, *plan.extra), values)
+    if ordering is not None:
+        if plan.order is not None:
+            raise Declined("the question is ordered twice (an ordering phrase and a sentence)")
+        plan = order_plan(lens, plan, ordering, values)
     _check_joins(lens, plan, values)
     keys = [*([plan.grain] if plan.grain else []), *(d for _, d in plan.breakdowns)]
     columns = [*(k for k in keys if k not in columns and k not in hidden), *columns]
@@ -213,8 +233,9 @@ def _listed(
             raise Declined(f"'for each {phrase}' names a measure, not a key of the result")
     columns: list[str] = []
     hidden: set[str] = set()
+    asked = plan
     for phrase in outputs.items:
-        label = _key_or_label(lens, plan, phrase, values)
+        label = _key_or_label(lens, plan, phrase, values, asked)
         if label is not None:
             plan, name = label.plan, label.column
             hidden.update([label.replaces] if label.replaces else [])
@@ -234,17 +255,41 @@ def _listed(
     return plan, columns, hidden - set(columns)
 
 
-def _key_or_label(lens: Lens, plan: Plan, phrase: str, values: DimensionValues) -> Label | None:
+def _key_or_label(
+    lens: Lens, plan: Plan, phrase: str, values: DimensionValues, asked: Plan
+) -> Label | None:
     """A listed breakdown key (the plan unchanged), else a listed name or id of a
-    grouped model (:func:`reconciler.generators.labels.label_item`), else ``None``."""
+    grouped model (:func:`reconciler.generators.labels.label_item`), else a column of
+    the rows ``asked`` (the question's own plan) is grouped by, else ``None``."""
     try:
         key = _key(lens, plan, phrase, values)
     except Declined:
-        label = label_item(lens, plan, phrase)
+        label = label_item(lens, plan, phrase) or _row_column(lens, plan, phrase, values, asked)
         if label is None:
             raise
         return label
     return Label(plan, key, None) if key is not None else label_item(lens, plan, phrase)
+
+
+def _row_column(
+    lens: Lens, plan: Plan, phrase: str, values: DimensionValues, asked: Plan
+) -> Label | None:
+    """A listed dimension of the one model whose rows the result is grouped by (its
+    key hidden: "top 3 sales reps … Return their first name, last name"): one value per
+    row, so it joins the grouping and is shown, standing for the model's one shown
+    breakdown (left out of the columns unless listed too); else ``None``."""
+    found = retrieve(lens, phrase, values)
+    loose = [t for i, t in enumerate(found.tokens) if i not in found.covered()]
+    dims = [m for m in found.mentions if m.kind == "dimension"]
+    if loose or len(found.mentions) != 1 or len(dims) != 1:
+        return None
+    keyed = {m for m, _ in asked.hidden_keys}
+    places = [(t.model, t.name) for t in dims[0].targets if t.model in keyed]
+    shown = [d for m, d in asked.breakdowns if places and m == places[0][0]]
+    if len(places) != 1 or len(shown) != 1:
+        return None
+    grouped = dataclasses.replace(plan, breakdowns=(*plan.breakdowns, places[0]))
+    return Label(grouped, places[0][1], shown[0])
 
 
 def _most_common(lens: Lens, question: str, values: DimensionValues, parse: Parser) -> Plan | None:

@@ -48,7 +48,7 @@ class TierRequest(BaseModel):
         question: the question to answer, as asked.
         dialect: the SQL dialect to write in (sqlglot's name, ``duckdb`` …).
         as_of: the lens's pinned date (``YYYY-MM-DD``) relative periods resolve
-            against, or ``None``.
+            against, ``today`` (against the warehouse's ``CURRENT_DATE``), or ``None``.
         metrics, models, exemplars: the assets the assembly selected (related ones
             from embedding retrieval included), in their ``lens`` file shapes.
         skills: every skill of the lens.

@@ -9,8 +9,10 @@ Absolute periods: a year (``2024``, ``year 2024``), a quarter (``Q3 2024``,
 March 2024``, ``2023 Dec``) or a day (``2024-03-15``, ``March 15, 2024``).
 
 Relative periods are resolved against the lens's pinned ``as_of`` date (DESIGN §4:
-a question whose meaning depends on the day is evaluated at ``as_of``); without one
-they decline. With ``as_of`` = D:
+a question whose meaning depends on the day is evaluated at ``as_of``), or, with
+``as_of: today``, kept as bounds counted from the current date
+(:class:`~reconciler.generators.today.Today`, rendered on ``CURRENT_DATE``); without
+``as_of`` they decline. With ``as_of`` = D (or today):
 
 * ``last`` / ``previous`` / ``prior`` ``month|quarter|year``: the whole calendar
   unit before the one holding D (``the previous year`` too, but not ``the last
@@ -36,9 +38,11 @@ may break one down; it is never one of compared periods):
 An open end is :data:`OPEN_START` / :data:`OPEN_STOP` (``date.min`` / ``date.max``),
 which the compiler leaves out of the WHERE.
 
-Weeks (Sunday or Monday start?), rolling windows (``past 30 days``, ``last 3
-months``) and a bound around anything but a period are not read: the question
-keeps an unknown word and declines.
+Rolling windows (``past 30 days``, ``last 6 calendar months``) and ISO weeks are
+read by :mod:`reconciler.generators.windows`. A bare week (Sunday or Monday
+start?) and a bound around anything but a period are not read: the question keeps
+an unknown word and declines. A period counted from today is not compared, changed
+over or put in a ``between``.
 """
 
 from __future__ import annotations
@@ -50,6 +54,9 @@ from datetime import date, timedelta
 from reconciler.assembly.retrieval import Retrieval
 from reconciler.assembly.text import MONTHS, QUARTER_RE, YEAR_RE
 from reconciler.generators.compiler import Declined
+from reconciler.generators.today import Day, Today
+from reconciler.generators.windows import TOMORROW, Window, iso_week_at, window_at
+from reconciler.lensfiles import TODAY
 
 UNITS = ("month", "quarter", "year")
 RANGE = "range"  # the unit of a bounded span ("since 2023", "between March and May 2024")
@@ -89,13 +96,13 @@ class Period:
         phrase: the words that named it (for messages).
     """
 
-    start: date
-    stop: date
+    start: Day
+    stop: Day
     unit: str
     phrase: str = ""
 
     @property
-    def span(self) -> tuple[date, date]:
+    def span(self) -> tuple[Day, Day]:
         """``(start, stop)``."""
         return self.start, self.stop
 
@@ -133,12 +140,60 @@ def shift(start: date, unit: str, n: int) -> date:
 def relative(word: str, unit: str, as_of: date) -> Period:
     """The period ``<word> <unit>`` means on day ``as_of``; ``word`` is ``last``,
     ``previous``, ``prior``, ``this``, ``current`` or ``to date``."""
-    here = unit_start(as_of, unit)
+    period = _relative_today(word, unit)
+    return Period(_at(period.start, as_of), _at(period.stop, as_of), unit, period.phrase)
+
+
+def _relative_today(word: str, unit: str) -> Period:
+    """:func:`relative` with bounds counted from the current date (:class:`Today`)."""
+    here = Today(unit)
     if word in _PREVIOUS:
-        return Period(shift(here, unit, -1), here, unit, f"{word} {unit}")
+        return Period(Today(unit, -1, unit), here, unit, f"{word} {unit}")
     if word in _CURRENT:
-        return Period(here, shift(here, unit, 1), unit, f"{word} {unit}")
-    return Period(here, as_of + timedelta(days=1), unit, f"{unit} {word}")
+        return Period(here, Today(unit, 1, unit), unit, f"{word} {unit}")
+    return Period(here, TOMORROW, unit, f"{unit} {word}")
+
+
+def _period_of(window: Window | None) -> tuple[int, Period] | None:
+    if window is None:
+        return None
+    end, start, stop, unit, phrase = window
+    return end, Period(start, stop, unit, phrase)
+
+
+def _at(day: Day, as_of: date) -> date:
+    return day.at(as_of) if isinstance(day, Today) else day
+
+
+def earlier(span: tuple[Day, Day], unit: str) -> tuple[Day, Day]:
+    """``span`` starting one ``unit`` earlier (a change's first bucket; dated only)."""
+    first = first_day(span)
+    assert first is not None
+    return shift(first, unit, -1), span[1]
+
+
+def first_day(span: tuple[Day, Day] | None) -> date | None:
+    """``span``'s first day; ``None`` without one. A change between periods is only read
+    on calendar dates, so a bound counted from today is refused before this."""
+    if span is None:
+        return None
+    assert isinstance(span[0], date)
+    return span[0]
+
+
+def resolved(period: Period, as_of: str | None) -> Period:
+    """``period`` (bounds counted from the current date) read at the lens's ``as_of``:
+    unchanged for ``today``, at the pinned day for a date.
+
+    Raises:
+        Declined: the lens has no ``as_of``.
+    """
+    if as_of is None:
+        raise Declined(f"{period.phrase!r} depends on the day; the lens pins no as_of date")
+    if as_of == TODAY:
+        return period
+    day = date.fromisoformat(as_of)
+    return Period(_at(period.start, day), _at(period.stop, day), period.unit, period.phrase)
 
 
 def period_at(
@@ -162,7 +217,11 @@ def period_at(
 def _single_at(words: _FreeTokens, i: int, as_of: str | None) -> tuple[int, Period] | None:
     """One period (no bound) starting at ``i``."""
     k = i + 1 if words[i] == "the" else i
-    if words[k] == "last" and k > 0 and words.toks[k - 1] == "the":
+    w = i + 1 if words[i] == "within" else i  # "within the last 6 months": the window
+    window = _period_of(window_at(words.__getitem__, w + 1 if words[w] == "the" else w))
+    if window is not None:
+        return window[0], resolved(window[1], as_of)
+    if words[k] == "last" and words[k + 1] in UNITS and k > 0 and words.toks[k - 1] == "the":
         return None  # "in the last year": the previous calendar year, or the past 12 months?
     return (
         _relative_at(words, i, k, as_of)
@@ -219,11 +278,17 @@ def _bounded_at(words: _FreeTokens, i: int, as_of: str | None) -> tuple[int, Per
         return None
     end, last = second
     if bare_month:
-        if last.unit != "month":
+        if last.unit != "month" or not isinstance(last.start, date):
             return None
         first = (j, Period(date(last.start.year, MONTHS[words[i + 1]], 1), last.start, "month"))
     assert first is not None
-    if first[1].start >= last.stop:
+    low, high = first[1].start, last.stop
+    if not isinstance(low, date) or not isinstance(high, date):
+        raise Declined(
+            f"between {first[1].phrase} and {last.phrase}: a period counted from today "
+            "is not read in a 'between'"
+        )
+    if low >= high:
         raise Declined(
             f"between {first[1].phrase or words[i + 1]} and {last.phrase}: "
             "the first period starts after the second ends"
@@ -253,23 +318,18 @@ class _FreeTokens:
 def _relative_at(
     words: _FreeTokens, i: int, k: int, as_of: str | None
 ) -> tuple[int, Period] | None:
-    """``last quarter``, ``this year`` (from ``k``, past a leading ``the``), ``month to
-    date``, ``ytd`` (from ``i``)."""
-
-    def pinned(phrase: str) -> date:
-        if as_of is None:
-            raise Declined(f"{phrase!r} depends on the day; the lens pins no as_of date")
-        return date.fromisoformat(as_of)
-
+    """``last quarter``, ``this year``, ``previous ISO week`` (from ``k``, past a leading
+    ``the``), ``month to date``, ``ytd`` (from ``i``)."""
+    found: tuple[int, Period] | None = None
     if (words[k] in _PREVIOUS or words[k] in _CURRENT) and words[k + 1] in UNITS:
-        phrase = f"{words[k]} {words[k + 1]}"
-        return k + 2, relative(words[k], words[k + 1], pinned(phrase))
-    if words[i] in UNITS and (words[i + 1], words[i + 2]) == ("to", "date"):
-        phrase = f"{words[i]} to date"
-        return i + 3, relative("to date", words[i], pinned(phrase))
-    if words[i] in _TO_DATE:
-        return i + 1, relative("to date", _TO_DATE[words[i]], pinned(words[i]))
-    return None
+        found = k + 2, _relative_today(words[k], words[k + 1])
+    elif words[i] in UNITS and (words[i + 1], words[i + 2]) == ("to", "date"):
+        found = i + 3, _relative_today("to date", words[i])
+    elif words[i] in _TO_DATE:
+        found = i + 1, _relative_today("to date", _TO_DATE[words[i]])
+    else:
+        found = _period_of(iso_week_at(words.__getitem__, k))
+    return None if found is None else (found[0], resolved(found[1], as_of))
 
 
 def _quarter(y: int, q: int, end: int) -> tuple[int, Period]:

@@ -14,6 +14,7 @@ from datetime import date
 from sqlglot import exp
 
 from reconciler.assembly.retrieval import metric_models
+from reconciler.generators.today import Day
 from reconciler.lens import Lens
 
 FACT_FUNCTIONS: Mapping[str, type[exp.Func]] = {
@@ -85,7 +86,8 @@ class Plan:
         flags: ``(model, boolean dimension)`` pairs that must be TRUE.
         time: ``(model, time dimension)`` used by the grain and the period, if any.
         grain: DATE_TRUNC unit of the time bucket, if any.
-        period: half-open ``[start, end)`` date range, if any.
+        period: half-open ``[start, end)`` date range, if any (a bound may be a
+            :class:`~reconciler.generators.today.Today`, for ``as_of: today``).
         rank: ``(descending, n)`` for top/bottom N, if any.
         extra: further measures on the same model, as more columns.
         compared: half-open ranges of compared periods (one bucket each), if any.
@@ -113,7 +115,7 @@ class Plan:
     flags: tuple[tuple[str, str], ...] = ()
     time: tuple[str, str] | None = None
     grain: str | None = None
-    period: tuple[date, date] | None = None
+    period: tuple[Day, Day] | None = None
     rank: tuple[bool, int] | None = None
     extra: tuple[Measure, ...] = ()
     compared: tuple[tuple[date, date], ...] = ()

@@ -35,6 +35,7 @@ from reconciler.assembly.grain import join_doubt
 from reconciler.assembly.joins import join_paths
 from reconciler.generators.compiler import Declined
 from reconciler.generators.generation import DimensionValues
+from reconciler.generators.today import Day, day_sql
 from reconciler.lens import Join, Lens
 
 Edge = tuple[str, Join]
@@ -174,7 +175,7 @@ def conditions(
     model: str,
     equalities: list[tuple[str, str]],
     flags: tuple[str, ...] = (),
-    span: tuple[date, date] | None = None,
+    span: tuple[Day, Day] | None = None,
 ) -> list[exp.Expr]:
     """Conditions on ``model``'s rows, its columns qualified by the model's name:
     ``(dimension, value)`` equalities (a whole number on a whole-number column as a
@@ -199,7 +200,7 @@ def conditions(
     out.extend(exp.EQ(this=column(name), expression=exp.true()) for name in flags)
     time = found.time_dimension()
     if span is not None and time is not None:
-        start, stop = (exp.cast(exp.Literal.string(d.isoformat()), "date") for d in span)
+        start, stop = (day_sql(d) for d in span)
         if span[0] != date.min:
             out.append(column(time.name) >= start)
         if span[1] != date.max:

@@ -238,8 +238,10 @@ def prompt(lens: Lens, request: GenerationRequest, hint: str | None) -> list[dic
         parts.append(f"example question: {ex.question}\nexample SQL: {ex.sql}")
     for path in request.skills:
         parts.append(f"skill {path}:\n{lens.skills[path].text}")
-    if cfg.as_of:
-        parts.append(f"today is {cfg.as_of}; resolve relative periods against it")
+    if cfg.pinned_as_of:
+        parts.append(f"today is {cfg.pinned_as_of}; resolve relative periods against it")
+    elif cfg.as_of:
+        parts.append("resolve relative periods against the warehouse's CURRENT_DATE")
     user = "\n\n".join(parts) + f"\n\nquestion: {request.question}"
     if hint:
         user += f"\n\nthe previous answer was rejected: {hint}"
