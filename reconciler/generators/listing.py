@@ -31,6 +31,7 @@ from sqlglot import exp
 from reconciler.assembly.lexicon import model_nouns
 from reconciler.assembly.retrieval import Mention, Retrieval, counted_model, retrieve
 from reconciler.assembly.text import STOPWORDS, tokenize
+from reconciler.generators.bounds import split_bounds
 from reconciler.generators.compiler import Declined
 from reconciler.generators.generation import DimensionValues
 from reconciler.generators.grammar import (
@@ -42,6 +43,7 @@ from reconciler.generators.grammar import (
     read_grammar,
 )
 from reconciler.generators.ordering import Ordering, split_ordering
+from reconciler.generators.rawfacts import row_bounds, tied_rows
 from reconciler.lens import Column, Lens, Model
 
 
@@ -193,14 +195,18 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
     A listing names columns of one model — dimensions, facts, ``name``/``title``
     (the model's label, as in :func:`ranked_rows`) or ``id`` (its one-column
     primary key) — optionally ``of [all] the <model noun>``, with equality filters
-    on that model's own dimension values, ``distinct``/``unique``, and a closing
+    on that model's own dimension values, comparisons on its own facts ("with a
+    price of over 100": :func:`reconciler.generators.rawfacts.row_bounds`),
+    ``distinct``/``unique``, and a closing
     ordering phrase or ``alphabetically`` (the first column, ascending):
 
         SELECT [DISTINCT] <columns> FROM <table> [WHERE …] [ORDER BY …]
 
     A ranking word with a column after the noun ("… with the highest price", "top 3
     … in terms of price") orders by that column and keeps ``n`` rows (1 for a
-    singular noun); asked for no columns, it lists the label and that column. Every
+    singular noun); asked for no columns, it lists the label and that column. "Which
+    <nouns> have the highest <column>", plural with no count, keeps every row tied at
+    the extreme (``WHERE <column> = (SELECT MAX(<column>) …)``). Every
     other word must be a stopword, or an opener (``return``, ``provide`` …) at the
     start; a metric, an aggregation word, a period or a word left over means another
     shape (``None``).
@@ -216,12 +222,14 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
     if alphabetical:
         rest = rest[: alphabetical.start()]
     rest, ordering = split_ordering(rest)
+    rest, bounds = split_bounds(lens, rest, values)
     found = retrieve(lens, rest, values)
     reading = read_grammar(lens, found)
     listing = _read_listing(lens, found, reading)
     if listing is None or listing.model is None:
         return None
-    limit = _limit(listing, reading, ordering, bool(alphabetical))
+    ties = _keeps_ties(found, listing, reading)
+    limit = None if ties else _limit(listing, reading, ordering, bool(alphabetical))
     model = listing.model
     dialect = lens.config.dialect
     query = exp.select(
@@ -235,6 +243,17 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
                 this=sqlglot.parse_one(col.sql, read=dialect), expression=exp.Literal.string(value)
             )
         )
+    for condition in row_bounds(lens, model, bounds):
+        query = query.where(condition)
+    if ties:
+        assert listing.rank_column is not None
+        if ordering is not None or alphabetical:
+            raise Declined(
+                "the rows tied at the extreme share one value: sorted by what? Ask for "
+                "'the top n …' or for all of them 'sorted by …'"
+            )
+        extreme = (listing.rank_column[1], next(iter(reading.directions)))
+        return query.where(tied_rows(lens, model, extreme, query)).sql(dialect=dialect, pretty=True)
     key = _order_key(lens, model, listing, ordering, bool(alphabetical), values)
     if listing.rank_column is not None:
         ranked = listing.rank_column[1], next(iter(reading.directions))
@@ -255,6 +274,19 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
     if limit is not None:
         query = query.limit(limit)
     return query.sql(dialect=dialect, pretty=True)
+
+
+def _keeps_ties(found: Retrieval, listing: _Listing, reading: Reading) -> bool:
+    """Whether a ranked listing asks for every row at the extreme: "which <nouns> have
+    the highest <fact>", plural with no count (:func:`reconciler.generators.rawfacts.tied_rows`)."""
+    return (
+        listing.rank_column is not None
+        and listing.noun is not None  # the noun's own rows, not a column's values
+        and listing.plural
+        and not listing.distinct
+        and not reading.numbers
+        and found.tokens[:1] == ("which",)
+    )
 
 
 def _limit(
