@@ -22,6 +22,7 @@ which declines a fact without an aggregation word.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -44,6 +45,7 @@ from reconciler.generators.grammar import (
 )
 from reconciler.generators.ordering import Ordering, split_ordering
 from reconciler.generators.rawfacts import row_bounds, tied_rows
+from reconciler.generators.restated import restate, split_restated
 from reconciler.lens import Column, Lens, Model
 
 
@@ -187,6 +189,7 @@ class _Listing:
     rank_at: int | None = None  # the ranking word ("top", "highest"), if any
     rank_key: Mention | None = None  # the column it ranks by
     rank_column: tuple[str, str] | None = None  # (alias, SQL) of that column
+    phrases: dict[tuple[str, ...], tuple[str, str]] = field(default_factory=dict)  # asked
 
 
 def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | None:
@@ -197,7 +200,8 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
     primary key) — optionally ``of [all] the <model noun>``, with equality filters
     on that model's own dimension values, comparisons on its own facts ("with a
     price of over 100": :func:`reconciler.generators.rawfacts.row_bounds`),
-    ``distinct``/``unique``, and a closing
+    ``distinct``/``unique``, a closing "Show both A and B." naming the columns to
+    show (:mod:`reconciler.generators.restated`), and a closing
     ordering phrase or ``alphabetically`` (the first column, ascending):
 
         SELECT [DISTINCT] <columns> FROM <table> [WHERE …] [ORDER BY …]
@@ -217,7 +221,7 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
             several columns, an ordering key that is not one column, a plural
             ranking with no count, or an ordering phrase against the ranking.
     """
-    rest = _IN_DATABASE.sub("", question)
+    rest, restated = split_restated(_IN_DATABASE.sub("", question))
     alphabetical = _ALPHABETICAL.search(rest)
     if alphabetical:
         rest = rest[: alphabetical.start()]
@@ -228,6 +232,10 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
     listing = _read_listing(lens, found, reading)
     if listing is None or listing.model is None:
         return None
+    if restated:
+        label = functools.partial(_word_column, listing.model, found, listing, -1)
+        shown = (listing.columns, listing.phrases)
+        listing.columns = restate(lens, listing.model, shown, restated, label, values)
     ties = _keeps_ties(found, listing, reading)
     limit = None if ties else _limit(listing, reading, ordering, bool(alphabetical))
     model = listing.model
@@ -457,6 +465,7 @@ def _resolve_listing(
             listing.columns.append(_word_column(model, found, listing, item))
             continue
         column = _mention_column(model, found, item)
+        listing.phrases[found.tokens[item.start : item.end]] = column
         if column not in listing.columns:
             listing.columns.append(column)
     if listing.rank_key is not None:
