@@ -44,7 +44,7 @@ from reconciler.generators.grammar import (
     read_grammar,
 )
 from reconciler.generators.ordering import Ordering, split_ordering
-from reconciler.generators.rawfacts import row_bounds, tied_rows
+from reconciler.generators.rawfacts import check_ranked_values, row_bounds, tied_rows
 from reconciler.generators.restated import restate, split_restated
 from reconciler.lens import Column, Lens, Model
 
@@ -400,6 +400,9 @@ def _free_word(
     if t in _DISTINCT:
         listing.distinct = True
     elif t in DESCENDING | ASCENDING:
+        if listing.rank_key is not None:  # "the top 3 <column> with the highest <fact>"
+            asked.append(listing.rank_key)
+            listing.rank_key = None
         listing.rank_at = i  # the last ranking word: its column follows it
     elif (t.isdigit() or t in NUMBER_WORDS) and reading.directions:
         pass  # the ranking's count
@@ -473,6 +476,8 @@ def _resolve_listing(
         if not listing.columns:  # "the top 3 products with the highest price"
             label = _word_column(model, found, listing, -1)
             listing.columns = [label, listing.rank_column]
+        if listing.noun is None:
+            check_ranked_values(lens, model, listing.columns, listing.rank_column)
     for v in values:
         places = {(t.name, t.value) for t in v.targets if t.model == model.name}
         phrase = " ".join(found.words[v.start : v.end])

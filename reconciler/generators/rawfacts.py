@@ -39,7 +39,7 @@ from sqlglot import exp
 
 from reconciler.assembly.lexicon import Target, model_nouns
 from reconciler.assembly.retrieval import Mention, Retrieval, retrieve
-from reconciler.assembly.text import STOPWORDS
+from reconciler.assembly.text import STOPWORDS, tokenize
 from reconciler.generators.bounds import Bound
 from reconciler.generators.compiler import Declined
 from reconciler.generators.generation import DimensionValues
@@ -248,6 +248,33 @@ def tied_rows(lens: Lens, model: Model, extreme: tuple[str, bool], query: exp.Se
     if where is not None:
         inner.set("where", where.copy())
     return exp.EQ(this=value, expression=exp.Subquery(this=inner))
+
+
+def check_ranked_values(
+    lens: Lens, model: Model, columns: list[tuple[str, str]], key: tuple[str, str]
+) -> None:
+    """Decline a ranking by a fact that lists columns naming no one row: "which 3
+    manufacturers have the highest capacity" ranks manufacturers, each over several
+    rows, so it needs an aggregate; the model's key or a name or title column names
+    its rows ("which 3 aircraft codes have the highest capacity").
+
+    Args:
+        lens: the lens.
+        model: the model listed (the question names no noun of it).
+        columns: ``(alias, SQL)`` of the listed columns.
+        key: ``(alias, SQL)`` of the fact ranked by.
+
+    Raises:
+        Declined: a listed column that is neither the key nor a name or title column.
+    """
+    for alias, _ in columns:
+        if is_key(lens, model.name, alias) or tokenize(alias)[-1:] in (("name",), ("title",)):
+            continue
+        raise Declined(
+            f"ranking {alias!r} by {key[0]!r}: several {model.name} rows share a {alias}, so "
+            f"it needs an aggregate (total, average, maximum {key[0]} by {alias}), or rank "
+            f"the {model.name} rows themselves"
+        )
 
 
 _COMPARE: dict[str, type[exp.Binary]] = {
