@@ -1,4 +1,16 @@
-"""Two raw facts of one row: "the ratio of capacity to range for each aircraft code" (pure).
+"""Raw facts of one model's rows, read without an aggregate (pure).
+
+A fact phrase with no aggregation word is a value of each row, not a measure. Three
+places read it so:
+
+* a listing keeps the rows a comparison on one of *its own* facts passes ("the
+  aircraft codes of all aircraft with a cruising speed of over 200"; the phrase is
+  split off by :mod:`reconciler.generators.bounds`): :func:`row_bounds`;
+* "which <nouns> have the highest <fact>", plural with no count, keeps every row tied
+  at the extreme: :func:`tied_rows`; a ranking whose rows are a column's values
+  ("which 3 manufacturers have the highest capacity") needs an aggregate:
+  :func:`check_ranked_values` (both for :mod:`reconciler.generators.listing`);
+* a ratio or difference of two facts of each row, :func:`row_expression`, below.
 
 A ratio or difference spelling (:func:`reconciler.generators.ratios.find_two_measures`)
 whose two sides are each one *fact* phrase with no aggregation word, and whose
@@ -11,8 +23,8 @@ computed on every row of the facts' model:
 ``difference between A and B for each …``   ``a - b``, ``a_minus_b``
 ==========================================  ===============================================
 
-The rows are named by ``for each`` / ``for every`` / ``per`` / ``of each`` (``by``,
-``across``) followed by the model's *key*: the dimension over its single-column
+The rows are named by ``each``, ``every`` or ``per`` (``for each``, ``of every``,
+``by each`` …) followed by the model's *key*: the dimension over its single-column
 ``primary_key`` ("for each course ID"), or a noun naming the model itself ("for each
 aircraft", shown by that key column). The result is the key and the value, one row
 per row of the model, in key order (the rows are listed, not ranked):
@@ -49,7 +61,7 @@ from reconciler.generators.ratios import DIFFERENCE, RATIO, TwoMeasures
 from reconciler.lens import Column, Lens, Model
 
 # Words that may open the question before the spelling ("calculate the ratio of …").
-OPENERS = frozenset(
+_OPENERS = frozenset(
     {"calculate", "compute", "find", "show", "give", "list", "return", "provide", "display", "get"}
 )
 _ROW_WORDS = frozenset({"for", "per", "of", "by", "across", "each", "every", "the", "all"})
@@ -72,7 +84,7 @@ def row_expression(lens: Lens, two: TwoMeasures, values: DimensionValues) -> str
     if two.kind not in (RATIO, DIFFERENCE) or two.per:
         return None
     before, first, second = two.sides
-    if any(t not in STOPWORDS and t not in OPENERS for t in retrieve(lens, before).tokens):
+    if any(t not in STOPWORDS and t not in _OPENERS for t in retrieve(lens, before).tokens):
         return None
     found_a = retrieve(lens, first, values)
     found_b = retrieve(lens, second, values)
