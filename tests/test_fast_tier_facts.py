@@ -37,9 +37,13 @@ def test_raw_fact_case(warehouse: Path, case: dict[str, Any]) -> None:
     [
         ("Codes? Sort the codes in ascending order.", ("Codes?", "codes", "ascending")),
         ("Codes? Sort the results in descending order", ("Codes?", None, "descending")),
+        (
+            "Codes of all aircraft, sorted in ascending order.",
+            ("Codes of all aircraft", None, "ascending"),
+        ),
     ],
 )
-def test_a_closing_sort_sentence_names_its_key_first(
+def test_closing_sort_phrases_are_split_off(
     question: str, expected: tuple[str, str | None, str | None]
 ) -> None:
     assert ordering_phrase(question) == expected

@@ -149,7 +149,9 @@ _SORT_THE = re.compile(
 )
 _ORDERINGS += (_SORT_THE,)
 _IN_ORDER = re.compile(
-    r"[\s,;]*\bin\s+(?P<dir>ascending|descending)\s+order\b[\s.?!]*$", re.IGNORECASE
+    r"[\s,;]*(?:\b(?:ordered|sorted|arranged|listed)\s+)?"
+    r"\bin\s+(?P<dir>ascending|descending)\s+order\b[\s.?!]*$",
+    re.IGNORECASE,
 )
 _FROM_TO = re.compile(r"\s+from\s+(highest|lowest)\s+to\s+(lowest|highest)\b", re.IGNORECASE)
 
