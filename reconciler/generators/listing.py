@@ -219,7 +219,10 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
         Declined: the shape, but a singular noun ("the name of the product": one
             product, or all?), a column of another model, a filter value of
             several columns, an ordering key that is not one column, a plural
-            ranking with no count, or an ordering phrase against the ranking.
+            ranking with no count, an ordering phrase against the ranking (or on
+            rows tied at the extreme), a comparison on a fact of another model, a
+            ranking of a column's values (it needs an aggregate), or a closing
+            "Show …" item that names no column.
     """
     rest, restated = split_restated(_IN_DATABASE.sub("", question))
     alphabetical = _ALPHABETICAL.search(rest)
