@@ -174,6 +174,7 @@ _ALPHABETICAL = re.compile(
 )
 _IN_DATABASE = re.compile(r"\s+in\s+the\s+(?:database|system)\b", re.IGNORECASE)
 _QUALIFY_GAP = ((), ("of",))
+_PLURAL_VERBS = (("have",), ("are",), ("were",))
 
 
 @dataclass
@@ -357,7 +358,11 @@ def _read_listing(lens: Lens, found: Retrieval, reading: Reading) -> _Listing | 
             if v == name and toks[at : at + len(k)] == k
         )
         listing.model, listing.noun = lens.models[name], (at, at + width)
-        listing.plural = plural(found, at + width - 1) or toks[at - 1 : at] == ("all",)
+        listing.plural = (
+            plural(found, at + width - 1)
+            or toks[at - 1 : at] == ("all",)
+            or found.words[at + width : at + width + 1] in _PLURAL_VERBS  # "aircraft have"
+        )
     starts = {m.start: m for m in found.mentions}
     values = [m for m in found.mentions if m.kind == "value"]
     qualifiers = {id(d) for v in values for d in found.mentions if _qualifies(found, d, v)}

@@ -26,8 +26,10 @@ computed on every row of the facts' model:
 The rows are named by ``each``, ``every`` or ``per`` (``for each``, ``of every``,
 ``by each`` …) followed by the model's *key*: the dimension over its single-column
 ``primary_key`` ("for each course ID"), or a noun naming the model itself ("for each
-aircraft", shown by that key column). The result is the key and the value, one row
-per row of the model, in key order (the rows are listed, not ranked):
+aircraft", shown by that key column), optionally kept by comparisons on the model's
+facts ("… for each aircraft code with a payload of over 10000"). The result is the
+key and the value, one row per row of the model, in key order (the rows are listed,
+not ranked):
 
     SELECT <key>, <a> <op> <b> AS <a>_<word>_<b> FROM <table> ORDER BY <key>
 
@@ -52,7 +54,7 @@ from sqlglot import exp
 from reconciler.assembly.lexicon import Target, model_nouns
 from reconciler.assembly.retrieval import Mention, Retrieval, retrieve
 from reconciler.assembly.text import STOPWORDS, tokenize
-from reconciler.generators.bounds import Bound
+from reconciler.generators.bounds import Bound, split_bounds
 from reconciler.generators.compiler import Declined
 from reconciler.generators.generation import DimensionValues
 from reconciler.generators.grammar import AGGREGATE_WORDS
@@ -86,6 +88,7 @@ def row_expression(lens: Lens, two: TwoMeasures, values: DimensionValues) -> str
     before, first, second = two.sides
     if any(t not in STOPWORDS and t not in _OPENERS for t in retrieve(lens, before).tokens):
         return None
+    second, bounds = split_bounds(lens, second, values)  # "… with a payload of over 100"
     found_a = retrieve(lens, first, values)
     found_b = retrieve(lens, second, values)
     a = _fact_side(found_a, len(found_a.tokens))
@@ -98,7 +101,10 @@ def row_expression(lens: Lens, two: TwoMeasures, values: DimensionValues) -> str
         return None
     model = _one_model(lens, (found_a, a), (found_b, b))
     key = _key_of(lens, model, found_b, rows)
-    return _render(lens, model, key, (_fact(model, a), _fact(model, b)), two)
+    query = _render(lens, model, key, (_fact(model, a), _fact(model, b)), two)
+    for condition in row_bounds(lens, model, bounds):
+        query = query.where(condition)
+    return query.sql(dialect=lens.config.dialect, pretty=True)
 
 
 def _fact_side(found: Retrieval, end: int) -> Mention | None:
@@ -142,7 +148,8 @@ def _rows_phrase(lens: Lens, found: Retrieval, start: int) -> tuple[int, int] | 
         end = mention.end
     else:
         return None
-    return (i, end) if end == len(toks) else None
+    # stopwords may follow: the "with" of a comparison split off ("… code with")
+    return (i, end) if all(t in STOPWORDS for t in toks[end:]) else None
 
 
 def _one_model(lens: Lens, *sides: tuple[Retrieval, Mention]) -> Model:
@@ -195,7 +202,7 @@ def _key_of(lens: Lens, model: Model, found: Retrieval, rows: tuple[int, int]) -
 
 def _render(
     lens: Lens, model: Model, key: Column, facts: tuple[Column, Column], two: TwoMeasures
-) -> str:
+) -> exp.Select:
     dialect = lens.config.dialect
     a, b = (sqlglot.parse_one(c.sql, read=dialect) for c in facts)
     value: exp.Expr
@@ -215,7 +222,7 @@ def _render(
         .from_(exp.to_table(model.table, dialect=dialect))
         .order_by(exp.Ordered(this=exp.column(key.name), desc=False))
     )
-    return query.sql(dialect=dialect, pretty=True)
+    return query
 
 
 def row_bounds(lens: Lens, model: Model, bounds: tuple[Bound, ...]) -> list[exp.Expr]:
