@@ -4,12 +4,12 @@ The fast tier writes SQL in the lens's dialect (DuckDB); on a PostgreSQL warehou
 dst transpiles it with :func:`reconciler.guard.transpile` (DESIGN §2 "Dialect").
 Each golden case with an oracle — ``fast_tier_cases.yaml`` (shop, crm, shop as of),
 ``fast_tier_reach.yaml``, ``fast_tier_soundness.yaml``, ``fast_tier_cortex2.yaml``,
-``fast_tier_today.yaml`` (data dated from ``CURRENT_DATE`` on both engines) and
-``fast_tier_ratios.yaml`` — is generated as in the DuckDB tests, transpiled, and
-executed on a scratch PostgreSQL database holding the same data (one schema per lens,
-first on the search path); its rows must equal the hand-written oracle's rows on
-DuckDB, with the same column count. Skipped, with the reason, when no PostgreSQL
-server answers.
+``fast_tier_today.yaml`` (data dated from ``CURRENT_DATE`` on both engines),
+``fast_tier_facts.yaml`` and ``fast_tier_ratios.yaml`` — is generated as in the DuckDB
+tests, transpiled, and executed on a scratch PostgreSQL database holding the same data
+(one schema per lens, first on the search path); its rows must equal the hand-written
+oracle's rows on DuckDB, with the same column count. Skipped, with the reason, when no
+PostgreSQL server answers.
 """
 
 from __future__ import annotations
@@ -94,14 +94,20 @@ def _collect() -> tuple[dict[str, Lens], dict[str, str], list[Golden]]:
             for c in data["cases"]
             if "oracle" in c
         ]
-    ratios = _load("fast_tier_ratios.yaml")
-    lenses["g_ratios"] = load_lens("ratio_shop", {p: t.encode() for p, t in ratios["lens"].items()})
-    schemas["g_ratios"] = ratios["schema"]
-    cases += [
-        Golden(f"ratios-{c['id']}", "g_ratios", c["question"], c["oracle"], bool(c.get("ordered")))
-        for c in ratios["cases"]
-        if "oracle" in c
-    ]
+    for fixture, name in (
+        ("fast_tier_ratios.yaml", "ratio_shop"),
+        ("fast_tier_facts.yaml", "fleet"),
+    ):
+        data, tag = _load(fixture), fixture.removeprefix("fast_tier_").removesuffix(".yaml")
+        lenses[f"g_{tag}"] = load_lens(name, {p: t.encode() for p, t in data["lens"].items()})
+        schemas[f"g_{tag}"] = data["schema"]
+        cases += [
+            Golden(
+                f"{tag}-{c['id']}", f"g_{tag}", c["question"], c["oracle"], bool(c.get("ordered"))
+            )
+            for c in data["cases"]
+            if "oracle" in c
+        ]
     return lenses, schemas, cases
 
 

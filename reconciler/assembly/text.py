@@ -123,7 +123,8 @@ def canonical_sql(sql: str, dialect: str) -> str:
 # A closing ordering phrase: "… ordered by net revenue", "…, sort the results by month
 # desc", "… in descending order", "… sorted in descending order by cost", "… ordered
 # from highest to lowest", "… ordered by the highest rating first", and a sentence
-# "Sort by …". A bare "order by" is not one ("net revenue per order by region").
+# "Sort by …" or "Sort the names in ascending order.". A bare "order by" is not one
+# ("net revenue per order by region").
 _VERB = (
     r"[\s,;]*(?:\b(?:ordered|sorted|(?:order|sort)\s+(?:the\s+)?(?:results?|rows|them|it|output))"
     r"|(?<=[.?!])\s*(?:order|sort)(?=\s+by\b))"
@@ -139,8 +140,18 @@ _ORDERINGS = tuple(
         r"(?:[\s,]+(?:in\s+)?(?P<dir>ascending|descending|asc|desc)(?:\s+order)?)?",
     )
 )
+# A sentence "Sort the names in ascending order." names its key before the direction.
+_SORT_THE = re.compile(
+    r"(?<=[.?!])\s*(?:sort|order)\s+(?:the\s+)?"
+    r"(?:(?:results?|rows|them|it|output)|(?P<key>[\w\s]+?))\s+in\s+"
+    r"(?P<dir>ascending|descending)\s+order" + _END,
+    re.IGNORECASE,
+)
+_ORDERINGS += (_SORT_THE,)
 _IN_ORDER = re.compile(
-    r"[\s,;]*\bin\s+(?P<dir>ascending|descending)\s+order\b[\s.?!]*$", re.IGNORECASE
+    r"[\s,;]*(?:\b(?:ordered|sorted|arranged|listed)\s+)?"
+    r"\bin\s+(?P<dir>ascending|descending)\s+order\b[\s.?!]*$",
+    re.IGNORECASE,
 )
 _FROM_TO = re.compile(r"\s+from\s+(highest|lowest)\s+to\s+(lowest|highest)\b", re.IGNORECASE)
 

@@ -2,7 +2,8 @@
 
 A fact phrase after ``with``, ``where``, ``whose`` or ``having`` (or after ``and``
 right behind another such comparison), followed by a comparison and a whole
-number that no time unit follows, filters the rows the measure aggregates,
+number that no time unit follows ("with a price of over 100" reads the same: an
+article before the fact and ``of`` after it), filters the rows the measure aggregates,
 instead of being a measure itself:
 
 | words | SQL |
@@ -32,6 +33,7 @@ from reconciler.generators.naming import split_names
 from reconciler.lens import Lens
 
 _INTRODUCERS = frozenset({"with", "where", "whose", "having"})
+_ARTICLES = frozenset({"a", "an", "the"})
 _COMPARATORS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("no", "more", "than"), "<="),
     (("no", "less", "than"), ">="),
@@ -77,15 +79,18 @@ def split_bounds(
     bounds: list[Bound] = []
     for m in found.mentions:
         facts = m.targets if m.kind == "fact" else m.facts
-        before = words[m.start - 1] if m.start else ""
-        joined = before == "and" and bool(cut) and cut[-1][1] == m.start - 1
+        start = m.start - 1 if m.start and words[m.start - 1] in _ARTICLES else m.start
+        before = words[start - 1] if start else ""
+        joined = before == "and" and bool(cut) and cut[-1][1] == start - 1
         if not facts or not (before in _INTRODUCERS or joined):
             continue
-        read = _comparison(words, m.end)
+        # "with a price of over 100": the fact's "of" before its comparison
+        after = m.end + 1 if words[m.end : m.end + 1] == ("of",) else m.end
+        read = _comparison(words, after)
         if read is None or (read[0] < len(words) and stem(words[read[0]]) in GRAIN_WORDS):
             continue  # "over 30 days" is a window, not a bound
         end, conditions = read
-        cut.append((m.start, end))
+        cut.append((start, end))
         bounds.append(Bound(facts, conditions, " ".join(words[m.start : end])))
     if not cut:
         return question, ()

@@ -50,7 +50,8 @@ answer is worse than no answer. A question is read as
   products by price``, or a listing of a model's columns: ``the names and prices
   of the products in Toys, ordered alphabetically`` (:mod:`reconciler.generators.listing`),
   kept by related rows (``customers who have not made any transactions``:
-  :mod:`reconciler.generators.existence`);
+  :mod:`reconciler.generators.existence`) or by comparisons on their own facts, or a
+  ratio of two facts of each row (:mod:`reconciler.generators.rawfacts`);
 * output lists, two-measure rankings, count ratios, counts compared: ``outputs``, ``having``;
 * an optional ranking: ``top 5 …``, ``which 3 … lowest …``, ``bottom 2 …``, and
   ``Who has the highest …?``: an opening "who" ranks the one *person* dimension

@@ -22,8 +22,8 @@ from reconciler.generators.compiler import PERCENT_WORDS, SHARE_WORDS, Declined
 from reconciler.generators.periods import Period, all_time_at, period_at
 from reconciler.lens import Lens
 
-DESCENDING = frozenset({"top", "highest", "largest", "biggest", "most", "greatest"})
-ASCENDING = frozenset({"bottom", "lowest", "smallest", "least", "fewest"})
+DESCENDING = frozenset({"top", "highest", "largest", "biggest", "most", "greatest", "longest"})
+ASCENDING = frozenset({"bottom", "lowest", "smallest", "least", "fewest", "shortest"})
 _NUMBERS = "one two three four five six seven eight nine ten"
 NUMBER_WORDS = {w: i for i, w in enumerate(_NUMBERS.split(), start=1)}
 # Aggregation words a question may add, and the aggregates the metric must use for

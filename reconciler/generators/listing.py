@@ -22,6 +22,7 @@ which declines a fact without an aggregation word.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -31,6 +32,7 @@ from sqlglot import exp
 from reconciler.assembly.lexicon import model_nouns
 from reconciler.assembly.retrieval import Mention, Retrieval, counted_model, retrieve
 from reconciler.assembly.text import STOPWORDS, tokenize
+from reconciler.generators.bounds import split_bounds
 from reconciler.generators.compiler import Declined
 from reconciler.generators.generation import DimensionValues
 from reconciler.generators.grammar import (
@@ -42,6 +44,8 @@ from reconciler.generators.grammar import (
     read_grammar,
 )
 from reconciler.generators.ordering import Ordering, split_ordering
+from reconciler.generators.rawfacts import check_ranked_values, row_bounds, tied_rows
+from reconciler.generators.restated import restate, split_restated
 from reconciler.lens import Column, Lens, Model
 
 
@@ -170,6 +174,7 @@ _ALPHABETICAL = re.compile(
 )
 _IN_DATABASE = re.compile(r"\s+in\s+the\s+(?:database|system)\b", re.IGNORECASE)
 _QUALIFY_GAP = ((), ("of",))
+_PLURAL_VERBS = (("have",), ("are",), ("were",))
 
 
 @dataclass
@@ -185,6 +190,7 @@ class _Listing:
     rank_at: int | None = None  # the ranking word ("top", "highest"), if any
     rank_key: Mention | None = None  # the column it ranks by
     rank_column: tuple[str, str] | None = None  # (alias, SQL) of that column
+    phrases: dict[tuple[str, ...], tuple[str, str]] = field(default_factory=dict)  # asked
 
 
 def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | None:
@@ -193,14 +199,19 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
     A listing names columns of one model — dimensions, facts, ``name``/``title``
     (the model's label, as in :func:`ranked_rows`) or ``id`` (its one-column
     primary key) — optionally ``of [all] the <model noun>``, with equality filters
-    on that model's own dimension values, ``distinct``/``unique``, and a closing
+    on that model's own dimension values, comparisons on its own facts ("with a
+    price of over 100": :func:`reconciler.generators.rawfacts.row_bounds`),
+    ``distinct``/``unique``, a closing "Show both A and B." naming the columns to
+    show (:mod:`reconciler.generators.restated`), and a closing
     ordering phrase or ``alphabetically`` (the first column, ascending):
 
         SELECT [DISTINCT] <columns> FROM <table> [WHERE …] [ORDER BY …]
 
     A ranking word with a column after the noun ("… with the highest price", "top 3
     … in terms of price") orders by that column and keeps ``n`` rows (1 for a
-    singular noun); asked for no columns, it lists the label and that column. Every
+    singular noun); asked for no columns, it lists the label and that column. "Which
+    <nouns> have the highest <column>", plural with no count, keeps every row tied at
+    the extreme (``WHERE <column> = (SELECT MAX(<column>) …)``). Every
     other word must be a stopword, or an opener (``return``, ``provide`` …) at the
     start; a metric, an aggregation word, a period or a word left over means another
     shape (``None``).
@@ -209,19 +220,28 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
         Declined: the shape, but a singular noun ("the name of the product": one
             product, or all?), a column of another model, a filter value of
             several columns, an ordering key that is not one column, a plural
-            ranking with no count, or an ordering phrase against the ranking.
+            ranking with no count, an ordering phrase against the ranking (or on
+            rows tied at the extreme), a comparison on a fact of another model, a
+            ranking of a column's values (it needs an aggregate), or a closing
+            "Show …" item that names no column.
     """
-    rest = _IN_DATABASE.sub("", question)
+    rest, restated = split_restated(_IN_DATABASE.sub("", question))
     alphabetical = _ALPHABETICAL.search(rest)
     if alphabetical:
         rest = rest[: alphabetical.start()]
     rest, ordering = split_ordering(rest)
+    rest, bounds = split_bounds(lens, rest, values)
     found = retrieve(lens, rest, values)
     reading = read_grammar(lens, found)
     listing = _read_listing(lens, found, reading)
     if listing is None or listing.model is None:
         return None
-    limit = _limit(listing, reading, ordering, bool(alphabetical))
+    if restated:
+        label = functools.partial(_word_column, listing.model, found, listing, -1)
+        shown = (listing.columns, listing.phrases)
+        listing.columns = restate(lens, listing.model, shown, restated, label, values)
+    ties = _keeps_ties(found, listing, reading)
+    limit = None if ties else _limit(listing, reading, ordering, bool(alphabetical))
     model = listing.model
     dialect = lens.config.dialect
     query = exp.select(
@@ -235,6 +255,17 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
                 this=sqlglot.parse_one(col.sql, read=dialect), expression=exp.Literal.string(value)
             )
         )
+    for condition in row_bounds(lens, model, bounds):
+        query = query.where(condition)
+    if ties:
+        assert listing.rank_column is not None
+        if ordering is not None or alphabetical:
+            raise Declined(
+                "the rows tied at the extreme share one value: sorted by what? Ask for "
+                "'the top n …' or for all of them 'sorted by …'"
+            )
+        extreme = (listing.rank_column[1], next(iter(reading.directions)))
+        return query.where(tied_rows(lens, model, extreme, query)).sql(dialect=dialect, pretty=True)
     key = _order_key(lens, model, listing, ordering, bool(alphabetical), values)
     if listing.rank_column is not None:
         ranked = listing.rank_column[1], next(iter(reading.directions))
@@ -255,6 +286,19 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
     if limit is not None:
         query = query.limit(limit)
     return query.sql(dialect=dialect, pretty=True)
+
+
+def _keeps_ties(found: Retrieval, listing: _Listing, reading: Reading) -> bool:
+    """Whether a ranked listing asks for every row at the extreme: "which <nouns> have
+    the highest <fact>", plural with no count (:func:`reconciler.generators.rawfacts.tied_rows`)."""
+    return (
+        listing.rank_column is not None
+        and listing.noun is not None  # the noun's own rows, not a column's values
+        and listing.plural
+        and not listing.distinct
+        and not reading.numbers
+        and found.tokens[:1] == ("which",)
+    )
 
 
 def _limit(
@@ -314,7 +358,11 @@ def _read_listing(lens: Lens, found: Retrieval, reading: Reading) -> _Listing | 
             if v == name and toks[at : at + len(k)] == k
         )
         listing.model, listing.noun = lens.models[name], (at, at + width)
-        listing.plural = plural(found, at + width - 1) or toks[at - 1 : at] == ("all",)
+        listing.plural = (
+            plural(found, at + width - 1)
+            or toks[at - 1 : at] == ("all",)
+            or found.words[at + width : at + width + 1] in _PLURAL_VERBS  # "aircraft have"
+        )
     starts = {m.start: m for m in found.mentions}
     values = [m for m in found.mentions if m.kind == "value"]
     qualifiers = {id(d) for v in values for d in found.mentions if _qualifies(found, d, v)}
@@ -360,6 +408,9 @@ def _free_word(
     if t in _DISTINCT:
         listing.distinct = True
     elif t in DESCENDING | ASCENDING:
+        if listing.rank_key is not None:  # "the top 3 <column> with the highest <fact>"
+            asked.append(listing.rank_key)
+            listing.rank_key = None
         listing.rank_at = i  # the last ranking word: its column follows it
     elif (t.isdigit() or t in NUMBER_WORDS) and reading.directions:
         pass  # the ranking's count
@@ -425,6 +476,7 @@ def _resolve_listing(
             listing.columns.append(_word_column(model, found, listing, item))
             continue
         column = _mention_column(model, found, item)
+        listing.phrases[found.tokens[item.start : item.end]] = column
         if column not in listing.columns:
             listing.columns.append(column)
     if listing.rank_key is not None:
@@ -432,6 +484,8 @@ def _resolve_listing(
         if not listing.columns:  # "the top 3 products with the highest price"
             label = _word_column(model, found, listing, -1)
             listing.columns = [label, listing.rank_column]
+        if listing.noun is None:
+            check_ranked_values(lens, model, listing.columns, listing.rank_column)
     for v in values:
         places = {(t.name, t.value) for t in v.targets if t.model == model.name}
         phrase = " ".join(found.words[v.start : v.end])

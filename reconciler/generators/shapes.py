@@ -3,7 +3,8 @@
 :func:`other_shapes` tries, first match wins: an output clause or a ranking by
 several measures (:mod:`reconciler.generators.outputs`); a ratio or difference of
 two measures, entity counts included (:mod:`reconciler.generators.ratios`,
-:mod:`reconciler.generators.countratios`); a ranking of rows by a raw column or a
+:mod:`reconciler.generators.countratios`), or of two facts of each row
+(:mod:`reconciler.generators.rawfacts`); a ranking of rows by a raw column or a
 listing (:mod:`reconciler.generators.listing`), kept by related rows
 (:mod:`reconciler.generators.existence`). A question none of them reads goes to
 :func:`reconciler.generators.fast.parse`.
@@ -20,6 +21,7 @@ from reconciler.generators.listing import listed_rows, ranked_rows
 from reconciler.generators.outputs import Parser, answer_outputs
 from reconciler.generators.periods import spell_to_date
 from reconciler.generators.ratios import find_two_measures, measure_follows_per, render_two_measures
+from reconciler.generators.rawfacts import row_expression
 from reconciler.lens import Lens
 
 
@@ -48,6 +50,9 @@ def other_shapes(
     if shaped is not None:
         return shaped
     two = find_two_measures(spell_to_date(question))
+    rowwise = row_expression(lens, two, values) if two is not None else None
+    if rowwise is not None:
+        return rowwise
     if two is not None and (not two.per or measure_follows_per(found)):
         plan = count_ratio(lens, two, values, allowed, parse)
         plan = plan or parse(lens, two.listed, values, allowed)

@@ -1,0 +1,49 @@
+"""Raw facts of one model's rows: listings compared on a fact, rankings, per-row ratios.
+
+Each case of ``tests/fixtures/fast_tier_facts.yaml`` is asked in-process on its lens
+(assembly, then the fast tier) over a real DuckDB warehouse: an answer must return the
+hand-written oracle's rows (in order where the case says ``ordered``) with the same
+column count, a decline must give its reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reconciler.assembly.text import ordering_phrase
+from tests.helpers.grammar import GoldenFile, check_golden_case
+
+GOLDEN = GoldenFile.read("fast_tier_facts.yaml")
+CASES = GOLDEN.cases
+
+
+@pytest.fixture(scope="module")
+def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    root = tmp_path_factory.mktemp("facts")
+    yield next(iter(GOLDEN.warehouses(root).values()))
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_raw_fact_case(warehouse: Path, case: dict[str, Any]) -> None:
+    check_golden_case(GOLDEN.lens(), warehouse, case)
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("Codes? Sort the codes in ascending order.", ("Codes?", "codes", "ascending")),
+        ("Codes? Sort the results in descending order", ("Codes?", None, "descending")),
+        (
+            "Codes of all aircraft, sorted in ascending order.",
+            ("Codes of all aircraft", None, "ascending"),
+        ),
+    ],
+)
+def test_closing_sort_phrases_are_split_off(
+    question: str, expected: tuple[str, str | None, str | None]
+) -> None:
+    assert ordering_phrase(question) == expected
