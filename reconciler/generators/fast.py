@@ -88,6 +88,7 @@ from reconciler.assembly.retrieval import Mention, Retrieval, counted_model, ret
 from reconciler.assembly.text import normalize
 from reconciler.generators import paths
 from reconciler.generators.adapt import from_exemplars
+from reconciler.generators.backrefs import without_backrefs
 from reconciler.generators.bounds import Bound, split_bounds
 from reconciler.generators.columns import bucket_at
 from reconciler.generators.compiler import Declined, Measure, Plan, one_path, plan_edges, render
@@ -102,6 +103,7 @@ from reconciler.generators.ordering import order_plan, split_ordering
 from reconciler.generators.periods import RANGE, check_unit_phrases, shift, spell_to_date
 from reconciler.generators.persons import with_person_keys
 from reconciler.generators.shapes import other_shapes
+from reconciler.generators.years import year_filter
 from reconciler.lens import Lens
 
 __all__ = ["TIER", "Declined", "Measure", "Plan", "compile_request", "parse", "render"]
@@ -269,6 +271,11 @@ def _plan(
         words = " ".join(found.words[counted[0] : counted[2]])
         names = ", ".join(m.name for m in measures)
         raise Declined(f"{words!r} counts {counted[3]}, but the question also names {names}")
+    grain, period, compared, change = _when(reading, len(measures))
+    year = year_filter(lens, found, reading, base, (grain, period, bool(compared), bool(change)))
+    if year is not None:
+        filters, period = [*filters, year[0]], None
+        qualifiers |= year[1]
     asked = [
         d for d in dims if not (d in qualifiers or (counted and (d.start, d.end) == counted[1:3]))
     ]
@@ -280,7 +287,6 @@ def _plan(
         plural_breakdown = plural_breakdown or reading.who_plural
     if len(breakdowns) > MAX_DIMENSIONS:
         raise Declined(f"more than {MAX_DIMENSIONS} breakdown dimensions")
-    grain, period, compared, change = _when(reading, len(measures))
     rank = _rank(reading, found, grain, bool(breakdowns), plural_breakdown)
     check_noun_breakdowns(lens, found, split.mentions, rank)
     if measure.function == "count_distinct":
@@ -561,10 +567,13 @@ def compile_request(lens: Lens, request: GenerationRequest, values: DimensionVal
         adapted = from_exemplars(lens, request.question, request.exemplars, values)
         if adapted is not None:
             return Generation(TIER, adapted[1], exemplar=adapted[0])
-        shaped = other_shapes(lens, request.question, found, values, request.metrics, parse)
+        question = without_backrefs(lens, request.question, values)
+        if question != request.question:
+            found = retrieve(lens, question, values)
+        shaped = other_shapes(lens, question, found, values, request.metrics, parse)
         if shaped is not None:
             return Generation(TIER, shaped)
-        question, running = split_cumulative(request.question, found)
+        question, running = split_cumulative(question, found)
         plan = parse(lens, question, values, allowed_metrics=request.metrics)
         return Generation(TIER, render_cumulative(lens, plan) if running else render(lens, plan))
     except Declined as exc:

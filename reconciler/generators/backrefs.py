@@ -1,0 +1,138 @@
+"""Pronouns that refer back to the ranked entity: "… and how many did he/she have?" (pure).
+
+A ranking by a count of related rows may end by restating that count through a
+pronoun. :func:`without_backrefs` takes the restatement off the question, so the
+rest is read as usual (the ranking shows the count), in two forms:
+
+* a closing clause ``[,] and how many <B> did|do|does|have|has|had <pronoun> <verb>
+  [that year | in total | in all]``: "Which author had the most publications in 2021
+  and how many publications did he/she have that year?";
+* a closing object ``with|to|for|by them``: "the top 5 domains with the highest number
+  of authors associated with them".
+
+Either is taken off only when one reading is forced by the words:
+
+* the question ranks by a count of the same ``<B>``: a ranking word (``most``,
+  ``highest``, ``fewest`` …), optionally ``number of`` / ``count of``, then the
+  noun of the model B (for the object form, B is the last model noun before the
+  pronoun), so the count the pronoun's clause asks for is the one ranked;
+* the pronoun has exactly one antecedent: one model noun before it, other than B's,
+  whose number agrees (``they`` / ``them``: plural; ``he`` / ``she`` / ``he/she``,
+  ``him`` / ``her``: singular). A pronoun bound inside B's own clause ("authors
+  associated with them") cannot be B;
+* the clause's verb is ``have`` (``has``, ``had``) or a verb the question already
+  used ("taught the most courses … how many courses have they taught");
+* ``that year`` needs the question to name exactly one year.
+
+Anything else keeps its words, and the pronoun stays an unknown word (the question
+declines).
+"""
+
+from __future__ import annotations
+
+import re
+
+from reconciler.assembly.lexicon import model_nouns
+from reconciler.assembly.retrieval import Retrieval, retrieve
+from reconciler.assembly.text import YEAR_RE, stem, tokenize
+from reconciler.generators.generation import DimensionValues
+from reconciler.generators.grammar import ASCENDING, DESCENDING, plural
+from reconciler.lens import Lens
+
+_PRONOUN = r"(?P<pro>he\s*/\s*she|he\s+or\s+she|he|she|they)"
+_CLAUSE = re.compile(
+    r"\s*,?\s+and\s+how\s+many\s+(?P<noun>[a-z][\w\s-]*?)\s+(?:did|do|does|have|has|had)\s+"
+    rf"{_PRONOUN}\s+(?P<verb>[a-z]+)(?P<tail>\s+(?:that\s+year|in\s+total|in\s+all))?"
+    r"\s*[?.!]*\s*$",
+    re.IGNORECASE,
+)
+_OBJECT = re.compile(r"\s+(?:with|to|for|by)\s+(?P<pro>them|him|her)\s*[?.!]*\s*$", re.I)
+_PLURAL = frozenset({"they", "them"})
+_HAVE = frozenset({"have", "has", "had"})
+_COUNT_OF = (("number", "of"), ("count", "of"))
+
+
+def without_backrefs(lens: Lens, question: str, values: DimensionValues) -> str:
+    """``question`` without a restating pronoun clause or object (module docstring),
+    or unchanged when it has none that one reading forces."""
+    clause = _CLAUSE.search(question)
+    if clause is not None:
+        main = question[: clause.start()]
+        return f"{main.rstrip(' ,')}?" if _clause_restates(lens, main, clause, values) else question
+    obj = _OBJECT.search(question)
+    if obj is not None:
+        main = question[: obj.start()]
+        noun = _last_noun(lens, tokenize(main))
+        many = obj["pro"].lower() in _PLURAL
+        if (
+            noun is not None
+            and _ranks_by(lens, main, noun)
+            and _one_antecedent(lens, retrieve(lens, main, values), noun, many)
+        ):
+            return f"{main.rstrip(' ,')}?"
+    return question
+
+
+def _clause_restates(lens: Lens, main: str, clause: re.Match[str], values: DimensionValues) -> bool:
+    """Whether the closing ``and how many …`` clause restates the count ``main`` ranks by."""
+    noun = tokenize(clause["noun"])
+    verb = clause["verb"].lower()
+    toks = tokenize(main)
+    tail = (clause["tail"] or "").split()
+    return (
+        _ranks_by(lens, main, noun)
+        and _one_antecedent(
+            lens, retrieve(lens, main, values), noun, clause["pro"].lower() in _PLURAL
+        )
+        and (verb in _HAVE or stem(verb) in toks)
+        and (tail[-1:] != ["year"] or sum(bool(YEAR_RE.match(t)) for t in toks) == 1)
+    )
+
+
+def _nouns_at(lens: Lens, toks: tuple[str, ...]) -> list[tuple[int, int, str]]:
+    """``(start, end, model)`` of each model noun in ``toks``, longest first at each place."""
+    nouns = model_nouns(lens)
+    longest = max((len(k) for k in nouns), default=0)
+    out: list[tuple[int, int, str]] = []
+    i = 0
+    while i < len(toks):
+        width = next((n for n in range(longest, 0, -1) if toks[i : i + n] in nouns), 0)
+        if width:
+            out.append((i, i + width, nouns[toks[i : i + width]]))
+            i += width
+        else:
+            i += 1
+    return out
+
+
+def _last_noun(lens: Lens, toks: tuple[str, ...]) -> tuple[str, ...] | None:
+    found = _nouns_at(lens, toks)
+    return toks[found[-1][0] : found[-1][1]] if found else None
+
+
+def _ranks_by(lens: Lens, main: str, noun: tuple[str, ...]) -> bool:
+    """Whether ``main`` ranks by a count of the model ``noun`` names."""
+    if noun not in model_nouns(lens):
+        return False
+    toks = tokenize(main)
+    for i, t in enumerate(toks):
+        if t not in DESCENDING and t not in ASCENDING:
+            continue
+        after = toks[i + 1 :]
+        if after[:2] in _COUNT_OF:
+            after = after[2:]
+        if after[: len(noun)] == noun:
+            return True
+    return False
+
+
+def _one_antecedent(lens: Lens, found: Retrieval, noun: tuple[str, ...], many: bool) -> bool:
+    """Whether exactly one model noun of the question ``found`` other than ``noun``'s
+    model agrees in number with the pronoun (``many``: plural)."""
+    counted = model_nouns(lens)[noun]
+    candidates = {
+        (start, model)
+        for start, end, model in _nouns_at(lens, found.tokens)
+        if model != counted and plural(found, end - 1) == many
+    }
+    return len(candidates) == 1
