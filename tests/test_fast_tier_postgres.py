@@ -3,7 +3,8 @@
 The fast tier writes SQL in the lens's dialect (DuckDB); on a PostgreSQL warehouse
 dst transpiles it with :func:`reconciler.guard.transpile` (DESIGN §2 "Dialect").
 Each golden case with an oracle — ``fast_tier_cases.yaml`` (shop, crm, shop as of),
-``fast_tier_reach.yaml``, ``fast_tier_soundness.yaml`` and ``fast_tier_ratios.yaml``
+``fast_tier_reach.yaml``, ``fast_tier_soundness.yaml``, ``fast_tier_backrefs.yaml`` and
+``fast_tier_ratios.yaml``
 — is generated as in the DuckDB tests, transpiled, and executed on a scratch
 PostgreSQL database holding the same data (one schema per lens, first on the search
 path); its rows must equal the hand-written oracle's rows on DuckDB, with the same
@@ -70,7 +71,7 @@ def _collect() -> tuple[dict[str, Lens], dict[str, str], list[Golden]]:
         for section in ("shop", "crm", "shop_as_of")
         for i, q, oracle in grammar_cases(section, "shapes")
     ]
-    for fixture in ("fast_tier_reach.yaml", "fast_tier_soundness.yaml"):
+    for fixture in ("fast_tier_reach.yaml", "fast_tier_soundness.yaml", "fast_tier_backrefs.yaml"):
         data, tag = _load(fixture), fixture.removeprefix("fast_tier_").removesuffix(".yaml")
         for name, spec in data["lenses"].items():
             files = {p: t.encode() for p, t in spec["files"].items()}
