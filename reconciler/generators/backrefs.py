@@ -22,10 +22,12 @@ Either is taken off only when one reading is forced by the words:
   associated with them") cannot be B;
 * the clause's verb is ``have`` (``has``, ``had``) or a verb the question already
   used ("taught the most courses … how many courses have they taught");
-* ``that year`` needs the question to name exactly one year.
+* the clause counts over the question's time: a question naming a period needs
+  ``that year`` and exactly one year ("… in 2021 and how many did he have?" may ask
+  for all of his, and "in total" would); one naming no time takes no ``that year``.
 
 Anything else keeps its words, and the pronoun stays an unknown word (the question
-declines).
+declines; :func:`pronoun_hint` says why).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ import re
 
 from reconciler.assembly.lexicon import model_nouns
 from reconciler.assembly.retrieval import Retrieval, retrieve
-from reconciler.assembly.text import YEAR_RE, stem, tokenize
+from reconciler.assembly.text import YEAR_RE, mentions_time, stem, tokenize
 from reconciler.generators.generation import DimensionValues
 from reconciler.generators.grammar import ASCENDING, DESCENDING, plural
 from reconciler.lens import Lens
@@ -48,6 +50,7 @@ _CLAUSE = re.compile(
 )
 _OBJECT = re.compile(r"\s+(?:with|to|for|by)\s+(?P<pro>them|him|her)\s*[?.!]*\s*$", re.I)
 _PLURAL = frozenset({"they", "them"})
+_PRONOUNS = frozenset({"he", "she", "him", "her", "his", "they", "them", "theirs"})
 _HAVE = frozenset({"have", "has", "had"})
 _COUNT_OF = (("number", "of"), ("count", "of"))
 
@@ -73,6 +76,17 @@ def without_backrefs(lens: Lens, question: str, values: DimensionValues) -> str:
     return question
 
 
+def pronoun_hint(unknown: list[str]) -> str:
+    """A hint for a decline whose unknown words hold a pronoun, else ``""``."""
+    pronoun = next((w for w in unknown if w.lower() in _PRONOUNS), None)
+    if pronoun is None:
+        return ""
+    return (
+        f" ('{pronoun}' is read only when it restates the count the question ranks by, "
+        "with one noun it can refer to; say the noun instead)"
+    )
+
+
 def _clause_restates(lens: Lens, main: str, clause: re.Match[str], values: DimensionValues) -> bool:
     """Whether the closing ``and how many …`` clause restates the count ``main`` ranks by."""
     noun = tokenize(clause["noun"])
@@ -85,8 +99,19 @@ def _clause_restates(lens: Lens, main: str, clause: re.Match[str], values: Dimen
             lens, retrieve(lens, main, values), noun, clause["pro"].lower() in _PLURAL
         )
         and (verb in _HAVE or stem(verb) in toks)
-        and (tail[-1:] != ["year"] or sum(bool(YEAR_RE.match(t)) for t in toks) == 1)
+        and _pinned(toks, tail)
     )
+
+
+def _pinned(toks: tuple[str, ...], tail: list[str]) -> bool:
+    """Whether the clause's ``tail`` counts over the same time as the question
+    (``toks``): "that year" when it names exactly one year and no other time words, no
+    tail or "in total" when it names no time at all."""
+    if not mentions_time(toks):
+        return tail[-1:] != ["year"]
+    years = [t for t in toks if YEAR_RE.match(t)]
+    others = [t for t in toks if t != "year" and not YEAR_RE.match(t)]
+    return tail[-1:] == ["year"] and len(years) == 1 and not mentions_time(others)
 
 
 def _nouns_at(lens: Lens, toks: tuple[str, ...]) -> list[tuple[int, int, str]]:

@@ -88,7 +88,7 @@ from reconciler.assembly.retrieval import Mention, Retrieval, counted_model, ret
 from reconciler.assembly.text import normalize
 from reconciler.generators import paths
 from reconciler.generators.adapt import from_exemplars
-from reconciler.generators.backrefs import without_backrefs
+from reconciler.generators.backrefs import pronoun_hint, without_backrefs
 from reconciler.generators.bounds import Bound, split_bounds
 from reconciler.generators.columns import bucket_at
 from reconciler.generators.compiler import Declined, Measure, Plan, one_path, plan_edges, render
@@ -197,7 +197,7 @@ def parse(
     check_unit_phrases(found)
     if reading.unknown:
         listed = ", ".join(repr(w) for w in reading.unknown)
-        raise Declined(f"unrecognised words: {listed}")
+        raise Declined(f"unrecognised words: {listed}{pronoun_hint(reading.unknown)}")
     bases = dict.fromkeys(m.model for m in measures)
     plans = [
         _bounded(
