@@ -93,6 +93,8 @@ def count_ratio(
             return share
     a = _side(lens, f"how many {texts[0]}", values, allowed, parse)
     if every and a.base == b.base and not (b.filters or b.flags):
+        if not (a.filters or a.flags):
+            raise Declined("both sides of the ratio count the same rows")
         return Plan(
             _named(a.measure, texts[0], _conditions(lens, a, ())),
             extra=(_named(b.measure, texts[1], ()),),
