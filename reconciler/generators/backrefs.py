@@ -28,17 +28,31 @@ Either is taken off only when one reading is forced by the words:
 
 Anything else keeps its words, and the pronoun stays an unknown word (the question
 declines; :func:`pronoun_hint` says why).
+
+A closing ordering phrase may restate a ranking the same way:
+
+* its key may end with the pronoun clause: "ordered by the number of papers they have
+  published" is "ordered by the number of papers" under the rules above
+  (:func:`restated_key`);
+* a plural ranking without a count ("Which authors have published the most papers")
+  followed by an ordering in the same direction by the ranked measure ("…, ordered by
+  the number of papers in descending order") lists every row in that order: a set of
+  rows tied at the top would need no ordering (:func:`every_row_ordered`). An ordering
+  by anything else declines.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from reconciler.assembly.lexicon import model_nouns
 from reconciler.assembly.retrieval import Retrieval, retrieve
 from reconciler.assembly.text import YEAR_RE, mentions_time, stem, tokenize
+from reconciler.generators.compiler import Declined, Plan
 from reconciler.generators.generation import DimensionValues
-from reconciler.generators.grammar import ASCENDING, DESCENDING, plural
+from reconciler.generators.grammar import ASCENDING, DESCENDING, Reading, plural
+from reconciler.generators.ordering import Ordering
 from reconciler.lens import Lens
 
 _PRONOUN = r"(?P<pro>he\s*/\s*she|he\s+or\s+she|he|she|they)"
@@ -74,6 +88,54 @@ def without_backrefs(lens: Lens, question: str, values: DimensionValues) -> str:
         ):
             return f"{main.rstrip(' ,')}?"
     return question
+
+
+_KEY_CLAUSE = re.compile(
+    rf"^(?P<key>.+?)\s+(?:that\s+)?{_PRONOUN}\s+(?:have|has|had|did)\s+(?P<verb>[a-z]+)$",
+    re.IGNORECASE,
+)
+
+
+def restated_key(
+    lens: Lens, question: str, ordering: Ordering, values: DimensionValues
+) -> Ordering:
+    """``ordering`` with its key's closing pronoun clause taken off when the clause
+    restates the count the question ranks by (module docstring), else unchanged."""
+    match = _KEY_CLAUSE.match(ordering.key or "")
+    if match is None:
+        return ordering
+    toks = tokenize(match["key"])
+    noun = toks[2:] if toks[:2] in _COUNT_OF else toks[3:] if toks[1:3] in _COUNT_OF else ()
+    verb = match["verb"].lower()
+    if (
+        noun in model_nouns(lens)
+        and _ranks_by(lens, question, noun)
+        and _one_antecedent(
+            lens, retrieve(lens, question, values), noun, match["pro"].lower() in _PLURAL
+        )
+        and (verb in _HAVE or stem(verb) in tokenize(question))
+    ):
+        return dataclasses.replace(ordering, key=match["key"])
+    return ordering
+
+
+def every_row_ordered(before: Plan, reading: Reading, ordered: Plan) -> Plan:
+    """``ordered`` (``before`` with its closing ordering), held to the rule that a
+    ranking without a count the ordering restated orders by the ranked measure.
+
+    Raises:
+        Declined: the ranking was dropped for the ordering, but the ordering is by
+            another column or in the other direction.
+    """
+    if not reading.directions or before.rank is not None:
+        return ordered
+    descending = next(iter(reading.directions))
+    if ordered.order != (before.measure.name, descending):
+        raise Declined(
+            "a ranking without a count, then an ordering by something else: say how many "
+            "rows (top 5 …), or order by the ranked measure"
+        )
+    return ordered
 
 
 def pronoun_hint(unknown: list[str]) -> str:

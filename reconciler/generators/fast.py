@@ -52,6 +52,8 @@ answer is worse than no answer. A question is read as
   kept by related rows (``customers who have not made any transactions``:
   :mod:`reconciler.generators.existence`);
 * output lists, two-measure rankings, count ratios, counts compared: ``outputs``, ``having``;
+* pronouns and orderings that restate a ranked count (``backrefs``); a whole year on a
+  model dated by a year number alone (``years``);
 * an optional ranking: ``top 5 …``, ``which 3 … lowest …``, ``bottom 2 …``, and
   ``Who has the highest …?``: an opening "who" ranks the one *person* dimension
   (a name or synonym ending in ``rep``, ``owner``, ``employee`` …; see
@@ -88,7 +90,12 @@ from reconciler.assembly.retrieval import Mention, Retrieval, counted_model, ret
 from reconciler.assembly.text import normalize
 from reconciler.generators import paths
 from reconciler.generators.adapt import from_exemplars
-from reconciler.generators.backrefs import pronoun_hint, without_backrefs
+from reconciler.generators.backrefs import (
+    every_row_ordered,
+    pronoun_hint,
+    restated_key,
+    without_backrefs,
+)
 from reconciler.generators.bounds import Bound, split_bounds
 from reconciler.generators.columns import bucket_at
 from reconciler.generators.compiler import Declined, Measure, Plan, one_path, plan_edges, render
@@ -191,6 +198,8 @@ def parse(
     found = retrieve(lens, question, values)
     _check_terms(lens, found.tokens)
     reading = read_grammar(lens, found)
+    reading.ordered = None if ordering is None else ordering.descending
+    ordering = ordering and restated_key(lens, question, ordering, values)
     new_is_restated(lens, found, reading)
     measures = select_measures(lens, found, reading, allowed_metrics)
     check_doubts(lens, found, reading, measures)
@@ -226,7 +235,9 @@ def parse(
         raise Declined(f"the question names model(s) {stray} that the query would not use")
     plan = dataclasses.replace(plan, joined=tuple(plans[1:])) if len(plans) > 1 else plan
     plan = with_row_keys(lens, with_person_keys(lens, plan))
-    return plan if ordering is None else order_plan(lens, plan, ordering, values)
+    if ordering is None:
+        return plan
+    return every_row_ordered(plan, reading, order_plan(lens, plan, ordering, values))
 
 
 def _shape(plan: Plan) -> tuple[object, ...]:
@@ -288,10 +299,11 @@ def _plan(
     if len(breakdowns) > MAX_DIMENSIONS:
         raise Declined(f"more than {MAX_DIMENSIONS} breakdown dimensions")
     rank = _rank(reading, found, grain, bool(breakdowns), plural_breakdown)
-    check_noun_breakdowns(lens, found, split.mentions, rank)
+    ranked = rank or (reading.directions and (next(iter(reading.directions)), 0)) or None
+    check_noun_breakdowns(lens, found, split.mentions, ranked)
     if measure.function == "count_distinct":
         check_entity_count(lens, found, measure, split.mentions,
-                           (grain, period, bool(compared)), split.time, rank)  # fmt: skip
+                           (grain, period, bool(compared)), split.time, ranked)  # fmt: skip
     if grain and reading.who:
         raise Declined(f"'who' with a {grain} breakdown: one person overall, or one per {grain}?")
     time = _time_column(lens, base, split.time, grain is not None or period is not None)
@@ -539,6 +551,8 @@ def _rank(
         return descending, n
     grain_plural = grain is not None and plural(found, reading.grains[grain])
     if plural_breakdown or (not has_dims and grain_plural):
+        if reading.ordered is descending:
+            return None  # restated by the closing ordering: every row, in that order
         raise Declined("a top/bottom ranking without a count")
     return descending, 1
 

@@ -68,6 +68,8 @@ class Reading:
     who: bool = False
     who_plural: bool = False
     unknown: list[str] = field(default_factory=list)
+    # the closing ordering's direction, when it orders by a value (None: no such phrase)
+    ordered: bool | None = None
 
 
 def read_grammar(lens: Lens, found: Retrieval) -> Reading:
