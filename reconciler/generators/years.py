@@ -8,8 +8,9 @@ instead, when every one of these holds:
 
 * the period is exactly one calendar year ("in 2020", "in the year 2020"), with no
   grain, no compared periods and no change between periods;
-* the question names no time dimension, and no model with a time dimension is
-  reachable from the measure's model (a date there would be the period's date);
+* the question names no time dimension, and no model joined to the measure's model,
+  in either direction and at any distance, has one: a date there may be the period's
+  ("cars sold in 2023" is dated by the sales, not by the cars' model year);
 * exactly one *year dimension* is reachable from the measure's model along a safe
   join path on a model the question names (the measure's model, or one its words
   name: "authors who wrote papers in 2020" dates the papers): a dimension of an
@@ -27,7 +28,7 @@ import re
 from datetime import date
 from typing import NamedTuple
 
-from reconciler.assembly.retrieval import Mention, Retrieval, time_models
+from reconciler.assembly.retrieval import Mention, Retrieval
 from reconciler.assembly.text import tokenize
 from reconciler.generators.compiler import Declined
 from reconciler.generators.grammar import Reading
@@ -43,6 +44,23 @@ def _is_year(col: Column) -> bool:
         return False
     names = (col.name.replace("_", " "), *col.synonyms)
     return any(tokenize(n)[-1:] == ("year",) for n in names if tokenize(n))
+
+
+def _dated_nearby(lens: Lens, base: str) -> bool:
+    """Whether a model joined to ``base`` in either direction, at any distance, has a
+    time dimension ("cars sold in 2023" is dated by the sales that join to the cars,
+    not by the cars' model year)."""
+    seen, todo = {base}, [base]
+    while todo:
+        here = todo.pop()
+        if lens.models[here].time_dimensions:
+            return True
+        near = {j.to for j in lens.models[here].joins} | {
+            name for name, m in lens.models.items() if any(j.to == here for j in m.joins)
+        }
+        todo.extend(sorted(near - seen))
+        seen |= near
+    return False
 
 
 def _one_year(period: tuple[date, date]) -> int | None:
@@ -76,7 +94,7 @@ def year_filter(
     grain, period, compared, change = when
     if period is None or grain or compared or change:
         return None
-    if time_models(lens, base) or any(m.kind == "time_dimension" for m in found.mentions):
+    if _dated_nearby(lens, base) or any(m.kind == "time_dimension" for m in found.mentions):
         return None
     named = {base, *reading.model_nouns}
     years = [
