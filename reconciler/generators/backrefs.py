@@ -7,8 +7,10 @@ rest is read as usual (the ranking shows the count), in two forms:
 * a closing clause ``[,] and how many <B> did|do|does|have|has|had <pronoun> <verb>
   [that year | in total | in all]``: "Which author had the most publications in 2021
   and how many publications did he/she have that year?";
-* a closing object ``with|to|for|by them``: "the top 5 domains with the highest number
-  of authors associated with them".
+* a closing ``associated with them`` (``related``, ``linked``, ``connected``; ``with``
+  or ``to``): "the top 5 domains with the highest number of authors associated with
+  them". Any other verb before the pronoun ("publications cited by them") is a
+  relation of its own, and stays.
 
 Either is taken off only when one reading is forced by the words:
 
@@ -38,7 +40,8 @@ A closing ordering phrase may restate a ranking the same way:
   followed by an ordering in the same direction by the ranked measure ("…, ordered by
   the number of papers in descending order") lists every row in that order: a set of
   rows tied at the top would need no ordering (:func:`every_row_ordered`). An ordering
-  by anything else declines.
+  by anything else, or a ranking within groups ("the most papers in each journal"),
+  declines.
 """
 
 from __future__ import annotations
@@ -62,7 +65,11 @@ _CLAUSE = re.compile(
     r"\s*[?.!]*\s*$",
     re.IGNORECASE,
 )
-_OBJECT = re.compile(r"\s+(?:with|to|for|by)\s+(?P<pro>them|him|her)\s*[?.!]*\s*$", re.I)
+_OBJECT = re.compile(
+    r"(?<=\s)(?P<verb>associated|related|linked|connected)\s+(?:with|to)\s+(?P<pro>them|him|her)"
+    r"\s*[?.!]*\s*$",
+    re.IGNORECASE,
+)
 _PLURAL = frozenset({"they", "them"})
 _PRONOUNS = frozenset({"he", "she", "him", "her", "his", "they", "them", "theirs"})
 _HAVE = frozenset({"have", "has", "had"})
@@ -78,7 +85,7 @@ def without_backrefs(lens: Lens, question: str, values: DimensionValues) -> str:
         return f"{main.rstrip(' ,')}?" if _clause_restates(lens, main, clause, values) else question
     obj = _OBJECT.search(question)
     if obj is not None:
-        main = question[: obj.start()]
+        main = question[: obj.start()].rstrip()
         noun = _last_noun(lens, tokenize(main))
         many = obj["pro"].lower() in _PLURAL
         if (
@@ -125,10 +132,15 @@ def every_row_ordered(before: Plan, reading: Reading, ordered: Plan) -> Plan:
 
     Raises:
         Declined: the ranking was dropped for the ordering, but the ordering is by
-            another column or in the other direction.
+            another column or in the other direction, or the ranking is within groups.
     """
     if not reading.directions or before.rank is not None:
         return ordered
+    if len(before.breakdowns) + (before.grain is not None) != 1:
+        raise Declined(
+            "a ranking without a count within groups ('the most … in each …'): say how many "
+            "rows per group, or ask for the counts alone"
+        )
     descending = next(iter(reading.directions))
     if ordered.order != (before.measure.name, descending):
         raise Declined(
