@@ -24,7 +24,9 @@ Either is taken off only when one reading is forced by the words:
   associated with them") cannot be B;
 * the clause's verb is ``have`` (``has``, ``had``) or a verb the question already
   used ("taught the most courses … how many courses have they taught");
-* the clause counts over the question's time: a question naming a period needs
+* the clause counts the same rows as the ranking: the question names no value or
+  flag ("… in Nature, and how many papers did he have?" may ask for all of his), and
+  a question naming a period needs
   ``that year`` and exactly one year ("… in 2021 and how many did he have?" may ask
   for all of his, and "in total" would); one naming no time takes no ``that year``.
 
@@ -34,8 +36,8 @@ declines; :func:`pronoun_hint` says why).
 A closing ordering phrase may restate a ranking the same way:
 
 * its key may end with the pronoun clause: "ordered by the number of papers they have
-  published" is "ordered by the number of papers" under the rules above
-  (:func:`restated_key`);
+  published" is "ordered by the number of papers" under the rules above, in a question
+  naming no time (:func:`restated_key`);
 * a plural ranking without a count ("Which authors have published the most papers")
   followed by an ordering in the same direction by the ranked measure ("…, ordered by
   the number of papers in descending order") lists every row in that order: a set of
@@ -121,6 +123,8 @@ def restated_key(
             lens, retrieve(lens, question, values), noun, match["pro"].lower() in _PLURAL
         )
         and (verb in _HAVE or stem(verb) in tokenize(question))
+        and _unconditioned(retrieve(lens, question, values))
+        and not mentions_time(tokenize(question))
     ):
         return dataclasses.replace(ordering, key=match["key"])
     return ordering
@@ -167,14 +171,20 @@ def _clause_restates(lens: Lens, main: str, clause: re.Match[str], values: Dimen
     verb = clause["verb"].lower()
     toks = tokenize(main)
     tail = (clause["tail"] or "").split()
+    found = retrieve(lens, main, values)
     return (
         _ranks_by(lens, main, noun)
-        and _one_antecedent(
-            lens, retrieve(lens, main, values), noun, clause["pro"].lower() in _PLURAL
-        )
+        and _one_antecedent(lens, found, noun, clause["pro"].lower() in _PLURAL)
         and (verb in _HAVE or stem(verb) in toks)
         and _pinned(toks, tail)
+        and _unconditioned(found)
     )
+
+
+def _unconditioned(found: Retrieval) -> bool:
+    """Whether the question names no value or flag: "which author had the most papers in
+    Nature, and how many papers did he have" may ask for all of his, or those in Nature."""
+    return not any(m.kind in ("value", "flag") for m in found.mentions)
 
 
 def _pinned(toks: tuple[str, ...], tail: list[str]) -> bool:
