@@ -25,10 +25,10 @@ Either is taken off only when one reading is forced by the words:
 * the clause's verb is ``have`` (``has``, ``had``) or a verb the question already
   used ("taught the most courses … how many courses have they taught");
 * the clause counts the same rows as the ranking: the question names no value or
-  flag ("… in Nature, and how many papers did he have?" may ask for all of his), and
-  a question naming a period needs
-  ``that year`` and exactly one year ("… in 2021 and how many did he have?" may ask
-  for all of his, and "in total" would); one naming no time takes no ``that year``.
+  flag ("… in Nature, and how many papers did he have?" may ask for all of his), and a
+  question naming a period needs ``that year`` and exactly one year ("… in 2021 and
+  how many did he have?" may ask for all of his, and "in total" would); one naming no
+  time takes no ``that year``.
 
 Anything else keeps its words, and the pronoun stays an unknown word (the question
 declines; :func:`pronoun_hint` says why).
@@ -72,6 +72,10 @@ _OBJECT = re.compile(
     r"\s*[?.!]*\s*$",
     re.IGNORECASE,
 )
+_KEY_CLAUSE = re.compile(
+    rf"^(?P<key>.+?)\s+(?:that\s+)?{_PRONOUN}\s+(?:have|has|had|did)\s+(?P<verb>[a-z]+)$",
+    re.IGNORECASE,
+)
 _PLURAL = frozenset({"they", "them"})
 _PRONOUNS = frozenset({"he", "she", "him", "her", "his", "they", "them", "theirs"})
 _HAVE = frozenset({"have", "has", "had"})
@@ -97,12 +101,6 @@ def without_backrefs(lens: Lens, question: str, values: DimensionValues) -> str:
         ):
             return f"{main.rstrip(' ,')}?"
     return question
-
-
-_KEY_CLAUSE = re.compile(
-    rf"^(?P<key>.+?)\s+(?:that\s+)?{_PRONOUN}\s+(?:have|has|had|did)\s+(?P<verb>[a-z]+)$",
-    re.IGNORECASE,
-)
 
 
 def restated_key(

@@ -17,9 +17,10 @@ instead, when every one of these holds:
   integer type whose name or a synonym is the word ``year`` or ends with it
   (``paper_year``, ``publication year``).
 
-A shorter period (a quarter, a month) on such a model declines: the rows are dated
-by year only. Otherwise the period stays a period (and the time-dimension rules
-decide).
+The year dimension's own word right before the year ("the year 2020") only says
+which year. Any other period on such a model (a quarter, a month, "since 2020")
+declines: the rows are dated by year only. Otherwise the period stays a period (and
+the time-dimension rules decide).
 """
 
 from __future__ import annotations
