@@ -22,7 +22,16 @@ read as qualifying both sides, but only when both sides carry flags that tell th
 apart (``open businesses to closed businesses …``); otherwise (``businesses to
 businesses in Paris``, ``active customers to customers in CA``), or when only A names
 one, the question has two readings and declines. A trailing ``in the database``
-means every row.
+means every row, and then says that B carries no condition: A's conditions are its own
+("ratio of papers published in 2020 to the total number of papers in the database").
+A side may open with ``(the) (total) number of`` / ``count of`` when the lens metric
+those words name (if any) counts the same rows as the entity count (no filters, a
+``COUNT`` of the model's one-column key or ``COUNT(*)``).
+
+``ratio of the number of A in each D to the total number of A in the database`` (A
+broken down by one dimension of A's own model, nothing else; B every row of the same
+model) is the share of A by D: each group's count over the total
+(:mod:`reconciler.generators.compiler`'s share of total).
 
 Declines: a side with anything more than flags and value filters (a breakdown,
 period, ranking …), the same count twice, a condition of a side on another model
@@ -31,6 +40,7 @@ than the one counted, and two models with any condition.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 
@@ -47,6 +57,7 @@ Parser = Callable[[Lens, str, DimensionValues, tuple[str, ...] | None], Plan]
 """:func:`reconciler.generators.fast.parse`, passed in (this module sits below it)."""
 
 _EVERY_ROW = re.compile(r"\s+in\s+the\s+(?:whole\s+)?database\s*$", re.IGNORECASE)
+_COUNT_OF = re.compile(r"^(?:the\s+)?(?:total\s+)?(?:number|count)\s+of\s+", re.IGNORECASE)
 _NUMERIC = re.compile(r"^(int|bigint|smallint|number|numeric|decimal|float|double|real)", re.I)
 _SLUG = re.compile(r"[^a-z0-9]+")
 
@@ -69,12 +80,25 @@ def count_ratio(
     prefix, *sides = two.sides
     if any(t not in STOPWORDS for t in tokenize(prefix)):
         return None
-    texts = [_EVERY_ROW.sub("", s.strip()) for s in sides]
+    every = bool(_EVERY_ROW.search(sides[1].strip()))
+    texts = [_counted_words(lens, _EVERY_ROW.sub("", s.strip()), values) for s in sides]
     for text in texts:
         found = retrieve(lens, text, values)
         if any(m.kind in ("metric", "fact") for m in found.mentions):
             return None
-    a, b = (_side(lens, f"how many {t}", values, allowed, parse) for t in texts)
+    b = _side(lens, f"how many {texts[1]}", values, allowed, parse)
+    if every and not (b.filters or b.flags):
+        share = _share_of(lens, texts[0], b, values, allowed, parse)
+        if share is not None:
+            return share
+    a = _side(lens, f"how many {texts[0]}", values, allowed, parse)
+    if every and a.base == b.base and not (b.filters or b.flags):
+        if not (a.filters or a.flags):
+            raise Declined("both sides of the ratio count the same rows")
+        return Plan(
+            _named(a.measure, texts[0], _conditions(lens, a, ())),
+            extra=(_named(b.measure, texts[1], ()),),
+        )
     if a.base != b.base:
         if a.filters or a.flags or b.filters or b.flags:
             raise Declined(
@@ -102,6 +126,55 @@ def count_ratio(
         filters=shared,
         extra=(_named(b.measure, texts[1], own_b),),
     )
+
+
+def _counted_words(lens: Lens, text: str, values: DimensionValues) -> str:
+    """``text`` without an opening ``(the) (total) number of`` when the metric those
+    words name, if any, counts what the entity count does (module docstring)."""
+    match = _COUNT_OF.match(text)
+    if match is None:
+        return text
+    found = retrieve(lens, text, values)
+    named = [t.name for m in found.mentions if m.kind == "metric" for t in m.targets]
+    return text[match.end() :] if all(_plain_count(lens, n) for n in named) else text
+
+
+def _plain_count(lens: Lens, name: str) -> bool:
+    """Whether metric ``name`` counts its model's rows: no filters, ``COUNT(*)`` or a
+    ``COUNT`` (distinct or not) of the model's one-column primary key."""
+    metric = lens.metrics[name]
+    key = lens.models[metric.model].primary_key
+    if metric.filters or len(key) != 1:
+        return False
+    spelled = re.sub(r"\s+", "", metric.expression.lower())
+    return spelled in ("count(*)", f"count({key[0].lower()})", f"count(distinct{key[0].lower()})")
+
+
+def _share_of(
+    lens: Lens,
+    text: str,
+    total: Plan,
+    values: DimensionValues,
+    allowed: tuple[str, ...] | None,
+    parse: Parser,
+) -> Plan | None:
+    """The share plan of ``text`` ("businesses in each state") over ``total`` (every row
+    of the same model), or ``None`` when ``text`` is no count with one breakdown alone."""
+    try:
+        plan = parse(lens, f"how many {text}", values, allowed)
+    except Declined:
+        return None
+    bare = Plan(plan.measure, breakdowns=plan.breakdowns)
+    if plan != bare or len(plan.breakdowns) != 1 or plan.base != total.base:
+        return None
+    if plan.breakdowns[0][0] != plan.base:
+        # a related model's groups may hold one row several times: their counts would
+        # not add up to the total
+        raise Declined(
+            f"a share of {plan.base} by {'.'.join(plan.breakdowns[0])}: a {plan.base} row may "
+            "fall in several groups, so the groups do not add up to the total"
+        )
+    return dataclasses.replace(plan, share="share")
 
 
 def _side(

@@ -53,6 +53,8 @@ answer is worse than no answer. A question is read as
   :mod:`reconciler.generators.existence`) or by comparisons on their own facts, or a
   ratio of two facts of each row (:mod:`reconciler.generators.rawfacts`);
 * output lists, two-measure rankings, count ratios, counts compared: ``outputs``, ``having``;
+* pronouns and orderings that restate a ranked count (``backrefs``); a whole year on a
+  model dated by a year number alone (``years``);
 * an optional ranking: ``top 5 …``, ``which 3 … lowest …``, ``bottom 2 …``, and
   ``Who has the highest …?``: an opening "who" ranks the one *person* dimension
   (a name or synonym ending in ``rep``, ``owner``, ``employee`` …; see
@@ -78,7 +80,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from datetime import date
 
 from sqlglot.errors import SqlglotError
 
@@ -89,6 +90,12 @@ from reconciler.assembly.retrieval import Mention, Retrieval, counted_model, ret
 from reconciler.assembly.text import normalize
 from reconciler.generators import paths
 from reconciler.generators.adapt import from_exemplars
+from reconciler.generators.backrefs import (
+    every_row_ordered,
+    pronoun_hint,
+    restated_key,
+    without_backrefs,
+)
 from reconciler.generators.bounds import Bound, split_bounds
 from reconciler.generators.columns import bucket_at
 from reconciler.generators.compiler import Declined, Measure, Plan, one_path, plan_edges, render
@@ -101,24 +108,17 @@ from reconciler.generators.measures import check_extras, select_measures
 from reconciler.generators.nouns import check_noun_breakdowns, with_row_keys
 from reconciler.generators.ordering import order_plan, split_ordering
 from reconciler.generators.periodcounts import check_compared_count, render_period_counts
-from reconciler.generators.periods import (
-    RANGE,
-    check_unit_phrases,
-    earlier,
-    first_day,
-    spell_to_date,
-)
+from reconciler.generators.periods import check_unit_phrases, earlier, first_day, spell_to_date
 from reconciler.generators.persons import with_person_keys
 from reconciler.generators.shapes import other_shapes
-from reconciler.generators.today import Day
+from reconciler.generators.when import when
+from reconciler.generators.years import year_filter
 from reconciler.lens import Lens
 
 __all__ = ["TIER", "Declined", "Measure", "Plan", "compile_request", "parse", "render"]
 
 TIER = "fast"
 MAX_DIMENSIONS = 2
-
-_GRAIN_ORDER = ("day", "week", "month", "quarter", "year")
 
 
 def _resolve(lens: Lens, base: str, targets: tuple[Target, ...], what: str, phrase: str) -> Target:
@@ -198,13 +198,15 @@ def parse(
     found = retrieve(lens, question, values)
     _check_terms(lens, found.tokens)
     reading = read_grammar(lens, found)
+    reading.ordered = None if ordering is None else ordering.descending
+    ordering = ordering and restated_key(lens, question, ordering, values)
     new_is_restated(lens, found, reading)
     measures = select_measures(lens, found, reading, allowed_metrics)
     check_doubts(lens, found, reading, measures)
     check_unit_phrases(found)
     if reading.unknown:
         listed = ", ".join(repr(w) for w in reading.unknown)
-        raise Declined(f"unrecognised words: {listed}")
+        raise Declined(f"unrecognised words: {listed}{pronoun_hint(reading.unknown)}")
     bases = dict.fromkeys(m.model for m in measures)
     plans = [
         _bounded(
@@ -233,7 +235,9 @@ def parse(
         raise Declined(f"the question names model(s) {stray} that the query would not use")
     plan = dataclasses.replace(plan, joined=tuple(plans[1:])) if len(plans) > 1 else plan
     plan = with_row_keys(lens, with_person_keys(lens, plan))
-    return plan if ordering is None else order_plan(lens, plan, ordering, values)
+    if ordering is None:
+        return plan
+    return every_row_ordered(plan, reading, order_plan(lens, plan, ordering, values))
 
 
 def _shape(plan: Plan) -> tuple[object, ...]:
@@ -278,6 +282,11 @@ def _plan(
         words = " ".join(found.words[counted[0] : counted[2]])
         names = ", ".join(m.name for m in measures)
         raise Declined(f"{words!r} counts {counted[3]}, but the question also names {names}")
+    grain, period, compared, change = when(reading, len(measures))
+    year = year_filter(lens, found, reading, base, (grain, period, bool(compared), bool(change)))
+    if year is not None:
+        filters, period = [*filters, year[0]], None
+        qualifiers |= year[1]
     asked = [
         d for d in dims if not (d in qualifiers or (counted and (d.start, d.end) == counted[1:3]))
     ]
@@ -289,12 +298,12 @@ def _plan(
         plural_breakdown = plural_breakdown or reading.who_plural
     if len(breakdowns) > MAX_DIMENSIONS:
         raise Declined(f"more than {MAX_DIMENSIONS} breakdown dimensions")
-    grain, period, compared, change = _when(reading, len(measures))
     rank = _rank(reading, found, grain, bool(breakdowns), plural_breakdown)
-    check_noun_breakdowns(lens, found, split.mentions, rank)
+    ranked = rank or (reading.directions and (next(iter(reading.directions)), 0)) or None
+    check_noun_breakdowns(lens, found, split.mentions, ranked)
     if measure.function == "count_distinct":
         check_entity_count(lens, found, measure, split.mentions,
-                           (grain, period, bool(compared)), split.time, rank)  # fmt: skip
+                           (grain, period, bool(compared)), split.time, ranked)  # fmt: skip
         if compared:
             check_compared_count(measure.model, reading, bool(breakdowns), rank)
     if grain and reading.who:
@@ -391,33 +400,6 @@ def _breakdowns(lens: Lens, found: Retrieval, base: str, dims: list[Mention]) ->
     return out
 
 
-def _when(
-    reading: Reading, measures: int
-) -> tuple[
-    str | None,
-    tuple[Day, Day] | None,
-    tuple[tuple[date, date], ...],
-    tuple[str, str] | None,
-]:
-    """``(grain, period, compared periods, change)`` of a question with ``measures`` measures."""
-    if len(reading.grains) > 1:
-        raise Declined(f"several time grains ({', '.join(sorted(reading.grains))})")
-    change = _change(reading, next(iter(reading.grains), None))
-    grain, period, compared = _periods(
-        reading, change[0] if change else next(iter(reading.grains), None)
-    )
-    if change and period and period[0] == date.min:
-        raise Declined("a change between periods needs a first period, not 'before …'")
-    if change and period and not isinstance(period[0], date):
-        raise Declined("a change between periods counted from today is not read")
-    if change and (compared or reading.share or measures > 1 or reading.directions):
-        raise Declined(
-            "a change between periods is read alone (not with a comparison, share, "
-            "ranking or several metrics)"
-        )
-    return grain, period, compared, change
-
-
 def _time_column(
     lens: Lens, base: str, named: tuple[str, str] | None, bucketed: bool
 ) -> tuple[str, str] | None:
@@ -436,67 +418,6 @@ def _time_column(
     col = lens.models[candidates[0]].time_dimension()
     assert col is not None
     return candidates[0], col.name
-
-
-def _change(reading: Reading, grain: str | None) -> tuple[str, str] | None:
-    """``(grain, "change" | "percent")`` of "month over month change", "yoy percent
-    change" …, else ``None``; only month, quarter and year steps (a week has no one
-    calendar)."""
-    if not reading.change_grains:
-        if reading.change:
-            raise Declined("a change needs its step: month over month, year over year …")
-        return None
-    steps = sorted(reading.change_grains)
-    if len(steps) > 1:
-        raise Declined(f"several change steps ({', '.join(steps)})")
-    step = steps[0]
-    if step not in ("month", "quarter", "year"):
-        raise Declined(f"a {step}-over-{step} change is not read (only month, quarter, year)")
-    if grain not in (None, step):
-        raise Declined(f"a {step}-over-{step} change shown by {grain}")
-    kinds = sorted(set(reading.change))
-    if len(kinds) != 1:
-        raise Declined(
-            f"say what to show {step} over {step}: 'change' (a difference) or 'percent change'"
-        )
-    return step, kinds[0]
-
-
-def _periods(
-    reading: Reading, grain: str | None
-) -> tuple[str | None, tuple[Day, Day] | None, tuple[tuple[date, date], ...]]:
-    """``(grain, period, compared periods)`` from the period phrases.
-
-    One period filters; two or more of one unit with a comparison word ("2024 vs
-    2023", "compare … in Q1 2024 and Q1 2023") become one bucket per period (the
-    unit, or a finer grain the question names) over just those periods.
-    """
-    periods = reading.periods
-    if periods and reading.all_time:
-        raise Declined("the question names both a period and the whole time span")
-    if reading.comparison:
-        if len(periods) < 2:
-            raise Declined("a comparison needs two periods to compare (e.g. '2024 vs 2023')")
-        units = sorted({p.unit for p in periods})
-        if RANGE in units:
-            raise Declined("a comparison of periods with a bound (since, before …) is not read")
-        if len(units) > 1:
-            raise Declined(f"the compared periods are of different units ({', '.join(units)})")
-        if grain and _GRAIN_ORDER.index(grain) > _GRAIN_ORDER.index(units[0]):
-            raise Declined(f"a {grain} breakdown of {units[0]}s is not a question I can read")
-        spans = [(p.start, p.stop) for p in periods]
-        dated = [(a, b) for a, b in spans if isinstance(a, date) and isinstance(b, date)]
-        if len(dated) != len(spans):
-            raise Declined("a comparison of periods counted from today is not read")
-        return grain or units[0], None, tuple(dated)  # in question order
-    if len(periods) > 1:
-        raise Declined("the question names more than one period")
-    period = periods[0] if periods else None
-    if period and period.unit == RANGE:
-        return grain, period.span, ()  # any grain may break a bounded span down
-    if grain and period and _GRAIN_ORDER.index(grain) >= _GRAIN_ORDER.index(period.unit):
-        raise Declined(f"a {grain} breakdown within one {period.unit} is not a question I can read")
-    return grain, period.span if period else None, ()
 
 
 def _who(
@@ -550,6 +471,8 @@ def _rank(
         return descending, n
     grain_plural = grain is not None and plural(found, reading.grains[grain])
     if plural_breakdown or (not has_dims and grain_plural):
+        if reading.ordered is descending:
+            return None  # restated by the closing ordering: every row, in that order
         raise Declined("a top/bottom ranking without a count")
     return descending, 1
 
@@ -578,10 +501,13 @@ def compile_request(lens: Lens, request: GenerationRequest, values: DimensionVal
         adapted = from_exemplars(lens, request.question, request.exemplars, values)
         if adapted is not None:
             return Generation(TIER, adapted[1], exemplar=adapted[0])
-        shaped = other_shapes(lens, request.question, found, values, request.metrics, parse)
+        question = without_backrefs(lens, request.question, values)
+        if question != request.question:
+            found = retrieve(lens, question, values)
+        shaped = other_shapes(lens, question, found, values, request.metrics, parse)
         if shaped is not None:
             return Generation(TIER, shaped)
-        question, running = split_cumulative(request.question, found)
+        question, running = split_cumulative(question, found)
         plan = parse(lens, question, values, allowed_metrics=request.metrics)
         if running:
             return Generation(TIER, render_cumulative(lens, plan))

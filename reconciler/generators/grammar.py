@@ -68,6 +68,8 @@ class Reading:
     who: bool = False
     who_plural: bool = False
     unknown: list[str] = field(default_factory=list)
+    # the closing ordering's direction, when it orders by a value (None: no such phrase)
+    ordered: bool | None = None
 
 
 def read_grammar(lens: Lens, found: Retrieval) -> Reading:
@@ -191,8 +193,11 @@ class _Scan:
         return True
 
     def _filler(self, i: int) -> bool:
-        """``with ties`` / ``including ties``, and the ``team`` of "who … in the team"."""
+        """``with ties`` / ``including ties``, the ``team`` of "who … in the team", and
+        the ``database`` of "in the database" (every row: it adds no filter)."""
         toks, t = self.toks, self.toks[i]
+        if t == "database" and toks[max(i - 2, 0) : i] == ("in", "the"):
+            return True
         if t == "tie" and i > 0 and toks[i - 1] in ("with", "including"):
             self.reading.ties = True
             return True

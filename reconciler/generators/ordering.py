@@ -19,6 +19,9 @@ one measure.
   publications …, ordered by the number of publications") — anything else declines;
 * with no direction, a dimension or the time bucket sorts ascending; a measure
   declines (highest first, or lowest?);
+* a dimension whose stored values are mostly month or weekday names ("January",
+  "Monday": at least three, and more than half) declines: its text sorts
+  alphabetically, not in calendar order;
 * a direction without a key orders a time series by its bucket and a breakdown
   by its (first) measure; "from highest to lowest" without a key orders by the one
   measure (several measures decline: which one?);
@@ -34,7 +37,7 @@ from __future__ import annotations
 import dataclasses
 
 from reconciler.assembly.retrieval import retrieve
-from reconciler.assembly.text import GRAIN_WORDS, canonical_sql, ordering_phrase, tokenize
+from reconciler.assembly.text import GRAIN_WORDS, MONTHS, canonical_sql, ordering_phrase, tokenize
 from reconciler.generators.compiler import Declined, Measure, Plan
 from reconciler.generators.generation import DimensionValues
 from reconciler.lens import Lens
@@ -42,6 +45,9 @@ from reconciler.lens import Lens
 _DIRECTIONS = {"ascending": False, "asc": False, "descending": True, "desc": True}
 # Directions that rank by a value: "from highest to lowest", "the highest … first".
 _BY_VALUE = {"highest": True, "lowest": False}
+_WEEKDAYS = frozenset(
+    ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,6 +134,7 @@ def _key_column(lens: Lens, plan: Plan, key: str, values: DimensionValues) -> tu
         if target.kind == "metric" and (same := _same_measure(lens, plan, target.name)):
             return same, True
         if target.kind == "dimension" and (target.model, target.name) in plan.breakdowns:
+            _calendar_names(values, target.model, target.name, key)
             return target.name, False
         if (
             target.kind == "time_dimension"
@@ -140,6 +147,18 @@ def _key_column(lens: Lens, plan: Plan, key: str, values: DimensionValues) -> tu
         ):
             return plan.grain, False
     raise Declined(f"ordered by {key!r}: that is not a column of the result")
+
+
+def _calendar_names(values: DimensionValues, model: str, dim: str, key: str) -> None:
+    """Decline ordering by a dimension whose stored values are mostly month or weekday
+    names: their text sorts April, August, December …, not in calendar order."""
+    stored = [v.lower() for v in values.get((model, dim), ())]
+    names = [v for v in stored if v in MONTHS or v in _WEEKDAYS]
+    if len(names) >= 3 and 2 * len(names) > len(stored):
+        raise Declined(
+            f"ordered by {key!r}: {model}.{dim} holds names ({names[0].title()!r} …) "
+            "that sort alphabetically, not in calendar order; order by a date column instead"
+        )
 
 
 def _same_measure(lens: Lens, plan: Plan, metric: str) -> str | None:

@@ -13,6 +13,7 @@ listing (:mod:`reconciler.generators.listing`), kept by related rows
 from __future__ import annotations
 
 from reconciler.assembly.retrieval import Retrieval
+from reconciler.generators.compiler import render
 from reconciler.generators.countratios import count_ratio
 from reconciler.generators.existence import existence_rows
 from reconciler.generators.generation import DimensionValues
@@ -55,6 +56,8 @@ def other_shapes(
         return rowwise
     if two is not None and (not two.per or measure_follows_per(found)):
         plan = count_ratio(lens, two, values, allowed, parse)
+        if plan is not None and plan.share:
+            return render(lens, plan)  # a count by one dimension over every row
         plan = plan or parse(lens, two.listed, values, allowed)
         return render_two_measures(lens, plan, two)
     return (
