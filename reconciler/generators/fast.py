@@ -103,7 +103,7 @@ from reconciler.generators.counts import check_entity_count, new_is_restated
 from reconciler.generators.cumulative import render_cumulative, split_cumulative
 from reconciler.generators.doubts import check_doubts, entity_breakdowns
 from reconciler.generators.generation import DimensionValues, Generation
-from reconciler.generators.grammar import Reading, phrase_of, plural, read_grammar
+from reconciler.generators.grammar import Reading, phrase_of, plural, read_grammar, uninvited
 from reconciler.generators.measures import check_extras, select_measures
 from reconciler.generators.nouns import check_noun_breakdowns, with_row_keys
 from reconciler.generators.ordering import order_plan, split_ordering
@@ -308,6 +308,11 @@ def _plan(
             check_compared_count(measure.model, reading, bool(breakdowns), rank)
     if grain and reading.who:
         raise Declined(f"'who' with a {grain} breakdown: one person overall, or one per {grain}?")
+    if split.time_by and grain is None:
+        raise Declined(
+            f"'by {split.time_by}' breaks down by a date, but names no grain: say "
+            f"'by month of {split.time_by}', 'daily' … (or drop 'by' to filter on it)"
+        )
     time = _time_column(lens, base, split.time, grain is not None or period is not None)
     check_extras(lens, measures, reading, rank, len(breakdowns) + (grain is not None))
     return Plan(
@@ -374,12 +379,15 @@ class _Breakdowns:
         mentions: the mentions that asked for them.
         time: the time dimension the question names, if any (not a breakdown).
         plural: whether a breakdown phrase is plural ("regions").
+        time_by: the time dimension's phrase when a breakdown word introduces it
+            ("by close date"): a breakdown by a date, which needs a grain.
     """
 
     places: list[tuple[str, str]]
     mentions: list[Mention]
     time: tuple[str, str] | None
     plural: bool
+    time_by: str = ""
 
 
 def _breakdowns(lens: Lens, found: Retrieval, base: str, dims: list[Mention]) -> _Breakdowns:
@@ -392,6 +400,7 @@ def _breakdowns(lens: Lens, found: Retrieval, base: str, dims: list[Mention]) ->
             if out.time not in (None, place):
                 raise Declined("the question names several time dimensions")
             out.time = place
+            out.time_by = "" if uninvited(found, [d]) else phrase_of(found, d)
             continue
         out.mentions.append(d)
         if place not in out.places:
