@@ -54,9 +54,17 @@ def check_noun_breakdowns(
     Raises:
         Declined: naming the phrase, its model and how to ask for the breakdown.
     """
+    nouns = noun_dimensions(lens)
+    for mention in breakdowns:
+        hits = [t for t in mention.targets if (t.model, t.name) in nouns]
+        if hits and mention.start > 0 and found.tokens[mention.start - 1] == "per":
+            word = " ".join(found.words[mention.start : mention.end])
+            raise Declined(
+                f"'per {word}': one row per {hits[0].model} row, or an average over "
+                f"{hits[0].model} (a ratio)? Say 'for each {word}' or 'divided by'"
+            )
     if rank is not None:
         return
-    nouns = noun_dimensions(lens)
     for mention in uninvited(found, breakdowns):
         hits = [t for t in mention.targets if (t.model, t.name) in nouns]
         if not hits:
