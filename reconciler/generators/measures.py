@@ -270,6 +270,18 @@ def _several(
     return measures
 
 
+def _read_as(found: Retrieval) -> str:
+    """What the question's column phrases were read as (a lens author's clue when a model
+    noun was taken for a column's synonym): ``" (read: 'bikes' as rentals.bike_type)"``,
+    at most three, or ``""``."""
+    read = [
+        f"{' '.join(found.words[m.start : m.end])!r} as {m.targets[0].model}.{m.targets[0].name}"
+        for m in found.mentions
+        if m.targets and m.kind in ("dimension", "time_dimension", "fact")
+    ][:3]
+    return f" (read: {'; '.join(read)})" if read else ""
+
+
 def entity_count(lens: Lens, found: Retrieval, reading: Reading) -> Measure:
     """``how many <noun>`` / ``number of <noun>`` / ``count of <noun>``, where the noun
     names a model (boolean flags may stand between: "how many active customers"):
@@ -282,7 +294,7 @@ def entity_count(lens: Lens, found: Retrieval, reading: Reading) -> Measure:
     """
     counted = counted_model(lens, found)
     if counted is None:
-        raise Declined("the question names no metric of the lens")
+        raise Declined("the question names no metric of the lens" + _read_as(found))
     start, _, _, model = counted
     key = lens.models[model].primary_key
     if len(key) != 1:

@@ -12,6 +12,7 @@ IDK_FILE = "idk.csv"
 TOP_REASONS = 12
 _UNKNOWN = "unrecognised words: "
 _QUOTED = re.compile(r"'[^']*'")
+_READ_AS = re.compile(r" \(read: .*\)$")
 
 
 @dataclass
@@ -80,9 +81,11 @@ class Score:
 
 def reasons(message: str) -> list[str]:
     """A decline message as countable reasons: each unknown word apart, other messages
-    with their quoted names elided (``'x' is a fact of model 'y' …`` → ``'…' is a fact …``).
+    with their quoted names elided (``'x' is a fact of model 'y' …`` → ``'…' is a fact …``)
+    and without the "(read: …)" clue that follows some of them.
     """
     first = message.strip().splitlines()[0] if message.strip() else "no reason given"
+    first = _READ_AS.sub("", first)
     if first.startswith(_UNKNOWN):
         return [f"unknown word {w}" for w in dict.fromkeys(_QUOTED.findall(first))]
     return [_QUOTED.sub("'…'", first)[:90]]
