@@ -105,7 +105,7 @@ from reconciler.generators.doubts import check_doubts, entity_breakdowns
 from reconciler.generators.generation import DimensionValues, Generation
 from reconciler.generators.grammar import Reading, phrase_of, plural, read_grammar, uninvited
 from reconciler.generators.measures import check_extras, select_measures
-from reconciler.generators.nouns import check_noun_breakdowns, with_row_keys
+from reconciler.generators.nouns import check_noun_breakdowns, own_rows, with_row_keys
 from reconciler.generators.ordering import order_plan, split_ordering
 from reconciler.generators.periodcounts import check_compared_count, render_period_counts
 from reconciler.generators.periods import check_unit_phrases, earlier, first_day, spell_to_date
@@ -287,6 +287,7 @@ def _plan(
     if year is not None:
         filters, period = [*filters, year[0]], None
         qualifiers |= year[1]
+    qualifiers |= own_rows(lens, found, base, dims, bool(reading.directions))
     asked = [
         d for d in dims if not (d in qualifiers or (counted and (d.start, d.end) == counted[1:3]))
     ]

@@ -15,6 +15,11 @@ phrase then names the model's rows, and the fast tier holds it to two rules:
   row each. A plan whose rows are matched on their shown columns later (a change
   between periods, measures on several models) cannot carry the hidden key, and
   declines. A model without a declared key keeps the grouping by its label.
+
+One reading is forced by the words: a plural noun of the measure's own model after
+``of`` or ``for`` ("average capacity of stations", "… of all the stations") names the
+rows the figure is taken over, which are the measure's rows anyway: no breakdown, no
+filter (:func:`own_rows`).
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import dataclasses
 from reconciler.assembly.lexicon import model_nouns
 from reconciler.assembly.retrieval import Mention, Retrieval
 from reconciler.assembly.text import tokenize
-from reconciler.generators.grammar import uninvited
+from reconciler.generators.grammar import plural, uninvited
 from reconciler.generators.plans import Declined, Plan
 from reconciler.lens import Lens, Model
 
@@ -75,6 +80,43 @@ def check_noun_breakdowns(
             f"{hits[0].name!r}: one row per {hits[0].model} (say 'by {phrase}'), or the "
             f"{hits[0].model} the figure is taken over?"
         )
+
+
+_OWN_OPENERS = frozenset({"of", "for"})
+_SKIPPED = frozenset({"the", "all"})
+
+
+def own_rows(
+    lens: Lens, found: Retrieval, base: str, dims: list[Mention], ranked: bool
+) -> set[Mention]:
+    """The mentions of ``dims`` that only name the measure's own rows (module docstring).
+
+    Args:
+        lens: the lens.
+        found: the question's retrieval.
+        base: the measure's model.
+        dims: the dimension mentions the question asks for.
+        ranked: whether the question ranks (a ranking's noun is its rows: kept).
+
+    Returns:
+        Those mentions: a plural noun dimension of ``base``, introduced by no breakdown
+        word, right after ``of`` or ``for`` (past ``the`` / ``all``).
+    """
+    if ranked:
+        return set()
+    nouns = noun_dimensions(lens)
+    out = set()
+    for mention in uninvited(found, dims):
+        if not any((t.model, t.name) in nouns and t.model == base for t in mention.targets):
+            continue
+        if not plural(found, mention.end - 1):
+            continue  # singular: "capacity of station" names one station
+        k = mention.start - 1
+        while k >= 0 and found.tokens[k] in _SKIPPED:
+            k -= 1
+        if k >= 0 and found.tokens[k] in _OWN_OPENERS:
+            out.add(mention)
+    return out
 
 
 def key_column(model: Model) -> str | None:
