@@ -111,6 +111,7 @@ from reconciler.generators.periods import (
 from reconciler.generators.persons import with_person_keys
 from reconciler.generators.shapes import other_shapes
 from reconciler.generators.today import Day
+from reconciler.generators.weekdays import split_weekdays, with_weekdays
 from reconciler.lens import Lens
 
 __all__ = ["TIER", "Declined", "Measure", "Plan", "compile_request", "parse", "render"]
@@ -194,6 +195,7 @@ def parse(
             or joins through a "one" side not known to be unique on its key.
     """
     question, ordering = split_ordering(question)
+    question, days = split_weekdays(lens, question, values)
     question, bounds = split_bounds(lens, spell_to_date(question), values)
     found = retrieve(lens, question, values)
     _check_terms(lens, found.tokens)
@@ -232,7 +234,7 @@ def parse(
     if stray:
         raise Declined(f"the question names model(s) {stray} that the query would not use")
     plan = dataclasses.replace(plan, joined=tuple(plans[1:])) if len(plans) > 1 else plan
-    plan = with_row_keys(lens, with_person_keys(lens, plan))
+    plan = with_weekdays(lens, with_row_keys(lens, with_person_keys(lens, plan)), days)
     return plan if ordering is None else order_plan(lens, plan, ordering, values)
 
 
