@@ -35,6 +35,7 @@ _PHRASE = re.compile(
     rf"\b(?:on|during)\s+(?:the\s+)?(?P<days>{_NAME}(?:\s*(?:,|\band\b|\bor\b)\s*{_NAME})*)\b",
     re.IGNORECASE,
 )
+_QUOTED = re.compile(r"(?<!\w)'[^']+'(?!\w)|\"[^\"]+\"")
 _SPLIT = re.compile(r"\s*(?:,|\band\b|\bor\b)\s*", re.IGNORECASE)
 
 
@@ -42,13 +43,17 @@ def split_weekdays(
     lens: Lens, question: str, values: DimensionValues
 ) -> tuple[str, tuple[int, ...]]:
     """``(question without its day-of-week phrase, the days: 0 Sunday … 6 Saturday)``;
-    ``(question, ())`` when it has none, or when a day word is a lens phrase or a
-    stored value (a ``day`` column holding 'Monday': the main grammar reads it).
+    ``(question, ())`` when it has none (a quoted value is no phrase), or when a
+    day word is a lens phrase or a stored value (a ``day`` column holding 'Monday':
+    the main grammar reads it).
 
     Raises:
         Declined: a singular day or weekend, or several such phrases.
     """
-    found = list(_PHRASE.finditer(question))
+    quoted = [q.span() for q in _QUOTED.finditer(question)]
+    found = [
+        m for m in _PHRASE.finditer(question) if not any(a <= m.start() < b for a, b in quoted)
+    ]
     if not found or any(retrieve(lens, m["days"], values).mentions for m in found):
         return question, ()
     if len(found) > 1:
