@@ -16,7 +16,8 @@ one measure.
 * the key must name one column of the result: a breakdown dimension, the time
   bucket (its grain word or time dimension) or one of the measures (or a metric
   computing the same aggregate on the same model with the same filters: "how many
-  publications …, ordered by the number of publications") — anything else declines;
+  publications …, ordered by the number of publications"; "the number of <noun>"
+  after a count of the noun's entities, "how many meals …") — anything else declines;
 * with no direction, a dimension or the time bucket sorts ascending; a measure
   declines (highest first, or lowest?);
 * a direction without a key orders a time series by its bucket and a breakdown
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from reconciler.assembly.lexicon import model_nouns
 from reconciler.assembly.retrieval import retrieve
 from reconciler.assembly.text import GRAIN_WORDS, canonical_sql, ordering_phrase, tokenize
 from reconciler.generators.compiler import Declined, Measure, Plan
@@ -115,6 +117,8 @@ def _key_column(lens: Lens, plan: Plan, key: str, values: DimensionValues) -> tu
     tokens = tuple(t for t in tokenize(key) if t != "the")
     if plan.grain is not None and len(tokens) == 1 and GRAIN_WORDS.get(tokens[0]) == plan.grain:
         return plan.grain, False
+    if _restated_count(lens, plan, tokens):
+        return plan.measure.name, True
     found = retrieve(lens, key, values)
     covered = found.covered()
     loose = [w for i, w in enumerate(found.words) if i not in covered and found.tokens[i] != "the"]
@@ -140,6 +144,17 @@ def _key_column(lens: Lens, plan: Plan, key: str, values: DimensionValues) -> tu
         ):
             return plan.grain, False
     raise Declined(f"ordered by {key!r}: that is not a column of the result")
+
+
+def _restated_count(lens: Lens, plan: Plan, tokens: tuple[str, ...]) -> bool:
+    """Whether ``tokens`` ("number of meals", "count of meals") restate the plan's one
+    measure, a count of the entities of the noun's model ("how many meals …")."""
+    measure = plan.measure
+    if plan.extra or measure.function != "count_distinct" or measure.metric is not None:
+        return False
+    if tokens[:2] not in (("number", "of"), ("count", "of")):
+        return False
+    return model_nouns(lens).get(tokens[2:]) == measure.model
 
 
 def _same_measure(lens: Lens, plan: Plan, metric: str) -> str | None:
