@@ -40,7 +40,8 @@ answer is worse than no answer. A question is read as
 * optional equality filters on dimension values the warehouse holds (``values``) or
   the lens lists in ``sample_values`` (``in the West region``, ``named 'Acme'``: ``naming``);
 * optional comparisons on facts (:mod:`reconciler.generators.bounds`): ``with
-  amount more than 100``, ``quantity between 2 and 5``;
+  amount more than 100``, ``quantity between 2 and 5``; days of the week on the time
+  dimension (``on weekends``, ``on Mondays``: :mod:`reconciler.generators.weekdays`);
 * optional boolean flags: a boolean dimension ``is_<word>`` whose ``<word>``
   stands right before a noun naming its model (``won opportunities`` →
   ``iswon = TRUE``); the word anywhere else (``closed revenue``) declines;

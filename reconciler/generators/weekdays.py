@@ -14,8 +14,9 @@ dimension reachable from the measure's model (its ``default_time_dimension``).
 A day word that is a lens phrase or a stored value (a ``day`` column holding
 'Monday') is left to the main grammar. Declines: a singular day or weekend ("on
 Monday", "on the weekend": one date, or every one?), a phrase on measures planned on
-several models, and no single time dimension to read the day from (several on the
-model and no ``default_time_dimension``).
+several models, a count of entities with no date of theirs named (as for a period,
+:mod:`reconciler.generators.counts`), and no single time dimension to read the day
+from (several on the model and no ``default_time_dimension``).
 """
 
 from __future__ import annotations
@@ -83,6 +84,11 @@ def with_weekdays(lens: Lens, plan: Plan, days: tuple[int, ...]) -> Plan:
     if plan.joined:
         raise Declined("a days-of-the-week filter on measures of several models is not read")
     time = plan.time
+    if time is None and plan.measure.function == "count_distinct":
+        raise Declined(
+            f"a count of {plan.measure.model} on some days of the week: which date of "
+            f"{plan.measure.model} falls on them? Name it with a period (created in 2024 …)"
+        )
     if time is None:
         candidates = time_models(lens, plan.base)
         model = lens.models[candidates[0]] if len(candidates) == 1 else None
