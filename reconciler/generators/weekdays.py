@@ -8,8 +8,9 @@ those days of the week:
     WHERE DATE_PART('dow', <time>) IN (0, 6)        -- 0 Sunday … 6 Saturday
 
 :func:`split_weekdays` takes the phrase off the question before it is read; the
-time is the one a period or grain of the question uses, else the single time
-dimension reachable from the measure's model (its ``default_time_dimension``).
+time is the one a period or grain of the question uses, else the measure's model's
+own single time dimension (or its ``default_time_dimension``): a date reached through
+a join is not taken unasked.
 
 A day word that is a lens phrase or a stored value (a ``day`` column holding
 'Monday') is left to the main grammar. Declines: a singular day or weekend ("on
@@ -24,8 +25,8 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from reconciler.assembly.retrieval import retrieve, time_models
-from reconciler.generators.compiler import Declined, Plan, one_path
+from reconciler.assembly.retrieval import retrieve
+from reconciler.generators.compiler import Declined, Plan
 from reconciler.generators.generation import DimensionValues
 from reconciler.lens import Lens
 
@@ -76,8 +77,8 @@ def with_weekdays(lens: Lens, plan: Plan, days: tuple[int, ...]) -> Plan:
     """``plan`` keeping only rows on ``days`` (module docstring); unchanged when none.
 
     Raises:
-        Declined: measures on several models, or no single time dimension reachable
-            from the measure's model.
+        Declined: measures on several models, a count of entities with no date
+            named, or no single time dimension of the measure's own model.
     """
     if not days:
         return plan
@@ -90,18 +91,14 @@ def with_weekdays(lens: Lens, plan: Plan, days: tuple[int, ...]) -> Plan:
             f"{plan.measure.model} falls on them? Name it with a period (created in 2024 …)"
         )
     if time is None:
-        candidates = time_models(lens, plan.base)
-        model = lens.models[candidates[0]] if len(candidates) == 1 else None
-        column = model.time_dimension() if model is not None else None
-        if (
-            model is None
-            or column is None
-            or (len(model.time_dimensions) > 1 and model.default_time_dimension is None)
+        model = lens.models[plan.base]
+        column = model.time_dimension()
+        if column is None or (
+            len(model.time_dimensions) > 1 and model.default_time_dimension is None
         ):
             raise Declined(
-                f"on which date's day of the week? No single time dimension is reachable "
-                f"from model {plan.base!r} (declare its default_time_dimension)"
+                f"on which date's day of the week? Model {plan.base!r} has no single time "
+                f"dimension of its own (declare its default_time_dimension)"
             )
-        one_path(lens, plan.base, candidates[0])
-        time = (candidates[0], column.name)
+        time = (plan.base, column.name)
     return dataclasses.replace(plan, time=time, weekdays=days)
