@@ -12,7 +12,7 @@ lens's dialect, following the conventions of the question grammar:
 * FROM the measure's model, INNER JOIN along the declared joins outward;
 * WHERE: the metric's filters, the period as a half-open range on the time
   dimension, dimension-value equalities, boolean flags ``= TRUE``, comparisons on
-  facts (``amount > 100``);
+  facts (``amount > 100``), days of the week (``DATE_PART('dow', <time>) IN (0, 6)``);
 * several measures side by side: the filters they share go to WHERE, each one's
   own filters into its aggregates (``SUM(CASE WHEN <filter> THEN amount END)``), so
   every column is what the metric alone would give for that group;
@@ -194,6 +194,11 @@ class _Renderer:
         if plan.compared and plan.time:
             ranges = [exp.and_(*self._within(span)) for span in plan.compared]
             conditions.append(exp.Paren(this=exp.or_(*ranges)))
+        if plan.weekdays and plan.time:
+            day = sqlglot.parse_one("DATE_PART('dow', __t)", read="duckdb")
+            time_col = self.column(*plan.time)
+            day = day.transform(lambda n: time_col.copy() if isinstance(n, exp.Column) else n)
+            conditions.append(day.isin(*(exp.Literal.number(d) for d in plan.weekdays)))
         for model, dim, value in plan.filters:
             conditions.append(self.column(model, dim).eq(self._literal(model, dim, value)))
         for model, dim in plan.flags:

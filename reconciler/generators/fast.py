@@ -40,7 +40,8 @@ answer is worse than no answer. A question is read as
 * optional equality filters on dimension values the warehouse holds (``values``) or
   the lens lists in ``sample_values`` (``in the West region``, ``named 'Acme'``: ``naming``);
 * optional comparisons on facts (:mod:`reconciler.generators.bounds`): ``with
-  amount more than 100``, ``quantity between 2 and 5``;
+  amount more than 100``, ``quantity between 2 and 5``; days of the week on the time
+  dimension (``on weekends``, ``on Mondays``: :mod:`reconciler.generators.weekdays`);
 * optional boolean flags: a boolean dimension ``is_<word>`` whose ``<word>``
   stands right before a noun naming its model (``won opportunities`` →
   ``iswon = TRUE``); the word anywhere else (``closed revenue``) declines;
@@ -111,6 +112,7 @@ from reconciler.generators.periodcounts import check_compared_count, render_peri
 from reconciler.generators.periods import check_unit_phrases, earlier, first_day, spell_to_date
 from reconciler.generators.persons import with_person_keys
 from reconciler.generators.shapes import other_shapes
+from reconciler.generators.weekdays import split_weekdays, with_weekdays
 from reconciler.generators.when import when
 from reconciler.generators.years import year_filter
 from reconciler.lens import Lens
@@ -194,6 +196,7 @@ def parse(
             or joins through a "one" side not known to be unique on its key.
     """
     question, ordering = split_ordering(question)
+    question, days = split_weekdays(lens, question, values)
     question, bounds = split_bounds(lens, spell_to_date(question), values)
     found = retrieve(lens, question, values)
     _check_terms(lens, found.tokens)
@@ -234,7 +237,7 @@ def parse(
     if stray:
         raise Declined(f"the question names model(s) {stray} that the query would not use")
     plan = dataclasses.replace(plan, joined=tuple(plans[1:])) if len(plans) > 1 else plan
-    plan = with_row_keys(lens, with_person_keys(lens, plan))
+    plan = with_weekdays(lens, with_row_keys(lens, with_person_keys(lens, plan)), days)
     if ordering is None:
         return plan
     return every_row_ordered(plan, reading, order_plan(lens, plan, ordering, values))

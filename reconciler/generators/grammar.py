@@ -5,7 +5,8 @@ classifies each one — a period (:mod:`reconciler.generators.periods`), a whole
 phrase, a model noun, a grain, a ranking word or number, an aggregation word, a
 comparison word (``vs``), a share word (``share``, ``percentage``), ``with ties``,
 a change between periods (``month over month``, ``yoy``, ``change``, ``percent
-change``) — or records it as unknown, which makes the question decline.
+change``), an opening ``Return the …`` (as "show me the …") — or records it as
+unknown, which makes the question decline.
 """
 
 from __future__ import annotations
@@ -203,6 +204,8 @@ class _Scan:
             return True
         if t == "including" and toks[i + 1 : i + 2] == ("tie",):
             return True
+        if t == "return" and i == 0 and toks[1:2] == ("the",):
+            return True  # "Return the number of …": an opener, like "show me the …"
         # "who … in the team": the people the person dimension ranges over
         return (
             t == "team" and self.reading.who and i > 0 and self.found.words[i - 1] in ("the", "our")

@@ -218,7 +218,9 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
 
     Raises:
         Declined: the shape, but a singular noun ("the name of the product": one
-            product, or all?), a column of another model, a filter value of
+            product, or all? — unless a filter names the row by its label or
+            one-column key: "the state code of Orlando International Airport"
+            lists the rows so named), a column of another model, a filter value of
             several columns, an ordering key that is not one column, a plural
             ranking with no count, an ordering phrase against the ranking (or on
             rows tied at the extreme), a comparison on a fact of another model, a
@@ -306,7 +308,7 @@ def _limit(
 ) -> int | None:
     """The LIMIT of a ranked listing (``None``: every row)."""
     if listing.rank_column is None:
-        if not listing.plural:
+        if not listing.plural and not _names_its_row(listing):
             raise Declined("a listing of one row or of all of them? Say 'the names of the …s'")
         return None
     if alphabetical:
@@ -318,6 +320,19 @@ def _limit(
     if listing.plural:
         raise Declined("a top/bottom ranking without a count")
     return 1
+
+
+def _names_its_row(listing: _Listing) -> bool:
+    """Whether a filter names the row by its label or its one-column key ("the state
+    code of Orlando International Airport"): the rows so named, however many."""
+    model = listing.model
+    assert model is not None
+    try:
+        label = row_label(model, tokenize(model.name), model.name).name
+    except Declined:
+        label = None
+    keys = {label, *(model.primary_key if len(model.primary_key) == 1 else ())}
+    return any(col.name in keys or col.sql in keys for col, _ in listing.filters)
 
 
 def _may_list(lens: Lens, found: Retrieval, reading: Reading) -> bool:

@@ -16,7 +16,8 @@ one measure.
 * the key must name one column of the result: a breakdown dimension, the time
   bucket (its grain word or time dimension) or one of the measures (or a metric
   computing the same aggregate on the same model with the same filters: "how many
-  publications …, ordered by the number of publications") — anything else declines;
+  publications …, ordered by the number of publications"; "the number of <noun>"
+  after a count of the noun's entities, "how many meals …") — anything else declines;
 * with no direction, a dimension or the time bucket sorts ascending; a measure
   declines (highest first, or lowest?);
 * a dimension whose stored values are mostly month or weekday names ("January",
@@ -36,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from reconciler.assembly.lexicon import model_nouns
 from reconciler.assembly.retrieval import retrieve
 from reconciler.assembly.text import GRAIN_WORDS, MONTHS, canonical_sql, ordering_phrase, tokenize
 from reconciler.generators.compiler import Declined, Measure, Plan
@@ -121,6 +123,8 @@ def _key_column(lens: Lens, plan: Plan, key: str, values: DimensionValues) -> tu
     tokens = tuple(t for t in tokenize(key) if t != "the")
     if plan.grain is not None and len(tokens) == 1 and GRAIN_WORDS.get(tokens[0]) == plan.grain:
         return plan.grain, False
+    if _restated_count(lens, plan, tokens):
+        return plan.measure.name, True
     found = retrieve(lens, key, values)
     covered = found.covered()
     loose = [w for i, w in enumerate(found.words) if i not in covered and found.tokens[i] != "the"]
@@ -159,6 +163,17 @@ def _calendar_names(values: DimensionValues, model: str, dim: str, key: str) -> 
             f"ordered by {key!r}: {model}.{dim} holds names ({names[0].title()!r} …) "
             "that sort alphabetically, not in calendar order; order by a date column instead"
         )
+
+
+def _restated_count(lens: Lens, plan: Plan, tokens: tuple[str, ...]) -> bool:
+    """Whether ``tokens`` ("number of meals", "count of meals") restate the plan's one
+    measure, a count of the entities of the noun's model ("how many meals …")."""
+    measure = plan.measure
+    if plan.extra or measure.function != "count_distinct" or measure.metric is not None:
+        return False
+    if tokens[:2] not in (("number", "of"), ("count", "of")):
+        return False
+    return model_nouns(lens).get(tokens[2:]) == measure.model
 
 
 def _same_measure(lens: Lens, plan: Plan, metric: str) -> str | None:

@@ -26,7 +26,9 @@ their first name, last name") joins the grouping and stands for the shown breakd
 The result holds the keys the clause does not list first (a row needs its key),
 then the listed columns in the clause's order: the comparator matches columns by
 position when their names differ, so nothing else is added. The words of each item
-are accounted for like a question's (an item that reads as nothing declines).
+are accounted for like a question's (an item that reads as nothing declines, unless
+one word of it only restates its measure: "total sales count", "total revenue amount",
+:mod:`reconciler.generators.restating`).
 
 Declines: a measure the question names but the clause leaves out (shown or not?),
 a dimension listed that the question does not break down by (it would change the
@@ -54,6 +56,7 @@ from reconciler.generators.having import compared_count
 from reconciler.generators.labels import Label, label_item, label_words
 from reconciler.generators.notes import check_notes, split_notes
 from reconciler.generators.ordering import order_plan, split_ordering
+from reconciler.generators.restating import restated_measure
 from reconciler.lens import Lens
 
 Parser = Callable[[Lens, str, DimensionValues, tuple[str, ...] | None], Plan]
@@ -389,15 +392,20 @@ def _item(
     if key is not None:
         return key, None
     based = _BASED_ON.match(phrase)
+    read = based["item"] if based else phrase
     try:
-        measure = _measure_alone(lens, based["item"] if based else phrase, values, allowed, parse)
+        measure = _measure_alone(lens, read, values, allowed, parse)
     except Declined as exc:
         measure = _distinct_count(lens, plan, phrase)
         if measure is not None:
             return measure.name, measure
-        raise Declined(
-            f"the output list names {phrase!r}, which reads as no column: {exc.reason}"
-        ) from exc
+        measure = restated_measure(
+            lens, read, lambda rest: _measure_alone(lens, rest, values, allowed, parse)
+        )
+        if measure is None:
+            raise Declined(
+                f"the output list names {phrase!r}, which reads as no column: {exc.reason}"
+            ) from exc
     if measure is None:
         raise Declined(f"the output list names {phrase!r}, which is more than one column")
     if based is not None:

@@ -107,6 +107,8 @@ class Plan:
             (:mod:`reconciler.generators.columns`).
         hidden_keys: ``(model, column)`` grouped by but not shown: the key of each
             person a breakdown names (:mod:`reconciler.generators.persons`).
+        weekdays: days of the week (0 Sunday … 6 Saturday) the ``time`` must fall on
+            ("on weekends", :mod:`reconciler.generators.weekdays`), if any.
     """
 
     measure: Measure
@@ -127,6 +129,7 @@ class Plan:
     bounds: tuple[tuple[str, str, str, str], ...] = ()
     hidden_keys: tuple[tuple[str, str], ...] = ()
     bucket_at: int = 0
+    weekdays: tuple[int, ...] = ()
 
     @property
     def base(self) -> str:
