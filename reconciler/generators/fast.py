@@ -113,6 +113,7 @@ from reconciler.generators.persons import with_person_keys
 from reconciler.generators.shapes import other_shapes
 from reconciler.generators.when import when
 from reconciler.generators.years import year_filter
+from reconciler.generators.zeros import check_empty_groups
 from reconciler.lens import Lens
 
 __all__ = ["TIER", "Declined", "Measure", "Plan", "compile_request", "parse", "render"]
@@ -234,6 +235,7 @@ def parse(
     if stray:
         raise Declined(f"the question names model(s) {stray} that the query would not use")
     plan = dataclasses.replace(plan, joined=tuple(plans[1:])) if len(plans) > 1 else plan
+    check_empty_groups(plan, lens)
     plan = with_row_keys(lens, with_person_keys(lens, plan))
     if ordering is None:
         return plan
