@@ -19,9 +19,9 @@ where the group has no rows:
 
 A shape this does not cover — a filter, flag, comparison or period on the dimension's
 own model (which of its rows are groups?), two breakdowns, a time bucket, a share, a
-change, several models' measures — declines (:func:`check_empty_groups`). An average,
-a minimum or a maximum over no rows has no value, so it does not rank first, and is
-left as it is.
+change, several models' measures, an ordering phrase that sorts otherwise — declines
+(:func:`check_empty_groups`). An average, a minimum or a maximum over no rows has no
+value, so it does not rank first, and is left as it is.
 """
 
 from __future__ import annotations
@@ -89,6 +89,8 @@ def _unsupported(lens: Lens, plan: Plan, model: str) -> str:
         return f"a {plan.share}"
     if any(m != model for m, _ in plan.hidden_keys):
         return "a key of another model"
+    if plan.order is not None and plan.order != (plan.measure.name, False):
+        return "an ordering phrase"
     dim = next(c for c in lens.models[model].columns() if c.name == plan.breakdowns[0][1])
     if any(
         c.table for c in sqlglot.parse_one(dim.sql, read=lens.config.dialect).find_all(exp.Column)
