@@ -48,6 +48,7 @@ from reconciler.assembly.lexicon import model_named
 from reconciler.generators.paths import counts_distinct, one_path, per_base_row, plan_edges
 from reconciler.generators.plans import FACT_FUNCTIONS, Declined, Measure, Plan
 from reconciler.generators.today import Day, day_sql
+from reconciler.generators.zeros import empty_groups, render_from_groups
 from reconciler.lens import Join, Lens, Model
 
 __all__ = [
@@ -398,6 +399,13 @@ def render(lens: Lens, plan: Plan) -> str:
     """
     if plan.joined:
         return _render_joined(lens, plan)
+    if empty_groups(lens, plan):  # a ranking from the lowest: every group, 0 for none
+        return render_from_groups(
+            lens,
+            plan,
+            lambda p: _Renderer(lens, p).grouped(),
+            lambda p, *a: _Renderer(lens, p)._with_ties(*a),
+        )
     return _Renderer(lens, plan).render()
 
 

@@ -115,6 +115,7 @@ from reconciler.generators.shapes import other_shapes
 from reconciler.generators.weekdays import split_weekdays, with_weekdays
 from reconciler.generators.when import when
 from reconciler.generators.years import year_filter
+from reconciler.generators.zeros import check_empty_groups
 from reconciler.lens import Lens
 
 __all__ = ["TIER", "Declined", "Measure", "Plan", "compile_request", "parse", "render"]
@@ -237,6 +238,7 @@ def parse(
     if stray:
         raise Declined(f"the question names model(s) {stray} that the query would not use")
     plan = dataclasses.replace(plan, joined=tuple(plans[1:])) if len(plans) > 1 else plan
+    check_empty_groups(plan, lens)
     plan = with_weekdays(lens, with_row_keys(lens, with_person_keys(lens, plan)), days)
     if ordering is None:
         return plan

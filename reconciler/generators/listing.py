@@ -43,6 +43,7 @@ from reconciler.generators.grammar import (
     plural,
     read_grammar,
 )
+from reconciler.generators.nouns import named_rows
 from reconciler.generators.ordering import Ordering, split_ordering
 from reconciler.generators.rawfacts import check_ranked_values, row_bounds, tied_rows
 from reconciler.generators.restated import restate, split_restated
@@ -378,7 +379,9 @@ def _read_listing(lens: Lens, found: Retrieval, reading: Reading) -> _Listing | 
             or toks[at - 1 : at] == ("all",)
             or found.words[at + width : at + width + 1] in _PLURAL_VERBS  # "aircraft have"
         )
-    starts = {m.start: m for m in found.mentions}
+    elif (rows := named_rows(lens, found)) is not None:  # "the cities of the stations"
+        listing.model, listing.noun, listing.plural = lens.models[rows[2]], rows[:2], True
+    starts = {m.start: m for m in found.mentions if m.start != (listing.noun or (-1,))[0]}
     values = [m for m in found.mentions if m.kind == "value"]
     qualifiers = {id(d) for v in values for d in found.mentions if _qualifies(found, d, v)}
     if _breaks_down(found, reading, qualifiers):

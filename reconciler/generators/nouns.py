@@ -45,6 +45,25 @@ def noun_dimensions(lens: Lens) -> frozenset[tuple[str, str]]:
     return frozenset(out)
 
 
+def named_rows(lens: Lens, found: Retrieval) -> tuple[int, int, str] | None:
+    """``(start, end, model)`` of a plural noun dimension said *of* its model's rows —
+    ``the cities of the stations``, where ``stations`` is both the plural of the
+    dimension ``station`` and a noun of model ``stations`` — which names the model's
+    rows, not a column to show; ``None`` when the question holds no such phrase."""
+    nouns, dims = model_nouns(lens), noun_dimensions(lens)
+    for m in found.mentions:
+        span = found.tokens[m.start : m.end]
+        models = {t.model for t in m.targets if (t.model, t.name) in dims}
+        if len(models) != 1 or nouns.get(span) not in models or not plural(found, m.end - 1):
+            continue
+        k = m.start - 1
+        while k >= 0 and found.tokens[k] in ("the", "all"):
+            k -= 1
+        if k >= 0 and found.tokens[k] == "of":
+            return m.start, m.end, models.pop()
+    return None
+
+
 def check_noun_breakdowns(
     lens: Lens, found: Retrieval, breakdowns: list[Mention], rank: tuple[bool, int] | None
 ) -> None:

@@ -70,9 +70,12 @@ def plan_edges(lens: Lens, plan: Plan) -> tuple[tuple[str, Join], ...]:
     be one that survives it (:func:`fanout_doubt`). The join-grain gate is the
     caller's (:func:`reconciler.assembly.grain.join_doubt` on each edge).
 
+    A join walked backwards must lead into a bridge model (:func:`reversal_doubt`).
+
     Raises:
-        Declined: a model is reached two ways, a path fans out twice, or a measure
-            would be changed by the fan-out.
+        Declined: a model is reached two ways, a path fans out twice, walks a join
+            backwards into a model that is not a bridge, or a measure would be
+            changed by the fan-out.
     """
     edges: dict[str, tuple[str, Join]] = {}
     for target in plan.models():
@@ -80,12 +83,80 @@ def plan_edges(lens: Lens, plan: Plan) -> tuple[tuple[str, Join], ...]:
         fans = [(h, j) for h, j in path if j.relationship == "one_to_many"]
         if len(fans) > 1:
             raise Declined(f"{_route(plan.base, path)} fans {plan.base!r} rows out twice")
+        if doubt := reversal_doubt(lens, plan, target, path):
+            raise Declined(doubt)
         if fans and (doubt := fanout_doubt(lens, plan, path)):
             raise Declined(doubt)
         for here, join in path:
             if edges.setdefault(join.to, (here, join)) != (here, join):
                 raise Declined(f"model {join.to!r} would be joined from {plan.base!r} two ways")
     return tuple(edges.values())
+
+
+def is_bridge(lens: Lens, model: str) -> bool:
+    """Whether ``model`` only relates rows of other models: no facts, no time dimension,
+    and every metric on it an unfiltered count of distinct values of one of its keys
+    (its primary key or a join's column): ``authorships``, ``paper_datasets``, a
+    ``categories`` model of labels per business, ``offerings`` of courses per semester."""
+    found = lens.models[model]
+    if found.facts or found.time_dimensions:
+        return False
+    keys = {k.lower() for k in found.primary_key}
+    keys.update(k.lower() for j in found.joins for k in j.on)
+    for metric in lens.metrics.values():
+        if metric.model != model:
+            continue
+        tree = sqlglot.parse_one(metric.expression, read=lens.config.dialect)
+        counted = tree.this.expressions if isinstance(tree, exp.Count) else []
+        distinct = isinstance(tree, exp.Count) and isinstance(tree.this, exp.Distinct)
+        if metric.filters or not distinct or len(counted) != 1:
+            return False
+        if not isinstance(counted[0], exp.Column) or counted[0].name.lower() not in keys:
+            return False
+    return True
+
+
+def reversal_doubt(
+    lens: Lens, plan: Plan, target: str, path: tuple[tuple[str, Join], ...]
+) -> str | None:
+    """Why ``plan`` may not read ``target`` along ``path``, or ``None``.
+
+    A join walked backwards (``maintenance_events → bikes ← rentals``) meets every row
+    that refers to the row it starts from. Into a bridge model (:func:`is_bridge`) that
+    relates each row to the groups it belongs to (a paper to each of its authors).
+    Into any other model it is read only from the base itself and only by counts of
+    the base's rows, each kept once per group (the venues with papers in each year,
+    the courses offered in each semester: :func:`per_base_row`). Further out it
+    relates a row to the values another entity's rows had (each ticket to every bike
+    type its bike's rentals were recorded with, to every member who rode the bike),
+    and a sum or average from the base would weigh a row once per related row's value
+    (a fare in each month one of its payments was taken): both decline.
+    """
+    for at, (here, join) in enumerate(path):
+        if not isinstance(join, Reversal) or is_bridge(lens, join.to):
+            continue
+        measures = (plan.measure, *plan.extra)
+        if at == 0 and all(_counts(lens, m) for m in measures):
+            continue
+        used = [
+            f"{m}.{d}"
+            for m, d in (
+                *plan.breakdowns,
+                *((f[0], f[1]) for f in plan.filters),
+                *plan.flags,
+                *((plan.time,) if plan.time else ()),
+                *((b[0], b[1]) for b in plan.bounds),
+            )
+            if m == target
+        ]
+        what = f"a breakdown or filter by {', '.join(used) if used else target}"
+        return (
+            f"each {here} row has many {join.to} rows (join {join.to} → {here} walked "
+            f"backwards), and {join.to} is not a bridge model (it holds facts, a time "
+            f"dimension or a metric of its own): {what} would count each {plan.base} row "
+            f"once per related {join.to} row's value"
+        )
+    return None
 
 
 def fanout_doubt(lens: Lens, plan: Plan, path: tuple[tuple[str, Join], ...]) -> str | None:
@@ -140,6 +211,12 @@ def fanout_doubt(lens: Lens, plan: Plan, path: tuple[tuple[str, Join], ...]) -> 
             f"values of {plan.base} (COUNT(DISTINCT …)) is read through it"
         )
     return None
+
+
+def _counts(lens: Lens, measure: Measure) -> bool:
+    """Whether ``measure`` is one COUNT (of rows, values or distinct values)."""
+    tree = sqlglot.parse_one(measure.expression, read=lens.config.dialect)
+    return isinstance(tree, exp.Count)
 
 
 def counts_distinct(lens: Lens, measure: Measure) -> bool:
