@@ -20,8 +20,9 @@ one measure.
   after a count of the noun's entities, "how many meals …") — anything else declines;
 * with no direction, a dimension or the time bucket sorts ascending; a measure
   declines (highest first, or lowest?);
-* a dimension whose stored values are mostly month names ("January", "Feb": at
-  least three, and more than half) is ordered in calendar order, any other value
+* a dimension called a month (its name or a synonym says so) whose stored values
+  are mostly month names ("January", "Feb": at least three, and more than half) is
+  ordered in calendar order, any other value
   after the months (:mod:`reconciler.generators.months` renders it); one whose values
   are mostly weekday names ("Monday": which day starts the week?) declines: its
   text sorts alphabetically, not in calendar order;
@@ -118,7 +119,7 @@ def order_plan(lens: Lens, plan: Plan, ordering: Ordering, values: DimensionValu
             "Say 'descending' or 'ascending'"
         )
     named = next(((m, d) for m, d in plan.breakdowns if d == alias and not is_measure), None)
-    months = _calendar_names(values, *named, ordering.key) if named else ()
+    months = _calendar_names(lens, values, *named, ordering.key) if named else ()
     return dataclasses.replace(plan, order=(alias, bool(ordering.descending)), months=months)
 
 
@@ -157,11 +158,12 @@ def _key_column(lens: Lens, plan: Plan, key: str, values: DimensionValues) -> tu
 
 
 def _calendar_names(
-    values: DimensionValues, model: str, dim: str, key: str
+    lens: Lens, values: DimensionValues, model: str, dim: str, key: str
 ) -> tuple[tuple[str, int], ...]:
-    """``(stored value, month number)`` of the month names of a dimension whose stored
-    values are mostly month names (at least three, and more than half): it is ordered
-    in calendar order; ``()`` for one with few such names.
+    """``(stored value, month number)`` of the month names of a dimension called a
+    month (its name or a synonym says ``month``) whose stored values are mostly month
+    names (at least three, and more than half): it is ordered in calendar order; ``()``
+    for one with few such names.
 
     Raises:
         Declined: the stored values are mostly weekday names (which day starts the
@@ -170,7 +172,9 @@ def _calendar_names(
     """
     stored = [v for v in values.get((model, dim), ()) if isinstance(v, str)]
     months = [(v, MONTHS[v.strip().lower()]) for v in stored if v.strip().lower() in MONTHS]
-    if len(months) >= 3 and 2 * len(months) > len(stored):
+    column = next(d for d in lens.models[model].dimensions if d.name == dim)
+    called = any("month" in tokenize(text) for text in (column.name, *column.synonyms))
+    if called and len(months) >= 3 and 2 * len(months) > len(stored):
         return tuple(months)
     names = [v for v in stored if v.lower() in MONTHS or v.lower() in _WEEKDAYS]
     if len(names) >= 3 and 2 * len(names) > len(stored):
