@@ -99,13 +99,15 @@ from reconciler.generators.backrefs import (
 )
 from reconciler.generators.bounds import Bound, split_bounds
 from reconciler.generators.columns import bucket_at
-from reconciler.generators.compiler import Declined, Measure, Plan, one_path, plan_edges, render
+from reconciler.generators.compiler import Declined, Measure, Plan, one_path, plan_edges
 from reconciler.generators.counts import check_entity_count, new_is_restated
 from reconciler.generators.cumulative import render_cumulative, split_cumulative
 from reconciler.generators.doubts import check_doubts, entity_breakdowns
 from reconciler.generators.generation import DimensionValues, Generation
 from reconciler.generators.grammar import Reading, phrase_of, plural, read_grammar, uninvited
+from reconciler.generators.haveflags import have_flags
 from reconciler.generators.measures import check_extras, select_measures
+from reconciler.generators.months import render
 from reconciler.generators.nouns import check_noun_breakdowns, own_rows, with_row_keys
 from reconciler.generators.ordering import order_plan, split_ordering
 from reconciler.generators.periodcounts import check_compared_count, render_period_counts
@@ -280,8 +282,9 @@ def _plan(
     measure = group[0]
     base = measure.model
     dims = [m for m in found.mentions if m.kind in ("dimension", "time_dimension")]
+    had, dims = have_flags(lens, found, dims)
     filters, qualifiers = _value_filters(lens, found, base, dims)
-    flags = _flags(lens, found, base, model_nouns(lens))
+    flags = [*_flags(lens, found, base, model_nouns(lens)), *had]
     counted = counted_model(lens, found)
     if counted is not None and measure.function != "count_distinct":
         words = " ".join(found.words[counted[0] : counted[2]])

@@ -44,6 +44,8 @@ AGGREGATE_WORDS: Mapping[str, tuple[type[exp.Expr], ...]] = {
 }
 _CHANGE_GRAINS = {"mom": "month", "qoq": "quarter", "yoy": "year"}
 _CHANGE_WORDS = frozenset({"change", "difference"})
+# Words that may open a request before its verb: "please provide", "could you provide".
+_POLITE = frozenset({"please", "can", "could", "you"})
 COMPARE_WORDS = frozenset({"vs", "versus", "compared", "compare", "against"})
 BREAKDOWN_WORDS = frozenset({"by", "per", "each", "every", "across"})
 
@@ -194,8 +196,9 @@ class _Scan:
         return True
 
     def _filler(self, i: int) -> bool:
-        """``with ties`` / ``including ties``, the ``team`` of "who … in the team", and
-        the ``database`` of "in the database" (every row: it adds no filter)."""
+        """``with ties`` / ``including ties``, the ``team`` of "who … in the team", the
+        ``database`` of "in the database" (every row: it adds no filter), and an opening
+        ``return the`` or ``[please | can you | could you] provide`` (a request)."""
         toks, t = self.toks, self.toks[i]
         if t == "database" and toks[max(i - 2, 0) : i] == ("in", "the"):
             return True
@@ -206,6 +209,8 @@ class _Scan:
             return True
         if t == "return" and i == 0 and toks[1:2] == ("the",):
             return True  # "Return the number of …": an opener, like "show me the …"
+        if t == "provide" and all(w in _POLITE for w in toks[:i]):
+            return True  # "Please provide a list of …": a request, like "give"
         # "who … in the team": the people the person dimension ranges over
         return (
             t == "team" and self.reading.who and i > 0 and self.found.words[i - 1] in ("the", "our")

@@ -20,9 +20,12 @@ one measure.
   after a count of the noun's entities, "how many meals …") — anything else declines;
 * with no direction, a dimension or the time bucket sorts ascending; a measure
   declines (highest first, or lowest?);
-* a dimension whose stored values are mostly month or weekday names ("January",
-  "Monday": at least three, and more than half) declines: its text sorts
-  alphabetically, not in calendar order;
+* a dimension called a month (its name or a synonym says so) whose stored values
+  are mostly month names ("January", "Feb": at least three, and more than half) is
+  ordered in calendar order, any other value
+  after the months (:mod:`reconciler.generators.months` renders it); one whose values
+  are mostly weekday names ("Monday": which day starts the week?) declines: its
+  text sorts alphabetically, not in calendar order;
 * a direction without a key orders a time series by its bucket and a breakdown
   by its (first) measure; "from highest to lowest" without a key orders by the one
   measure (several measures decline: which one?);
@@ -115,7 +118,9 @@ def order_plan(lens: Lens, plan: Plan, ordering: Ordering, values: DimensionValu
             f"ordered by {ordering.key!r}: highest first or lowest first? "
             "Say 'descending' or 'ascending'"
         )
-    return dataclasses.replace(plan, order=(alias, bool(ordering.descending)))
+    named = next(((m, d) for m, d in plan.breakdowns if d == alias and not is_measure), None)
+    months = _calendar_names(lens, values, *named, ordering.key) if named else ()
+    return dataclasses.replace(plan, order=(alias, bool(ordering.descending)), months=months)
 
 
 def _key_column(lens: Lens, plan: Plan, key: str, values: DimensionValues) -> tuple[str, bool]:
@@ -138,7 +143,6 @@ def _key_column(lens: Lens, plan: Plan, key: str, values: DimensionValues) -> tu
         if target.kind == "metric" and (same := _same_measure(lens, plan, target.name)):
             return same, True
         if target.kind == "dimension" and (target.model, target.name) in plan.breakdowns:
-            _calendar_names(values, target.model, target.name, key)
             return target.name, False
         if (
             target.kind == "time_dimension"
@@ -153,16 +157,32 @@ def _key_column(lens: Lens, plan: Plan, key: str, values: DimensionValues) -> tu
     raise Declined(f"ordered by {key!r}: that is not a column of the result")
 
 
-def _calendar_names(values: DimensionValues, model: str, dim: str, key: str) -> None:
-    """Decline ordering by a dimension whose stored values are mostly month or weekday
-    names: their text sorts April, August, December …, not in calendar order."""
-    stored = [v.lower() for v in values.get((model, dim), ())]
-    names = [v for v in stored if v in MONTHS or v in _WEEKDAYS]
+def _calendar_names(
+    lens: Lens, values: DimensionValues, model: str, dim: str, key: str
+) -> tuple[tuple[str, int], ...]:
+    """``(stored value, month number)`` of the month names of a dimension called a
+    month (its name or a synonym says ``month``) whose stored values are mostly month
+    names (at least three, and more than half): it is ordered in calendar order; ``()``
+    for one with few such names.
+
+    Raises:
+        Declined: the stored values are mostly weekday names (which day starts the
+            week?), or mostly month and weekday names together: their text sorts
+            April, August, December …, not in calendar order.
+    """
+    stored = [v for v in values.get((model, dim), ()) if isinstance(v, str)]
+    months = [(v, MONTHS[v.strip().lower()]) for v in stored if v.strip().lower() in MONTHS]
+    column = next(d for d in lens.models[model].dimensions if d.name == dim)
+    called = any("month" in tokenize(text) for text in (column.name, *column.synonyms))
+    if called and len(months) >= 3 and 2 * len(months) > len(stored):
+        return tuple(months)
+    names = [v for v in stored if v.lower() in MONTHS or v.lower() in _WEEKDAYS]
     if len(names) >= 3 and 2 * len(names) > len(stored):
         raise Declined(
             f"ordered by {key!r}: {model}.{dim} holds names ({names[0].title()!r} …) "
             "that sort alphabetically, not in calendar order; order by a date column instead"
         )
+    return ()
 
 
 def _restated_count(lens: Lens, plan: Plan, tokens: tuple[str, ...]) -> bool:

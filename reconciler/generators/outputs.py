@@ -50,10 +50,11 @@ from reconciler.assembly.grain import join_doubt
 from reconciler.assembly.lexicon import model_nouns
 from reconciler.assembly.retrieval import retrieve
 from reconciler.assembly.text import GRAIN_WORDS, STOPWORDS, tokenize
-from reconciler.generators.compiler import Declined, Measure, Plan, one_path, render
+from reconciler.generators.compiler import Declined, Measure, Plan, one_path
 from reconciler.generators.generation import DimensionValues
 from reconciler.generators.having import compared_count
 from reconciler.generators.labels import Label, label_item, label_words
+from reconciler.generators.months import render
 from reconciler.generators.notes import check_notes, split_notes
 from reconciler.generators.ordering import order_plan, split_ordering
 from reconciler.generators.restating import restated_measure

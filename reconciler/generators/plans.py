@@ -109,6 +109,9 @@ class Plan:
             person a breakdown names (:mod:`reconciler.generators.persons`).
         weekdays: days of the week (0 Sunday … 6 Saturday) the ``time`` must fall on
             ("on weekends", :mod:`reconciler.generators.weekdays`), if any.
+        months: ``(stored value, month number)`` of the month names the ``order``
+            column holds, when it is ordered in calendar order
+            (:mod:`reconciler.generators.months`), else empty.
     """
 
     measure: Measure
@@ -130,6 +133,7 @@ class Plan:
     hidden_keys: tuple[tuple[str, str], ...] = ()
     bucket_at: int = 0
     weekdays: tuple[int, ...] = ()
+    months: tuple[tuple[str, int], ...] = ()
 
     @property
     def base(self) -> str:

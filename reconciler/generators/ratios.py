@@ -34,6 +34,7 @@ from sqlglot import exp
 
 from reconciler.assembly.retrieval import Retrieval
 from reconciler.generators.compiler import Declined, Plan, render
+from reconciler.generators.months import unordered
 from reconciler.lens import Lens
 
 RATIO, DIFFERENCE = "ratio", "difference"
@@ -171,6 +172,7 @@ def render_two_measures(lens: Lens, plan: Plan, spelling: TwoMeasures) -> str:
     order: list[exp.Ordered] = []
     ordered_keys = list(keys)
     if plan.order is not None:
+        unordered(plan, f"a {spelling.kind}")
         if plan.order[0] not in keys:
             raise Declined(f"ordered by {plan.order[0]!r}, which the {spelling.kind} does not show")
         order.append(exp.Ordered(this=exp.column(plan.order[0]), desc=plan.order[1]))
