@@ -141,7 +141,10 @@ class _Renderer:
 
     def column(self, model_name: str, column: str) -> exp.Expr:
         model = self.lens.models[model_name]
-        col = next(c for c in model.columns() if c.name == column)
+        col = next((c for c in model.columns() if c.name == column), None)
+        if col is None:  # the model's one-column key, declared by primary_key alone
+            assert list(model.primary_key) == [column], column
+            return self.expr(column, model, expand=False)
         return self.expr(col.sql, model, expand=False)
 
     def table(self, model_name: str) -> exp.Expr:

@@ -150,12 +150,19 @@ def key_column(model: Model) -> str | None:
     return None
 
 
+def one_key(model: Model) -> str | None:
+    """``model``'s one-column ``primary_key`` as declared (a column of its table that no
+    dimension need read: the compiler groups by it by name), or ``None``."""
+    return model.primary_key[0] if len(model.primary_key) == 1 else None
+
+
 def with_row_keys(lens: Lens, plan: Plan) -> Plan:
     """``plan`` grouping by the key of every noun dimension's model it breaks down by.
 
     Returns:
-        The plan with those keys added to :attr:`Plan.hidden_keys` (none added for a
-        model without a declared one-column key read by a column).
+        The plan with those keys added to :attr:`Plan.hidden_keys`: the declared column
+        reading the model's one-column key, else that key column itself (none added
+        for a model without a one-column ``primary_key``).
 
     Raises:
         Declined: such a breakdown in a change between periods or across several
@@ -166,7 +173,7 @@ def with_row_keys(lens: Lens, plan: Plan) -> Plan:
     for model, dim in plan.breakdowns:
         if (model, dim) not in nouns:
             continue
-        key = key_column(lens.models[model])
+        key = key_column(lens.models[model]) or one_key(lens.models[model])
         if key is None or key == dim or (model, key) in plan.breakdowns:
             continue
         if plan.change is not None or plan.joined:

@@ -4,7 +4,7 @@ A breakdown by a person dimension ("for each sales rep", "who has the highest â€
 see :func:`~reconciler.assembly.lexicon.person_dimensions`) asks for one row per
 person. A person's name is no key: two reps may share one, and grouping by the name
 alone would add their figures together under it. So when the person dimension's
-model declares a one-column ``primary_key`` that is one of its columns, the query
+model declares a one-column ``primary_key`` (a dimension reading it or not), the query
 also groups by that key (:attr:`~reconciler.generators.compiler.Plan.hidden_keys`),
 without showing it: each person keeps a row of their own, labelled by the name.
 
@@ -37,8 +37,7 @@ def with_person_keys(lens: Lens, plan: Plan) -> Plan:
             continue
         found = lens.models[model]
         key = found.primary_key
-        columns = {c.name for c in found.columns()}
-        if len(key) != 1 or key[0] == dim or key[0] not in columns:
+        if len(key) != 1 or key[0] == dim:
             continue
         if (model, key[0]) not in plan.breakdowns and (model, key[0]) not in hidden:
             hidden.append((model, key[0]))

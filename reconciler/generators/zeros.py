@@ -128,9 +128,11 @@ def render_from_groups(lens: Lens, plan: Plan, grouped: Grouped, tied: Tied) -> 
         ties=False,
     )
     inner, _, _ = grouped(inner_plan)
-    columns = {c.name: c for c in model.columns()}
+    columns = {c.name: c.sql for c in model.columns()}  # a key no dimension reads: by name
     universe = (
-        exp.select(*(exp.alias_(sqlglot.parse_one(columns[k].sql, read=dialect), k) for k in keys))
+        exp.select(
+            *(exp.alias_(sqlglot.parse_one(columns.get(k, k), read=dialect), k) for k in keys)
+        )
         .distinct()
         .from_(exp.to_table(model.table, dialect=dialect))
     )
