@@ -5,11 +5,11 @@ dst transpiles it with :func:`reconciler.guard.transpile` (DESIGN §2 "Dialect")
 Each golden case with an oracle — ``fast_tier_cases.yaml`` (shop, crm, shop as of),
 ``fast_tier_reach.yaml``, ``fast_tier_soundness.yaml``, ``fast_tier_cortex2.yaml``,
 ``fast_tier_today.yaml`` (data dated from ``CURRENT_DATE`` on both engines),
-``fast_tier_backrefs.yaml``, ``fast_tier_facts.yaml`` and ``fast_tier_ratios.yaml`` —
-is generated as in the DuckDB tests, transpiled, and executed on a scratch PostgreSQL
-database holding the same data (one schema per lens, first on the search path); its
-rows must equal the hand-written oracle's rows on DuckDB, with the same column count.
-Skipped, with the reason, when no PostgreSQL server answers.
+``fast_tier_backrefs.yaml``, ``fast_tier_facts.yaml``, ``fast_tier_ratios.yaml`` and
+``fast_tier_nulls.yaml`` — is generated as in the DuckDB tests, transpiled, and
+executed on a scratch PostgreSQL database holding the same data (one schema per lens,
+first on the search path); its rows must equal the hand-written oracle's rows on
+DuckDB, with the same column count. Skipped, with the reason, when no PostgreSQL server answers.
 """
 
 from __future__ import annotations
@@ -98,6 +98,7 @@ def _collect() -> tuple[dict[str, Lens], dict[str, str], list[Golden]]:
     for fixture, name in (
         ("fast_tier_ratios.yaml", "ratio_shop"),
         ("fast_tier_facts.yaml", "fleet"),
+        ("fast_tier_nulls.yaml", "lending"),
     ):
         data, tag = _load(fixture), fixture.removeprefix("fast_tier_").removesuffix(".yaml")
         lenses[f"g_{tag}"] = load_lens(name, {p: t.encode() for p, t in data["lens"].items()})

@@ -9,7 +9,11 @@ lens's dialect, following the conventions of the question grammar:
   and dimensions in question order (aliased by their names; the bucket after the
   breakdowns named before its grain word, :attr:`Plan.bucket_at`), then the measure
   (aliased by the metric's name, or ``<avg|sum|min|max>_<fact>`` for a fact);
-* FROM the measure's model, INNER JOIN along the declared joins outward;
+* FROM the measure's model, LEFT JOIN along the declared many-to-one joins outward,
+  so no measured row vanishes from a breakdown by a joined model's column (its NULL
+  group holds the rows with no match); INNER JOIN through a hop that fans out and
+  beyond, on the way to a ranking's groups and to a model the question filters
+  (:func:`~reconciler.generators.paths.join_kinds`);
 * WHERE: the metric's filters, the period as a half-open range on the time
   dimension, dimension-value equalities, boolean flags ``= TRUE``, comparisons on
   facts (``amount > 100``);
@@ -45,7 +49,13 @@ from sqlglot import exp
 
 from reconciler.assembly import memo as lensmemo
 from reconciler.assembly.lexicon import model_named
-from reconciler.generators.paths import counts_distinct, one_path, per_base_row, plan_edges
+from reconciler.generators.paths import (
+    counts_distinct,
+    join_kinds,
+    one_path,
+    per_base_row,
+    plan_edges,
+)
 from reconciler.generators.plans import FACT_FUNCTIONS, Declined, Measure, Plan
 from reconciler.generators.today import Day, day_sql
 from reconciler.lens import Join, Lens, Model
@@ -182,11 +192,11 @@ class _Renderer:
         # Every part is built fresh here and attached once, so the builders need not
         # copy the query at each step (copy=False): same tree, no deep copies.
         query = exp.select(*outputs).from_(self.table(plan.base), copy=False)
-        for here, join in self.edges:
+        for (here, join), kind in zip(self.edges, join_kinds(plan, self.edges), strict=True):
             left, right = self.aliases[here], self.aliases[join.to]
             keys_eq = (exp.column(a, left).eq(exp.column(b, right)) for a, b in join.on.items())
             query = query.join(
-                self.table(join.to), on=exp.and_(*keys_eq), join_type="inner", copy=False
+                self.table(join.to), on=exp.and_(*keys_eq), join_type=kind, copy=False
             )
         conditions = [self.expr(f, base) for f in common]
         if plan.period and plan.time:
