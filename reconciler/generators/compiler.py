@@ -49,6 +49,7 @@ from sqlglot import exp
 
 from reconciler.assembly import memo as lensmemo
 from reconciler.assembly.lexicon import model_named
+from reconciler.generators.metricfilters import filter_clash
 from reconciler.generators.paths import (
     counts_distinct,
     join_kinds,
@@ -214,7 +215,10 @@ class _Renderer:
                 compare(this=self.column(model, fact), expression=exp.Literal.number(number))
             )
         if conditions:
-            query = query.where(exp.and_(*conditions), copy=False)
+            # A value filter restating a metric's own (filter_clash lets only that
+            # through) is the same condition: written once.
+            unique = {c.sql(dialect=self.dialect): c for c in conditions}
+            query = query.where(exp.and_(*unique.values()), copy=False)
         hidden = [self.column(m, c) for m, c in plan.hidden_keys]
         self.hidden_order = hidden
         if any(j.relationship == "one_to_many" for _, j in self.edges) and not all(
@@ -398,9 +402,14 @@ def render(lens: Lens, plan: Plan) -> str:
     """The SQL of ``plan`` in ``lens.config.dialect``.
 
     Raises:
-        Declined: a measure expression names a table the query does not join, or a
-            model the plan reads has no single safe join path from the base.
+        Declined: a measure expression names a table the query does not join, a
+            model the plan reads has no single safe join path from the base, or a
+            filter of the question constrains a column a metric's own filter does
+            (:func:`~reconciler.generators.metricfilters.filter_clash`).
     """
+    clash = filter_clash(lens, plan)
+    if clash is not None:
+        raise Declined(clash)
     if plan.joined:
         return _render_joined(lens, plan)
     return _Renderer(lens, plan).render()
