@@ -9,7 +9,11 @@ lens's dialect, following the conventions of the question grammar:
   and dimensions in question order (aliased by their names; the bucket after the
   breakdowns named before its grain word, :attr:`Plan.bucket_at`), then the measure
   (aliased by the metric's name, or ``<avg|sum|min|max>_<fact>`` for a fact);
-* FROM the measure's model, INNER JOIN along the declared joins outward;
+* FROM the measure's model, LEFT JOIN along the declared many-to-one joins outward,
+  so no measured row vanishes from a breakdown by a joined model's column (its NULL
+  group holds the rows with no match); INNER JOIN through a hop that fans out and
+  beyond, on the way to a ranking's groups and to a model the question filters
+  (:func:`~reconciler.generators.paths.join_kinds`);
 * WHERE: the metric's filters, the period as a half-open range on the time
   dimension, dimension-value equalities, boolean flags ``= TRUE``, comparisons on
   facts (``amount > 100``), days of the week (``DATE_PART('dow', <time>) IN (0, 6)``);
@@ -45,7 +49,14 @@ from sqlglot import exp
 
 from reconciler.assembly import memo as lensmemo
 from reconciler.assembly.lexicon import model_named
-from reconciler.generators.paths import counts_distinct, one_path, per_base_row, plan_edges
+from reconciler.generators.metricfilters import filter_clash
+from reconciler.generators.paths import (
+    counts_distinct,
+    join_kinds,
+    one_path,
+    per_base_row,
+    plan_edges,
+)
 from reconciler.generators.plans import FACT_FUNCTIONS, Declined, Measure, Plan
 from reconciler.generators.today import Day, day_sql
 from reconciler.generators.zeros import empty_groups, render_from_groups
@@ -186,11 +197,11 @@ class _Renderer:
         # Every part is built fresh here and attached once, so the builders need not
         # copy the query at each step (copy=False): same tree, no deep copies.
         query = exp.select(*outputs).from_(self.table(plan.base), copy=False)
-        for here, join in self.edges:
+        for (here, join), kind in zip(self.edges, join_kinds(plan, self.edges), strict=True):
             left, right = self.aliases[here], self.aliases[join.to]
             keys_eq = (exp.column(a, left).eq(exp.column(b, right)) for a, b in join.on.items())
             query = query.join(
-                self.table(join.to), on=exp.and_(*keys_eq), join_type="inner", copy=False
+                self.table(join.to), on=exp.and_(*keys_eq), join_type=kind, copy=False
             )
         conditions = [self.expr(f, base) for f in common]
         if plan.period and plan.time:
@@ -213,7 +224,10 @@ class _Renderer:
                 compare(this=self.column(model, fact), expression=exp.Literal.number(number))
             )
         if conditions:
-            query = query.where(exp.and_(*conditions), copy=False)
+            # A value filter restating a metric's own (filter_clash lets only that
+            # through) is the same condition: written once.
+            unique = {c.sql(dialect=self.dialect): c for c in conditions}
+            query = query.where(exp.and_(*unique.values()), copy=False)
         hidden = [self.column(m, c) for m, c in plan.hidden_keys]
         self.hidden_order = hidden
         if any(j.relationship == "one_to_many" for _, j in self.edges) and not all(
@@ -397,9 +411,14 @@ def render(lens: Lens, plan: Plan) -> str:
     """The SQL of ``plan`` in ``lens.config.dialect``.
 
     Raises:
-        Declined: a measure expression names a table the query does not join, or a
-            model the plan reads has no single safe join path from the base.
+        Declined: a measure expression names a table the query does not join, a
+            model the plan reads has no single safe join path from the base, or a
+            filter of the question constrains a column a metric's own filter does
+            (:func:`~reconciler.generators.metricfilters.filter_clash`).
     """
+    clash = filter_clash(lens, plan)
+    if clash is not None:
+        raise Declined(clash)
     if plan.joined:
         return _render_joined(lens, plan)
     if empty_groups(lens, plan):  # a ranking from the lowest: every group, 0 for none

@@ -159,6 +159,47 @@ def reversal_doubt(
     return None
 
 
+def join_kinds(plan: Plan, edges: Sequence[tuple[str, Join]]) -> tuple[str, ...]:
+    """``"left"`` or ``"inner"`` for each of ``edges`` (:func:`plan_edges`), in order.
+
+    A many-to-one or one-to-one hop from the base outward is a LEFT JOIN, as semantic
+    layers join a dimension's model to the measure's: a measured row whose key is NULL
+    or matches nothing stays, in a NULL group. A hop that fans out (a declared
+    ``one_to_many``, a join walked backwards) and every hop beyond one stay INNER: a
+    row is read there through its related rows, and one with none has no group. So
+    do the hops leading to a ranking's groups ("top 3 plans by rentals": a row without
+    a plan belongs to no plan that could rank) and to a model the question filters
+    (a value, a flag, a comparison, a period on its time dimension): the WHERE keeps
+    no row without a match, so INNER says the same, plainly.
+    """
+    came = {join.to: here for here, join in edges}
+    filtered = [
+        *(m for m, _, _ in plan.filters),
+        *(m for m, _ in plan.flags),
+        *(m for m, _, _, _ in plan.bounds),
+    ]
+    if plan.time and (plan.period or plan.compared):
+        filtered.append(plan.time[0])
+    if plan.rank is not None:
+        filtered += [*(m for m, _ in plan.breakdowns), *(m for m, _ in plan.hidden_keys)]
+        if plan.grain and plan.time:
+            filtered.append(plan.time[0])
+    required: set[str] = set()
+    for model in filtered:
+        while model in came and model not in required:
+            required.add(model)
+            model = came[model]
+    inner: set[str] = set()
+    kinds: list[str] = []
+    for here, join in edges:
+        if join.relationship == "one_to_many" or here in inner or join.to in required:
+            inner.add(join.to)
+            kinds.append("inner")
+        else:
+            kinds.append("left")
+    return tuple(kinds)
+
+
 def fanout_doubt(lens: Lens, plan: Plan, path: tuple[tuple[str, Join], ...]) -> str | None:
     """Why ``plan``'s measures cannot be taken along ``path``, which fans out once, or ``None``.
 
