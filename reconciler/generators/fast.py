@@ -402,9 +402,17 @@ class _Breakdowns:
 def _breakdowns(lens: Lens, found: Retrieval, base: str, dims: list[Mention]) -> _Breakdowns:
     """Resolve the breakdown dimension mentions ``dims`` from model ``base``."""
     out = _Breakdowns([], [], None, False)
+    nouns = model_nouns(lens)
     for d in dims:
         chosen = _resolve(lens, base, d.targets, "dimension", phrase_of(found, d))
         place = (chosen.model, chosen.name)
+        named = nouns.get(found.tokens[d.start : d.end])
+        if named is not None and named != chosen.model:
+            raise Declined(
+                f"{phrase_of(found, d)!r} names model {named!r} and also "
+                f"{chosen.model}.{chosen.name} (a name the lens gives it): say which, e.g. "
+                f"'by {chosen.name.replace('_', ' ')}', or a column of {named}"
+            )
         if chosen.kind == "time_dimension":
             if out.time not in (None, place):
                 raise Declined("the question names several time dimensions")
