@@ -300,7 +300,7 @@ def _plan(
     asked = [
         d for d in dims if not (d in qualifiers or (counted and (d.start, d.end) == counted[1:3]))
     ]
-    asked = dated_verbs(found, asked, grain is not None or period is not None)
+    asked = dated_verbs(lens, found, asked, base, grain is not None or period is not None)
     split = _breakdowns(lens, found, base, asked)
     breakdowns, plural_breakdown = split.places, split.plural
     breakdowns += [p for p in entity_breakdowns(lens, found, reading) if p not in breakdowns]
