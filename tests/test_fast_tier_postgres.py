@@ -101,6 +101,7 @@ def _collect() -> tuple[dict[str, Lens], dict[str, str], list[Golden]]:
         ("fast_tier_zero_rows.yaml", "zero_rows"),
         ("fast_tier_more3.yaml", "calendar_shop"),
         ("fast_tier_nulls.yaml", "lending"),
+        ("fast_tier_dates2.yaml", "clinic_dates"),
     ):
         data, tag = _load(fixture), fixture.removeprefix("fast_tier_").removesuffix(".yaml")
         lenses[f"g_{tag}"] = load_lens(name, {p: t.encode() for p, t in data["lens"].items()})

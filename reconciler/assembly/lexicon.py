@@ -17,7 +17,14 @@ from types import MappingProxyType
 from typing import Literal
 
 from reconciler.assembly import memo as lensmemo
-from reconciler.assembly.text import DOMAIN_STOPWORDS, STOPWORDS, stems, tokenize
+from reconciler.assembly.text import (
+    DATE_VERBS,
+    DOMAIN_STOPWORDS,
+    STOPWORDS,
+    stems,
+    tokenize,
+    verb_root,
+)
 from reconciler.lens import Column, Lens
 
 # {(model name, dimension name): distinct values seen in the warehouse}, read by the
@@ -108,6 +115,9 @@ def lexicon(
                 for text in (col.name, *col.synonyms):
                     add(text, target)
                     add(f"{model.name} {text}", target)
+        for col in model.time_dimensions:
+            for verb in _date_verbs(col):
+                add(verb, Target("time_dimension", model.name, col.name))
         for col in model.dimensions:
             stored = tuple((values or {}).get((model.name, col.name), ()))
             seen = {tokenize(v) for v in stored}
@@ -119,6 +129,13 @@ def lexicon(
             if flag and _BOOLEAN_TYPE.match(col.data_type):
                 add(flag.group(1), Target("flag", model.name, col.name))
     return {key: tuple(targets) for key, targets in found.items()}
+
+
+def _date_verbs(col: Column) -> tuple[str, ...]:
+    """The :data:`DATE_VERBS` that name time dimension ``col``: a verb sharing its root
+    with a word of its name or a synonym ("booked" for ``booked_date`` / "booking date")."""
+    roots = {verb_root(t) for text in (col.name, *col.synonyms) for t in tokenize(text)}
+    return tuple(sorted(v for v in DATE_VERBS if verb_root(v) in roots))
 
 
 def person_dimensions(lens: Lens) -> tuple[Target, ...]:

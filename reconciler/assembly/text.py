@@ -76,6 +76,21 @@ STOPWORDS = stems(
 # The stopwords that are domain words, not grammar: a lens column or metric named by one
 # ("make" of a car) keeps its name; "how", "by" or "what" never name a lens phrase.
 DOMAIN_STOPWORDS = stems("make placed made generated earned booked recorded sold")
+# The verbs among them that may name a date ("booked in 2025"): ignorable only when no
+# time dimension of the lens shares their root (:func:`verb_root`), see
+# :func:`reconciler.assembly.lexicon.lexicon`.
+DATE_VERBS = stems("placed made generated earned booked recorded sold")
+
+
+def verb_root(word: str) -> str:
+    """A word without its ``-ing`` / ``-ed`` / ``-e`` ending: ``booked``, ``booking`` and
+    ``book`` → ``book``; ``placed`` and ``place`` → ``plac``. Compared only against the
+    same reduction of a time dimension's words, so a crude root still compares equal."""
+    for ending in ("ing", "ed", "e"):
+        if word.endswith(ending) and len(word) - len(ending) >= 3:
+            return word[: -len(ending)]
+    return word
+
 
 # Grain words of the time-series grammar (adjective or noun) → DATE_TRUNC unit.
 GRAIN_WORDS: Mapping[str, str] = {

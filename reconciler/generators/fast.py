@@ -114,6 +114,7 @@ from reconciler.generators.periodcounts import check_compared_count, render_peri
 from reconciler.generators.periods import check_unit_phrases, earlier, first_day, spell_to_date
 from reconciler.generators.persons import with_person_keys
 from reconciler.generators.shapes import other_shapes
+from reconciler.generators.verbs import dated_verbs
 from reconciler.generators.weekdays import split_weekdays, with_weekdays
 from reconciler.generators.when import when
 from reconciler.generators.years import year_filter
@@ -299,6 +300,7 @@ def _plan(
     asked = [
         d for d in dims if not (d in qualifiers or (counted and (d.start, d.end) == counted[1:3]))
     ]
+    asked = dated_verbs(lens, found, asked, base, grain is not None or period is not None)
     split = _breakdowns(lens, found, base, asked)
     breakdowns, plural_breakdown = split.places, split.plural
     breakdowns += [p for p in entity_breakdowns(lens, found, reading) if p not in breakdowns]

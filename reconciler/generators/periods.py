@@ -30,7 +30,8 @@ Bounds around a period P (absolute or relative), with unit ``range`` (any grain
 may break one down; it is never one of compared periods):
 
 * ``since P``: from P's first day on; ``after P``: from the day after P ends
-  (``after 2023`` = from 2024-01-01); ``before P``: up to P's first day;
+  (``after 2023`` = from 2024-01-01); ``before P``: up to P's first day; with a
+  pinned ``as_of`` each ends by as_of (inclusive), and one starting after it declines;
 * ``between P1 and P2``: from P1's first day through P2's last
   (``between March and May 2024``: a bare month takes P2's year); P1 after P2
   declines.
@@ -265,7 +266,7 @@ def _bounded_at(words: _FreeTokens, i: int, as_of: str | None) -> tuple[int, Per
             "after": (p.stop, OPEN_STOP),
             "before": (OPEN_START, p.start),
         }[word]
-        return end, Period(start, stop, RANGE, f"{word} {p.phrase}")
+        return end, _until_as_of(Period(start, stop, RANGE, f"{word} {p.phrase}"), as_of)
     if word != "between":
         return None
     first = _single_at(words, i + 1, as_of)
@@ -294,6 +295,25 @@ def _bounded_at(words: _FreeTokens, i: int, as_of: str | None) -> tuple[int, Per
             "the first period starts after the second ends"
         )
     return end, Period(first[1].start, last.stop, RANGE, f"between … and {last.phrase}")
+
+
+def _until_as_of(period: Period, as_of: str | None) -> Period:
+    """``period`` ending by the lens's pinned ``as_of`` day (inclusive): an open or later
+    end is read at as_of, so rows the warehouse gains after it never count. Unchanged
+    without a pinned date (``as_of: today`` keeps an open end: nothing past today exists).
+
+    Raises:
+        Declined: the period starts after the pinned day.
+    """
+    if as_of is None or as_of == TODAY:
+        return period
+    day = date.fromisoformat(as_of)
+    stop = day + timedelta(days=1)
+    if isinstance(period.start, date) and period.start >= stop:
+        raise Declined(f"{period.phrase!r} starts after the lens's as_of date {as_of}")
+    if isinstance(period.stop, date) and period.stop > stop:
+        return Period(period.start, stop, period.unit, period.phrase)
+    return period
 
 
 class _FreeTokens:
