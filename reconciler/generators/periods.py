@@ -122,15 +122,6 @@ def spell_to_date(question: str) -> str:
     return _SPELLED_TO_DATE.sub(short, question)
 
 
-def unit_start(day: date, unit: str) -> date:
-    """First day of the calendar ``unit`` (month, quarter, year) holding ``day``."""
-    if unit == "year":
-        return date(day.year, 1, 1)
-    if unit == "quarter":
-        return date(day.year, 3 * ((day.month - 1) // 3) + 1, 1)
-    return date(day.year, day.month, 1)
-
-
 def shift(start: date, unit: str, n: int) -> date:
     """``start`` (a unit start) moved by ``n`` whole units (negative = earlier)."""
     months = {"month": 1, "quarter": 3, "year": 12}[unit] * n
