@@ -23,6 +23,16 @@ from tests.helpers import invoke
 from tests.helpers.examples import promote_all
 
 
+@pytest.fixture(scope="module")
+def warehouse(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The DuckDB warehouse of the requesting module's one-lens golden fixture file
+    (its module-level ``GOLDEN``, a :class:`tests.helpers.grammar.GoldenFile`), built once
+    per module; a module defining its own ``warehouse`` fixture overrides this one."""
+    golden = request.module.GOLDEN
+    root = tmp_path_factory.mktemp(request.module.__name__.rsplit(".", 1)[-1])
+    return next(iter(golden.warehouses(root).values()))
+
+
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     """An empty git repository with an initial commit."""

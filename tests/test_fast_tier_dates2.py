@@ -8,7 +8,6 @@ give its reason. With ``as_of: today`` an open period keeps its open end.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -27,12 +26,6 @@ CASES = GOLDEN.cases
 
 def _lens() -> Lens:
     return GOLDEN.lens()
-
-
-@pytest.fixture(scope="module")
-def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    root = tmp_path_factory.mktemp("dates2")
-    yield next(iter(GOLDEN.warehouses(root).values()))
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])

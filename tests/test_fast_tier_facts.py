@@ -8,7 +8,6 @@ column count, a decline must give its reason.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +18,6 @@ from tests.helpers.grammar import GoldenFile, check_golden_case
 
 GOLDEN = GoldenFile.read("fast_tier_facts.yaml")
 CASES = GOLDEN.cases
-
-
-@pytest.fixture(scope="module")
-def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    root = tmp_path_factory.mktemp("facts")
-    yield next(iter(GOLDEN.warehouses(root).values()))
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])

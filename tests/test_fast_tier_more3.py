@@ -8,7 +8,6 @@ give its reason.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +19,6 @@ from tests.helpers.grammar import GoldenFile, check_golden_case
 
 GOLDEN = GoldenFile.read("fast_tier_more3.yaml")
 CASES = GOLDEN.cases
-
-
-@pytest.fixture(scope="module")
-def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    root = tmp_path_factory.mktemp("more3")
-    yield next(iter(GOLDEN.warehouses(root).values()))
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])

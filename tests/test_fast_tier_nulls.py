@@ -9,7 +9,6 @@ filter the same way (checked on plans directly: the grammar reads neither here).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +20,6 @@ from tests.helpers.grammar import GoldenFile, check_golden_case
 
 GOLDEN = GoldenFile.read("fast_tier_nulls.yaml")
 CASES = GOLDEN.cases
-
-
-@pytest.fixture(scope="module")
-def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    root = tmp_path_factory.mktemp("nulls")
-    yield next(iter(GOLDEN.warehouses(root).values()))
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])

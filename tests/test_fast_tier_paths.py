@@ -9,7 +9,6 @@ fan-out would change the answer, so a SUM or row COUNT through the bridge could 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,12 +30,6 @@ CASES = GOLDEN.cases
 
 def _lens() -> Lens:
     return GOLDEN.lens()
-
-
-@pytest.fixture(scope="module")
-def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    root = tmp_path_factory.mktemp("paths")
-    yield next(iter(GOLDEN.warehouses(root).values()))
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
