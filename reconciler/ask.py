@@ -10,7 +10,9 @@ One question against one lens version (the serving version, in the CLI), in orde
    back to the asker;
 3. **generation** through the tiers (:func:`reconciler.generators.generate`) with
    certified matching recorded, execution on the read-only warehouse, and the
-   executable gates (:mod:`reconciler.trust`), the join-grain gate among them;
+   executable gates (:mod:`reconciler.trust`), the join-grain gate among them, and the
+   gates that probe the warehouse once each (:mod:`reconciler.probes`: tie, NULL group,
+   thinned join), which may serve a repaired cut (every tied row) with a note;
 4. a **bounded repair loop** (:data:`MAX_REPAIRS`): a failed gate's repair action is
    followed — ``retry`` regenerates on the smart tier with the gate's hint (the fast
    tier is deterministic: without a smart tier the loop stops), ``escalate`` to ``research``
@@ -31,6 +33,7 @@ from reconciler.assembly.text import normalize
 from reconciler.errors import DstError
 from reconciler.generators import DimensionValues, SmartCall, TierCall, generate
 from reconciler.lens import Answer, Lens
+from reconciler.probes import Limits, probe
 from reconciler.resultset import Executor, ResultSet
 from reconciler.trust import (
     Evaluation,
@@ -78,6 +81,7 @@ class AskResponse:
     notes: list[str] = field(default_factory=list)
     term: str | None = None
     transpiled: str | None = None
+    probed: tuple[Evaluation, ...] = ()
 
     @property
     def served_rows(self) -> bool:
@@ -245,7 +249,7 @@ def _run(
     resp: AskResponse,
 ) -> Execution:
     cfg = lens.config
-    resp.sql, resp.result = sql, None
+    resp.sql, resp.result, resp.probed = sql, None, ()
     transpiled = getattr(executor, "transpiled", None)
     resp.transpiled = None if transpiled is None else str(transpiled)
     if sql is None:
@@ -259,7 +263,7 @@ def _run(
             question, route, sql=sql, error=exc.message, executed=True, dialect=cfg.dialect
         )
     resp.result = result
-    return Execution(
+    ex = Execution(
         question,
         route,
         sql=sql,
@@ -268,11 +272,20 @@ def _run(
         executed=True,
         dialect=cfg.dialect,
     )
+    limits = Limits(cfg.row_cap, cfg.statement_timeout_s, cfg.pinned_as_of)
+    probed = probe(ex, result, executor, limits)
+    resp.probed = probed.evaluations
+    for note in probed.notes:
+        if note not in resp.notes:
+            resp.notes.append(note)
+    if probed.result is not None:
+        resp.sql, resp.result = probed.execution.sql, probed.result
+    return probed.execution
 
 
 def _finish(
     resp: AskResponse, lens: Lens, ex: Execution, values: DimensionValues | None = None
 ) -> AskResponse:
-    resp.evaluations = evaluate(ex, lens, values)
+    resp.evaluations = (*evaluate(ex, lens, values), *resp.probed)
     resp.trust_state = trust_state_from_evaluations(resp.route, resp.evaluations)
     return resp

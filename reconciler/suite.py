@@ -38,6 +38,7 @@ from reconciler.compare.evidence import oracle_notes
 from reconciler.compare.ordering import order_keys
 from reconciler.compare.ties import AMBIGUOUS as AMBIGUOUS_NOTE
 from reconciler.compare.ties import LimitCut, kept_other_ties
+from reconciler.cuts import kept_a_tie
 from reconciler.errors import DstError
 from reconciler.generators import DimensionValues, SmartCall, TierCall
 from reconciler.generators.cache import SAMPLE
@@ -414,11 +415,14 @@ def _sample(run: _Sampling, max_attempts: int, *, sample: int = 1) -> AnswerResu
             )
         result = compare(oracle, generated, order=run.order)
         trace["comparison"] = result.record()
-        tie = (
-            result.verdict is Verdict.DIVERGED
-            and run.cut is not None
-            and run.unlimited is not None
-            and kept_other_ties(run.cut, oracle, run.unlimited, generated)
+        tie = result.verdict is Verdict.DIVERGED and (
+            (
+                run.cut is not None
+                and run.unlimited is not None
+                and kept_other_ties(run.cut, oracle, run.unlimited, generated)
+            )
+            or kept_a_tie(run.answer.sql, run.lens.config.dialect, oracle, generated, run.execute)
+            is not None
         )
         if result.verdict is Verdict.MATCH or tie:
             flaky = attempt > 1

@@ -13,7 +13,9 @@ answer's trust state, in this order (the first rule that applies wins):
 1. any failed ``blocking`` evaluation → ``blocked``;
 2. route ``certified_answer`` → ``certified``;
 3. route ``clarify`` (or ``refuse``: nothing is served) → ``not_applicable``;
-4. route ``generated`` or ``research`` with grounding and execution passed → ``grounded``;
+4. route ``generated`` or ``research`` with grounding and execution passed, and no
+   failed ``warning`` (a tie the answer picked from, a key whose uniqueness is unknown,
+   many rows for a one-value question) → ``grounded``;
 5. otherwise the route's fallback, ``review_required``.
 
 No rule yields ``certified`` for anything but the certified-answer route, and that
@@ -62,8 +64,16 @@ SCALAR_HINT = "return a single aggregated value"
 
 # Phrasings that ask for one value ("what is the total revenue", "how many orders").
 _SCALAR = re.compile(
-    r"^(what is|what s|what was|what are|how many|how much|total|count|sum|average|"
+    r"^(what is|what s|what was|how many|how much|total|count|sum|average|"
     r"overall|give me the total|tell me the total)\b|\b(in total|overall|altogether)\b"
+)
+# One number made of per-group numbers ("the average of the average prices of each
+# category", "the total of the maximum scores"): "each" names the inner groups, not a
+# breakdown of the answer.
+_OF_AGGREGATES = re.compile(
+    r"\b(average|mean|sum|total|maximum|minimum|max|min|median|highest|lowest)\s+of\s+"
+    r"(the\s+|all\s+the\s+|all\s+)?(averages?|means|sums|totals|maximums?|minimums?|maxima|"
+    r"minima|max|min|medians|counts|numbers)\b"
 )
 # Breakdown phrasing: a multi-row answer is what was asked for.
 _BREAKDOWN = re.compile(
@@ -218,14 +228,28 @@ def grounding(ex: Execution, lens: Lens) -> Evaluation:
 
 
 def semantic_cardinality(ex: Execution) -> Evaluation:
-    """Fails (``warning``) when a scalar-phrased question returned more than one row.
+    """Fails when a question that asks for one value returned more than one row.
 
-    Guards against false positives: breakdown phrasing ("top", "by region",
-    "each", "who"), time-series or window phrasing ("monthly", "running total",
-    "month over month"), certified results and research routes are never flagged.
+    ``blocking`` for an aggregate of aggregates ("the average of the average prices
+    of each category": one number, whatever "each" says); ``warning`` for other
+    scalar phrasing ("what is the total …", "how many …"). Guards against false
+    positives: breakdown phrasing ("top", "by region", "each", "who"), time-series
+    or window phrasing ("monthly", "running total", "month over month"), certified
+    results and research routes are never flagged.
     """
     text = " ".join(tokenize(ex.question)) if ex.question else ""
     raw = ex.question.lower()
+    if ex.route == "generated" and len(ex.rows) > 1 and _OF_AGGREGATES.search(raw):
+        return Evaluation(
+            GATE_CARDINALITY,
+            False,
+            "blocking",
+            detail=(
+                f"a question for one number made of per-group numbers returned {len(ex.rows)} rows"
+            ),
+            suggested_repair=SCALAR_HINT,
+            repair_action=RepairAction("retry", ex.route, SCALAR_HINT),
+        )
     if (
         ex.route != "generated"
         or len(ex.rows) <= 1
@@ -330,7 +354,12 @@ def trust_state_from_evaluations(route: Route, evaluations: Iterable[Evaluation]
     if route in ("clarify", "refuse"):
         return "not_applicable"
     passed = {e.gate for e in evals if e.passed}
-    if route in ("generated", "research") and {GATE_GROUNDING, GATE_EXECUTED} <= passed:
+    warned = any(not e.passed and e.severity == "warning" for e in evals)
+    if (
+        route in ("generated", "research")
+        and {GATE_GROUNDING, GATE_EXECUTED} <= passed
+        and not warned
+    ):
         return "grounded"
     return ROUTE_FALLBACK[route]
 

@@ -1,0 +1,106 @@
+"""The runtime gates that look at the warehouse: one bounded probe each, for every tier.
+
+DESIGN §1 runtime gates. The pure gates of :mod:`reconciler.trust` read the SQL
+and the rows it returned; the tie and NULL-group gates (:mod:`reconciler.cuts`) and
+the thinned-join gate (:mod:`reconciler.thinning`) need to see rows the query did
+not return, so each writes one probe query, capped at the lens's ``row_cap`` and
+run on the same read-only executor with the same timeout and pinned ``as_of``.
+
+:func:`probe` runs them on one execution of generated SQL (never on certified SQL:
+only a human certifies, and a certified answer is served as certified). A cut whose
+ties or NULL group can be repaired comes back as a new execution of the repaired
+SQL, with a note; every other finding is an evaluation. A probe that fails to run
+is recorded as a passed evaluation whose detail says so: the gate could not look,
+and the answer keeps the trust the other gates give it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from reconciler.cuts import GATE_NULL_GROUP, GATE_TIE, cut_of, judge, needs_probe, null_group_note
+from reconciler.errors import DstError
+from reconciler.resultset import Executor, ResultSet
+from reconciler.thinning import GATE_THINNED_JOIN, judge_thinning, thinning_probe
+from reconciler.trust import Evaluation, Execution
+
+
+@dataclass(frozen=True)
+class Probed:
+    """What the probes made of one execution.
+
+    Attributes:
+        execution: the execution to serve: the given one, or the repaired cut's.
+        result: the result to serve with it (``None`` when it stands unchanged).
+        evaluations: the probing gates' verdicts.
+        notes: lines for the asker (a repaired cut, a NULL group shown as missing).
+    """
+
+    execution: Execution
+    result: ResultSet | None
+    evaluations: tuple[Evaluation, ...]
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How a probe runs: ``row_cap`` rows, ``timeout_s`` seconds, at ``as_of``."""
+
+    row_cap: int
+    timeout_s: float
+    as_of: str | None = None
+
+
+def probe(ex: Execution, served: ResultSet, executor: Executor, limits: Limits) -> Probed:
+    """Run the tie, NULL-group and thinned-join probes on ``ex`` (module docstring).
+
+    Args:
+        ex: an execution that ran without error, of a generated or research route.
+        served: its result.
+        executor: the read-only warehouse it ran on.
+        limits: the lens's row cap, statement timeout and pinned ``as_of``.
+
+    Returns:
+        The execution and result to serve, and the evaluations; never raises for
+        a probe the warehouse refuses.
+    """
+    if ex.sql is None or ex.error is not None or ex.route == "certified_answer":
+        return Probed(ex, None, ())
+    evaluations: list[Evaluation] = []
+    notes: list[str] = []
+    result: ResultSet | None = None
+    cut = cut_of(ex.sql, ex.dialect)
+    if cut is not None and needs_probe(cut, served):
+        try:
+            rows = _run(executor, cut.probe_sql, limits)
+        except DstError as exc:
+            detail = f"the tie probe did not run: {exc.message}"
+            evaluations += [Evaluation(GATE_TIE, True, "info", detail=detail)]
+        else:
+            verdict = judge(cut, served, rows, ex)
+            evaluations += verdict.evaluations
+            notes += verdict.notes
+            if verdict.repaired is not None and verdict.repaired_sql is not None:
+                result = verdict.repaired
+                ex = replace(ex, sql=verdict.repaired_sql, columns=result.columns, rows=result.rows)
+    elif cut is None:
+        note = null_group_note(ex, ex.dialect)
+        if note is not None:
+            notes.append(note)
+            evaluations.append(Evaluation(GATE_NULL_GROUP, True, "info", detail=note))
+    thinning = thinning_probe(ex.sql, ex.dialect) if ex.sql else None
+    if thinning is not None:
+        try:
+            counts = _run(executor, thinning.probe_sql, limits)
+        except DstError as exc:
+            detail = f"the thinned-join probe did not run: {exc.message}"
+            evaluations.append(Evaluation(GATE_THINNED_JOIN, True, "info", detail=detail))
+        else:
+            evaluations.append(judge_thinning(thinning, counts, ex))
+    return Probed(ex, result, tuple(evaluations), tuple(notes))
+
+
+def _run(executor: Executor, sql: str, limits: Limits) -> ResultSet:
+    return executor.execute(
+        sql, row_cap=limits.row_cap, timeout_s=limits.timeout_s, as_of=limits.as_of
+    )
