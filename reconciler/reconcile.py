@@ -1,7 +1,7 @@
-"""The reconcile: plan → suite → self-test → gate → promote, for every lens.
+"""The reconcile: plan → data checks → suite → self-test → gate → promote, for every lens.
 
-Each lens passes through :data:`LENS_STEPS` (plan, suite, self-test, behavioural
-cases, gate), a tuple of functions
+Each lens passes through :data:`LENS_STEPS` (plan, data checks, suite, self-test,
+behavioural cases, gate), a tuple of functions
 ``(StepContext, LensState) -> LensState`` that return new frozen values; the
 lens's :class:`~reconciler.results.Action` is decided once, after the gate; then
 the one cross-lens step, :func:`reconciler.promote.promote`, moves refs. After the
@@ -134,6 +134,36 @@ def _memo_dir(rt: Runtime) -> Path | None:
     return None if rt.repo.is_bare else rt.root / ".dst" / "plan"
 
 
+def data_step(ctx: StepContext, state: LensState) -> LensState:
+    """Hold the candidate's tables and declared keys against the warehouse.
+
+    The checks of ``dst validate --warehouse`` (:func:`reconciler.datachecks.verify_keys`),
+    one bounded query per model: under ``block`` a missing table or a declared
+    primary key that is not unique refuses the lens unrun (it would fan every join
+    out); under ``warn`` each is a ``WARNING`` line and promotion proceeds. A gate
+    that is ``off``, or cannot score (no warehouse), checks nothing here.
+    """
+    plan = state.planned
+    if state.settled or ctx.command not in ("apply", "watch") or plan.gate == "off":
+        return state
+    lens = _candidate(state)
+    scoring = state.scoring or ctx.rt.scoring_for(lens)
+    if scoring.cannot_score is not None or scoring.executor is None:
+        return replace(state, scoring=scoring)
+    from reconciler.datachecks import verify_keys  # lazy: only an apply reads the data
+
+    errors = verify_keys(lens, {}, scoring.executor, dialect=lens.config.dialect)
+    if not errors:
+        return replace(state, scoring=scoring)
+    lines = tuple(f"{e.message}; fix: {e.fix}" if e.fix else e.message for e in errors)
+    if plan.gate == "warn":
+        return replace(
+            state, scoring=scoring, messages=(*state.messages, *(f"WARNING {x}" for x in lines))
+        )
+    why = f"the warehouse contradicts the lens: {lines[0]}"
+    return replace(state, scoring=scoring, refused=why, messages=(*state.messages, *lines))
+
+
 def suite_step(ctx: StepContext, state: LensState) -> LensState:
     """Score the planned answers against the warehouse.
 
@@ -232,7 +262,14 @@ def gate_step(ctx: StepContext, state: LensState) -> LensState:
     )
 
 
-LENS_STEPS: tuple[Step, ...] = (plan_step, suite_step, self_test_step, cases_step, gate_step)
+LENS_STEPS: tuple[Step, ...] = (
+    plan_step,
+    data_step,
+    suite_step,
+    self_test_step,
+    cases_step,
+    gate_step,
+)
 """The steps every lens goes through, in order; promote follows across lenses."""
 
 PLAN_STEPS: tuple[Step, ...] = LENS_STEPS[:1]
