@@ -200,10 +200,20 @@ def period_at(
         as_of: the lens's pinned ``YYYY-MM-DD`` date, for relative periods.
 
     Raises:
-        Declined: a relative period when the lens pins no ``as_of``.
+        Declined: a relative period when the lens pins no ``as_of``; any period that
+            starts after a pinned ``as_of`` ("in March 2025" with ``as_of:
+            2024-12-31``): the lens's world ends that day, so no row can be in it, and
+            0 would be a confident answer to a question about the future.
     """
     words = _FreeTokens(toks, free)
-    return _bounded_at(words, i, as_of) or _single_at(words, i, as_of)
+    found = _bounded_at(words, i, as_of) or _single_at(words, i, as_of)
+    start = found[1].start if found is not None else None
+    if found is not None and as_of not in (None, TODAY) and isinstance(start, date):
+        after = start > date.fromisoformat(str(as_of))
+        phrase = found[1].phrase or " ".join(toks[i : found[0]])
+        if after:
+            raise Declined(f"{phrase!r} starts after the lens's as_of date {as_of}")
+    return found
 
 
 def _single_at(words: _FreeTokens, i: int, as_of: str | None) -> tuple[int, Period] | None:
