@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from reconciler.assembly.profiles import ProfileStore
     from reconciler.assembly.similarity import Embedder
     from reconciler.generators import DimensionValues, SmartCall, TierCall
-    from reconciler.generators.cache import GenerationCache
+    from reconciler.generators.cache import CacheUse, GenerationCache
     from reconciler.suite import Scoring, ValueCache
 
 
@@ -144,6 +144,9 @@ class Runtime:
             (a suite or a self-test returned), so a clock can time the last ones.
         no_cache: ``--no-cache``: every smart and command generation is made again
             (and refreshes ``.dst/cache/``) instead of replayed.
+        cache_use: how a cache hit is treated: ``use`` it, ``verify`` it (generate
+            again and compare), or follow each lens's ``cache:`` (``lens``, what
+            ``dst apply`` does).
         environment: ``--env``: the named environment (``dst.yaml environments:``)
             whose refs and warehouse this command works with; ``None`` for the
             unnamed default environment.
@@ -158,6 +161,7 @@ class Runtime:
     on_answer: Callable[[str], None] | None = None
     on_answers_done: Callable[[], None] = _nothing
     no_cache: bool = False
+    cache_use: CacheUse = "use"
     environment: str | None = None
     _warehouses: dict[str, Executor] = field(default_factory=dict)
     _values: dict[str, ValueCache] = field(default_factory=dict)
@@ -441,6 +445,8 @@ class Runtime:
                 self.root / ".dst" / "cache",
                 read=not self.no_cache,
                 budget=Budget.from_env(self.env),
+                use=self.cache_use,
+                warn=self.progress,
             )
         return self._cache
 
