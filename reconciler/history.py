@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from reconciler import repofiles
+from reconciler import files as repofiles
 from reconciler.context import Runtime
 from reconciler.errors import UsageError
 from reconciler.git import attempts as attemptstore
@@ -435,7 +435,7 @@ def seed(rt: Runtime, url: str | None = None) -> SeedReport:
     seeds: list[SeedFile] = []
     for schema, base in folders:
         # A seed is a regular file of the repository: a symlink (to a file or folder
-        # outside, or inside) is refused, never followed (reconciler.repofiles).
+        # outside, or inside) is refused, never followed (reconciler.files).
         repofiles.check_directory(rt.root, base)
         if not base.is_dir():
             continue

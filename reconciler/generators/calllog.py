@@ -5,7 +5,7 @@ may hold anything its environment held, so it is written whole only here, under
 ``.dst/logs/<tier>/`` in the working tree (``.dst/`` is git-ignored: its own
 ``.gitignore`` holds ``*``). What crosses into run records, webhooks and reports
 is the exit status, the byte counts, this log's repository-relative path and a
-tail redacted by value (:mod:`reconciler.redaction`).
+tail redacted by value (:mod:`reconciler.generators.redaction`).
 
 One file per call: ``<UTC time>-<process id>-<n>.log``, with a header line per
 fact, then each stream under a ``--- <name> (<n> bytes) ---`` line. The logs are

@@ -16,12 +16,12 @@ stdout or on stderr, or SQL the read-only guard refuses is an *error* generation
 local log under ``.dst/logs/command/`` (:mod:`reconciler.generators.calllog`,
 git-ignored); the reason and the record carry its exit status, the byte counts,
 the log's path and the last lines of stderr redacted *by value*
-(:mod:`reconciler.redaction`): every value of the environment the program
+(:mod:`reconciler.generators.redaction`): every value of the environment the program
 received outside a short safe list, URL credentials and common token shapes.
 
 Every program path is checked when the tier is resolved (:func:`resolve`): an
 argument naming a file (relative to the lens directory) must be a regular file
-inside the repository, reached without a symlink (:mod:`reconciler.repofiles`);
+inside the repository, reached without a symlink (:mod:`reconciler.files`);
 the executable itself may be an installed program (a bare name on ``PATH`` or an
 absolute path).
 
@@ -54,15 +54,16 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from reconciler import guard, repofiles
+from reconciler import files as repofiles
+from reconciler import guard
 from reconciler.assembly.request import GenerationRequest
 from reconciler.errors import LensLoadError, UnsafeSqlError
 from reconciler.generators import calllog
 from reconciler.generators.cache import GenerationCache, payload_digest
 from reconciler.generators.generation import Generation
 from reconciler.generators.payload import TierReply, request_json
+from reconciler.generators.redaction import Redactor, tail
 from reconciler.lens import Lens
-from reconciler.redaction import Redactor, tail
 
 MAX_STREAM_BYTES = 8 * 1024 * 1024
 """What one call may print on stdout, and on stderr: beyond it the call is an error."""

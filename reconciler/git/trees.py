@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pygit2
 
-from reconciler import repofiles
+from reconciler import files as repofiles
 from reconciler.errors import LensLoadError, UsageError
 from reconciler.git import checked as checkmarks
 from reconciler.ids import Oid
