@@ -67,7 +67,7 @@ _URL_USERINFO = re.compile(r"(\b[a-z][a-z0-9+.-]*://)[^/@\s\"']+@", re.IGNORECAS
 _TOKEN_SHAPES = tuple(
     re.compile(p)
     for p in (
-        r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)",
+        r"(?s)-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)",
         r"\bsk-[A-Za-z0-9_-]{12,}",
         r"\bgh[pousr]_[A-Za-z0-9]{20,}",
         r"\bgithub_pat_[A-Za-z0-9_]{20,}",
