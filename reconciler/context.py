@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from reconciler.assembly.profiles import ProfileStore
     from reconciler.assembly.similarity import Embedder
     from reconciler.generators import DimensionValues, SmartCall, TierCall
-    from reconciler.generators.cache import GenerationCache
+    from reconciler.generators.cache import CacheUse, GenerationCache
     from reconciler.suite import Scoring, ValueCache
 
 
@@ -142,8 +142,8 @@ class Runtime:
             to ``progress`` like any other line.
         on_answers_done: told that the answers started so far have all finished
             (a suite or a self-test returned), so a clock can time the last ones.
-        no_cache: ``--no-cache``: every smart and command generation is made again
-            (and refreshes ``.dst/cache/``) instead of replayed.
+        no_cache: ``--no-cache``: every smart and command generation is made (and stored) anew.
+        cache_use: how a cache hit is treated (``use``/``verify``/``lens``: CacheUse).
         environment: ``--env``: the named environment (``dst.yaml environments:``)
             whose refs and warehouse this command works with; ``None`` for the
             unnamed default environment.
@@ -158,6 +158,7 @@ class Runtime:
     on_answer: Callable[[str], None] | None = None
     on_answers_done: Callable[[], None] = _nothing
     no_cache: bool = False
+    cache_use: CacheUse = "use"
     environment: str | None = None
     _warehouses: dict[str, Executor] = field(default_factory=dict)
     _values: dict[str, ValueCache] = field(default_factory=dict)
@@ -426,9 +427,8 @@ class Runtime:
         return self._smart[key], ""
 
     def generation_cache(self) -> GenerationCache:
-        """The run's cache of external-tier generations (``.dst/cache/``, one per run).
-
-        Its budget comes from ``DST_MAX_CALLS`` / ``DST_MAX_COST_USD``.
+        """The run's cache of external-tier generations (``.dst/cache/``, one per run): its
+        budget from ``DST_MAX_CALLS`` / ``DST_MAX_COST_USD``, its warnings to progress.
 
         Raises:
             UsageError: either variable is set to something that is not a budget.
@@ -437,10 +437,10 @@ class Runtime:
         from reconciler.generators.cache import Budget, GenerationCache
 
         if self._cache is None:
+            budget, use = Budget.from_env(self.env), self.cache_use
+            path = self.root / ".dst" / "cache"
             self._cache = GenerationCache(
-                self.root / ".dst" / "cache",
-                read=not self.no_cache,
-                budget=Budget.from_env(self.env),
+                path, read=not self.no_cache, budget=budget, use=use, warn=self.progress
             )
         return self._cache
 

@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from reconciler import files as repofiles
 from reconciler.context import Runtime
 from reconciler.errors import UsageError
 from reconciler.git import attempts as attemptstore
@@ -433,11 +434,15 @@ def seed(rt: Runtime, url: str | None = None) -> SeedReport:
     folders += [(n, rt.root / gitstate.LENSES_DIR / n / "seeds") for n in names]
     seeds: list[SeedFile] = []
     for schema, base in folders:
+        # A seed is a regular file of the repository: a symlink (to a file or folder
+        # outside, or inside) is refused, never followed (reconciler.files).
+        repofiles.check_directory(rt.root, base)
         if not base.is_dir():
             continue
         for csv in sorted(base.glob("*.csv")):
             rel = csv.relative_to(rt.root).as_posix()
-            seeds.append(SeedFile(schema, csv.stem.lower(), rel, csv.read_bytes()))
+            data = repofiles.read_file(rt.root, csv)
+            seeds.append(SeedFile(schema, csv.stem.lower(), rel, data))
     return build(rt.root, seeds, url=url, schemas=names)
 
 
@@ -484,7 +489,7 @@ def seed_elsewhere(rt: Runtime) -> tuple[list[OtherWarehouse], list[str]]:
         lens_url: str | None = None
         if name is not None:
             rel = f"{gitstate.LENSES_DIR}/{name}/lens.yaml"
-            doc = load_yaml(rel, (rt.root / rel).read_bytes())
+            doc = load_yaml(rel, repofiles.read_file(rt.root, rt.root / rel))
             lens_url = validate(LensConfig, doc).warehouse
         resolved, source = resolve_url(None, rt.env, lens_url, rt.repo_config_url(), rt.root)
         if source == "embedded default":

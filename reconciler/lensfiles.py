@@ -221,6 +221,11 @@ class LensConfig(Strict):
     ``flaky: warn``. ``max_calls`` / ``max_cost_usd`` bound one apply's external-tier
     calls for the lens (``DST_MAX_CALLS`` / ``DST_MAX_COST_USD`` override them).
 
+    ``cache`` is verification policy, outside the asset: ``use`` (the default) scores a
+    cached smart or command answer as it is; ``verify`` makes ``dst apply`` generate
+    every cached answer again and compare (a difference is a warning, and the fresh
+    answer is scored): :mod:`reconciler.generators.cache`.
+
     ``as_of`` is the day relative periods ("last quarter", "in the past 30 days") are
     read at: a ``YYYY-MM-DD`` date pins it (certified answers and clock reads run on
     that day, DESIGN §4), ``today`` reads them against the warehouse's current date
@@ -250,6 +255,7 @@ class LensConfig(Strict):
     # {domain word or phrase: lens term it means, or "" for a word that adds nothing}
     vocabulary: dict[Annotated[str, Field(pattern=_WORDS_RE)], str] = {}
     series_order: Literal["oldest_first", "newest_first"] = "oldest_first"
+    cache: Literal["use", "verify"] = "use"
 
     generation_fields: ClassVar[tuple[str, ...]] = (
         "dialect",

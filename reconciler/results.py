@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from reconciler.bindings import Binding, Bindings, stamp
 from reconciler.ids import AnswerId, Oid
@@ -475,6 +475,10 @@ def state_for(
                     lens, plan.assets, r.answer, plan.deps[r.answer], source, flakes
                 )
     keep = frozenset(AnswerId(a.id) for a in lens.active_answers()) if lens else None
+    extra: dict[str, Any] = {}
+    cached = from_cache([*run.results, *run.self_test])
+    if cached:
+        extra["from_cache"] = cached
     record = RunRecord(
         schema_version=1,
         lens=plan.lens,
@@ -484,8 +488,22 @@ def state_for(
         self_test=[r.record() for r in run.self_test],
         cases=[c.record() for c in run.cases],
         messages=list(run.messages),
+        **extra,
     )
     return bindings.restamped(stamps, keep), record
+
+
+def from_cache(results: Sequence[AnswerResult]) -> list[str]:
+    """The answers any of whose scored generations was served from the generation cache
+    (``usage.cached``), sorted: what ``from_cache`` in ``state/run.json`` names."""
+    found: set[str] = set()
+    for r in results:
+        for attempt in r.attempts:
+            generation = attempt.get("generation")
+            usage = generation.get("usage") if isinstance(generation, Mapping) else None
+            if isinstance(usage, Mapping) and usage.get("cached") is True:
+                found.add(str(r.answer))
+    return sorted(found)
 
 
 def meta_for(run: Ran, action: str, source: Oid, previous: Oid | None) -> DeploymentMeta:

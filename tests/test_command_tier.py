@@ -8,6 +8,7 @@ calls and keeps the exact bytes it was sent.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -15,6 +16,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -334,3 +336,153 @@ def _gone(pid: int, within_s: float = 5) -> bool:
             return True
         time.sleep(0.1)
     return False
+
+
+# --- bounds: stream caps, the process group after every reply, the reply's schema ------
+
+REPLY = 'print(\'{"sql": "SELECT 1 AS one"}\')'
+# Leaves a child behind (its pipes closed), and a daemon that left the process group and
+# the session (double fork, setsid), then replies and exits 0.
+LEAVES_CHILDREN = f"""\
+import os, subprocess, sys, time
+sys.stdin.read()
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+read, write = os.pipe()
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.close(read)
+        for fd in (0, 1, 2):
+            os.dup2(os.open(os.devnull, os.O_RDWR), fd)
+        os.write(write, str(os.getpid()).encode())
+        os.close(write)
+        time.sleep(60)
+    os._exit(0)
+os.close(write)
+daemon = int(os.read(read, 32))
+with open(os.environ["GEN_LOG"], "w") as out:
+    out.write(f"{{child.pid}} {{daemon}}")
+{REPLY}
+"""
+# Replies at once, but a child it started keeps stdout and stderr open for a minute.
+HOLDS_PIPES = f"""\
+import os, subprocess, sys
+sys.stdin.read()
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+with open(os.environ["GEN_LOG"], "w") as out:
+    out.write(str(child.pid))
+{REPLY}
+"""
+
+
+def _program(tmp_path: Path, source: str, *, timeout_s: float = 30, **env: str) -> CommandSettings:
+    program = tmp_path / "program.py"
+    program.write_text(source)
+    return CommandSettings(
+        (sys.executable, str(program)), tmp_path, timeout_s, {**os.environ, **env}, tmp_path
+    )
+
+
+@pytest.fixture
+def shop_lens() -> Any:
+    files = {k.removeprefix("lenses/shop/"): v for k, v in FILES.items()}
+    return load_lens(
+        "shop", {k: v if isinstance(v, bytes) else v.encode() for k, v in files.items()}
+    )
+
+
+@pytest.mark.parametrize("stream", ["stdout", "stderr"])
+def test_a_program_that_prints_without_end_is_an_error_at_the_cap(
+    tmp_path: Path, shop_lens: Any, stream: str
+) -> None:
+    source = f"import sys\nwhile True:\n    sys.{stream}.write('x' * 65536)\n"
+    settings = _program(tmp_path, source, timeout_s=60)
+    started = time.monotonic()
+    got = CommandGenerator(settings).run(shop_lens, "{}", None)
+    elapsed = time.monotonic() - started
+    assert got.error and got.sql is None
+    cap = command.MAX_STREAM_BYTES
+    assert f"printed more than {cap} bytes on {stream}" in str(got.declined), got.declined
+    assert elapsed < 30, elapsed  # ended at the cap, not at the timeout
+    exchange = command._communicate(settings, b"{}")
+    assert exchange.overflow == stream and exchange.status is None
+    kept = len(exchange.stdout if stream == "stdout" else exchange.stderr)
+    assert cap < kept <= cap + 64 * 1024  # read to the cap and one chunk, never more
+
+
+def test_nine_mib_of_stdout_is_an_error_and_eight_are_not(tmp_path: Path, shop_lens: Any) -> None:
+    cap = command.MAX_STREAM_BYTES
+    for size, error in ((cap - 4096, False), (cap + 1024 * 1024, True)):
+        source = (
+            "import sys\nsys.stdin.read()\n"
+            f"sys.stdout.write('{{\"sql\": \"SELECT 1 AS one\"}}' + ' ' * {size - 40})\n"
+        )
+        got = CommandGenerator(_program(tmp_path, source)).run(shop_lens, "{}", None)
+        assert got.error is error, (size, got.declined)
+        assert (got.sql == "SELECT 1 AS one") is not error
+
+
+def test_the_process_group_and_a_daemon_are_ended_after_a_successful_reply(
+    tmp_path: Path, shop_lens: Any
+) -> None:
+    log = tmp_path / "pids.log"
+    settings = _program(tmp_path, LEAVES_CHILDREN, GEN_LOG=str(log))
+    got = CommandGenerator(settings).run(shop_lens, "{}", None)
+    assert (got.error, got.sql) == (False, "SELECT 1 AS one"), got.declined
+    child, daemon = (int(p) for p in log.read_text().split())
+    assert _gone(child), f"the program's child {child} outlived its reply"
+    if Path("/proc/self/environ").exists():
+        assert _gone(daemon), f"the program's daemon {daemon} outlived its reply"
+    else:  # pragma: no cover - without /proc only the process group is reached
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(daemon, signal.SIGKILL)
+
+
+def test_a_child_holding_the_pipes_does_not_hold_the_reply(tmp_path: Path, shop_lens: Any) -> None:
+    log = tmp_path / "pid.log"
+    settings = _program(tmp_path, HOLDS_PIPES, timeout_s=30, GEN_LOG=str(log))
+    started = time.monotonic()
+    got = CommandGenerator(settings).run(shop_lens, "{}", None)
+    elapsed = time.monotonic() - started
+    assert (got.error, got.sql) == (False, "SELECT 1 AS one"), got.declined
+    assert elapsed < 10, elapsed  # the reply, then a short grace: not the 30 s timeout
+    assert _gone(int(log.read_text()))
+
+
+def test_a_reply_with_unknown_keys_fails_its_schema(tmp_path: Path, shop_lens: Any) -> None:
+    source = (
+        "import json, sys\nsys.stdin.read()\n"
+        "print(json.dumps({'sql': 'SELECT 1 AS one', 'confidence': 0.9}))\n"
+    )
+    got = CommandGenerator(_program(tmp_path, source)).run(shop_lens, "{}", None)
+    assert got.error and got.sql is None
+    assert "unparseable output" in str(got.declined)
+    assert "confidence: Extra inputs are not permitted" in str(got.declined), got.declined
+    assert "0.9" not in str(got.declined)  # the reply's values are never echoed
+
+
+def test_a_program_path_outside_the_repository_or_through_a_symlink_is_refused(
+    repo: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside.py"
+    outside.write_bytes(GEN)
+    commit(repo, FILES, "shop lens")
+    assert invoke(repo, "seed").code == 0
+    # untracked (a committed symlink is refused by the lens loader before this check)
+    (repo / "lenses/shop/linked.py").symlink_to(outside)
+    with (repo / ".git/info/exclude").open("a") as exclude:
+        exclude.write("lenses/shop/linked.py\n")
+    cases = {
+        "linked.py": "lenses/shop/linked.py: is a symlink outside the repository",
+        "../../../outside.py": "resolves outside the repository",
+        str(outside): "a file outside the repository",
+    }
+    for program, words in cases.items():
+        commit(repo, {"lenses/shop/lens.yaml": lens_yaml(program)}, f"generator: {program}")
+        done = invoke(repo, "apply", "--format", "json", env={"GEN_LOG": str(tmp_path / "l")})
+        assert done.code == 2, (program, done.stdout, done.stderr)
+        assert "lenses/shop/lens.yaml" in done.stderr and words in done.stderr, done.stderr
+        assert not (tmp_path / "l").exists(), "the program ran"
+        assert git(repo, "for-each-ref", "refs/dst/") == ""

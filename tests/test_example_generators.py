@@ -111,7 +111,8 @@ def test_the_service_wrapper_exits_non_zero_when_the_service_fails() -> None:
 
 
 def test_a_lens_gates_through_the_service_wrapper(repo: Path) -> None:
-    program = json.dumps([sys.executable, str(EXAMPLES / "http_service.py")])
+    # copied into the lens, as the examples' README says: dst runs only repository files
+    program = json.dumps([sys.executable, "http_service.py"])
     lens = b'name: shop\nas_of: "2024-12-31"\ngenerator:\n  tiers: [command]\n'
     lens += f"  command: {{run: {program}, timeout_s: 30}}\n".encode()
     answer_file = (
@@ -122,6 +123,7 @@ def test_a_lens_gates_through_the_service_wrapper(repo: Path) -> None:
     files.update(
         {
             "lenses/shop/lens.yaml": lens,
+            "lenses/shop/http_service.py": (EXAMPLES / "http_service.py").read_bytes(),
             "lenses/shop/answers/total_revenue.yaml": answer_file,
             "lenses/shop/seeds/orders.csv": "order_id,customer_id,order_date,amount\n"
             "1,1,2024-01-02,10\n2,2,2024-02-03,20\n",

@@ -9,17 +9,28 @@ accepts any password) and an unreachable one, and every byte it printed or
 wrote — stdout, stderr, JUnit, the job summary, the HTML report, the embedded
 warehouse directory, crash logs, and every git object and reflog — is searched
 for each secret.
+
+A second test plants values in the environment of a ``command``-tier generator that
+prints its whole environment (and exits 1, or replies with it as unknown keys, or
+quotes it in a decline): the terminal, the webhook bodies a local HTTP server
+receives, JUnit, the job summary, the HTML report and every object reachable from
+``refs/dst/*`` must hold none of them; the local log under ``.dst/logs/`` keeps
+them whole.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import subprocess
+import sys
 import tempfile
+import threading
 import uuid
 import zlib
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -238,3 +249,181 @@ def _dst_objects(repo: Path) -> list[tuple[str, str]]:
                     text += git(repo, "show", f"{oid}:state/{name}")
             out.append((f"{ref} commit {oid[:12]}", text))
     return out
+
+
+# --- a generator that prints its whole environment ------------------------------------
+#
+# The values are planted in the environment dst (and so the program) runs with. None is
+# named like a secret (no KEY/TOKEN/PASS), one holds characters JSON escapes, one is a
+# URL with a password: the redaction must go by value. Each value carries a core
+# ("pl4nted-…") that is searched for, so half a value is a leak too.
+PLANTED = {
+    "DST_SLACK_WEBHOOK": "https://hooks.example.com/services/T01/B02/pl4nted-webhook-7Qx",
+    "GH_PAT": "pl4nted-pat-9f8e7d6c5b",
+    "MY_AUTH": "pl4nted-auth_31337xyz",
+    "DB_DSN": "postgresql://svc:pl4nted-dbpw-42@db.internal:5432/prod",
+    "QUOTED_NOTE": 'say "pl4nted-quoted" \\ twice',
+}
+CORES = ("pl4nted-webhook", "pl4nted-pat", "pl4nted-auth", "pl4nted-dbpw", "pl4nted-quoted")
+HOOK_VAR = "DST_TEST_GENERATOR_HOOK"
+DUMP_ENV = b"""\
+import json, os, sys
+sys.stdin.read()
+for name, value in sorted(os.environ.items()):
+    print(f"{name}={value}", file=sys.stderr)
+    print(f"{name}={value}")
+print(json.dumps(dict(os.environ)), file=sys.stderr)
+print("RuntimeError: the generator gave up", file=sys.stderr)
+sys.exit(1)
+"""
+EXTRA_KEYS = b"""\
+import json, os, sys
+sys.stdin.read()
+print(json.dumps({"sql": "SELECT COUNT(*) AS orders FROM orders", **os.environ}))
+"""
+# Answers the certified question, declines every other one with a reason that quotes the
+# environment, and chats on stderr all the while.
+CHATTY = b"""\
+import json, os, sys
+req = json.loads(sys.stdin.read())
+print("env: " + json.dumps(dict(os.environ)), file=sys.stderr)
+if req["question"] == "How many orders are there?":
+    print(json.dumps({"sql": "SELECT COUNT(*) AS orders FROM orders"}))
+else:
+    print(json.dumps({"declined": "cannot; settings " + os.environ["MY_AUTH"] + " "
+                      + os.environ["DB_DSN"]}))
+"""
+
+
+def _generator_lens(program: str) -> str:
+    run = json.dumps([sys.executable, program])
+    return (
+        'name: shop\nas_of: "2024-12-31"\ngenerator:\n  tiers: [command]\n'
+        f"  command: {{run: {run}, timeout_s: 60}}\n"
+    )
+
+
+class _Hook:
+    """A local webhook: keeps every request body as received."""
+
+    def __init__(self) -> None:
+        bodies: list[str] = []
+        self.bodies = bodies
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                bodies.append(self.rfile.read(int(self.headers["Content-Length"])).decode())
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *_args: object) -> None:
+                return None
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+
+
+@pytest.fixture
+def hook() -> Iterator[_Hook]:
+    h = _Hook()
+    thread = threading.Thread(target=h.server.serve_forever, daemon=True)
+    thread.start()
+    yield h
+    h.server.shutdown()
+    h.server.server_close()
+
+
+def _reachable_objects(repo: Path) -> list[tuple[str, str]]:
+    """Every object reachable from any ref under refs/dst/, as text (commits, trees, blobs)."""
+    refs = git(repo, "for-each-ref", "--format=%(refname)", "refs/dst/").split()
+    assert refs, "nothing recorded under refs/dst/"
+    listing = git(repo, "rev-list", "--objects", *refs).splitlines()
+    oids = [line.split()[0] for line in listing if line.strip()]
+    env = {**os.environ, **GIT_ENV, "HOME": str(repo)}
+    batch = subprocess.run(
+        ["git", "cat-file", "--batch"],
+        cwd=repo, env=env, input="\n".join(oids).encode() + b"\n", capture_output=True,
+        check=True,
+    ).stdout  # fmt: skip
+    where = f"{len(oids)} objects reachable from {len(refs)} refs/dst refs"
+    return [(where, batch.decode("utf-8", "replace"))]
+
+
+def test_a_generator_printing_its_environment_leaks_no_value_anywhere(
+    repo: Path, hook: _Hook, tmp_path: Path
+) -> None:
+    answer = ANSWER.format(id="orders", table="orders")
+    commit(
+        repo,
+        {
+            "dst.yaml": f"notify:\n  - url_env: {HOOK_VAR}\n    events: [promoted, blocked]\n",
+            "lenses/shop/lens.yaml": _generator_lens("chatty.py"),
+            "lenses/shop/chatty.py": CHATTY,
+            "lenses/shop/dump_env.py": DUMP_ENV,
+            "lenses/shop/extra_keys.py": EXTRA_KEYS,
+            "lenses/shop/models/orders.yaml": MODEL.format(table="orders"),
+            "lenses/shop/answers/orders.yaml": answer,
+            "lenses/shop/seeds/orders.csv": "order_id,customer_id,order_date,amount\n"
+            "1,1,2024-01-02,10\n2,2,2024-02-03,20\n",
+        },
+        "shop lens, generated by a program that talks on stderr",
+    )
+    rec = Recorder(repo, {**PLANTED, HOOK_VAR: hook.url, "DST_WAREHOUSE_URL": ""})
+    rec.run("seed", ok=(0,))
+    promoted = rec.run("apply", "--format", "json", ok=(0,))
+    assert promoted.lens("shop")["action"] == "promoted"
+    declined = rec.run("ask", "What is the total amount?", "--lens", "shop", "--format", "json")
+    assert "cannot; settings ***" in declined.stdout, declined.stdout
+    rec.run("ask", "What is the total amount?", "--lens", "shop", "--format", "text")
+
+    # The program now prints its whole environment and exits 1: the apply blocks.
+    commit(repo, {"lenses/shop/lens.yaml": _generator_lens("dump_env.py")}, "dump_env.py")
+    rec.run("apply", "--dry-run", "--format", "text", ok=(1,))
+    blocked = rec.run("apply", "--format", "json", ok=(1,))
+    shop = blocked.lens("shop")
+    assert shop["action"] == "blocked"
+    (result,) = shop["results"]
+    assert result["outcome"] == "error"
+    detail = result["detail"]
+    assert "exited with status 1" in detail and "RuntimeError: the generator gave up" in detail
+    assert "bytes, whole in .dst/logs/command/" in detail, detail
+    summary = result["trace"][0]["generation"]["usage"]["stderr"]
+    assert summary["exit_status"] == 1 and summary["bytes"] > 0
+    log = repo / summary["log"]
+    kept = log.read_text()
+    assert all(v in kept for v in PLANTED.values()), "the local log keeps the stream whole"
+    assert git(repo, "check-ignore", summary["log"]) == summary["log"]
+
+    # Reports of that run: JUnit and the job summary of the PR check, the HTML report.
+    junit, step_summary, html = tmp_path / "junit.xml", tmp_path / "summary.md", tmp_path / "r.html"
+    ci_env = {"GITHUB_STEP_SUMMARY": str(step_summary), "GITHUB_ACTIONS": "true"}
+    base = git(repo, "rev-parse", "HEAD~1")
+    rec.run("ci", "check", "--base", base, "--junit", str(junit), "--format", "github", env=ci_env)
+    saved = tmp_path / "apply.json"
+    saved.write_text(blocked.stdout)
+    rec.run("report", "--from", str(saved), "--html", str(html))
+
+    # A reply carrying the environment as unknown keys fails its schema.
+    commit(repo, {"lenses/shop/lens.yaml": _generator_lens("extra_keys.py")}, "extra_keys.py")
+    extra = rec.run("apply", "--format", "json", ok=(1,))
+    (result,) = extra.lens("shop")["results"]
+    assert "unparseable output" in result["detail"], result["detail"]
+    assert "Extra inputs are not permitted" in result["detail"], result["detail"]
+    rec.run("status", "--format", "text")
+    rec.run("log", "shop", "--format", "json")
+
+    haystacks = list(rec.outputs)
+    haystacks += [(f"webhook body {i}", body) for i, body in enumerate(hook.bodies)]
+    haystacks += [(p.name, p.read_text(errors="replace")) for p in (junit, step_summary, html)]
+    haystacks += _reachable_objects(repo)
+    haystacks += [(f"git file {w}", t) for w, t in _files(repo / ".git")]
+    assert len(hook.bodies) >= 2 and junit.exists() and step_summary.exists() and html.exists()
+    planted = (*PLANTED.values(), *CORES)
+    leaks = [(p, where) for where, text in haystacks for p in planted if p in text]
+    record(
+        f"secrets (generator environment): {len(PLANTED)} values planted, none named like a "
+        f"secret; {len(haystacks)} outputs checked (terminal, {len(hook.bodies)} webhook "
+        f"bodies, JUnit, job summary, HTML, every object under refs/dst/, .git files); "
+        f"{len(leaks)} leaks"
+    )
+    assert not leaks, leaks

@@ -359,6 +359,7 @@ def apply(
             if _reach_serving(rt, head, span):
                 rt.close()  # the open repository still sees the old shallow boundary
                 rt = runtime(repo, warehouse, environment=env)
+        rt.cache_use = "lens"  # each lens's cache: (verify re-generates cached answers)
         require_known(rt.repo)
         if head is not None:
             _load_every_lens(rt, head, None)

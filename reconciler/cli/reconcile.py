@@ -11,6 +11,7 @@ unchanged or all green; 1 blocked, stood down or a divergence; 2 bad input
 from __future__ import annotations
 
 import sys
+from enum import Enum
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -34,6 +35,23 @@ from reconciler.errors import UsageError
 if TYPE_CHECKING:
     from reconciler.context import Runtime
 
+
+class CacheChoice(str, Enum):
+    """``--cache``: how ``dst apply`` treats a cached smart or command answer."""
+
+    use = "use"
+    verify = "verify"
+
+
+CacheOpt = Annotated[
+    CacheChoice | None,
+    typer.Option(
+        "--cache",
+        help="use: score cached smart/command answers as stored; verify: generate each "
+        "again and compare (a difference warns; the fresh one is scored). "
+        "Default: each lens's cache: (use).",
+    ),
+]
 VerboseOpt = Annotated[
     bool,
     typer.Option("--verbose", "-v", help="Full text report: every change, stale answer and step."),
@@ -77,6 +95,7 @@ def apply(
     quiet: QuietOpt = False,
     jobs: JobsOpt = None,
     no_cache: NoCacheOpt = False,
+    cache: CacheOpt = None,
     profile: ProfileOpt = None,
     repo: RepoOpt = None,
     fmt: FormatOpt = Format.text,
@@ -88,6 +107,7 @@ def apply(
 
     rt = runtime(repo, warehouse, jobs, env)
     rt.no_cache = no_cache
+    rt.cache_use = "lens" if cache is None else cache.value
     try:
         if not dry_run:
             confirm_rollforward(rt, to, lens, yes)

@@ -18,7 +18,22 @@ bytes. Entries hold no credential: the key material is the payload, which never
 carries one, and the API key is not part of it.
 
 Layout: ``.dst/cache/<first two hex digits>/<sha256>.json``, each
-``{"schema_version": 1, "tier": ..., "generation": {"sql", "declined", "usage"}}``.
+``{"schema_version": 2, "key": <sha256>, "tier": ..., "generation": {"sql", "declined",
+"usage"}, "digest": ...}`` (:class:`CacheEntry`).
+
+**An entry is checked input, never trusted.** A CI cache restored from another run,
+or a folder anyone can write, may hold anything, so every entry read is validated
+against :class:`CacheEntry` (exactly one of ``sql`` and ``declined``, each a
+non-empty string; no unknown key), its stored ``key`` must be the name it is
+stored under, and its ``digest`` (SHA-256 over key, tier and generation) must match
+its content. An entry that fails any of these is a *miss with a warning* naming
+the file (the call is made again and the entry rewritten), never an error of the
+command. The digest catches an entry edited by hand or damaged; it is not a
+signature — whoever can write the folder can write a consistent entry. So the run
+record names every answer scored from the cache (``from_cache`` in
+``state/run.json``), and ``cache: verify`` in ``lens.yaml`` (or ``dst apply --cache
+verify``) re-generates every cached answer on ``dst apply`` and compares: a
+different answer is a warning, and the fresh generation is scored and stored.
 
 A run may be given a :class:`Budget` (``DST_MAX_CALLS``, ``DST_MAX_COST_USD``, which
 bound the whole run; without them a lens's ``max_calls`` / ``max_cost_usd`` in
@@ -41,7 +56,9 @@ from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, model_validator
 
 from reconciler.errors import UsageError
 from reconciler.generators.generation import Generation
@@ -49,7 +66,10 @@ from reconciler.generators.generation import Generation
 if TYPE_CHECKING:
     from reconciler.lens import Lens
 
-CACHE_SCHEMA_VERSION = 1
+CACHE_SCHEMA_VERSION = 2
+CacheUse = Literal["use", "lens", "verify"]
+"""How a run treats a hit: ``use`` serves it, ``verify`` re-generates and compares,
+``lens`` does what each lens's ``cache:`` says (``dst apply``)."""
 ENV_MAX_CALLS = "DST_MAX_CALLS"
 ENV_MAX_COST = "DST_MAX_COST_USD"
 SAMPLE: ContextVar[int] = ContextVar("dst_generation_sample", default=1)
@@ -156,6 +176,54 @@ def payload_digest(payload: str | object) -> str:
     return key_of({"payload": payload})
 
 
+class CachedGeneration(BaseModel):
+    """The answer an entry holds: exactly one of ``sql`` and ``declined``, and its usage."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    sql: str | None = Field(min_length=1)
+    declined: str | None = Field(min_length=1)
+    usage: dict[str, JsonValue]
+
+    @model_validator(mode="after")
+    def _one_of(self) -> CachedGeneration:
+        if (self.sql is None) == (self.declined is None):
+            raise ValueError('give exactly one of "sql" and "declined"')
+        return self
+
+
+class CacheEntry(BaseModel):
+    """One cache file (module docstring).
+
+    Attributes:
+        schema_version: this format's version (:data:`CACHE_SCHEMA_VERSION`).
+        key: the entry's key: the SHA-256 its file is named after.
+        tier: ``smart`` or ``command``.
+        generation: the answer.
+        digest: :func:`entry_digest` of the three above.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    schema_version: Literal[2]
+    key: str = Field(pattern=r"^[0-9a-f]{64}$")
+    tier: Literal["smart", "command"]
+    generation: CachedGeneration
+    digest: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+
+def entry_digest(key: str, tier: str, generation: Mapping[str, object]) -> str:
+    """SHA-256 over an entry's key, tier and generation (sorted, compact JSON)."""
+    return key_of({"key": key, "tier": tier, "generation": generation})
+
+
+def _schema_problem(exc: ValidationError) -> str:
+    first = exc.errors(include_url=False, include_input=False, include_context=False)[0]
+    where = ".".join(str(p) for p in first["loc"]) or "entry"
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return f"fails its schema: {where}: {first['msg']}{more}"
+
+
 class GenerationCache:
     """The cache directory of one run (module docstring).
 
@@ -163,16 +231,35 @@ class GenerationCache:
         directory: the cache root (``<repository>/.dst/cache``).
         read: ``False`` for ``--no-cache``: every lookup misses, stores still refresh.
         budget: what the run may spend on calls the cache cannot answer.
+        use: how a hit is treated (:data:`CacheUse`).
+        warn: receives each warning line (an entry treated as a miss, a verified
+            entry that differs); once per entry and run.
+        shown: how messages name ``directory`` (repository-relative).
 
     Attributes:
         hits: lookups answered from the cache in this run.
+        warnings: the warnings given, in order.
     """
 
-    def __init__(self, directory: Path, *, read: bool = True, budget: Budget | None = None) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        read: bool = True,
+        budget: Budget | None = None,
+        use: CacheUse = "use",
+        warn: Callable[[str], None] | None = None,
+        shown: str = ".dst/cache",
+    ) -> None:
         self.directory = directory
         self.read = read
         self.budget = budget or Budget()
+        self.use = use
         self.hits = 0
+        self.warnings: list[str] = []
+        self._warn = warn
+        self._shown = shown
+        self._warned: set[str] = set()
         self._seen: dict[str, int] = {}
         self._lens_budgets: dict[str, Budget] = {}
         self._lock = threading.Lock()
@@ -200,9 +287,29 @@ class GenerationCache:
             self._seen[base] = occurrence
         return key_of({"call": base, "occurrence": occurrence})
 
-    def peek(self, tier: str, material: Mapping[str, object]) -> Generation | None:
+    def verifies(self, lens: Lens | None) -> bool:
+        """Whether a hit for ``lens`` is re-generated and compared (:data:`CacheUse`)."""
+        if self.use == "lens":
+            return lens is not None and lens.config.cache == "verify"
+        return self.use == "verify"
+
+    def _warning(self, rel: str, line: str) -> None:
+        with self._lock:
+            if rel in self._warned:
+                return
+            self._warned.add(rel)
+            self.warnings.append(line)
+        if self._warn is not None:
+            self._warn(line)
+
+    def peek(
+        self, tier: str, material: Mapping[str, object], lens: Lens | None = None
+    ) -> Generation | None:
         """What the next call with ``material`` in the current :data:`SAMPLE` would be served
-        from the cache, without counting it as a call or a hit; ``None`` when it would call."""
+        from the cache, without counting it as a call or a hit; ``None`` when it would call
+        (a hit that :meth:`verifies` re-generates is a call)."""
+        if self.verifies(lens):
+            return None
         base = self._base(material, SAMPLE.get())
         with self._lock:
             occurrence = self._seen.get(base, 0) + 1
@@ -229,7 +336,8 @@ class GenerationCache:
         """
         key = self.key(material)
         found = self.lookup(key, tier)
-        if found is not None:
+        verify = found is not None and self.verifies(lens)
+        if found is not None and not verify:
             return found
         budget = self.budget_for(lens)
         with self._lock:
@@ -242,31 +350,75 @@ class GenerationCache:
         with self._lock:
             budget.calls -= 1
             budget.charge(generation)
+        if verify and found is not None:
+            generation = self._verified(key, found, generation)
         self.store(key, generation)
         return generation
+
+    def _verified(self, key: str, cached: Generation, fresh: Generation) -> Generation:
+        """``fresh``, marked with how it compared with the ``cached`` entry it re-made."""
+        same = not fresh.error and (fresh.sql, fresh.declined) == (cached.sql, cached.declined)
+        if not same:
+            rel = self._rel(key)
+            got = "failed" if fresh.error else "answered differently"
+            self._warning(
+                rel,
+                f"warning: {rel}: a fresh {fresh.tier} generation {got} than the cached entry "
+                "(cache: verify); the fresh one is scored and stored",
+            )
+        usage = {**(fresh.usage or {}), "cache": "verified" if same else "replaced"}
+        return Generation(fresh.tier, fresh.sql, fresh.declined, usage, fresh.error, fresh.exemplar)
 
     def _path(self, key: str) -> Path:
         return self.directory / key[:2] / f"{key}.json"
 
+    def _rel(self, key: str) -> str:
+        return f"{self._shown}/{key[:2]}/{key}.json"
+
     def lookup(self, key: str, tier: str) -> Generation | None:
         """The stored generation for ``key``, marked ``cached``; ``None`` on a miss.
 
-        An unreadable or foreign entry is a miss (it is overwritten by the next store).
+        An entry that cannot be read, fails :class:`CacheEntry`, is stored under
+        another key's name, does not match its digest or belongs to another tier is a
+        miss with a warning (module docstring); the next store overwrites it.
         """
         if not self.read:
             return None
+        path = self._path(key)
         try:
-            entry = json.loads(self._path(key).read_text(encoding="utf-8"))
-            gen = entry["generation"]
-            if entry.get("schema_version") != CACHE_SCHEMA_VERSION or entry.get("tier") != tier:
-                return None
-            usage = {**gen.get("usage", {}), "cached": True}
-            found = Generation(tier, gen["sql"], gen["declined"], usage)
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            raw = path.read_bytes()
+        except FileNotFoundError:
             return None
+        except OSError as exc:
+            return self._miss(key, f"cannot be read ({exc.strerror or exc})")
+        try:
+            doc = json.loads(raw)
+        except ValueError:
+            return self._miss(key, "is not JSON")
+        if isinstance(doc, dict) and doc.get("schema_version") != CACHE_SCHEMA_VERSION:
+            version = doc.get("schema_version")
+            return self._miss(key, f"has schema_version {version!r}, not {CACHE_SCHEMA_VERSION}")
+        try:
+            entry = CacheEntry.model_validate(doc)
+        except ValidationError as exc:
+            return self._miss(key, _schema_problem(exc))
+        if entry.key != key:
+            return self._miss(key, f"holds key {entry.key[:12]}…, not the one it is named after")
+        gen = entry.generation.model_dump(mode="json")
+        if entry.digest != entry_digest(key, entry.tier, gen):
+            return self._miss(key, "does not match its digest (edited or damaged)")
+        if entry.tier != tier:
+            return self._miss(key, f"is a {entry.tier} entry, read for the {tier} tier")
+        usage = {**entry.generation.usage, "cached": True}
+        found = Generation(tier, entry.generation.sql, entry.generation.declined, usage)
         with self._lock:
             self.hits += 1
         return found
+
+    def _miss(self, key: str, problem: str) -> Generation | None:
+        rel = self._rel(key)
+        self._warning(rel, f"warning: {rel} {problem}; treated as a miss (generated again)")
+        return None
 
     def store(self, key: str, generation: Generation) -> None:
         """Write ``generation`` under ``key`` atomically; failures are never stored.
@@ -276,21 +428,25 @@ class GenerationCache:
         """
         if generation.error:
             return
+        gen = {
+            "sql": generation.sql,
+            "declined": generation.declined,
+            "usage": {k: v for k, v in (generation.usage or {}).items() if k != "cache"},
+        }
+        gen = json.loads(json.dumps(gen, default=str))  # the exact JSON the digest covers
         entry = {
             "schema_version": CACHE_SCHEMA_VERSION,
+            "key": key,
             "tier": generation.tier,
-            "generation": {
-                "sql": generation.sql,
-                "declined": generation.declined,
-                "usage": dict(generation.usage or {}),
-            },
+            "generation": gen,
+            "digest": entry_digest(key, generation.tier, gen),
         }
         path = self._path(key)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent)
             with os.fdopen(fd, "w", encoding="utf-8") as out:
-                json.dump(entry, out, sort_keys=True, default=str)
+                json.dump(entry, out, sort_keys=True)
             os.replace(tmp, path)
         except OSError:
             return

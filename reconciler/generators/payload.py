@@ -72,6 +72,10 @@ class TierRequest(BaseModel):
 class TierReply(BaseModel):
     """What an external generator prints: exactly one of ``sql`` and ``declined``.
 
+    Any other key fails the schema (the reply is then an error generation), so a
+    misspelt ``"sqll"`` or a program that prints its settings is never read as an
+    answer.
+
     Attributes:
         sql: one read-only query (it passes the same guard as every other SQL).
         declined: why the question cannot be answered from the context.
@@ -79,7 +83,7 @@ class TierReply(BaseModel):
         cost_usd: what the call cost in USD, when it knows.
     """
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     sql: str | None = Field(default=None, min_length=1)
     declined: str | None = None

@@ -135,7 +135,7 @@ class SmartGenerator:
         """The cached answer the next call for ``request`` would get, else ``None`` (no call)."""
         if self.cache is None:
             return None
-        return self.cache.peek("smart", self.key_material(prompt(lens, request, None)))
+        return self.cache.peek("smart", self.key_material(prompt(lens, request, None)), lens)
 
     def key_material(self, messages: list[dict[str, str]]) -> dict[str, object]:
         """What the cache key of one call is made of (module docstring)."""

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pygit2
 
+from reconciler import files as repofiles
 from reconciler.errors import LensLoadError, UsageError
 from reconciler.git import checked as checkmarks
 from reconciler.ids import Oid
@@ -272,6 +273,7 @@ def worktree_files(root: Path, name: str) -> dict[str, bytes]:
             fix="use lowercase letters, digits, '-' and '_'",
         )
     base = root / LENSES_DIR / name
+    repofiles.check_directory(root, base)  # os.walk would follow a symlinked lens folder
     out: dict[str, bytes] = {}
     for dirpath, dirnames, filenames in os.walk(base):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
