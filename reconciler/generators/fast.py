@@ -113,7 +113,7 @@ from reconciler.generators.ordering import order_plan, split_ordering
 from reconciler.generators.periodcounts import check_compared_count, render_period_counts
 from reconciler.generators.periods import check_unit_phrases, earlier, first_day, spell_to_date
 from reconciler.generators.persons import with_person_keys
-from reconciler.generators.shapes import other_shapes
+from reconciler.generators.shapes import claim, every_shape
 from reconciler.generators.verbs import dated_verbs
 from reconciler.generators.weekdays import split_weekdays, with_weekdays
 from reconciler.generators.when import when
@@ -511,9 +511,10 @@ def compile_request(lens: Lens, request: GenerationRequest, values: DimensionVal
     An exemplar folded into the request whose normalized question equals the
     question is returned verbatim, one whose question differs only in slots is
     adapted (:mod:`reconciler.generators.adapt`: one that reads like it but cannot be
-    adapted without doubt declines); otherwise the question is parsed
-    and rendered (the shapes of :mod:`reconciler.generators.shapes` first; a running
-    total by :mod:`reconciler.generators.cumulative`).
+    adapted without doubt declines); otherwise every reader reads it — the shapes of
+    :mod:`reconciler.generators.shapes` and the one-measure grammar (a running total by
+    :mod:`reconciler.generators.cumulative`) — and only one reading is served
+    (:func:`_one_reading`: two that differ decline, naming both).
 
     Returns:
         ``Generation(tier="fast", sql=...)``, or ``sql=None`` with the reason it declined.
@@ -532,17 +533,57 @@ def compile_request(lens: Lens, request: GenerationRequest, values: DimensionVal
         question = without_backrefs(lens, request.question, values)
         if question != request.question:
             found = retrieve(lens, question, values)
-        shaped = other_shapes(lens, question, found, values, request.metrics, parse)
-        if shaped is not None:
-            return Generation(TIER, shaped)
-        question, running = split_cumulative(question, found)
-        plan = parse(lens, question, values, allowed_metrics=request.metrics)
-        if running:
-            return Generation(TIER, render_cumulative(lens, plan))
-        if plan.compared and plan.measure.function == "count_distinct":
-            return Generation(TIER, render_period_counts(lens, plan))
-        return Generation(TIER, render(lens, plan))
+        return _one_reading(lens, question, found, values, request.metrics)
     except Declined as exc:
         return Generation(TIER, None, exc.reason)
     except SqlglotError as exc:
         return Generation(TIER, None, f"could not build SQL: {exc}")
+
+
+def _grammar(
+    lens: Lens,
+    question: str,
+    found: Retrieval,
+    values: DimensionValues,
+    allowed: tuple[str, ...] | None,
+) -> str:
+    """The one-measure grammar's SQL (:func:`parse`), a running total or counts compared."""
+    question, running = split_cumulative(question, found)
+    plan = parse(lens, question, values, allowed_metrics=allowed)
+    if running:
+        return render_cumulative(lens, plan)
+    if plan.compared and plan.measure.function == "count_distinct":
+        return render_period_counts(lens, plan)
+    return render(lens, plan)
+
+
+def _one_reading(
+    lens: Lens,
+    question: str,
+    found: Retrieval,
+    values: DimensionValues,
+    allowed: tuple[str, ...] | None,
+) -> Generation:
+    """The one reading of ``question`` among every shape's and the grammar's, else a decline.
+
+    Every reader is asked (:func:`~reconciler.generators.shapes.every_shape`, then the
+    one-measure grammar); there is no first match. Two readers that read the question
+    into different SQL decline, naming both: which one is meant is a guess, and a
+    later rule could otherwise silently change an earlier reading. A shape that
+    recognizes the question but declines it, ahead of every reader that read it,
+    declines it (it saw something the others did not); with no reading at all, the
+    first shape's decline, else the grammar's, is the reason.
+    """
+    claims = every_shape(lens, question, found, values, allowed, parse)
+    grammar = claim("grammar", lambda: _grammar(lens, question, found, values, allowed))
+    read = [c for c in (*claims, grammar) if c is not None and c.sql is not None]
+    if len({c.sql for c in read}) > 1:
+        names = " and ".join(f"the {c.reader} reading" for c in read)
+        return Generation(TIER, None, f"two readings of the question: {names} differ")
+    first = claims[0] if claims else None
+    if first is not None and first.sql is None:
+        return Generation(TIER, None, first.declined)
+    if read:
+        return Generation(TIER, read[0].sql)
+    assert grammar is not None and grammar.declined is not None
+    return Generation(TIER, None, grammar.declined)

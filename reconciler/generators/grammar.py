@@ -163,7 +163,11 @@ class _Scan:
     def _keyword(self, i: int) -> bool:
         """A grain, ranking direction, number, aggregation or comparison word."""
         r, t = self.reading, self.toks[i]
-        if t in GRAIN_WORDS:
+        if t in ("least", "most") and i > 0 and self.toks[i - 1] == "at":
+            # "at least 2", "at most 3": a bound on a count, never a ranking direction;
+            # the one-measure grammar has no reading of it (the output shapes do)
+            r.unknown.append(f"at {self.found.words[i]}")
+        elif t in GRAIN_WORDS:
             r.grains.setdefault(GRAIN_WORDS[t], i)
         elif t in DESCENDING or t in ASCENDING:
             r.directions.add(t in DESCENDING)

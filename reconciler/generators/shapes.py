@@ -1,19 +1,25 @@
-"""The fast tier's shapes read before its one-measure grammar, in order (pure).
+"""The fast tier's shapes beside its one-measure grammar, each asked in turn (pure).
 
-:func:`other_shapes` tries, first match wins: an output clause or a ranking by
+:func:`every_shape` asks each of them what it makes of a question, and keeps every
+answer (:class:`Claim`): an output clause or a ranking by
 several measures (:mod:`reconciler.generators.outputs`); a ratio or difference of
 two measures, entity counts included (:mod:`reconciler.generators.ratios`,
 :mod:`reconciler.generators.countratios`), or of two facts of each row
 (:mod:`reconciler.generators.rawfacts`); a ranking of rows by a raw column or a
 listing (:mod:`reconciler.generators.listing`), kept by related rows
-(:mod:`reconciler.generators.existence`). A question none of them reads goes to
-:func:`reconciler.generators.fast.parse`.
+(:mod:`reconciler.generators.existence`). The grammar
+(:func:`reconciler.generators.fast.parse`) is asked too, and
+:func:`reconciler.generators.fast.compile_request` serves a question only when its
+readers agree on one reading: there is no first match.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from reconciler.assembly.retrieval import Retrieval
-from reconciler.generators.compiler import render
+from reconciler.generators.compiler import Declined, render
 from reconciler.generators.countratios import count_ratio
 from reconciler.generators.existence import existence_rows
 from reconciler.generators.generation import DimensionValues
@@ -26,15 +32,40 @@ from reconciler.generators.rawfacts import row_expression
 from reconciler.lens import Lens
 
 
-def other_shapes(
+@dataclass(frozen=True)
+class Claim:
+    """What one reader made of a question.
+
+    Attributes:
+        reader: the reader's name (``outputs``, ``listing``, ``grammar`` …).
+        sql: its SQL, when it read the question.
+        declined: why it declined, when the question is of its shape but it cannot
+            answer it soundly.
+    """
+
+    reader: str
+    sql: str | None = None
+    declined: str | None = None
+
+
+def claim(reader: str, read: Callable[[], str | None]) -> Claim | None:
+    """``read()`` as a :class:`Claim`; ``None`` when the question is not of its shape."""
+    try:
+        sql = read()
+    except Declined as exc:
+        return Claim(reader, declined=exc.reason)
+    return None if sql is None else Claim(reader, sql=sql)
+
+
+def every_shape(
     lens: Lens,
     question: str,
     found: Retrieval,
     values: DimensionValues,
     allowed: tuple[str, ...] | None,
     parse: Parser,
-) -> str | None:
-    """The SQL of ``question`` in one of the shapes above, or ``None`` when it has none.
+) -> list[Claim]:
+    """What every shape above makes of ``question``, in the order above (each is asked).
 
     Args:
         lens: the lens.
@@ -44,24 +75,27 @@ def other_shapes(
         allowed: the metrics assembly selected (``None``: any).
         parse: :func:`reconciler.generators.fast.parse`.
 
-    Raises:
-        Declined: a shape matched but cannot be answered soundly (its reason says why).
+    Returns:
+        One claim per shape that recognized the question (its SQL, or why it
+        declined); empty when none did.
     """
-    shaped = answer_outputs(lens, question, values, allowed, parse)
-    if shaped is not None:
-        return shaped
     two = find_two_measures(spell_to_date(question))
-    rowwise = row_expression(lens, two, values) if two is not None else None
-    if rowwise is not None:
-        return rowwise
-    if two is not None and (not two.per or measure_follows_per(found)):
+
+    def two_measures() -> str | None:
+        if two is None or (two.per and not measure_follows_per(found)):
+            return None
         plan = count_ratio(lens, two, values, allowed, parse)
         if plan is not None and plan.share:
-            return render(lens, plan)  # a count by one dimension over every row
+            return render(lens, plan)
         plan = plan or parse(lens, two.listed, values, allowed)
         return render_two_measures(lens, plan, two)
-    return (
-        ranked_rows(lens, found, read_grammar(lens, found))
-        or existence_rows(lens, question, values)
-        or listed_rows(lens, question, values)
+
+    readers: tuple[tuple[str, Callable[[], str | None]], ...] = (
+        ("outputs", lambda: answer_outputs(lens, question, values, allowed, parse)),
+        ("row ratio", lambda: row_expression(lens, two, values) if two is not None else None),
+        ("two measures", two_measures),
+        ("ranked rows", lambda: ranked_rows(lens, found, read_grammar(lens, found))),
+        ("existence", lambda: existence_rows(lens, question, values)),
+        ("listing", lambda: listed_rows(lens, question, values)),
     )
+    return [c for name, read in readers if (c := claim(name, read)) is not None]
