@@ -137,7 +137,7 @@ def _memo_dir(rt: Runtime) -> Path | None:
 def data_step(ctx: StepContext, state: LensState) -> LensState:
     """Hold the candidate's tables and declared keys against the warehouse.
 
-    The checks of ``dst validate --warehouse`` (:func:`reconciler.datachecks.verify_keys`),
+    The checks of ``dst validate --warehouse`` (:func:`reconciler.warehouse.declared.verify_keys`),
     one bounded query per model: under ``block`` a missing table or a declared
     primary key that is not unique refuses the lens unrun (it would fan every join
     out); under ``warn`` each is a ``WARNING`` line and promotion proceeds. A gate
@@ -150,7 +150,7 @@ def data_step(ctx: StepContext, state: LensState) -> LensState:
     scoring = state.scoring or ctx.rt.scoring_for(lens)
     if scoring.cannot_score is not None or scoring.executor is None:
         return replace(state, scoring=scoring)
-    from reconciler.datachecks import verify_keys  # lazy: only an apply reads the data
+    from reconciler.warehouse.declared import verify_keys  # lazy: only an apply reads the data
 
     errors = verify_keys(lens, {}, scoring.executor, dialect=lens.config.dialect)
     if not errors:

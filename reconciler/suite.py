@@ -38,13 +38,13 @@ from reconciler.compare.evidence import oracle_notes
 from reconciler.compare.ordering import order_keys
 from reconciler.compare.ties import AMBIGUOUS as AMBIGUOUS_NOTE
 from reconciler.compare.ties import LimitCut, kept_other_ties
-from reconciler.cuts import kept_a_tie
 from reconciler.errors import DstError
 from reconciler.generators import DimensionValues, SmartCall, TierCall
 from reconciler.generators.cache import SAMPLE
 from reconciler.generators.reuse import generate_reusing
 from reconciler.ids import AnswerId
 from reconciler.lens import MAX_JOBS, Answer, Lens
+from reconciler.probes.cuts import kept_a_tie
 from reconciler.resultset import Executor, ResultSet
 from reconciler.state import Outcome as Outcome  # re-exported: its home is the records
 from reconciler.state import score as score

@@ -23,11 +23,11 @@ from reconciler.ask import AskResponse
 from reconciler.ask import ask as serve
 from reconciler.assembly.request import GenerationRequest
 from reconciler.context import LensExecutor
-from reconciler.cuts import cut_of
 from reconciler.generators import Generation
 from reconciler.lens import Lens, load_lens
+from reconciler.probes.cuts import cut_of
+from reconciler.probes.thinning import thinning_probe
 from reconciler.suite import ValueCache
-from reconciler.thinning import thinning_probe
 from reconciler.warehouse.connection import Warehouse
 from tests import pg
 from tests.helpers import FIXTURES

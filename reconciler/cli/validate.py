@@ -6,7 +6,7 @@ same loader plan and apply use, so a lens that validates here loads there (the
 warehouse-side checks, oracles and evals, are left to ``dst plan``).
 
 ``--warehouse URL`` adds one data check per model, bounded by the lens's
-``statement_timeout_s`` (:func:`reconciler.datachecks.verify_keys`): its table is
+``statement_timeout_s`` (:func:`reconciler.warehouse.declared.verify_keys`): its table is
 there, and a declared ``primary_key`` is unique over it (``COUNT(*)`` against the
 distinct key count). A table that cannot be read is an error at the model file's
 ``table`` line, a key that is not unique at its ``primary_key`` line.
@@ -164,9 +164,9 @@ def check_lens(lens_dir: Path, warehouse: Warehouse | None = None) -> LensCheck:
     # lazy: reconciler.git.trees loads the engines, which `dst --help` does not need
     from reconciler.candidate import check_seeds_from
     from reconciler.context import LensExecutor
-    from reconciler.datachecks import verify_keys
     from reconciler.git.trees import worktree_files, worktree_lens_names
     from reconciler.lens import load_lens
+    from reconciler.warehouse.declared import verify_keys
 
     root = _display(lens_dir)
     try:

@@ -36,9 +36,9 @@ from sqlglot.errors import SqlglotError
 from reconciler.ask import ask
 from reconciler.compare.diff import Verdict, compare
 from reconciler.context import LensExecutor
-from reconciler.cuts import kept_a_tie
 from reconciler.errors import DstError
 from reconciler.lens import Lens, load_lens
+from reconciler.probes.cuts import kept_a_tie
 from reconciler.resultset import ResultSet
 from reconciler.suite import ValueCache
 from reconciler.warehouse.connection import Warehouse

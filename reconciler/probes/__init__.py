@@ -1,8 +1,8 @@
 """The runtime gates that look at the warehouse: one bounded probe each, for every tier.
 
 DESIGN §1 runtime gates. The pure gates of :mod:`reconciler.trust` read the SQL
-and the rows it returned; the tie and NULL-group gates (:mod:`reconciler.cuts`) and
-the thinned-join gate (:mod:`reconciler.thinning`) need to see rows the query did
+and the rows it returned; the tie and NULL-group gates (:mod:`reconciler.probes.cuts`) and
+the thinned-join gate (:mod:`reconciler.probes.thinning`) need to see rows the query did
 not return, so each writes one probe query, capped at the lens's ``row_cap`` and
 run on the same read-only executor with the same timeout and pinned ``as_of``.
 
@@ -18,10 +18,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from reconciler.cuts import GATE_NULL_GROUP, GATE_TIE, cut_of, judge, needs_probe, null_group_note
 from reconciler.errors import DstError
+from reconciler.probes.cuts import (
+    GATE_NULL_GROUP,
+    GATE_TIE,
+    cut_of,
+    judge,
+    needs_probe,
+    null_group_note,
+)
+from reconciler.probes.thinning import GATE_THINNED_JOIN, judge_thinning, thinning_probe
 from reconciler.resultset import Executor, ResultSet
-from reconciler.thinning import GATE_THINNED_JOIN, judge_thinning, thinning_probe
 from reconciler.trust import Evaluation, Execution
 
 

@@ -7,7 +7,7 @@ nothing in the result says so. A semantic layer joins a breakdown's dimension wi
 LEFT JOIN for this reason.
 
 :func:`thinning_probe` finds, in an aggregating query with no top-level cut (a cut's
-NULL group is the NULL-group gate's business, :mod:`reconciler.cuts`), the INNER
+NULL group is the NULL-group gate's business, :mod:`reconciler.probes.cuts`), the INNER
 joins whose table the query reads only to group or show by — never in WHERE, HAVING,
 an aggregate's argument, or the ON of a join it needs — and writes one bounded
 query: the query's FROM and WHERE with those joins turned LEFT, counting every row
