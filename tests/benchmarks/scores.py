@@ -106,12 +106,13 @@ def not_served(resp: AskResponse) -> str | None:
     (:attr:`~reconciler.ask.AskResponse.served_rows`). A question matching one of the
     lens's certified answers is served through the certified route, not generated: it
     scores as declined ("not generated"), never as correct, since the benchmark
-    measures the generator.
+    measures the generator. The reason is the generator's decline message, else why
+    the response served nothing (e.g. ``blocked by execution: …``).
     """
     if resp.route == "certified_answer":
         return f"not generated: the lens's certified answer {resp.answer} matches the question"
     if not resp.served_rows or resp.result is None:
-        return resp.message
+        return resp.message or resp.unserved_reason() or ""
     return None
 
 
