@@ -2,7 +2,8 @@
 
 What must always hold: every question is scored, no unanswerable (``idk.csv``)
 question and no Cortex verified query is answered wrong, no defog question is
-answered wrong with the hand-written lenses (the measured figure: 0 of 200), and the
+answered wrong with the hand-written lenses (the measured figure: 0 of 200), a question
+that matches a certified answer of its lens is declined ("not generated"), and the
 benchmark runs on any folder shaped like the corpora (missing pieces reported,
 never a crash). The hand-written lenses are checked against the data: every
 table exists and every declared primary key is unique.
@@ -17,6 +18,7 @@ from pathlib import Path
 import duckdb
 import pytest
 import sqlalchemy as sa
+import yaml
 
 from reconciler.lens import load_lens
 from tests import pg
@@ -206,3 +208,34 @@ def test_decline_reasons_count_each_unknown_word_and_elide_names() -> None:
         "'…' is a fact of model '…': say how"
     ]
     assert scores.reasons("") == ["no reason given"]
+
+
+def test_a_question_matching_a_certified_answer_is_declined_not_correct(
+    corpus: Path, tmp_path: Path
+) -> None:
+    """The benchmark measures the generator: a certified answer served is not generated."""
+    picked, files = ("ewallet",), ("instruct_basic_postgres.csv",)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    before = defog.run_defog(corpus, tmp_path / "a", lenses=LENSES, databases=picked, files=files)
+    outcomes = {o["question"]: o["outcome"] for o in before.scores[0].outcomes}
+    question = next(q for q, outcome in outcomes.items() if outcome == "correct")
+    rows = defog.question_sets(corpus, files, Report())[files[0]]
+    gold = next(r["query"] for r in rows if r["question"] == question)
+    lenses = tmp_path / "lenses"
+    shutil.copytree(LENSES / "ewallet", lenses / "ewallet")
+    answer = {
+        "id": "held_out",
+        "question": question,
+        "sql": defog.gold_variants(gold)[0],
+        "provenance": {"certified_by": "Dana Whitfield", "certified_at": "2025-01-15"},
+    }
+    (lenses / "ewallet" / "answers").mkdir()
+    (lenses / "ewallet" / "answers" / "held_out.yaml").write_text(yaml.safe_dump(answer))
+    after = defog.run_defog(corpus, tmp_path / "b", lenses=lenses, databases=picked, files=files)
+    scored = {o["question"]: o for o in after.scores[0].outcomes}
+    assert scored[question]["outcome"] == "declined", scored[question]
+    assert "not generated: the lens's certified answer held_out" in scored[question]["detail"]
+    assert {q: o["outcome"] for q, o in scored.items() if q != question} == {
+        q: o for q, o in outcomes.items() if q != question
+    }

@@ -1,13 +1,21 @@
-"""Accuracy benchmark on real questions: the defog databases and the Cortex Analyst models.
+"""Accuracy benchmark on real questions: defog, Cortex Analyst and Spider.
 
     python3 -m tests.benchmarks.accuracy [--corpora DIR] [--lenses DIR|auto]
-        [--warehouse postgresql://…] [--format text|json] [--details]
+        [--only defog|cortex|spider …] [--warehouse postgresql://…]
+        [--format text|json] [--details]
 
 ``--corpora`` (default ``$DST_CORPORA``, else ``../shared/corpora`` beside the
 checkout) is a folder shaped like the shared corpora: ``defog/`` (``data/<db>/``
-with ``<db>.sql`` and ``<db>.json``, ``sql-eval/*.csv``) and ``cortex-analyst/<model>/``
-(semantic model YAML files and one CSV data folder); either part may be absent, and
-any missing piece is reported and skipped.
+with ``<db>.sql`` and ``<db>.json``, ``sql-eval/*.csv``), ``cortex-analyst/<model>/``
+(semantic model YAML files and one CSV data folder) and ``spider/``
+(``database/<db_id>/<db_id>.sqlite``, ``dev_questions.json``); any part may be
+absent, and any missing piece is reported and skipped. ``--only`` (repeatable) runs
+the parts named.
+
+``--lenses DIR`` gives every part that takes lenses (defog, Spider) its lens from
+``DIR/<db>/`` when present; by default each part's hand-written lenses
+(``tests/fixtures/defog_lenses/``, ``tests/fixtures/spider_lenses/``); ``auto``:
+every lens built from the schema alone (:mod:`tests.benchmarks.autolens`).
 
 Defog (:mod:`tests.benchmarks.defog`): each database is loaded into DuckDB (or, with
 ``--warehouse``, into a new PostgreSQL database named for the run, dropped after);
@@ -22,12 +30,20 @@ alternatives, ``{a, b}`` column sets expanded to each non-empty subset, compared
 none, **declined** when nothing was served, **error** when no gold variant runs.
 Every ``idk.csv`` question is unanswerable: serving any rows is **wrong** ("idk served").
 
+A question that matches one of the lens's certified answers is served through the
+certified route, not generated, and is scored **declined** ("not generated").
+
 Cortex (:mod:`tests.benchmarks.cortex`): each model imported with ``dst import
 cortex``, the lens author's additions written on top
 (:mod:`tests.benchmarks.additions`, each listed under ``additions:``), and its
 verified queries scored through ``dst apply``'s self-test.
 
-Exit 1 when any answer was wrong, 2 when the corpora folder holds neither part.
+Spider (:mod:`tests.benchmarks.spider`): each SQLite database copied into DuckDB (or
+PostgreSQL), every question of ``dev_questions.json`` through the serving path, its
+gold query run on the original SQLite file, outside dst; each wrong answer is listed
+with its SQL, trust state and the kind of difference.
+
+Exit 1 when any answer was wrong, 2 when the corpora folder holds none of the parts.
 """
 
 from __future__ import annotations
@@ -42,10 +58,14 @@ from pathlib import Path
 from tests.benchmarks.cortex import run_cortex
 from tests.benchmarks.defog import QUESTION_FILES, run_defog
 from tests.benchmarks.scores import Report, render
+from tests.benchmarks.spider import run_spider
 from tests.helpers import CORPORA as DEFAULT_CORPORA
 from tests.helpers import PROJECT
 
 HAND_WRITTEN = PROJECT / "tests" / "fixtures" / "defog_lenses"
+SPIDER_LENSES = PROJECT / "tests" / "fixtures" / "spider_lenses"
+PARTS = {"defog": "defog", "cortex": "cortex-analyst", "spider": "spider"}
+"""Each part of the benchmark and its folder under the corpora folder."""
 
 
 def run(
@@ -53,25 +73,31 @@ def run(
     work: Path,
     *,
     lenses: Path | None = None,
+    spider_lenses: Path | None = None,
     warehouse: str | None = None,
     files: tuple[str, ...] = QUESTION_FILES,
+    parts: tuple[str, ...] = tuple(PARTS),
 ) -> Report:
-    """Score every corpus found under ``corpora`` (see the module docstring)."""
+    """Score every part of ``parts`` found under ``corpora`` (see the module docstring).
+
+    ``lenses`` and ``spider_lenses`` are the defog and Spider lens folders (``None``:
+    built from the schema).
+    """
     report = Report()
-    defog, cortex = corpora / "defog", corpora / "cortex-analyst"
-    if defog.is_dir():
-        part = run_defog(defog, work, lenses=lenses, warehouse=warehouse, files=files)
-        report.scores += part.scores
-        report.skipped += part.skipped
-    else:
-        report.skipped.append(f"defog: no defog/ folder under {corpora}")
-    if cortex.is_dir():
-        part = run_cortex(cortex, work)
-        report.scores += part.scores
-        report.skipped += part.skipped
-        report.additions += part.additions
-    else:
-        report.skipped.append(f"cortex: no cortex-analyst/ folder under {corpora}")
+    for part in parts:
+        folder = corpora / PARTS[part]
+        if not folder.is_dir():
+            report.skipped.append(f"{part}: no {PARTS[part]}/ folder under {corpora}")
+            continue
+        if part == "defog":
+            found = run_defog(folder, work, lenses=lenses, warehouse=warehouse, files=files)
+        elif part == "cortex":
+            found = run_cortex(folder, work)
+        else:
+            found = run_spider(folder, work, lenses=spider_lenses, warehouse=warehouse)
+        report.scores += found.scores
+        report.skipped += found.skipped
+        report.additions += found.additions
     return report
 
 
@@ -81,23 +107,42 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpora", type=Path, default=DEFAULT_CORPORA)
     parser.add_argument(
         "--lenses",
-        default=str(HAND_WRITTEN),
-        help="folder of lenses, one per db (default: the hand-written ones); auto: DDL-built",
+        default=None,
+        help="folder of lenses, one per db (default: the hand-written ones); auto: schema-built",
+    )
+    parser.add_argument(
+        "--only", action="append", choices=tuple(PARTS), help="run this part only (repeatable)"
     )
     parser.add_argument("--warehouse", default=None, help="PostgreSQL superuser URL to load into")
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.add_argument("--details", action="store_true", help="json: every question's outcome")
     args = parser.parse_args(argv)
-    if not (args.corpora / "defog").is_dir() and not (args.corpora / "cortex-analyst").is_dir():
-        print(f"no defog/ or cortex-analyst/ folder under {args.corpora}", file=sys.stderr)
+    parts = tuple(dict.fromkeys(args.only or PARTS))
+    if not any((args.corpora / PARTS[p]).is_dir() for p in parts):
+        folders = ", ".join(f"{PARTS[p]}/" for p in parts)
+        print(f"none of {folders} under {args.corpora}", file=sys.stderr)
         return 2
-    lenses = None if args.lenses == "auto" else Path(args.lenses)
-    if lenses is not None and not lenses.is_dir():
-        print(f"--lenses {lenses}: not a folder (a folder of lenses, or auto)", file=sys.stderr)
-        return 2
+    lenses: Path | None
+    spider_lenses: Path | None
+    if args.lenses is None:
+        lenses, spider_lenses = HAND_WRITTEN, SPIDER_LENSES
+    elif args.lenses == "auto":
+        lenses = spider_lenses = None
+    else:
+        lenses = spider_lenses = Path(args.lenses)
+        if not lenses.is_dir():
+            print(f"--lenses {lenses}: not a folder (a folder of lenses, or auto)", file=sys.stderr)
+            return 2
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
-        report = run(args.corpora, Path(tmp), lenses=lenses, warehouse=args.warehouse)
+        report = run(
+            args.corpora,
+            Path(tmp),
+            lenses=lenses,
+            spider_lenses=spider_lenses,
+            warehouse=args.warehouse,
+            parts=parts,
+        )
     elapsed = time.perf_counter() - started
     if args.format == "json":
         print(json.dumps(report.record(elapsed, details=args.details), indent=2))

@@ -4,11 +4,14 @@ One model per table: text, boolean, id and year/month columns are dimensions, da
 and timestamps time dimensions, other numbers facts; primary keys and ``REFERENCES``
 become ``primary_key`` and ``many_to_one`` joins, the glossary's column descriptions
 are kept, and each table gets one count metric (``<table>_count``, "number of
-<table>"). The baseline the hand-written lenses are measured against.
+<table>"). A column whose name is no lens identifier (``18_49_rating_share``) is
+named ``col_<name>`` with its quoted name as ``expr``. The baseline the hand-written
+lenses are measured against.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -16,6 +19,7 @@ import yaml
 from sqlglot import exp
 
 _TEXT = ("TEXT", "VARCHAR", "CHAR", "NCHAR", "NVARCHAR", "BPCHAR", "NAME", "UUID", "BOOLEAN")
+_IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]*")
 _TIME = ("DATE", "TIMESTAMP", "TIMESTAMPTZ", "DATETIME", "TIMESTAMP_S", "TIMESTAMP_MS")
 
 
@@ -54,7 +58,7 @@ def lens_files(
                 cname = col.name.lower()
                 kind = col.args.get("kind")
                 type_name = kind.this.name if isinstance(kind, exp.DataType) else "TEXT"
-                entry = {"name": cname, "description": notes.get(cname, "")}
+                entry = _entry(cname, notes.get(cname, ""))
                 if any(isinstance(c.kind, exp.PrimaryKeyColumnConstraint) for c in col.constraints):
                     keys.append(cname)
                 for ref in col.find_all(exp.Reference):
@@ -89,6 +93,15 @@ def lens_files(
         }
         files[f"metrics/{name}_count.yaml"] = yaml.safe_dump(metric, sort_keys=False).encode()
     return files
+
+
+def _entry(column: str, description: str) -> dict[str, str]:
+    """A lens column: named as the table's column when that is a lens identifier, else
+    ``col_<name>`` reading the quoted column."""
+    if _IDENTIFIER.fullmatch(column):
+        return {"name": column, "description": description}
+    name = "col_" + re.sub(r"\W", "_", column)
+    return {"name": name, "expr": f'"{column}"', "description": description}
 
 
 def _join(column: str, ref: exp.Reference) -> dict[str, Any] | None:

@@ -44,7 +44,7 @@ from reconciler.suite import ValueCache
 from reconciler.warehouse.connection import Warehouse
 from reconciler.warehouse.readonly import with_installed_driver
 from tests.benchmarks.autolens import lens_files, loadable
-from tests.benchmarks.scores import IDK_FILE, Report, Score
+from tests.benchmarks.scores import IDK_FILE, Report, Score, not_served
 
 QUESTION_FILES = ("questions_gen_postgres.csv", "instruct_basic_postgres.csv", IDK_FILE)
 MAX_SUBSET_ITEMS = 4
@@ -218,18 +218,19 @@ def score_question(
 ) -> tuple[str, str]:
     """``(outcome, detail)`` for one question; ``gold`` ``None`` means it must be declined.
 
-    The question goes through :func:`reconciler.ask.ask` (the serving path; the lens
-    holds no certified answers, so nothing is matched) with no repair attempts.
+    The question goes through :func:`reconciler.ask.ask` (the serving path) with no
+    repair attempts; one that matches a certified answer of the lens is declined, not
+    correct (:func:`~tests.benchmarks.scores.not_served`).
     """
     executor = LensExecutor(warehouse, lens.config.allow_functions, lens.config.dialect)
     resp = ask(lens, question, executor, values, max_repairs=0)
-    served = resp.served_rows and resp.result is not None
+    unserved = not_served(resp)
     if gold is None:
-        if served:
+        if unserved is None:
             return "wrong", f"{question!r}: served rows for an unanswerable question: {resp.sql}"
         return "declined", ""
-    if not served or resp.result is None:
-        return "declined", resp.message
+    if unserved is not None or resp.result is None:
+        return "declined", unserved or ""
     oracles = _execute_gold(warehouse, gold, warehouse.dialect)
     if not oracles:
         return "error", f"no gold variant runs on {warehouse.dialect}"

@@ -7,6 +7,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from reconciler.ask import AskResponse
+
 OUTCOMES = ("correct", "wrong", "declined", "error")
 IDK_FILE = "idk.csv"
 TOP_REASONS = 12
@@ -28,7 +30,10 @@ class Score:
         load: ``{"statements": n, "failed": n, "rows_dropped": n}`` when data was loaded.
         wrong_examples: one line per wrong answer: question, served SQL, why.
         declines: why answerable questions were declined, by reason (see :func:`reasons`).
-        outcomes: one ``{"file", "question", "outcome", "detail"}`` per scored question.
+        outcomes: one ``{"file", "question", "outcome", "detail"}`` per scored question
+            (and whatever else the scorer recorded for it, e.g. ``sql``).
+        wrong_classes: wrong answers by the kind of difference (Spider: see
+            :func:`tests.benchmarks.spider.wrong_class`).
     """
 
     corpus: str
@@ -39,12 +44,26 @@ class Score:
     wrong_examples: list[str] = field(default_factory=list)
     declines: Counter[str] = field(default_factory=Counter)
     outcomes: list[dict[str, str]] = field(default_factory=list)
+    wrong_classes: Counter[str] = field(default_factory=Counter)
 
-    def count(self, question_file: str, outcome: str, detail: str = "", question: str = "") -> None:
-        """Count one scored question of ``question_file``."""
+    def count(
+        self,
+        question_file: str,
+        outcome: str,
+        detail: str = "",
+        question: str = "",
+        extra: dict[str, str] | None = None,
+    ) -> None:
+        """Count one scored question of ``question_file``; ``extra`` joins its outcome record."""
         self.files.setdefault(question_file, Counter())[outcome] += 1
         self.outcomes.append(
-            {"file": question_file, "question": question, "outcome": outcome, "detail": detail}
+            {
+                "file": question_file,
+                "question": question,
+                "outcome": outcome,
+                "detail": detail,
+                **(extra or {}),
+            }
         )
         if outcome == "wrong":
             self.wrong_examples.append(f"[{self.name} {question_file}] {detail}")
@@ -65,7 +84,7 @@ class Score:
 
     def record(self, *, details: bool = False) -> dict[str, Any]:
         """JSON-ready figures; ``details`` adds every question's outcome."""
-        out = {
+        out: dict[str, Any] = {
             "corpus": self.corpus,
             "database": self.name,
             "lens": self.lens,
@@ -73,10 +92,28 @@ class Score:
             "files": {f: {k: c[k] for k in OUTCOMES} for f, c in sorted(self.files.items())},
             "wrong_examples": self.wrong_examples,
             "declines": dict(self.declines.most_common()),
+            "wrong_classes": dict(self.wrong_classes.most_common()),
         }
         if details:
             out["questions"] = self.outcomes
         return out
+
+
+def not_served(resp: AskResponse) -> str | None:
+    """Why ``resp`` scores as declined, or ``None`` when it served generated rows.
+
+    Served means rows with a trust state other than ``blocked``
+    (:attr:`~reconciler.ask.AskResponse.served_rows`). A question matching one of the
+    lens's certified answers is served through the certified route, not generated: it
+    scores as declined ("not generated"), never as correct, since the benchmark
+    measures the generator. The reason is the generator's decline message, else why
+    the response served nothing (e.g. ``blocked by execution: …``).
+    """
+    if resp.route == "certified_answer":
+        return f"not generated: the lens's certified answer {resp.answer} matches the question"
+    if not resp.served_rows or resp.result is None:
+        return resp.message or resp.unserved_reason() or ""
+    return None
 
 
 def reasons(message: str) -> list[str]:
@@ -125,6 +162,13 @@ class Report:
             total.update(s.declines)
         return total
 
+    def wrong_classes(self) -> Counter[str]:
+        """Wrong answers by kind of difference, summed over every score."""
+        total: Counter[str] = Counter()
+        for s in self.scores:
+            total.update(s.wrong_classes)
+        return total
+
     def record(self, elapsed_s: float, *, details: bool = False) -> dict[str, Any]:
         """The ``--format json`` object (``details``: with every question's outcome)."""
         t = self.totals()
@@ -136,6 +180,7 @@ class Report:
             },
             "overall": {k: {o: v[o] for o in OUTCOMES} for k, v in t.items()},
             "declines": dict(self.declines().most_common()),
+            "wrong_classes": dict(self.wrong_classes().most_common()),
             "skipped": self.skipped,
             "additions": self.additions,
             "elapsed_s": round(elapsed_s, 1),
@@ -177,6 +222,9 @@ def render(report: Report, elapsed_s: float) -> list[str]:
     ]
     lines += [f"skipped: {m}" for m in report.skipped]
     lines += [f"additions: {m}" for m in report.additions]
+    classes = report.wrong_classes().most_common()
+    if classes:
+        lines.append("wrong answers by difference: " + "; ".join(f"{c} ({n})" for c, n in classes))
     top = report.declines().most_common(TOP_REASONS)
     if top:
         lines.append("most frequent decline reasons: " + "; ".join(f"{r} ({n})" for r, n in top))

@@ -1,0 +1,333 @@
+"""The Spider part of the accuracy benchmark, scored against the original SQLite files.
+
+Layout read (any folder shaped like it, nothing hard-coded)::
+
+    <corpus>/database/<db_id>/<db_id>.sqlite   the database
+    <corpus>/dev_questions.json                [{"db_id", "question", "query"}, ...]
+
+Each database is copied into a new DuckDB file or, given a PostgreSQL URL, into a new
+database named for the run and dropped after (:mod:`tests.benchmarks.sqlite_load`).
+Its lens is ``lenses/<db_id>/`` when a lenses folder is given and holds one, else one
+built from the SQLite schema alone (:mod:`tests.benchmarks.autolens`).
+
+Every question is scored once (:func:`score_question`): its gold query runs on the
+**original SQLite file** through Python's ``sqlite3``, not through dst, so neither
+dst's loader nor its transpiling can bend the reference; the question goes through
+:func:`reconciler.ask.ask` on the copy, read-only. Outcomes: **error** when the gold
+query does not run on SQLite; **declined** when nothing was served, or when a
+certified answer of the lens was (:func:`~tests.benchmarks.scores.not_served`);
+**correct** when the served result matches the gold's by
+:func:`reconciler.compare.diff.compare` (numbers by value across types, row order
+only where the gold's top-level query has ORDER BY); **wrong** otherwise, with a
+class guessed from the difference (:func:`wrong_class`).
+
+SQLite has no date type: its dates are ISO text (sqlite.org/lang_datefunc.html). So
+before comparing, a cell on either side that is a date, or text in ISO form, becomes
+a timestamp; a ``TIMESTAMP`` column served from the copy then matches the text
+SQLite returns for the same value.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+from reconciler.ask import AskResponse, ask
+from reconciler.compare.diff import Comparison, DivergenceKind, Verdict, compare
+from reconciler.compare.ordering import order_keys
+from reconciler.context import LensExecutor
+from reconciler.errors import DstError
+from reconciler.lens import Lens, load_lens
+from reconciler.resultset import Executor, ResultSet
+from reconciler.suite import ValueCache
+from reconciler.warehouse.connection import Warehouse
+from tests.benchmarks.autolens import lens_files
+from tests.benchmarks.defog import read_lens_dir
+from tests.benchmarks.scores import Report, Score, not_served
+from tests.benchmarks.sqlite_load import (
+    ISO_TIMESTAMP,
+    Table,
+    creates,
+    load_duckdb,
+    postgres_database,
+    read_sqlite,
+)
+
+QUESTION_FILE = "dev_questions.json"
+ROW_CAP = 1000
+TIMEOUT_S = 30.0
+_PROGRESS_STEPS = 10_000  # SQLite VM steps between deadline checks
+
+
+class GoldError(Exception):
+    """The gold query does not run on the SQLite file (message: SQLite's)."""
+
+
+@dataclass(frozen=True)
+class Scored:
+    """One question's outcome.
+
+    Attributes:
+        outcome: ``correct``, ``wrong``, ``declined`` or ``error``.
+        detail: why (the decline reason, the difference, SQLite's error); empty when
+            correct.
+        sql: the SQL served (or generated and not served), if any.
+        trust_state: the response's trust state.
+        wrong_class: for a wrong answer, :func:`wrong_class`'s guess; else empty.
+    """
+
+    outcome: str
+    detail: str = ""
+    sql: str = ""
+    trust_state: str = ""
+    wrong_class: str = ""
+
+
+def gold_result(database: Path, query: str, *, timeout_s: float = TIMEOUT_S) -> ResultSet:
+    """Run ``query`` on the SQLite file ``database``, opened read-only.
+
+    Returns:
+        At most :data:`ROW_CAP` rows (``truncated`` when there were more).
+
+    Raises:
+        GoldError: SQLite refused the query or it ran past ``timeout_s`` seconds.
+    """
+    con = sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro", uri=True)
+    deadline = time.monotonic() + timeout_s
+    con.set_progress_handler(lambda: int(time.monotonic() > deadline), _PROGRESS_STEPS)
+    started = time.perf_counter()
+    try:
+        cursor = con.execute(query)
+        rows = cursor.fetchmany(ROW_CAP + 1)
+        columns = tuple(d[0] for d in cursor.description or ())
+    except sqlite3.Error as exc:
+        raise GoldError(f"{type(exc).__name__}: {exc}") from None
+    finally:
+        con.close()
+    return ResultSet(
+        columns=columns,
+        rows=tuple(tuple(r) for r in rows[:ROW_CAP]),
+        truncated=len(rows) > ROW_CAP,
+        elapsed_s=time.perf_counter() - started,
+    )
+
+
+def _as_timestamps(result: ResultSet) -> ResultSet:
+    """``result`` with dates and ISO-form text as naive timestamps (module docstring)."""
+    return ResultSet(
+        columns=result.columns,
+        rows=tuple(tuple(_timestamp(v) for v in row) for row in result.rows),
+        truncated=result.truncated,
+        elapsed_s=result.elapsed_s,
+    )
+
+
+def _timestamp(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value
+    if isinstance(value, date):
+        return datetime(value.year, value.month, value.day)
+    if isinstance(value, str) and ISO_TIMESTAMP.fullmatch(value):
+        try:
+            return datetime.fromisoformat(value)
+        except ValueError:
+            return value
+    return value
+
+
+def _as_text(result: ResultSet) -> ResultSet:
+    return ResultSet(
+        columns=result.columns,
+        rows=tuple(tuple(None if v is None else str(v) for v in row) for row in result.rows),
+    )
+
+
+def wrong_class(gold: ResultSet, served: ResultSet, comparison: Comparison) -> str:
+    """A short guess at why ``served`` is not ``gold``, from their comparison.
+
+    Returns:
+        ``cell types`` (equal once every cell is text: the copy typed a column as the
+        SQLite file does not), ``columns`` (another column count), ``order``,
+        ``missing rows``, ``extra rows``, ``cell difference`` (as many rows missing as
+        extra, or a 1×1 result that differs), ``missing and extra rows``, or
+        ``row cap`` (a side hit the cap: not comparable).
+    """
+    if comparison.verdict is Verdict.INCONCLUSIVE:
+        return "row cap"
+    if compare(_as_text(gold), _as_text(served)).verdict is Verdict.MATCH:
+        return "cell types"
+    kinds = set(comparison.kinds)
+    if DivergenceKind.COLUMN_MISMATCH in kinds:
+        return "columns"
+    if DivergenceKind.ORDER in kinds:
+        return "order"
+    if DivergenceKind.SINGLE_CELL in kinds:
+        return "cell difference"
+    missing = DivergenceKind.MISSING_ROWS in kinds
+    extra = DivergenceKind.EXTRA_ROWS in kinds
+    if missing and extra:
+        if comparison.missing_count == comparison.extra_count:
+            return "cell difference"
+        return "missing and extra rows"
+    return "missing rows" if missing else "extra rows"
+
+
+def score_question(
+    lens: Lens, warehouse: Executor, values: Any, question: str, gold: str, database: Path
+) -> Scored:
+    """Score one question: gold on the SQLite file ``database``, the question through
+    :func:`reconciler.ask.ask` (no repair attempts) on ``warehouse``."""
+    try:
+        expected = gold_result(database, gold)
+    except GoldError as exc:
+        return Scored("error", f"gold does not run on SQLite: {exc}")
+    executor = LensExecutor(warehouse, lens.config.allow_functions, lens.config.dialect)
+    resp = ask(lens, question, executor, values, max_repairs=0)
+    unserved = not_served(resp)
+    if unserved is not None or resp.result is None:
+        return Scored("declined", unserved or "", resp.sql or "", resp.trust_state)
+    return _judge(expected, resp, gold)
+
+
+def _judge(expected: ResultSet, resp: AskResponse, gold: str) -> Scored:
+    assert resp.result is not None
+    try:
+        order = order_keys(gold, "sqlite") or ()
+    except DstError:  # sqlglot cannot read the gold: order is not checked
+        order = ()
+    gold_rows, served_rows = _as_timestamps(expected), _as_timestamps(resp.result)
+    verdict = compare(gold_rows, served_rows, order=order)
+    if verdict.verdict is Verdict.MATCH:
+        return Scored("correct", "", resp.sql or "", resp.trust_state)
+    guess = wrong_class(gold_rows, served_rows, verdict)
+    return Scored("wrong", verdict.detail, resp.sql or "", resp.trust_state, guess)
+
+
+def _lens_for(db: str, tables: Sequence[Table], lenses: Path | None, score: Score) -> Lens:
+    hand = lenses / db if lenses is not None else None
+    if hand is not None and (hand / "lens.yaml").is_file():
+        score.lens = "hand-written"
+        return load_lens(db, read_lens_dir(hand), root=f"{hand.parent.name}/{db}")
+    return load_lens(db, lens_files(db, creates(tables), {}))
+
+
+def questions(corpus: Path, report: Report) -> list[dict[str, str]]:
+    """The question list of ``dev_questions.json``; missing or unreadable: reported, ``[]``."""
+    path = corpus / QUESTION_FILE
+    if not path.is_file():
+        report.skipped.append(f"spider: {QUESTION_FILE} not found")
+        return []
+    try:
+        items = json.loads(path.read_text("utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        report.skipped.append(f"spider: {QUESTION_FILE} is not JSON: {exc}")
+        return []
+    keys = {"db_id", "question", "query"}
+    if not isinstance(items, list) or not all(
+        isinstance(i, dict) and keys <= i.keys() for i in items
+    ):
+        report.skipped.append(f"spider: {QUESTION_FILE} is not a list of db_id/question/query")
+        return []
+    return items
+
+
+def run_spider(
+    corpus: Path,
+    work: Path,
+    *,
+    lenses: Path | None = None,
+    warehouse: str | None = None,
+    databases: Sequence[str] | None = None,
+) -> Report:
+    """Score every Spider database under ``corpus`` (or only ``databases``).
+
+    Args:
+        corpus: a folder with ``database/`` and ``dev_questions.json``.
+        work: a scratch folder for the DuckDB files.
+        lenses: a folder of lens directories, one per ``db_id``; ``None``: every lens
+            built from the schema.
+        warehouse: a PostgreSQL superuser URL: load there instead of DuckDB.
+        databases: ``db_id`` values to run (default: every folder under ``database/``).
+
+    Returns:
+        One score per database (its questions under :data:`QUESTION_FILE`) and the
+        skipped pieces.
+    """
+    report = Report()
+    if not (corpus / "database").is_dir():
+        report.skipped.append(f"spider: no database/ folder under {corpus.name}")
+        return report
+    items = questions(corpus, report)
+    for folder in sorted(p for p in (corpus / "database").iterdir() if p.is_dir()):
+        db = folder.name
+        if databases is not None and db not in databases:
+            continue
+        source = folder / f"{db}.sqlite"
+        if not source.is_file():
+            report.skipped.append(f"spider: database/{db}/{db}.sqlite not found, {db} skipped")
+            continue
+        score = Score("spider", db)
+        asked = [i for i in items if i["db_id"] == db]
+        try:
+            _run_one(db, source, work, asked, lenses, warehouse, score)
+        except (DstError, sqlite3.Error, sa.exc.SQLAlchemyError) as exc:
+            report.skipped.append(f"spider: {db} skipped: {str(exc).splitlines()[0]}")
+            continue
+        report.scores.append(score)
+    known = {p.name for p in (corpus / "database").iterdir()}
+    orphans = sorted({i["db_id"] for i in items} - known)
+    if orphans:
+        report.skipped.append(f"spider: questions for databases not found: {', '.join(orphans)}")
+    return report
+
+
+def _run_one(
+    db: str,
+    source: Path,
+    work: Path,
+    asked: list[dict[str, str]],
+    lenses: Path | None,
+    warehouse: str | None,
+    score: Score,
+) -> None:
+    tables = read_sqlite(source)
+    lens = _lens_for(db, tables, lenses, score)
+    if warehouse is not None:
+        with postgres_database(warehouse, db, tables) as url:
+            _score_database(lens, url, source, asked, score)
+        return
+    target = work / f"{db}.duckdb"
+    score.load = load_duckdb(tables, target)
+    _score_database(lens, f"duckdb:///{target}", source, asked, score)
+
+
+def _score_database(
+    lens: Lens, url: str, source: Path, asked: list[dict[str, str]], score: Score
+) -> None:
+    warehouse = Warehouse.open(url)
+    try:
+        executor = LensExecutor(warehouse, lens.config.allow_functions, lens.config.dialect)
+        values = ValueCache(executor, TIMEOUT_S).for_lens(lens)
+        for item in asked:
+            question = item["question"]
+            s = score_question(lens, warehouse, values, question, item["query"], source)
+            extra = {"sql": s.sql, "trust_state": s.trust_state}
+            detail = s.detail
+            if s.outcome == "wrong":
+                score.wrong_classes[s.wrong_class] += 1
+                extra["class"] = s.wrong_class
+                detail = (
+                    f"{question!r}: served {s.sql} (trust {s.trust_state}; {s.wrong_class}) "
+                    f"-- {s.detail}"
+                )
+            score.count(QUESTION_FILE, s.outcome, detail, question, extra)
+    finally:
+        warehouse.close()
