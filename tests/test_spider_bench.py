@@ -214,3 +214,16 @@ def test_only_spider_runs_that_part_and_reports_questions_without_a_database(
             assert q["outcome"] in OUTCOMES and "trust_state" in q
             assert ("class" in q) == (q["outcome"] == "wrong")
     assert accuracy.main(["--corpora", str(tmp_path / "nothing"), "--only", "spider"]) == 2
+
+
+def test_columns_match_up_to_order_but_not_in_number() -> None:
+    from reconciler.compare.diff import Verdict, compare
+    from reconciler.resultset import ResultSet
+    from tests.benchmarks.spider import _permuted
+
+    gold = ResultSet(("avg_weight", "year"), ((3000.5, 1970), (2800.0, 1971)))
+    served = ResultSet(("model_year", "average_weight"), ((1971, 2800.0), (1970, 3000.5)))
+    assert compare(gold, served).verdict is Verdict.DIVERGED
+    assert any(compare(gold, p).verdict is Verdict.MATCH for p in _permuted(gold, served))
+    wider = ResultSet(("a", "b", "c"), ((1970, 3000.5, 1),))
+    assert _permuted(gold, wider) == []

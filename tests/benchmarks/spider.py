@@ -29,6 +29,8 @@ SQLite returns for the same value.
 
 from __future__ import annotations
 
+import functools
+import itertools
 import json
 import sqlite3
 import time
@@ -46,6 +48,7 @@ from reconciler.compare.ordering import order_keys
 from reconciler.context import LensExecutor
 from reconciler.errors import DstError
 from reconciler.lens import Lens, load_lens
+from reconciler.probes.cuts import kept_a_tie
 from reconciler.resultset import Executor, ResultSet
 from reconciler.suite import ValueCache
 from reconciler.warehouse.connection import Warehouse
@@ -64,10 +67,11 @@ from tests.benchmarks.sqlite_load import (
 QUESTION_FILE = "dev_questions.json"
 ROW_CAP = 1000
 TIMEOUT_S = 30.0
+MAX_PERMUTED = 5
 _PROGRESS_STEPS = 10_000  # SQLite VM steps between deadline checks
 
 
-class GoldError(Exception):
+class GoldError(DstError):
     """The gold query does not run on the SQLite file (message: SQLite's)."""
 
 
@@ -194,10 +198,27 @@ def score_question(
     unserved = not_served(resp)
     if unserved is not None or resp.result is None:
         return Scored("declined", unserved or "", resp.sql or "", resp.trust_state)
-    return _judge(expected, resp, gold)
+    return _judge(expected, resp, gold, database)
 
 
-def _judge(expected: ResultSet, resp: AskResponse, gold: str) -> Scored:
+def _permuted(gold: ResultSet, served: ResultSet) -> list[ResultSet]:
+    """``served`` with its columns in every other order, named as ``gold``'s.
+
+    Spider's own execution evaluation matches columns up to order ("the average weight
+    of cars each year": weight, year or year, weight); a result of one column, of
+    another column count, or of more than five columns has none.
+    """
+    width = len(served.columns)
+    if width != len(gold.columns) or not 1 < width <= MAX_PERMUTED:
+        return []
+    return [
+        ResultSet(gold.columns, tuple(tuple(row[i] for i in order) for row in served.rows))
+        for order in itertools.permutations(range(width))
+        if list(order) != list(range(width))
+    ]
+
+
+def _judge(expected: ResultSet, resp: AskResponse, gold: str, database: Path) -> Scored:
     assert resp.result is not None
     try:
         order = order_keys(gold, "sqlite") or ()
@@ -207,6 +228,13 @@ def _judge(expected: ResultSet, resp: AskResponse, gold: str) -> Scored:
     verdict = compare(gold_rows, served_rows, order=order)
     if verdict.verdict is Verdict.MATCH:
         return Scored("correct", "", resp.sql or "", resp.trust_state)
+    for other in _permuted(gold_rows, served_rows):
+        if compare(gold_rows, other, order=order).verdict is Verdict.MATCH:
+            return Scored("correct", "columns in another order", resp.sql or "", resp.trust_state)
+    run = functools.partial(gold_result, database)
+    if kept_a_tie(gold, "sqlite", expected, resp.result, run) is not None:
+        detail = "ambiguous gold: its LIMIT cuts a tie"
+        return Scored("correct", detail, resp.sql or "", resp.trust_state)
     guess = wrong_class(gold_rows, served_rows, verdict)
     return Scored("wrong", verdict.detail, resp.sql or "", resp.trust_state, guess)
 
