@@ -178,3 +178,63 @@ def test_no_cut_to_check(sql: str) -> None:
 )
 def test_no_thinning_to_check(sql: str) -> None:
     assert thinning_probe(sql, "duckdb") is None
+
+
+ANSWER = """\
+id: busiest_warehouse
+question: Which warehouse ships the most parcels?
+sql: |
+  SELECT w.warehouse_name FROM shipments s
+  JOIN warehouses w ON s.warehouse_id = w.warehouse_id
+  GROUP BY w.warehouse_name ORDER BY COUNT(*) DESC LIMIT 1
+status: active
+provenance:
+  certified_by: Dana Whitfield
+  certified_at: "2025-01-15"
+  source: manual
+"""
+
+
+@pytest.mark.parametrize(
+    ("generated", "outcome"),
+    [
+        # every tied row, as the tie gate serves it: the oracle is ambiguous, not wrong
+        (
+            "SELECT warehouse_name FROM (SELECT w.warehouse_name, RANK() OVER (ORDER BY "
+            "COUNT(*) DESC) AS r FROM shipments s JOIN warehouses w ON s.warehouse_id = "
+            "w.warehouse_id GROUP BY 1) AS t WHERE r <= 1",
+            "correct",
+        ),
+        # one of the tied rows (the oracle's own pick, or another)
+        (
+            "SELECT w.warehouse_name FROM shipments s JOIN warehouses w ON s.warehouse_id = "
+            "w.warehouse_id GROUP BY 1 ORDER BY COUNT(*) DESC, w.warehouse_name DESC LIMIT 1",
+            "correct",
+        ),
+        # a row outside the tie is still wrong
+        ("SELECT 'Dee' AS warehouse_name", "wrong"),
+    ],
+)
+def test_an_oracle_ordered_by_a_hidden_count_that_cuts_a_tie_is_ambiguous(
+    duck_url: str, generated: str, outcome: str
+) -> None:
+    from reconciler.suite import run_answer
+
+    files = {path: text.encode() for path, text in DATA["lens"].items()}
+    files["lens.yaml"] = files["lens.yaml"].replace(b"tiers: [fast, smart]", b"tiers: [smart]")
+    files["answers/busiest_warehouse.yaml"] = ANSWER.encode()
+    lens = load_lens("depot", files)
+
+    def smart(_lens: Lens, _request: GenerationRequest, _hint: str | None) -> Generation:
+        return Generation("smart", generated)
+
+    warehouse = Warehouse.open(duck_url)
+    try:
+        executor = LensExecutor(warehouse, (), lens.config.dialect)
+        values = ValueCache(executor, 30.0).for_lens(lens)
+        result = run_answer(lens, lens.answers["busiest_warehouse"], executor, values, smart=smart)
+    finally:
+        warehouse.close()
+    assert result.outcome.value == outcome, result.detail
+    if outcome == "correct" and "RANK()" in generated:
+        assert "ambiguous oracle" in result.detail, result.detail
