@@ -115,11 +115,11 @@ def test_a_limit_that_cuts_no_tie_is_not_ambiguous(shop: Warehouse) -> None:
     assert limit_cut(with_ties, "duckdb") is None  # keeps every tie: never ambiguous
 
 
-EMPTY = f"{BY_SEGMENT.replace('GROUP BY', 'WHERE YEAR(o.order_date) = 2030 GROUP BY')}"
+EMPTY = f"{BY_SEGMENT.replace('GROUP BY', 'WHERE YEAR(o.order_date) = 2019 GROUP BY')}"
 
 
 def test_an_empty_oracle_is_vacuous_unless_marked_expect_empty(shop: Warehouse) -> None:
-    vacuous = verify(shop, "Revenue by segment in 2030", EMPTY)
+    vacuous = verify(shop, "Revenue by segment in 2019", EMPTY)
     assert (vacuous.oracle or {}).get("rows") == [] and (vacuous.generated or {}).get("rows") == []
     # weak evidence, reported loudly and counted, but never a block
     assert vacuous.outcome is Outcome.CORRECT
@@ -127,7 +127,7 @@ def test_an_empty_oracle_is_vacuous_unless_marked_expect_empty(shop: Warehouse) 
     warning = evidence_notes([vacuous], [])
     assert warning[0].startswith(f"WARNING 1 {VACUOUS}(s)") and "probe" in warning[0]
     assert "`expect_empty: true`" in warning[0]
-    marked = verify(shop, "Revenue by segment in 2030", EMPTY, "expect_empty: true\n")
+    marked = verify(shop, "Revenue by segment in 2019", EMPTY, "expect_empty: true\n")
     assert marked.outcome is Outcome.CORRECT and marked.notes == ()
     assert evidence_notes([marked], []) == []
     assert "notes" not in marked.record()

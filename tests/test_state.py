@@ -172,6 +172,7 @@ def test_plan_takes_keywords_only() -> None:
 def test_plan_dry_run_and_test_share_the_step_tuple() -> None:
     assert [s.__name__ for s in LENS_STEPS] == [
         "plan_step",
+        "data_step",
         "suite_step",
         "self_test_step",
         "cases_step",
@@ -179,6 +180,7 @@ def test_plan_dry_run_and_test_share_the_step_tuple() -> None:
     ]
     assert LENS_STEPS[:1] == PLAN_STEPS
     assert VERIFY_STEPS[1:3] == (suite_step, cases_step)
+    assert LENS_STEPS[2] is suite_step
 
 
 def _intent(repo: pygit2.Repository, raw: bytes) -> None:
