@@ -39,12 +39,13 @@ __all__ = ["Delivery", "LensEvent", "announce", "webhooks_of"]
 
 
 def webhooks_of(rt: Runtime) -> tuple[Webhook, ...]:
-    """``notify:`` of ``dst.yaml`` at the repository root (empty without one).
+    """``notify:`` of ``dst.yaml`` as the candidate commit holds it (empty without one); the
+    working tree's copy is never read (:meth:`Runtime.committed_config`).
 
     Raises:
         LensLoadError: ``dst.yaml`` does not validate (file and line named).
     """
-    return rt.repo_config().notify
+    return rt.committed_config().notify
 
 
 def recovered(rt: Runtime, run: LensRun) -> bool:
