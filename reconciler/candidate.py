@@ -17,6 +17,7 @@ from dataclasses import replace
 from reconciler.context import Runtime
 from reconciler.errors import LensLoadError, StateError, UsageError
 from reconciler.git import refs as refstore
+from reconciler.git import serving as proven
 from reconciler.git import trees as gitstate
 from reconciler.ids import Oid
 from reconciler.lens import Lens, load_lens
@@ -32,12 +33,13 @@ def load_serving(
     or ``(None, None)``.
 
     Raises:
+        ServingRefError: the serving ref does not point at a deployment whose recorded
+            gate passed (:mod:`reconciler.git.serving`).
         StateError: the deployment is unreadable, or its lens no longer loads.
     """
-    oid = refstore.ref_target(repo, refstore.serving_ref(name, env))
-    if oid is None:
+    dep = proven.read_serving(repo, name, env)
+    if dep is None:
         return None, None
-    dep = refstore.read_deployment(repo, oid)
     return dep, _serving_lens(repo, name, dep)
 
 
@@ -162,7 +164,7 @@ def commit_states(
     states = []
     for name in names:
         lens_tree = trees.get(name)
-        oid = refstore.ref_target(repo, refstore.serving_ref(name, env))
+        oid = proven.serving_target(repo, name, env)
         tree = lens_tree.tree if lens_tree else None
         # the tree already serves: its plan never consults the bindings, so skip reading them
         same = oid is not None and tree is not None and refstore.deployment_tree(repo, oid) == tree

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, cast
 from reconciler.errors import DstError, LensLoadError, UsageError, WarehouseError
 from reconciler.git import refs as refstore
 from reconciler.git import trees as gitstate
+from reconciler.ids import Oid
 from reconciler.lens import Answer, Lens, RepoConfig
 from reconciler.lensfiles import Environment, environment_problems
 from reconciler.loader import load_yaml, validate
@@ -147,6 +148,8 @@ class Runtime:
         environment: ``--env``: the named environment (``dst.yaml environments:``)
             whose refs and warehouse this command works with; ``None`` for the
             unnamed default environment.
+        candidate: the commit an apply or plan gates; its committed ``dst.yaml`` names
+            the environments and webhooks (:meth:`committed_config`).
     """
 
     repo: gitstate.Repository
@@ -160,6 +163,7 @@ class Runtime:
     no_cache: bool = False
     cache_use: CacheUse = "use"
     environment: str | None = None
+    candidate: Oid | None = None
     _warehouses: dict[str, Executor] = field(default_factory=dict)
     _values: dict[str, ValueCache] = field(default_factory=dict)
     _allowing: dict[str, Executor] = field(default_factory=dict)
@@ -187,7 +191,45 @@ class Runtime:
         path = self.root / "dst.yaml"
         if not path.is_file():
             return RepoConfig()
-        raw = path.read_bytes()
+        return self._config_of(path.read_bytes())
+
+    def config_commit(self) -> Oid | None:
+        """The commit whose ``dst.yaml`` names environments and webhooks: the candidate of
+        the running apply or plan (:attr:`candidate`), else ``HEAD``; ``None`` before the
+        first commit."""
+        if self.candidate is not None:
+            return self.candidate
+        try:
+            return None if self.repo.head_is_unborn else Oid(str(self.repo.head.target))
+        except (KeyError, ValueError):
+            return None
+
+    def committed_config(self) -> RepoConfig:
+        """``dst.yaml`` as committed in :meth:`config_commit`, validated (empty without one).
+
+        Environments (``promote_from`` included) and webhooks come from here, never from
+        the working tree (DESIGN §3 "A serving ref proves its gate"): an uncommitted
+        edit cannot change which environment a tree must serve in first, nor who hears
+        of it.
+
+        Raises:
+            LensLoadError: it does not validate (see :meth:`repo_config`).
+        """
+        commit = self.config_commit()
+        raw = None if commit is None else gitstate.file_at(self.repo, commit, "dst.yaml")
+        return RepoConfig() if raw is None else self._config_of(raw)
+
+    def uncommitted_config(self) -> bool:
+        """The working tree's ``dst.yaml`` differs from the one :meth:`committed_config` reads."""
+        if self.repo.is_bare:
+            return False
+        path = self.root / "dst.yaml"
+        here = path.read_bytes() if path.is_file() else None
+        commit = self.config_commit()
+        there = None if commit is None else gitstate.file_at(self.repo, commit, "dst.yaml")
+        return here != there
+
+    def _config_of(self, raw: bytes) -> RepoConfig:
         if raw == self._memo.get("config", (None,))[0]:
             return self._memo["config"][1]  # type: ignore[no-any-return]  # the same bytes: checked
         doc = load_yaml("dst.yaml", raw)
@@ -211,11 +253,13 @@ class Runtime:
     def environment_config(self) -> Environment | None:
         """The ``dst.yaml`` entry of :attr:`environment`; ``None`` for the default one.
 
+        Read from the committed ``dst.yaml`` (:meth:`committed_config`).
+
         Raises:
             LensLoadError: ``dst.yaml`` does not validate.
             UsageError: ``dst.yaml`` names no such environment (exit 2).
         """
-        known = self.repo_config().environments
+        known = self.committed_config().environments
         if self.environment is None:
             return None
         if self.environment not in known:

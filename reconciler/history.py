@@ -18,6 +18,7 @@ from reconciler.context import Runtime
 from reconciler.errors import UsageError
 from reconciler.git import attempts as attemptstore
 from reconciler.git import refs as refstore
+from reconciler.git import serving as proven
 from reconciler.git import trees as gitstate
 from reconciler.git.commits import CommitInfo, commit_info
 from reconciler.ids import LENS_NAME_RE, Oid
@@ -33,9 +34,11 @@ def serving_or_fail(rt: Runtime, name: str) -> refstore.Deployment:
 
     Raises:
         UsageError: nothing serves it (the message lists what does).
+        ServingRefError: its serving ref does not point at a deployment whose recorded
+            gate passed (:mod:`reconciler.git.serving`).
     """
     env = rt.environment
-    oid = refstore.ref_target(rt.repo, refstore.serving_ref(name, env))
+    oid = proven.serving_target(rt.repo, name, env)
     if oid is None:
         served = ", ".join(refstore.served_lenses(rt.repo, env)) or "none"
         where = f" in environment {env}" if env else ""
@@ -284,7 +287,12 @@ class LensStatus:
 
 def status(rt: Runtime) -> list[LensStatus]:
     """Every lens with serving state (in ``rt.environment``), in the working tree, with
-    attempts or retired."""
+    attempts or retired.
+
+    Raises:
+        ServingRefError: a serving ref does not point at a deployment whose recorded
+            gate passed (:mod:`reconciler.git.serving`).
+    """
     repo, env = rt.repo, rt.environment
     space = refstore.namespace(env)
     names: set[str] = set()
@@ -294,7 +302,7 @@ def status(rt: Runtime) -> list[LensStatus]:
     names = {n for n in names if LENS_NAME_RE.match(n)}
     out = []
     for name in sorted(names):
-        s = refstore.ref_target(repo, refstore.serving_ref(name, env))
+        s = proven.serving_target(repo, name, env)
         a = refstore.ref_target(repo, refstore.attempts_ref(name, env))
         sm = dict(refstore.read_deployment(repo, s).meta) if s else {}
         am = dict(refstore.read_deployment(repo, a).meta) if a else {}
@@ -314,7 +322,7 @@ def environment_names(rt: Runtime) -> list[str]:
     Raises:
         LensLoadError: ``dst.yaml`` does not validate.
     """
-    configured = list(rt.repo_config().environments)
+    configured = list(rt.committed_config().environments)
     extra = [e for e in refstore.environments_with_refs(rt.repo) if e not in configured]
     return configured + extra
 

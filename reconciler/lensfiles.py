@@ -55,11 +55,18 @@ class Strict(BaseModel):
 
 
 class Webhook(Strict):
-    """A ``notify:`` entry of ``dst.yaml`` (DESIGN §7); its URL is in variable ``url_env``."""
+    """A ``notify:`` entry of ``dst.yaml`` (DESIGN §7); its URL is in variable ``url_env``.
+
+    ``retries`` tries follow a failed first one; ``deadline_s`` (seconds, at most and
+    by default 30) bounds everything one event costs at this webhook: connect, send,
+    read, every retry and wait (:mod:`reconciler.notify.webhooks`).
+    """
 
     url_env: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     events: tuple[Literal["promoted", "blocked", "stood_down", "recovered"], ...]
     retries: int = Field(default=2, ge=0, le=5, strict=True)  # tries after the first
+    # One wall-clock bound per event: connect, send, read, every retry and wait (seconds).
+    deadline_s: float = Field(default=30.0, gt=0, le=30)
 
 
 ENVIRONMENT_NAME_RE = LENS_NAME_RE  # it becomes a ref path component: refs/dst/env/<name>/

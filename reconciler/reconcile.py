@@ -32,6 +32,7 @@ from reconciler.context import Runtime
 from reconciler.gate import GateVerdict, decide
 from reconciler.git import refs as refstore
 from reconciler.git import trees as gitstate
+from reconciler.git.fetched import require_fetched
 from reconciler.ids import Oid
 from reconciler.lens import Answer, Lens
 from reconciler.notify import announce
@@ -433,6 +434,10 @@ def reconcile(
         DstError: bad input or unreadable state (exit 2); nothing is promoted.
     """
     ctx = StepContext(rt, "apply" if run_suite else "plan", dry_run, allow_rewind)
+    # environments and webhooks come from the candidate's committed dst.yaml
+    rt.candidate = gitstate.resolve_commit(rt.repo, to)
+    if run_suite and not dry_run:
+        require_fetched(rt.repo, rt.environment)
     messages = [] if dry_run or not run_suite else refstore.recover(rt.repo, rt.environment)
     commit, inputs = commit_states(rt, to, only)
     states = [run_steps(ctx, s, LENS_STEPS if run_suite else PLAN_STEPS) for s in inputs]
@@ -456,6 +461,11 @@ def reconcile(
                 f"note: {len(dirty)} uncommitted change(s) under lenses/ (e.g. {dirty[0]}) are "
                 f"not part of this {ctx.command}; it reads the committed HEAD"
             )
+    if rt.uncommitted_config():
+        report.messages.append(
+            f"note: dst.yaml in the working tree differs from the one committed at "
+            f"{commit[:12]}; environments and notifications are read from the commit"
+        )
     if not run_suite:
         return report
     if any(r.action.blocks for r in runs):

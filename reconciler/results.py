@@ -359,6 +359,8 @@ class LensRun:
     recorded: Oid | None = None  # deployment or attempt commit written
     cases: list[CaseResult] = field(default_factory=list)  # behavioural cases run
     unreached: tuple[AnswerId, ...] = ()  # declined, never reproduced: untested
+    # what each webhook did with the lens's event (``Delivery.record()``), after the apply
+    notifications: list[dict[str, Any]] = field(default_factory=list)
 
     @classmethod
     def of(

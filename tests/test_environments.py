@@ -499,3 +499,28 @@ def test_ask_in_an_environment_that_does_not_serve_the_lens_names_the_env(
     assert done.code == 2, done.stdout + done.stderr
     assert "in environment staging" in done.stderr
     assert "dst apply --lens sales --env staging" in done.stderr
+
+
+def test_environments_and_webhooks_come_from_the_committed_dst_yaml(
+    staged: Path, receiver: Receiver
+) -> None:
+    # staging serves sales v2, prod v1: prod must refuse v2 whatever the working tree says
+    before = ref(staged, "refs/dst/env/prod/serving/sales")
+    loose = ENVS_YAML.replace("    promote_from: staging\n", "")
+    notify = f"notify:\n  - url_env: {HOOK_ENV}\n    events: [promoted, blocked]\n"
+    edit_skill(staged, "sales", "Quarters are calendar quarters.")
+    (staged / "dst.yaml").write_text(loose + notify)  # uncommitted
+    done = invoke(staged, "apply", "--env", "prod", "--lens", "sales", env={HOOK_ENV: receiver.url})
+    assert done.code == 1, done.stdout + done.stderr
+    assert "promote through staging first" in done.stdout
+    assert "dst.yaml in the working tree differs from the one committed" in done.stdout
+    assert ref(staged, "refs/dst/env/prod/serving/sales") == before
+    assert receiver.calls == []  # the uncommitted webhook is not one
+
+    # committed, the same file takes effect: prod promotes from nowhere, the hook hears it
+    commit(staged, {"dst.yaml": loose + notify}, "prod promotes on its own")
+    done = invoke(staged, "apply", "--env", "prod", "--lens", "sales", env={HOOK_ENV: receiver.url})
+    assert done.code == 0, done.stdout + done.stderr
+    assert ref(staged, "refs/dst/env/prod/serving/sales") != before
+    # after the refusal above, the promotion is a recovery
+    assert [(c["lens"], c["action"]) for c in receiver.calls] == [("sales", "recovered")]

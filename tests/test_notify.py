@@ -13,17 +13,19 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pygit2
 import pytest
+from pydantic import ValidationError
 
 from reconciler.context import Runtime
 from reconciler.lens import Webhook
 from reconciler.notify import LensEvent
-from reconciler.notify.webhooks import BACKOFF_S, deliver
+from reconciler.notify.webhooks import BACKOFF_S, DEADLINE_S, deliver
 from reconciler.watch import Follower, follow
 from tests.helpers import commit, git, invoke
 from tests.helpers.examples import answers_bound_to, double_metric, serving
@@ -33,11 +35,13 @@ HOOK_ENV = "DST_TEST_WEBHOOK"
 
 class Receiver:
     """A local webhook: records each request's JSON body; 500 for the first ``fail_first``,
-    404 on a path ending in ``/404``."""
+    404 on a path ending in ``/404``, a 302 to ``/landed`` on one ending in ``/302``
+    (GETs are recorded in ``gets``)."""
 
     def __init__(self, fail_first: int = 0) -> None:
         self.fail_first = fail_first
         self.calls: list[dict[str, Any]] = []
+        self.gets: list[str] = []
         self.headers: list[dict[str, str]] = []
         receiver = self
 
@@ -48,9 +52,19 @@ class Receiver:
                 receiver.headers.append(dict(self.headers))
                 failing = len(receiver.calls) <= receiver.fail_first
                 missing = self.path.endswith("/404")
+                if self.path.endswith("/302"):
+                    self.send_response(302)
+                    self.send_header("Location", receiver.url + "/landed?token=t0p")
+                    self.end_headers()
+                    return
                 self.send_response(404 if missing else 500 if failing else 200)
                 self.end_headers()
                 self.wfile.write(b"nope" if failing else b"ok")
+
+            def do_GET(self) -> None:
+                receiver.gets.append(self.path)
+                self.send_response(200)
+                self.end_headers()
 
             def log_message(self, *_args: object) -> None:
                 return None
@@ -275,8 +289,8 @@ def test_backoff_doubles_and_a_4xx_is_not_retried(receiver: Receiver) -> None:
     receiver.calls.clear()
     (gone,) = deliver([hook], {"U": receiver.url + "/404"}, [_event()], sleep=sleep)
     assert (gone.ok, gone.tries, gone.status) == (False, 1, 404)  # final: not retried
-    (cut,) = deliver([hook], {"U": receiver.url}, [_event()], sleep=sleep, total_s=0.3)
-    assert cut.tries == 1 and not cut.ok  # the next wait would pass the time budget
+    (cut,) = deliver([hook], {"U": receiver.url}, [_event()], sleep=sleep, deadline_s=0.3)
+    assert cut.tries == 1 and not cut.ok  # the next wait would pass the deadline
 
 
 def test_a_receiver_that_is_not_http_is_a_failed_delivery() -> None:
@@ -337,3 +351,148 @@ def test_watch_reconcile_mode_notifies_once_per_commit(
     finally:
         rt.close()
     assert receiver.events() == [("sales", "blocked")]
+
+
+class Drip:
+    """A receiver that reads the request, then answers one byte every ``every_s`` seconds,
+    for ever (the status line never ends), on every connection."""
+
+    def __init__(self, every_s: float) -> None:
+        self.every_s = every_s
+        self.connections = 0
+        self.server = socket.socket()
+        self.server.bind(("127.0.0.1", 0))
+        self.server.listen()
+        self.url = f"http://127.0.0.1:{self.server.getsockname()[1]}/hook"
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._drip, args=(conn,), daemon=True).start()
+
+    def _drip(self, conn: socket.socket) -> None:
+        with conn:
+            conn.recv(65536)
+            try:
+                for byte in b"HTTP/1.1 200 OK" * 1000:
+                    conn.sendall(bytes([byte]))
+                    time.sleep(self.every_s)
+            except OSError:
+                return
+
+
+def test_a_drip_feeding_receiver_is_cut_at_the_deadline_across_retries() -> None:
+    drip = Drip(every_s=0.2)
+    hook = Webhook(url_env="U", events=("blocked",), retries=3, deadline_s=2)
+    started = time.monotonic()
+    try:
+        (done,) = deliver([hook], {"U": drip.url}, [_event()])
+    finally:
+        drip.server.close()
+    took = time.monotonic() - started
+    assert 2.0 <= took < 3.0, took  # the deadline, plus the grace an aborted try gets
+    assert not done.ok and done.missed_deadline and done.tries == 1
+    assert done.error == "no answer within the 2 s deadline"
+    assert done.record()["deadline_s"] == 2 and 2.0 <= done.record()["seconds"] < 3.0
+
+
+def test_after_a_missed_deadline_the_other_events_skip_that_webhook() -> None:
+    drip = Drip(every_s=0.2)
+    hook = Webhook(url_env="U", events=("blocked",), deadline_s=1)
+    second = replace(_event(), lens="finance")
+    started = time.monotonic()
+    try:
+        first, later = deliver([hook], {"U": drip.url}, [_event(), second])
+    finally:
+        drip.server.close()
+    assert time.monotonic() - started < 2.0
+    assert first.missed_deadline and later.tries == 0 and drip.connections == 1
+    assert later.error == "not sent: the webhook missed its deadline for an earlier event"
+
+
+def test_the_default_deadline_is_30_s_and_cannot_be_raised() -> None:
+    assert DEADLINE_S == 30.0
+    hook = Webhook(url_env="U", events=("blocked",))
+    assert hook.deadline_s == 30.0
+    # what a delivery ran with is recorded: the default, without waiting it out
+    (unset,) = deliver([hook], {}, [_event()])
+    assert unset.record()["deadline_s"] == 30.0
+    with pytest.raises(ValidationError, match="less than or equal to 30"):
+        Webhook(url_env="U", events=("blocked",), deadline_s=31)
+
+
+def test_the_deadline_bounds_a_drip_fed_apply_and_is_recorded_in_the_report(
+    promoted_repo: Path,
+) -> None:
+    drip = Drip(every_s=0.5)
+    commit(
+        promoted_repo,
+        {
+            "dst.yaml": f"notify:\n  - url_env: {HOOK_ENV}\n    events: [blocked]\n"
+            "    deadline_s: 2\n"
+        },
+        "notify",
+    )
+    double_metric(promoted_repo, "units_sold")
+    try:
+        done = _apply(promoted_repo, drip.url, "--format", "json")
+    finally:
+        drip.server.close()
+    assert done.code == 1, done.stderr
+    (sent,) = done.lens("sales")["notifications"]
+    assert sent["delivered"] is False and sent["tries"] == 1 and sent["deadline_s"] == 2
+    assert 2.0 <= sent["seconds"] < 3.0
+    assert f"${HOOK_ENV} failed after 1 try: no answer within the 2 s deadline" in done.stderr
+
+
+def test_a_redirect_is_not_followed_and_names_its_location(receiver: Receiver) -> None:
+    hook = Webhook(url_env="U", events=("blocked",), retries=2)
+    (done,) = deliver([hook], {"U": receiver.url + "/302"}, [_event()])
+    assert (done.ok, done.tries, done.status) == (False, 1, 302)
+    landed = receiver.url.split("?")[0] + "/landed?…"
+    assert done.location == landed and "t0p" not in str(done.error)
+    assert done.error == f"HTTP 302 redirect to {landed} not followed"
+    assert len(receiver.calls) == 1 and receiver.gets == []  # neither re-POSTed nor GET
+
+
+def test_a_delivered_event_is_recorded_in_the_report(
+    promoted_repo: Path, receiver: Receiver
+) -> None:
+    _configure(promoted_repo)
+    double_metric(promoted_repo, "units_sold")
+    done = _apply(promoted_repo, receiver.url, "--format", "json")
+    assert done.code == 1
+    (sent,) = done.lens("sales")["notifications"]
+    assert sent["delivered"] is True and sent["status"] == 200 and sent["url_env"] == HOOK_ENV
+    assert "secret-token" not in done.stdout
+
+
+BROKEN_ANSWER = """\
+id: broken
+question: How many units are there in the warehouse?
+sql: SELECT SUM(quantity) FROM no_such_table
+provenance:
+  certified_by: Ana
+  certified_at: "2025-01-01"
+"""
+
+
+def test_a_block_by_certified_sql_that_cannot_run_names_that_answer(
+    promoted_repo: Path, receiver: Receiver
+) -> None:
+    _configure(promoted_repo)
+    commit(promoted_repo, {"lenses/sales/answers/broken.yaml": BROKEN_ANSWER}, "broken oracle")
+    done = _apply(promoted_repo, receiver.url)
+    assert done.code == 1, done.stdout + done.stderr
+    (sent,) = receiver.calls
+    assert sent["action"] == "blocked"
+    assert [f["answer"] for f in sent["failing"]] == ["broken"]
+    assert (
+        sent["failing"][0]["outcome"] == "error" and "no_such_table" in sent["failing"][0]["reason"]
+    )
+    assert "`broken` error" in sent["text"]

@@ -119,7 +119,25 @@ def test_a_repository_owned_by_another_user_names_safe_directory(repo: Path) -> 
             assert done.code == 2, (command, done.stdout, done.stderr)
             error = done.json()["error"]
             assert "dubious ownership" in error["message"]
+            assert (
+                f"owned by nobody (uid {nobody.pw_uid}) and dst runs as uid 0" in (error["message"])
+            )
+            assert "so pygit2 (libgit2, which dst reads git with) refuses" in error["message"]
             assert f"git config --global --add safe.directory {repo}" in error["fix"]
+        # where only the git command line refuses (it alone reads GIT_CONFIG_GLOBAL), the
+        # message says so instead of "does not resolve"
+        from reconciler.errors import UsageError
+        from reconciler.git.base import subprocess_git
+
+        saved = os.environ.get("GIT_CONFIG_GLOBAL")
+        os.environ["GIT_CONFIG_GLOBAL"] = os.devnull
+        try:
+            with pytest.raises(UsageError, match="so the git command line refuses to read it"):
+                subprocess_git(repo)(["rev-parse", "HEAD"])
+        finally:
+            os.environ.pop("GIT_CONFIG_GLOBAL")
+            if saved is not None:
+                os.environ["GIT_CONFIG_GLOBAL"] = saved
         # dst never turns the owner check off on its own: only the user's vouching does.
         git(repo, "config", "--global", "--add", "safe.directory", str(repo))
         # libgit2 reads the global configuration once per process: a new one sees the vouching.

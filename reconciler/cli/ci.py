@@ -175,13 +175,14 @@ def _load_every_lens(rt: Any, commit: str, only: list[str] | None) -> None:
     # lazy: lens loading pulls in pydantic and sqlglot, which `dst --help` does not need
     from reconciler.errors import LensLoadError, LensLoadErrors
     from reconciler.git import refs as refstore
+    from reconciler.git import serving as proven
     from reconciler.git import trees as gitstate
     from reconciler.ids import Oid
 
     trees = gitstate.lens_trees(rt.repo, Oid(commit))
     errors: list[LensLoadError] = []
     for name in sorted(trees if only is None else set(only) & set(trees)):
-        serving = refstore.ref_target(rt.repo, refstore.serving_ref(name, rt.environment))
+        serving = proven.serving_target(rt.repo, name, rt.environment)
         tree = trees[name].tree
         if serving is not None and refstore.read_deployment(rt.repo, serving).lens_tree == tree:
             continue

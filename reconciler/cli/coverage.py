@@ -95,8 +95,9 @@ def _flake_rates(git: Any, lens: str) -> dict[str, dict[str, int]]:
     """The serving deployment's flaky answers (``state/meta.json``), ``{}`` when none serves."""
     # lazy: reconciler.git loads pygit2, which `dst --help` does not need
     from reconciler.git import refs
+    from reconciler.git.serving import serving_target
 
-    oid = refs.ref_target(git, refs.serving_ref(lens))
+    oid = serving_target(git, lens)
     if oid is None:
         return {}
     return dict(refs.read_deployment(git, oid).info.flake_rates or {})

@@ -29,12 +29,14 @@ Bypasses: ``DST_SKIP=1`` makes the gate stand aside and say so;
 from __future__ import annotations
 
 import os
+import select
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from reconciler.cli.boundary import Invocation, guard
-from reconciler.errors import DstError
+from reconciler.errors import DstError, UsageError
 from reconciler.git.push import (
     RefCheck,
     open_pushing_repo,
@@ -86,6 +88,15 @@ def run_gate(repo: Any, checks: Sequence[RefCheck]) -> int:
         _say(f"{check.label}: {check.note}")
         if check.commit is not None and check.lenses:
             due.setdefault(check.commit, set()).update(check.lenses)
+    refused = [c for c in checks if c.refused is not None]
+    if refused:
+        # a forged record fails the push before any gate runs: nothing would make it pass
+        _say(
+            f"push rejected: {len(refused)} ref(s) under refs/dst/ are not dst records of their "
+            "kind; push serving state with `dst sync --push`, which pushes what dst recorded; "
+            f"{BYPASS_HINT}"
+        )
+        return 1
     if not due:
         return 0
     # lazy: the reconcile's dependencies load only when a push changes a lens
@@ -125,6 +136,58 @@ def run_gate(repo: Any, checks: Sequence[RefCheck]) -> int:
     return 0
 
 
+STDIN_S = 30.0
+"""How long the hook waits for git's ref list to end (seconds; ``DST_HOOK_STDIN_S``)."""
+
+
+def stdin_bound(env: Mapping[str, str]) -> float:
+    """``DST_HOOK_STDIN_S`` as seconds (default :data:`STDIN_S`).
+
+    Raises:
+        UsageError: it is set to something that is not a positive number.
+    """
+    raw = env.get("DST_HOOK_STDIN_S", "").strip()
+    if not raw:
+        return STDIN_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < 86400:
+        raise UsageError(
+            f"DST_HOOK_STDIN_S={raw!r} is not a number of seconds",
+            fix="set it to a positive number such as 30, or unset it",
+        )
+    return value
+
+
+def read_refs(fd: int, bound_s: float) -> bytes:
+    """Everything on ``fd`` up to end of file, which must come within ``bound_s`` seconds.
+
+    Git writes its ref lines and closes the hook's stdin at once; a caller that keeps
+    the pipe open would otherwise hold the push for ever.
+
+    Raises:
+        UsageError: the end did not come in time (the push fails closed).
+    """
+    deadline = time.monotonic() + bound_s
+    chunks: list[bytes] = []
+    while True:
+        left = deadline - time.monotonic()
+        ready, _, _ = select.select([fd], [], [], max(0.0, left))
+        if not ready:
+            raise UsageError(
+                f"stdin did not end within {bound_s:g} s: git writes its ref list and closes "
+                "the hook's stdin at once, so whatever runs this hook kept it open",
+                fix="run the hook through `git push`, or close its stdin; DST_HOOK_STDIN_S "
+                "sets the bound in seconds",
+            )
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
 def _skipped(env: Mapping[str, str]) -> bool:
     return env.get("DST_SKIP", "").strip().lower() in _TRUE
 
@@ -152,12 +215,10 @@ def pre_push(args: Sequence[str], stdin: int = 0) -> int:
             "hook on `git push` (install it with `dst hooks install`)",
         )
         return 0
-    chunks = []
-    while chunk := os.read(stdin, 65536):
-        chunks.append(chunk)
+    data = read_refs(stdin, stdin_bound(os.environ))
     remote = args[0] if args else None
     repo = open_pushing_repo(os.environ, os.getcwd())
-    checks = [scope_ref(repo, p, remote) for p in parse_push_lines(b"".join(chunks))]
+    checks = [scope_ref(repo, p, remote) for p in parse_push_lines(data)]
     if not checks:
         _say("no refs pushed: nothing to check")
         return 0

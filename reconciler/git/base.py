@@ -61,6 +61,12 @@ def subprocess_git(repo_path: str | os.PathLike[str]) -> Git:
         done = subprocess.run(
             ["git", *args], cwd=repo_path, capture_output=True, text=True, check=False
         )
+        if done.returncode != 0 and "dubious ownership" in done.stderr:
+            # the git CLI refuses where pygit2 did not: say so, not "does not resolve"
+            # lazy: trees loads the lens model; only this error path needs it
+            from reconciler.git.trees import ownership_refusal
+
+            raise ownership_refusal(os.fspath(repo_path), "the git command line")
         return done.stdout.strip() if done.returncode == 0 else None
 
     return run

@@ -45,10 +45,28 @@ if [ -t 0 ]; then
         "$legacy" "$@" || exit $?
     fi
 else
-    # Read git's ref list once so the legacy hook and dst get identical bytes.
+    # Read git's ref list once so the legacy hook and dst get identical bytes. Git
+    # closes stdin at once; a caller that keeps it open is cut off after
+    # DST_HOOK_STDIN_S seconds (default 30) and the push fails.
     refs=$(mktemp "${TMPDIR:-/tmp}/dst-pre-push.XXXXXX") || exit 1
-    if ! cat >"$refs"; then
+    exec 3<&0
+    cat <&3 >"$refs" 3<&- &
+    reader=$!
+    (
+        trap 'kill "$nap" 2>/dev/null; exit 0' TERM
+        sleep "${DST_HOOK_STDIN_S:-30}" &
+        nap=$!
+        wait "$nap"
+        kill "$reader" 2>/dev/null
+    ) </dev/null >/dev/null 2>&1 3<&- &
+    timer=$!
+    wait "$reader"
+    copied=$?
+    kill "$timer" 2>/dev/null
+    exec 3<&-
+    if [ "$copied" -ne 0 ]; then
         rm -f -- "$refs"
+        echo "dst pre-push: stdin did not end within ${DST_HOOK_STDIN_S:-30} s" >&2
         exit 1
     fi
     if [ -x "$legacy" ]; then

@@ -21,7 +21,13 @@ Every line decides on its own (:func:`scope_ref`):
 line                                  what is checked
 ====================================  ==========================================
 deletion (local oid all zeros)        nothing
-``refs/dst/*`` on either side         nothing: serving state is pushed as recorded
+``refs/dst/*`` on the remote side     the record, not the lenses: a serving ref must
+                                      point at a deployment whose gate passed (or a
+                                      rollback to one), an attempts ref at a blocked
+                                      or stood-down attempt, a retired ref at a
+                                      retirement, each of its own lens; anything
+                                      else under ``refs/dst/`` is refused
+``refs/dst/*`` on the local side only nothing: a record pushed to a branch or a tag
 remote oid present locally            lenses whose tree differs, remote → local
 remote oid all zeros (new ref)        lenses the commits new to the remote touch:
                                       commits not reachable from any
@@ -101,12 +107,15 @@ class RefCheck:
             there is nothing to check.
         lenses: names of the lenses to gate, sorted; empty when nothing is to check.
         note: one line saying why, printed to the user.
+        refused: why the push must not go ahead whatever the gate says (a ``refs/dst/*``
+            ref that is not a dst record of its kind), ``None`` otherwise.
     """
 
     label: str
     commit: str | None
     lenses: tuple[str, ...]
     note: str
+    refused: str | None = None
 
 
 def _is_zero(oid: str) -> bool:
@@ -317,6 +326,17 @@ def scope_ref(repo: pygit2.Repository, pushed: PushedRef, remote: str | None) ->
         UsageError: the local oid is not in this repository (git never sends that).
     """
     label = pushed.label()
+    if pushed.remote_ref.startswith(DST_REFS) and not pushed.deletion:
+        problem = _record_problem(repo, pushed.remote_ref, pushed.local_oid)
+        if problem is not None:
+            return RefCheck(label, None, (), f"REFUSED: {problem}", refused=problem)
+        return RefCheck(
+            label,
+            None,
+            (),
+            "serving state: a dst record of its kind, pushed as recorded, not re-validated "
+            "by another gate run",
+        )
     if pushed.local_ref.startswith(DST_REFS) or pushed.remote_ref.startswith(DST_REFS):
         return RefCheck(label, None, (), "serving state is pushed as recorded, not re-validated")
     if pushed.deletion:
@@ -369,6 +389,43 @@ def scope_ref(repo: pygit2.Repository, pushed: PushedRef, remote: str | None) ->
     if not lenses:
         return RefCheck(label, oid, (), f"no lens changed ({how})")
     return RefCheck(label, oid, lenses, f"lens(es) changed: {', '.join(lenses)} ({how})")
+
+
+_RECORD_ACTIONS = {"attempts": ("blocked", "stood_down"), "retired": ("retired",)}
+
+
+def _record_problem(repo: pygit2.Repository, ref: str, oid: str) -> str | None:
+    """Why ``oid`` may not be pushed to ``ref`` under ``refs/dst/`` (``None`` when it may).
+
+    Reads the record only when such a ref is pushed: the state models load here, lazily.
+    """
+    rest = ref[len(DST_REFS) :]
+    if rest.startswith("env/"):
+        rest = rest[len("env/") :].partition("/")[2]
+    kind, _, lens = rest.partition("/")
+    if kind not in ("serving", *_RECORD_ACTIONS) or not lens or "/" in lens:
+        return (
+            f"{ref} is not a ref dst shares (only serving/, attempts/ and retired/ refs of a "
+            "lens, per environment, leave a repository)"
+        )
+    # lazy: the state models (pydantic) load only when serving state is pushed
+    from reconciler.errors import DstError
+    from reconciler.git import serving as proven
+    from reconciler.ids import Oid
+
+    if kind == "serving":
+        why = proven.why_not(repo, lens, Oid(oid))
+        return None if why is None else f"{ref} would point at {oid[:12]}, {why}"
+    try:
+        _, meta = proven.read_meta(repo, Oid(oid))
+    except DstError as exc:
+        return f"{ref} would point at {oid[:12]}, which is not a dst record ({exc.message})"
+    if meta.lens != lens or meta.action not in _RECORD_ACTIONS[kind]:
+        return (
+            f"{ref} would point at {oid[:12]}, a {meta.action or 'unnamed'!r} record of lens "
+            f"{meta.lens!r}, not a {kind} record of lens {lens!r}"
+        )
+    return None
 
 
 def scope_range(repo: pygit2.Repository, from_rev: str | None, to_rev: str) -> RefCheck:

@@ -5,9 +5,11 @@ promoted lens tree itself, same tree id, no copy) and ``state/bindings.json``,
 ``state/run.json``, ``state/meta.json``; its first parent is the previous
 deployment and its second the source commit. Every ref update is a
 compare-and-swap inside one libgit2 reference transaction: lock every ref,
-re-read it, compare with what the plan saw, set. A multi-lens update is preceded
-by an intent record ``refs/dst/applying`` and followed by its removal, so a crash
-between the two leaves something :func:`recover` rolls forward.
+re-read it, compare with what the plan saw, set; each set is written to the ref's
+reflog with the command as its reason (``git reflog refs/dst/serving/<lens>``). A
+multi-lens update is preceded by an intent record ``refs/dst/applying`` and followed
+by its removal, so a crash between the two leaves something :func:`recover` rolls
+forward.
 
 A named environment E (DESIGN §3 "Environments") keeps the same shapes under
 ``refs/dst/env/<E>/`` — ``serving/<lens>``, ``attempts/<lens>``, ``retired/<lens>``
@@ -18,9 +20,11 @@ environment, whose refs sit directly under ``refs/dst/``.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pygit2
@@ -424,12 +428,36 @@ def _transaction_once(repo: pygit2.Repository, updates: Sequence[RefUpdate], rea
                 if u.new is None:
                     txn.remove(u.ref)
                 else:
+                    _keep_log(repo, u.ref)
                     txn.set_target(u.ref, pygit2.Oid(hex=u.new), message=reason)
     except pygit2.GitError as exc:
         if "lock" in str(exc):
             # Committing can need packed-refs.lock (a deleted packed ref).
             raise _Locked(updates[0].ref, updates[0].old) from None
         raise RefConflict(updates[0].ref, updates[0].old, f"update failed: {exc}") from None
+
+
+def _keep_log(repo: pygit2.Repository, ref: str) -> None:
+    """Make sure ``ref`` has a reflog, so this update and every later one is logged.
+
+    Git and libgit2 log updates of refs outside ``refs/heads/``, ``refs/remotes/`` and
+    ``refs/notes/`` only when the ref already has a log (git-config(1),
+    ``core.logAllRefUpdates``); an empty log file is what ``git update-ref
+    --create-reflog`` leaves. A bare repository logs nothing unless that setting is
+    ``always``. The intent record comes and goes with every apply: it gets none.
+    """
+    if ref.endswith("/applying") or ref == APPLYING:
+        return
+    gitdir = Path(repo.path)
+    common = gitdir / "commondir"  # a linked worktree keeps shared refs' logs in the main dir
+    if common.is_file():
+        gitdir = gitdir / common.read_text(encoding="utf-8").strip()
+    log = gitdir / "logs" / ref
+    if log.exists():
+        return
+    with contextlib.suppress(OSError):  # no log is no reason to leave a ref unmoved
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.touch()
 
 
 def _write_intent(repo: pygit2.Repository, updates: Sequence[RefUpdate], reason: str) -> Oid:

@@ -57,15 +57,43 @@ def open_repo(path: str | os.PathLike[str] | None) -> pygit2.Repository:
                 f"{found}: git cannot open this repository ({exc})",
                 fix="check the path and that the repository is not damaged (git fsck)",
             ) from None
-        trusted = found.rstrip("/")
-        if trusted.endswith("/.git"):
-            trusted = trusted[: -len("/.git")]
-        raise UsageError(
-            f"{trusted}: detected dubious ownership: the repository is owned by another "
-            f"user, so git (and dst) refuse to read it",
-            fix=f"if you trust it, run `git config --global --add safe.directory {trusted}` "
-            f"(or run dst as the repository's owner)",
-        ) from None
+        raise ownership_refusal(found, "pygit2 (libgit2, which dst reads git with)") from None
+
+
+def _owner(path: str) -> str:
+    """``name (uid N)`` of the owner of ``path`` (``uid N`` when the name is unknown)."""
+    try:
+        uid = os.stat(path).st_uid
+    except OSError:
+        return "an unknown user"
+    try:
+        import pwd  # POSIX only; elsewhere the uid alone is named
+
+        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except (ImportError, KeyError):
+        return f"uid {uid}"
+
+
+def ownership_refusal(path: str, side: str) -> UsageError:
+    """The error for a repository refused for its owner (git-config(1), "safe.directory").
+
+    Args:
+        path: the repository's git directory or working tree.
+        side: which side refused: ``pygit2 (…)`` or ``the git command line``.
+
+    Returns:
+        A usage error naming the path, its owner, the current uid, the side and the fix.
+    """
+    trusted = path.rstrip("/")
+    if trusted.endswith("/.git"):
+        trusted = trusted[: -len("/.git")]
+    me = os.geteuid() if hasattr(os, "geteuid") else "unknown"
+    return UsageError(
+        f"{trusted}: detected dubious ownership: it is owned by {_owner(trusted)} and dst runs "
+        f"as uid {me}, so {side} refuses to read it",
+        fix=f"if you trust it, run `git config --global --add safe.directory {trusted}` "
+        f"(or run dst as the repository's owner)",
+    )
 
 
 def repo_root(repo: pygit2.Repository) -> Path:

@@ -6,14 +6,19 @@
       - url_env: DST_SLACK_WEBHOOK      # the variable holding the URL, never the URL
         events: [blocked, stood_down, recovered]
         retries: 2                      # optional, 0-5 (default 2)
+        deadline_s: 30                  # optional: one wall-clock bound per event, <= 30 s
 
 :func:`announce` runs once per ``dst apply``, ``dst ci apply`` and watch-mode apply,
 after the serving refs moved or the blocked attempts were recorded; dry runs, the
 pre-push hook and ``dst ci check`` never call it. It reads the apply's
 :class:`~reconciler.results.RunReport`, tells a recovery from a promotion by the
 lens's attempt and serving history, and hands the events to
-:func:`reconciler.notify.webhooks.deliver`. It never raises and never touches
-the report: a failing webhook is a warning on stderr.
+:func:`reconciler.notify.webhooks.deliver`. It never raises and never changes a
+verdict or an exit code: a failing webhook is a warning on stderr. What each
+webhook did with each event (delivered or not, tries, status, a redirect's
+``Location``, seconds) is kept on the lens's run, so the command's report
+(``--format json``: ``"notifications"`` per lens) says it; the git record of
+the run was written before (the payload names it), so it cannot.
 """
 
 from __future__ import annotations
@@ -34,12 +39,13 @@ __all__ = ["Delivery", "LensEvent", "announce", "webhooks_of"]
 
 
 def webhooks_of(rt: Runtime) -> tuple[Webhook, ...]:
-    """``notify:`` of ``dst.yaml`` at the repository root (empty without one).
+    """``notify:`` of ``dst.yaml`` as the candidate commit holds it (empty without one); the
+    working tree's copy is never read (:meth:`Runtime.committed_config`).
 
     Raises:
         LensLoadError: ``dst.yaml`` does not validate (file and line named).
     """
-    return rt.repo_config().notify
+    return rt.committed_config().notify
 
 
 def recovered(rt: Runtime, run: LensRun) -> bool:
@@ -107,4 +113,6 @@ def announce(rt: Runtime, report: RunReport) -> list[Delivery]:
     for d in done:
         if not d.ok:
             print(d.warning(), file=sys.stderr, flush=True)
+    for run in report.lenses:
+        run.notifications = [d.record() for d in done if d.lens == run.plan.lens]
     return done

@@ -125,17 +125,25 @@ def event_name(run: LensRun, recovered: bool) -> EventName | None:
 
 
 def failing_answers(run: LensRun) -> tuple[dict[str, str], ...]:
-    """``{"answer", "outcome", "reason"}`` of each gated answer that did not pass.
+    """``{"answer", "outcome", "reason"}`` of each answer that counts against the gate.
 
-    An unreached decline (never reproduced, DESIGN §5) does not fail the gate and is
-    not listed.
+    Every gated answer that did not pass, and every self-test answer whose own
+    certified SQL could not run (that fails like a gated answer, DESIGN §5; a mere
+    self-test divergence is an alert, not listed). An unreached decline (never
+    reproduced) does not fail the gate and is not listed.
     """
     unreached = set(run.unreached)
-    return tuple(
-        {"answer": r.answer, "outcome": r.outcome.value, "reason": r.detail}
+    gated = [
+        r
         for r in run.results
         if r.outcome is not Outcome.CORRECT
         and not (r.outcome is Outcome.DECLINED and r.answer in unreached)
+    ]
+    listed = {r.answer for r in gated}
+    broken = [r for r in run.self_test if r.oracle_failed and r.answer not in listed]
+    return tuple(
+        {"answer": r.answer, "outcome": r.outcome.value, "reason": r.detail}
+        for r in [*gated, *broken]
     )
 
 

@@ -93,6 +93,7 @@ def lens_object(
         "starvation": plan.starvation,
         "recorded": run.recorded,
         "messages": list(run.messages),
+        "notifications": list(run.notifications),
     }
 
 
