@@ -76,7 +76,11 @@ def test_lens_loads_and_describes_itself(db: str) -> None:
     assert not lens.answers, f"{db}: the lens certifies no answers"
     for model in lens.models.values():
         assert model.description, f"{db}/{model.name}: no description"
-        assert all(c.description for c in model.columns()), f"{db}/{model.name}: a bare column"
+        for col in model.columns():
+            assert col.description, f"{db}/{model.name}.{col.name}: no description"
+            assert all(any(ch.isalpha() for ch in s) for s in col.synonyms), (
+                f"{db}/{model.name}.{col.name}: a synonym with no word in it"
+            )
     if any(m.time_dimensions for m in lens.models.values()):
         assert lens.config.as_of is not None, f"{db}: dated models but no as_of"
 
