@@ -56,6 +56,18 @@ class LimitCut:
         return f"LIMIT {self.limit} on ({', '.join(k.label() for k in self.keys)})"
 
 
+def top_level(sql: str, dialect: str) -> exp.Expr | None:
+    """The query whose LIMIT cuts the result: ``sql``'s tree through parentheses that
+    carry no LIMIT of their own (a fresh copy); ``None`` when it does not parse."""
+    try:
+        node = parse_query(sql, dialect)
+    except UnsafeSqlError:
+        return None
+    while isinstance(node, exp.Subquery) and not node.args.get("limit"):
+        node = node.this
+    return node
+
+
 @functools.lru_cache(maxsize=4096)  # a suite asks for every oracle on every run
 def limit_cut(sql: str, dialect: str) -> LimitCut | None:
     """The top-level LIMIT of ``sql`` when ties could matter, else ``None`` (kept by text).
@@ -64,12 +76,9 @@ def limit_cut(sql: str, dialect: str) -> LimitCut | None:
     literal, there is an OFFSET, the FETCH keeps ties, or an ORDER BY key is not
     an output column (the ties could not be seen in the result).
     """
-    try:
-        node = parse_query(sql, dialect)
-    except UnsafeSqlError:
+    node = top_level(sql, dialect)
+    if node is None:
         return None
-    while isinstance(node, exp.Subquery) and not node.args.get("limit"):
-        node = node.this
     limit = node.args.get("limit")
     if limit is None or node.args.get("offset") is not None:
         return None

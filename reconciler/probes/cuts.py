@@ -41,11 +41,11 @@ from sqlglot import exp
 
 from reconciler.compare.cells import canon
 from reconciler.compare.diff import DivergenceKind, Verdict, compare
-from reconciler.compare.ties import AMBIGUOUS
+from reconciler.compare.ties import AMBIGUOUS, top_level
 from reconciler.errors import DstError, UnsafeSqlError
 from reconciler.guard import parse_query
 from reconciler.resultset import ResultSet
-from reconciler.trust import Evaluation, Execution, RepairAction
+from reconciler.trust import Evaluation, Execution, RepairAction, Severity
 
 GATE_TIE = "tie"
 GATE_NULL_GROUP = "null_group"
@@ -124,12 +124,9 @@ def cut_of(sql: str, dialect: str) -> Cut | None:
     orders by a window function or a key it cannot carry into the probe (a DISTINCT
     query ordered by a non-output expression, a set operation ordered by position).
     """
-    try:
-        node = parse_query(sql, dialect)
-    except UnsafeSqlError:
+    node = top_level(sql, dialect)
+    if node is None:
         return None
-    while isinstance(node, exp.Subquery) and not node.args.get("limit"):
-        node = node.this
     counts = _limit(node)
     if counts is None:
         return None
@@ -360,14 +357,8 @@ def judge(cut: Cut, served: ResultSet, probe: ResultSet, ex: Execution) -> Judge
     nulls = [row for row in served.rows if _null_row(cut, row)]
     null_eval = passed_null
     if nulls:
-        null_eval = Evaluation(
-            GATE_NULL_GROUP,
-            False,
-            "blocking",
-            detail=f"{cut.describe()} ranks a group whose key is NULL, which names no entity",
-            suggested_repair=_NULL_HINT,
-            repair_action=RepairAction("retry", ex.route, _NULL_HINT),
-        )
+        detail = f"{cut.describe()} ranks a group whose key is NULL, which names no entity"
+        null_eval = _failed(GATE_NULL_GROUP, "blocking", detail, _NULL_HINT, ex)
     if not cut.keys:
         return Judgement((_unordered(cut, probe, ex), null_eval))
     ranks = [row[-1] for row in probe.rows]
@@ -400,14 +391,8 @@ def judge(cut: Cut, served: ResultSet, probe: ResultSet, ex: Execution) -> Judge
         return Judgement((tie_eval, null_ok), kept, cut.repaired_sql, tuple(notes))
     tie_eval = passed_tie
     if tied:
-        tie_eval = Evaluation(
-            GATE_TIE,
-            False,
-            "warning",
-            detail=notes[0].replace("; all are shown", "; the served rows are one pick of them"),
-            suggested_repair=_TIE_HINT,
-            repair_action=RepairAction("retry", ex.route, _TIE_HINT),
-        )
+        detail = notes[0].replace("; all are shown", "; the served rows are one pick of them")
+        tie_eval = _failed(GATE_TIE, "warning", detail, _TIE_HINT, ex)
     return Judgement((tie_eval, null_eval))
 
 
@@ -481,14 +466,8 @@ def _offset_tie(cut: Cut, ranks: Sequence[Any], ex: Execution) -> Evaluation:
         edges.append(f"rows {last} and {last + 1}")
     if not edges:
         return Evaluation(GATE_TIE, True, "info")
-    return Evaluation(
-        GATE_TIE,
-        False,
-        "warning",
-        detail=f"{cut.describe()} cuts between tied {' and between '.join(edges)}",
-        suggested_repair=_TIE_HINT,
-        repair_action=RepairAction("retry", ex.route, _TIE_HINT),
-    )
+    detail = f"{cut.describe()} cuts between tied {' and between '.join(edges)}"
+    return _failed(GATE_TIE, "warning", detail, _TIE_HINT, ex)
 
 
 def kept_a_tie(
@@ -547,3 +526,15 @@ def _within(pool: ResultSet, part: ResultSet) -> bool:
     """``part`` is a sub-multiset of ``pool`` (nothing extra; rows may be missing)."""
     result = compare(pool, part)
     return result.verdict is Verdict.MATCH or result.kinds == (DivergenceKind.MISSING_ROWS,)
+
+
+def _failed(gate: str, severity: Severity, detail: str, hint: str, ex: Execution) -> Evaluation:
+    """A failed evaluation whose repair retries the route with ``hint``."""
+    return Evaluation(
+        gate,
+        False,
+        severity,
+        detail=detail,
+        suggested_repair=hint,
+        repair_action=RepairAction("retry", ex.route, hint),
+    )
