@@ -227,9 +227,10 @@ def test_no_depth_and_no_force_is_ever_passed_even_from_a_shallow_clone(
 def test_an_atomic_push_moves_every_lens_or_none(origin: Origin) -> None:
     a, b = origin.clone("a"), origin.clone("b")
     _promote(a, "Weeks start on Monday.")
-    assert sync.push(repository(a)).exit_code == 0
+    # b promotes before a pushes (an apply after would refuse: never fetched), then a wins
     _promote(b, "Fiscal weeks start on Sunday.")
     _promote(b, "Budgets are annual.", lens="finance", skill="finance.md")
+    assert sync.push(repository(a)).exit_code == 0
 
     lost = sync.push(repository(b))
     assert lost.exit_code == 1
@@ -244,8 +245,8 @@ def test_an_atomic_push_moves_every_lens_or_none(origin: Origin) -> None:
 def test_sync_does_not_push_after_a_diverged_fetch(origin: Origin) -> None:
     a, b = origin.clone("a"), origin.clone("b")
     won = _promote(a, "Weeks start on Monday.")
+    _promote(b, "Fiscal weeks start on Sunday.")  # racing a, before a's push lands
     assert sync.push(repository(a)).exit_code == 0
-    _promote(b, "Fiscal weeks start on Sunday.")
 
     report = sync.synchronize(repository(b))
     assert report.exit_code == 1
