@@ -139,10 +139,11 @@ def data_step(ctx: StepContext, state: LensState) -> LensState:
     """Hold the candidate's tables and declared keys against the warehouse.
 
     The checks of ``dst validate --warehouse`` (:func:`reconciler.warehouse.declared.verify_keys`),
-    one bounded query per model: under ``block`` a missing table or a declared
-    primary key that is not unique refuses the lens unrun (it would fan every join
-    out); under ``warn`` each is a ``WARNING`` line and promotion proceeds. A gate
-    that is ``off``, or cannot score (no warehouse), checks nothing here.
+    one bounded query per model. Under ``block`` a declared primary key that is not
+    unique refuses the lens unrun (every many-to-one join through it fans out); under
+    ``warn`` it is a ``WARNING`` line. A table that cannot be read is always a
+    ``WARNING`` line, never silent: the answers that read it fail on their own, and the
+    gate judges them. A gate that is ``off``, or cannot score, checks nothing here.
     """
     plan = state.planned
     if state.settled or ctx.command not in ("apply", "watch") or plan.gate == "off":
@@ -151,18 +152,23 @@ def data_step(ctx: StepContext, state: LensState) -> LensState:
     scoring = state.scoring or ctx.rt.scoring_for(lens)
     if scoring.cannot_score is not None or scoring.executor is None:
         return replace(state, scoring=scoring)
-    from reconciler.warehouse.declared import verify_keys  # lazy: only an apply reads the data
+    from reconciler.warehouse.declared import UnreadableTable, verify_keys  # lazy: apply only
 
     errors = verify_keys(lens, {}, scoring.executor, dialect=lens.config.dialect)
     if not errors:
         return replace(state, scoring=scoring)
-    lines = tuple(f"{e.message}; fix: {e.fix}" if e.fix else e.message for e in errors)
-    if plan.gate == "warn":
-        return replace(
-            state, scoring=scoring, messages=(*state.messages, *(f"WARNING {x}" for x in lines))
-        )
-    why = f"the warehouse contradicts the lens: {lines[0]}"
-    return replace(state, scoring=scoring, refused=why, messages=(*state.messages, *lines))
+
+    def line(e: Exception) -> str:
+        message, fix = getattr(e, "message", str(e)), getattr(e, "fix", None)
+        return f"{message}; fix: {fix}" if fix else message
+
+    keys = [line(e) for e in errors if not isinstance(e, UnreadableTable)]
+    warned = [f"WARNING {line(e)}" for e in errors if isinstance(e, UnreadableTable)]
+    if plan.gate == "warn" or not keys:
+        warned += [f"WARNING {k}" for k in keys]
+        return replace(state, scoring=scoring, messages=(*state.messages, *warned))
+    why = f"the warehouse contradicts the lens: {keys[0]}"
+    return replace(state, scoring=scoring, refused=why, messages=(*state.messages, *keys, *warned))
 
 
 def suite_step(ctx: StepContext, state: LensState) -> LensState:

@@ -3,7 +3,9 @@
 ``dst validate --warehouse`` and ``dst apply`` run the same checks
 (:func:`verify_keys`), so a lens whose declared primary key is not unique, or whose
 table is missing, is rejected by the one and cannot be promoted silently by the
-other. Each check is one bounded query per model.
+other. Each check is one bounded query per model. A table that cannot be read is an
+:class:`UnreadableTable` (the answers reading it fail on their own); a declared key that
+is not unique is a plain :class:`~reconciler.errors.LensLoadError`.
 """
 
 from __future__ import annotations
@@ -15,6 +17,10 @@ from reconciler.interop.keys import key_count_sql, table_probe_sql
 from reconciler.lens import Lens
 from reconciler.loader import load_yaml
 from reconciler.resultset import Executor
+
+
+class UnreadableTable(LensLoadError):
+    """A model's table is missing from the warehouse, or cannot be read there."""
 
 
 def verify_keys(
@@ -59,7 +65,7 @@ def verify_keys(
             rows = executor.execute(sql, row_cap=1, timeout_s=lens.config.statement_timeout_s).rows
         except (UnsafeSqlError, WarehouseError) as exc:
             errors.append(
-                LensLoadError(
+                UnreadableTable(
                     path,
                     f"table {model.table} of model {name} cannot be read: {exc.message}",
                     line=doc.line_of(("table",)) if doc else None,
