@@ -16,9 +16,7 @@ from dataclasses import replace
 
 from reconciler.context import Runtime
 from reconciler.errors import LensLoadError, StateError, UsageError
-from reconciler.git import refs as refstore
-from reconciler.git import serving as proven
-from reconciler.git import trees as gitstate
+from reconciler.git import refs as refstore, serving as proven, trees as gitstate
 from reconciler.ids import Oid
 from reconciler.lens import Lens, load_lens
 from reconciler.loader import load_yaml

@@ -16,10 +16,12 @@ from typing import TYPE_CHECKING, Any
 from reconciler import files as repofiles
 from reconciler.context import Runtime
 from reconciler.errors import UsageError
-from reconciler.git import attempts as attemptstore
-from reconciler.git import refs as refstore
-from reconciler.git import serving as proven
-from reconciler.git import trees as gitstate
+from reconciler.git import (
+    attempts as attemptstore,
+    refs as refstore,
+    serving as proven,
+    trees as gitstate,
+)
 from reconciler.git.commits import CommitInfo, commit_info
 from reconciler.ids import LENS_NAME_RE, Oid
 from reconciler.state import DeploymentMeta, RunRecord
@@ -434,8 +436,7 @@ def seed(rt: Runtime, url: str | None = None) -> SeedReport:
         WarehouseError: ``url`` cannot be seeded (nothing is committed).
     """
     # lazy: SQLAlchemy and DuckDB load only for `dst seed`, not for status or log
-    from reconciler.warehouse.seed import SeedFile
-    from reconciler.warehouse.seed import seed as build
+    from reconciler.warehouse.seed import SeedFile, seed as build
 
     names = gitstate.worktree_lens_names(rt.root)
     folders: list[tuple[str | None, Path]] = [(None, rt.root / "seeds")]

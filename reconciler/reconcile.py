@@ -30,8 +30,7 @@ from reconciler.assets import PlanMemo
 from reconciler.candidate import commit_states, worktree_states
 from reconciler.context import Runtime
 from reconciler.gate import GateVerdict, decide
-from reconciler.git import refs as refstore
-from reconciler.git import trees as gitstate
+from reconciler.git import refs as refstore, trees as gitstate
 from reconciler.git.fetched import require_fetched
 from reconciler.ids import Oid
 from reconciler.lens import Answer, Lens

@@ -33,11 +33,9 @@ from reconciler.assembly.request import assemble
 from reconciler.assembly.similarity import Embedder
 from reconciler.assets import asset_hashes
 from reconciler.compare.diff import Verdict, compare
-from reconciler.compare.evidence import VACUOUS as VACUOUS
-from reconciler.compare.evidence import oracle_notes
+from reconciler.compare.evidence import VACUOUS as VACUOUS, oracle_notes
 from reconciler.compare.ordering import order_keys
-from reconciler.compare.ties import AMBIGUOUS as AMBIGUOUS_NOTE
-from reconciler.compare.ties import LimitCut, kept_other_ties
+from reconciler.compare.ties import AMBIGUOUS as AMBIGUOUS_NOTE, LimitCut, kept_other_ties
 from reconciler.errors import DstError
 from reconciler.generators import DimensionValues, SmartCall, TierCall
 from reconciler.generators.cache import SAMPLE
@@ -46,8 +44,10 @@ from reconciler.ids import AnswerId
 from reconciler.lens import MAX_JOBS, Answer, Lens
 from reconciler.probes.cuts import kept_a_tie
 from reconciler.resultset import Executor, ResultSet
-from reconciler.state import Outcome as Outcome  # re-exported: its home is the records
-from reconciler.state import score as score
+from reconciler.state import (
+    Outcome as Outcome,  # re-exported: its home is the records
+    score as score,
+)
 from reconciler.trust import Execution, join_grain
 
 MAX_ATTEMPTS = 2

@@ -24,8 +24,7 @@ from reconciler.bindings import select_stale
 from reconciler.candidate import serving_state
 from reconciler.context import Runtime
 from reconciler.gate import UNREACHED, flaky_lines, unreached_answers
-from reconciler.git import refs as refstore
-from reconciler.git import trees as gitstate
+from reconciler.git import refs as refstore, trees as gitstate
 from reconciler.git.crash import crash_point
 from reconciler.history import serving_or_fail
 from reconciler.ids import AnswerId

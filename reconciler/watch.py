@@ -45,8 +45,7 @@ from watchfiles import Change, DefaultFilter
 
 from reconciler.context import Runtime
 from reconciler.errors import DstError, RefConflict, UsageError
-from reconciler.git import refs as refstore
-from reconciler.git import trees as gitstate
+from reconciler.git import refs as refstore, trees as gitstate
 from reconciler.ids import Oid
 from reconciler.reconcile import check_worktree, reconcile
 from reconciler.results import RunReport

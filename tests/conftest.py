@@ -11,15 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import CORPORA as CORPORA
-from tests.helpers import EXAMPLE_LENSES as EXAMPLE_LENSES
-from tests.helpers import GIT_ENV as GIT_ENV
-from tests.helpers import PROJECT as PROJECT
-from tests.helpers import Result as Result
-from tests.helpers import commit as commit
-from tests.helpers import dst as dst
-from tests.helpers import git as git
-from tests.helpers import invoke
+from tests.helpers import (
+    CORPORA as CORPORA,
+    EXAMPLE_LENSES as EXAMPLE_LENSES,
+    GIT_ENV as GIT_ENV,
+    PROJECT as PROJECT,
+    Result as Result,
+    commit as commit,
+    dst as dst,
+    git as git,
+    invoke,
+)
 from tests.helpers.examples import promote_all
 
 

@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from reconciler.compare.diff import MAX_REPORTED_ROWS, DivergenceKind, Verdict, compare
 from reconciler.compare.ordering import OrderKey, order_keys

@@ -43,8 +43,7 @@ import pygit2
 import pytest
 
 from reconciler.errors import StaleLock
-from reconciler.git import refs as refstore
-from reconciler.git import trees as gitstate
+from reconciler.git import refs as refstore, trees as gitstate
 from reconciler.git.locks import LOCK_WAIT_ENV, ref_locks
 from reconciler.ids import Oid
 from tests.crashkit import LENSES, Finished, Launcher, commit_variant, new_repo, stress_size

@@ -22,8 +22,7 @@ from reconciler.errors import UsageError
 from reconciler.git import base as prbase
 from reconciler.ids import AnswerId, AssetId, Oid
 from reconciler.plan import AssetChange, LensPlan
-from reconciler.render import github as ghactions
-from reconciler.render import junit
+from reconciler.render import github as ghactions, junit
 from reconciler.results import LensRun, RunReport
 from reconciler.suite import AnswerResult, Outcome
 from tests.helpers import commit, git, invoke

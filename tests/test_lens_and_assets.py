@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from reconciler.assets import lens_assets
 from reconciler.bindings import Bindings, Reason, select_stale, stamp

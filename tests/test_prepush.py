@@ -21,11 +21,18 @@ import yaml
 
 from reconciler.git import hooks
 from tests.helpers import PROJECT, commit, git, invoke
-from tests.helpers.push import ZERO, Done, PushPair, copy_pair, make_push_template, with_hook
-from tests.helpers.push import break_sales as _break_sales
-from tests.helpers.push import push_env as _env
-from tests.helpers.push import run as _run
-from tests.helpers.push import touch_readme as _touch_readme
+from tests.helpers.push import (
+    ZERO,
+    Done,
+    PushPair,
+    break_sales as _break_sales,
+    copy_pair,
+    make_push_template,
+    push_env as _env,
+    run as _run,
+    touch_readme as _touch_readme,
+    with_hook,
+)
 
 STDLIB_ONLY_BANNED = ("sqlalchemy", "sqlglot", "typer", "pydantic", "duckdb", "yaml", "rich")
 

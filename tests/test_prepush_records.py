@@ -17,8 +17,14 @@ from pathlib import Path
 import pytest
 
 from reconciler.git import hooks
-from tests.helpers.push import PushPair, copy_pair, make_push_template, push_env, with_hook
-from tests.helpers.push import break_sales as _break_sales
+from tests.helpers.push import (
+    PushPair,
+    break_sales as _break_sales,
+    copy_pair,
+    make_push_template,
+    push_env,
+    with_hook,
+)
 
 
 @pytest.fixture(scope="session")

@@ -16,8 +16,7 @@ from decimal import Decimal
 from typing import Any
 
 import yaml
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from reconciler.compare.diff import Comparison, compare
 from reconciler.errors import LensLoadError

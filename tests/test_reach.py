@@ -25,8 +25,7 @@ from reconciler.render.trend import corpus_marks, points, summary_lines
 from reconciler.results import Action, LensRun, RunReport, reach_of
 from reconciler.state import DeploymentMeta, load
 from reconciler.suite import AnswerResult, Outcome
-from tests.helpers import CORPORA, commit
-from tests.helpers import invoke as dst
+from tests.helpers import CORPORA, commit, invoke as dst
 
 LENS = """\
 name: shop

@@ -19,8 +19,7 @@ import pytest
 import sqlglot
 import yaml
 
-from reconciler.ask import AskResponse
-from reconciler.ask import ask as serve
+from reconciler.ask import AskResponse, ask as serve
 from reconciler.assembly.request import GenerationRequest
 from reconciler.context import LensExecutor
 from reconciler.generators import Generation

@@ -16,8 +16,7 @@ import pytest
 
 from reconciler.context import Runtime
 from reconciler.errors import UsageError
-from reconciler.git import refs as refstore
-from reconciler.git import sync
+from reconciler.git import refs as refstore, sync
 from reconciler.git.sync import SyncAction
 from reconciler.history import status
 from reconciler.ids import Oid

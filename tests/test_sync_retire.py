@@ -17,8 +17,7 @@ import pytest
 from reconciler.git import sync
 from reconciler.git.sync import SyncAction
 from tests.helpers import commit, git, invoke
-from tests.helpers.bare_lenses import FINANCE as FINANCE_FILES
-from tests.helpers.bare_lenses import SALES as SALES_FILES
+from tests.helpers.bare_lenses import FINANCE as FINANCE_FILES, SALES as SALES_FILES
 from tests.helpers.sync import first_parents, hermetic_git, ref_entry, ref_value, repository
 
 __all__ = ["hermetic_git"]  # autouse: every test here runs git hermetically

@@ -28,8 +28,7 @@ from typer.testing import CliRunner
 from watchfiles import Change, DefaultFilter
 
 import reconciler.cli.app  # before cli_watch: cli.py imports cli_watch at its end
-from reconciler.cli.watch import interval_hours, verdict_json, verdict_lines
-from reconciler.cli.watch import watch as watch_command
+from reconciler.cli.watch import interval_hours, verdict_json, verdict_lines, watch as watch_command
 from reconciler.context import Runtime
 from reconciler.errors import UsageError
 from reconciler.git import refs as refstore

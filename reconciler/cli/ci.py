@@ -109,8 +109,7 @@ def _publish(
     seconds: Mapping[str, float] | None = None,
 ) -> int:
     # lazy: reconciler.render loads the engines, which `dst --help` does not need
-    from reconciler.render import github as ghactions
-    from reconciler.render import text as render
+    from reconciler.render import github as ghactions, text as render
     from reconciler.render.junit import to_junit
 
     locations = _locations(rt, report)
@@ -174,9 +173,7 @@ def _load_every_lens(rt: Any, commit: str, only: list[str] | None) -> None:
     """
     # lazy: lens loading pulls in pydantic and sqlglot, which `dst --help` does not need
     from reconciler.errors import LensLoadError, LensLoadErrors
-    from reconciler.git import refs as refstore
-    from reconciler.git import serving as proven
-    from reconciler.git import trees as gitstate
+    from reconciler.git import refs as refstore, serving as proven, trees as gitstate
     from reconciler.ids import Oid
 
     trees = gitstate.lens_trees(rt.repo, Oid(commit))

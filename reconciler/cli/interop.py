@@ -43,8 +43,7 @@ def import_cortex(
     """Turn a Snowflake Cortex Analyst semantic model into a lens under lenses/."""
     # lazy: the importer loads sqlglot and pydantic; `dst --help` does not need them
     from reconciler.interop.importers import LensSettings
-    from reconciler.interop.importers.cortex import import_cortex as do_import
-    from reconciler.interop.importers.cortex import write_lens
+    from reconciler.interop.importers.cortex import import_cortex as do_import, write_lens
     from reconciler.warehouse.seed import run_on_seeds
 
     rt = runtime(repo)
@@ -80,8 +79,7 @@ def import_dbt(
 ) -> int:
     """Turn a dbt semantic layer (MetricFlow or legacy metrics) into a lens under lenses/."""
     # lazy: the importer loads sqlglot and pydantic; `dst --help` does not need them
-    from reconciler.interop.importers.dbt import import_dbt as do_import
-    from reconciler.interop.importers.dbt import write_lens
+    from reconciler.interop.importers.dbt import import_dbt as do_import, write_lens
     from reconciler.interop.importers.dbt_source import collect
     from reconciler.warehouse.seed import run_on_seeds
 

@@ -62,8 +62,7 @@ def seed(
 ) -> int:
     """Build the embedded DuckDB warehouse (.dst/) from every lens's seeds/*.csv."""
     # lazy: seeding loads SQLAlchemy and DuckDB; `dst --help` does not need them
-    from reconciler.history import seed as do_seed
-    from reconciler.history import seed_elsewhere
+    from reconciler.history import seed as do_seed, seed_elsewhere
 
     rt = runtime(repo)
     others, embedded = ([], []) if warehouse is not None else seed_elsewhere(rt)

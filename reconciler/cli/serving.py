@@ -28,8 +28,7 @@ def status(env: EnvOpt = None, repo: RepoOpt = None, fmt: FormatOpt = Format.tex
     # lazy: the serving state readers load the engines; `dst --help` does not need them
     from reconciler.git.locks import ref_locks
     from reconciler.git.sync import UNKNOWN_STATE, state_known
-    from reconciler.history import environment_names
-    from reconciler.history import status as do_status
+    from reconciler.history import environment_names, status as do_status
 
     rt = runtime(repo, environment=env)
     rt.environment_config()  # an unknown --env (or a broken dst.yaml) is exit 2

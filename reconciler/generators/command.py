@@ -54,8 +54,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from reconciler import files as repofiles
-from reconciler import guard
+from reconciler import files as repofiles, guard
 from reconciler.assembly.request import GenerationRequest
 from reconciler.errors import LensLoadError, UnsafeSqlError
 from reconciler.generators import calllog

@@ -34,6 +34,20 @@ from reconciler.bindings import Bindings
 from reconciler.errors import DstError, RefConflict, StateError
 from reconciler.git import locks as reflocks
 from reconciler.git.crash import crash_point
+from reconciler.git.refnames import (
+    APPLYING as APPLYING,
+    ATTEMPTS as ATTEMPTS,
+    ENVIRONMENTS as ENVIRONMENTS,
+    RETIRED as RETIRED,
+    SERVING as SERVING,
+    applying_ref as applying_ref,
+    attempts_ref as attempts_ref,
+    env_note as env_note,
+    environments_with_refs as environments_with_refs,
+    namespace as namespace,
+    retired_ref as retired_ref,
+    serving_ref as serving_ref,
+)
 from reconciler.ids import Oid
 from reconciler.state import (
     STATE_SCHEMA,
@@ -44,11 +58,6 @@ from reconciler.state import (
     load,
 )
 
-SERVING = "refs/dst/serving/"
-ATTEMPTS = "refs/dst/attempts/"
-RETIRED = "refs/dst/retired/"
-APPLYING = "refs/dst/applying"
-ENVIRONMENTS = "refs/dst/env/"
 META_SCHEMA = STATE_SCHEMA
 
 
@@ -89,50 +98,6 @@ class RefUpdate:
     ref: str
     old: Oid | None
     new: Oid | None
-
-
-def namespace(env: str | None = None) -> str:
-    """``refs/dst/`` for the default environment, ``refs/dst/env/<env>/`` for a named one."""
-    return "refs/dst/" if env is None else f"{ENVIRONMENTS}{env}/"
-
-
-def serving_ref(lens: str, env: str | None = None) -> str:
-    """``refs/dst/serving/<lens>`` (``refs/dst/env/<env>/serving/<lens>`` in ``env``)."""
-    return namespace(env) + "serving/" + lens
-
-
-def attempts_ref(lens: str, env: str | None = None) -> str:
-    """``refs/dst/attempts/<lens>`` (``refs/dst/env/<env>/attempts/<lens>`` in ``env``)."""
-    return namespace(env) + "attempts/" + lens
-
-
-def retired_ref(lens: str, env: str | None = None) -> str:
-    """``refs/dst/retired/<lens>`` (under ``refs/dst/env/<env>/`` in ``env``): the
-    retirement deployment of a lens deleted from the source, whose first-parent
-    history is the lens's serving history."""
-    return namespace(env) + "retired/" + lens
-
-
-def env_note(env: str | None) -> str:
-    """`` (env <E>)`` for a deployment message in environment E, ``""`` in the default one,
-    so ``git log`` of a commit tells which environment it served."""
-    return "" if env is None else f" (env {env})"
-
-
-def applying_ref(env: str | None = None) -> str:
-    """``refs/dst/applying`` (``refs/dst/env/<env>/applying`` in ``env``): the intent record."""
-    return namespace(env) + "applying"
-
-
-def environments_with_refs(repo: pygit2.Repository) -> list[str]:
-    """Names of the named environments that hold any ref under ``refs/dst/env/``, sorted."""
-    return sorted(
-        {
-            r[len(ENVIRONMENTS) :].split("/", 1)[0]
-            for r in repo.references
-            if r.startswith(ENVIRONMENTS)
-        }
-    )
 
 
 def deployment_tree(repo: pygit2.Repository, oid: Oid) -> Oid | None:

@@ -22,6 +22,9 @@ from reconciler.ids import Oid
 def scratch_clone(repo: pygit2.Repository, dest: Path) -> pygit2.Repository:
     """A ``--shared --no-checkout`` clone of ``repo`` at ``dest`` (no refs/dst, no worktree).
 
+    The clone keeps no remote: it is a sandbox of its own, never one that has yet to
+    fetch the serving state its origin holds (which an apply would refuse).
+
     Raises:
         UsageError: git is missing or the clone failed (its stderr in the message; exit 2).
     """
@@ -39,7 +42,10 @@ def scratch_clone(repo: pygit2.Repository, dest: Path) -> pygit2.Repository:
             f"cannot make a scratch clone of the repository: {done.stderr.strip()}",
             fix="check that git is installed and the repository is readable",
         )
-    return pygit2.Repository(str(dest))
+    clone = pygit2.Repository(str(dest))
+    for name in [r.name for r in clone.remotes if r.name]:
+        clone.remotes.delete(name)
+    return clone
 
 
 def commit_file(

@@ -47,8 +47,7 @@ from collections.abc import Sequence
 import pygit2
 
 from reconciler.errors import DstError, StateError, UsageError
-from reconciler.git import refs as refstore
-from reconciler.git import retire as retirements
+from reconciler.git import refs as refstore, retire as retirements
 from reconciler.git.sync_report import (
     DST,
     PushLine,

@@ -27,8 +27,7 @@ import sys
 
 from reconciler.context import Runtime
 from reconciler.errors import DstError
-from reconciler.git import refs as refstore
-from reconciler.git import trees as gitstate
+from reconciler.git import refs as refstore, trees as gitstate
 from reconciler.git.commits import commit_info
 from reconciler.lens import Webhook
 from reconciler.notify.events import LensEvent, lens_event

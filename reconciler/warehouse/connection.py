@@ -48,8 +48,7 @@ from sqlglot.dialects.dialect import Dialect
 
 from reconciler.errors import UsageError, WarehouseError
 from reconciler.resultset import ResultSet
-from reconciler.warehouse import readonly
-from reconciler.warehouse import search_path as paths
+from reconciler.warehouse import readonly, search_path as paths
 from reconciler.warehouse.duck import DuckWarehouse, plain_file
 from reconciler.warehouse.guarded import GuardedWarehouse
 from reconciler.warehouse.timeouts import WATCHDOG, Alarm

@@ -59,8 +59,7 @@ from tests.benchmarks.cortex import run_cortex
 from tests.benchmarks.defog import QUESTION_FILES, run_defog
 from tests.benchmarks.scores import Report, render
 from tests.benchmarks.spider import run_spider
-from tests.helpers import CORPORA as DEFAULT_CORPORA
-from tests.helpers import PROJECT
+from tests.helpers import CORPORA as DEFAULT_CORPORA, PROJECT
 
 HAND_WRITTEN = PROJECT / "tests" / "fixtures" / "defog_lenses"
 SPIDER_LENSES = PROJECT / "tests" / "fixtures" / "spider_lenses"

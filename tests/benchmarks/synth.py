@@ -269,8 +269,7 @@ def _serve_everything(path: Path, commit: str) -> None:
     import pygit2
 
     from reconciler.bindings import Bindings
-    from reconciler.git import refs as refstore
-    from reconciler.git import trees as gitstate
+    from reconciler.git import refs as refstore, trees as gitstate
 
     repo = pygit2.Repository(str(path))
     updates = []

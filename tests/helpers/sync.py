@@ -7,8 +7,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from reconciler.git import refs as refstore
-from reconciler.git import sync
+from reconciler.git import refs as refstore, sync
 from tests.helpers import GIT_ENV, git
 
 
