@@ -59,6 +59,7 @@ GATE_GROUNDING = "grounding"
 GATE_EXECUTED = "result_executed"
 GATE_CARDINALITY = "semantic_cardinality"
 GATE_JOIN_GRAIN = "join_grain"
+GATE_ROWS_ASKED = "rows_asked"
 
 SCALAR_HINT = "return a single aggregated value"
 
@@ -75,6 +76,10 @@ _OF_AGGREGATES = re.compile(
     r"(the\s+|all\s+the\s+|all\s+)?(averages?|means|sums|totals|maximums?|minimums?|maxima|"
     r"minima|max|min|medians|counts|numbers)\b"
 )
+# Phrasing that asks for rows ("Which books are in the Poetry genre?", "List the …",
+# "Show the member named …"), and the words that turn it into a count after all.
+_ROWS = re.compile(r"^(which|list|show|name|what are the names|give me the names)\b")
+_COUNTED = re.compile(r"\b(number|numbers|how many|count|counts|total|totals|amount)\b")
 # Breakdown phrasing: a multi-row answer is what was asked for.
 _BREAKDOWN = re.compile(
     r"\b(top|bottom|by|each|every|per|who|which|list|show all|breakdown|split|"
@@ -269,6 +274,38 @@ def semantic_cardinality(ex: Execution) -> Evaluation:
     )
 
 
+def rows_asked(ex: Execution) -> Evaluation:
+    """Fails (``blocking``) when a question asking for rows was served one count.
+
+    "Which books are in the Poetry genre?" answered ``COUNT(DISTINCT book_id)`` = 5 is
+    a misreading: "which", "list", "show" ask for the rows themselves. A question that
+    names a count ("show the number of …", "list the total …") is not flagged; neither
+    are certified answers or results of more than one cell.
+    """
+    raw = ex.question.lower().strip()
+    one_cell = len(ex.rows) == 1 and len(ex.columns) == 1
+    if ex.route != "generated" or not one_cell or not _ROWS.search(raw) or _COUNTED.search(raw):
+        return Evaluation(GATE_ROWS_ASKED, True, "info")
+    tree = _read_only_tree(ex.sql, ex.dialect) if ex.sql else None
+    while isinstance(tree, exp.Subquery):
+        tree = tree.this
+    if not isinstance(tree, exp.Select) or len(tree.expressions) != 1:
+        return Evaluation(GATE_ROWS_ASKED, True, "info")
+    only = tree.expressions[0]
+    body = only.this if isinstance(only, exp.Alias) else only
+    if not isinstance(body, exp.Count):
+        return Evaluation(GATE_ROWS_ASKED, True, "info")
+    hint = "list the rows the question asks for, not their count"
+    return Evaluation(
+        GATE_ROWS_ASKED,
+        False,
+        "blocking",
+        detail="a question asking for rows was served one count",
+        suggested_repair=hint,
+        repair_action=RepairAction("retry", ex.route, hint),
+    )
+
+
 def join_grain(ex: Execution, lens: Lens, values: DimensionValues) -> Evaluation:
     """Fails (``blocking``) when the SQL joins through a "one" side that is not unique.
 
@@ -340,6 +377,7 @@ def evaluate(
         grounding(ex, lens),
         result_executed(ex),
         semantic_cardinality(ex),
+        rows_asked(ex),
     )
     return gates if values is None else (*gates, join_grain(ex, lens, values))
 

@@ -243,9 +243,19 @@ def _build(node: exp.Select, limit: int, offset: int, dialect: str) -> Cut | Non
     names = [_output_name(p) for p in projections]
     plain = not starred and all(names) and len({n.name.lower() for n in names if n}) == len(names)
     grouped = node.args.get("group") is not None
+    # The columns that name what is ranked: every output that is neither aggregated nor
+    # an ordering key ("g.genre" beside "COALESCE(m.n, 0)" when the groups were made in a
+    # subquery, "store_name" beside "staff" in a ranking of rows).
+    ordering = {
+        position
+        for i, (key, _, _, position) in enumerate(keys)
+        if position is not None and (i == 0 or key.find(exp.AggFunc) is not None)
+    }
     entities = (
-        tuple(i for i, p in enumerate(projections) if _is_entity(p))
-        if grouped and not starred
+        tuple(
+            i for i, p in enumerate(projections) if _is_entity(p) and (grouped or i not in ordering)
+        )
+        if not starred
         else ()
     )
     inner = node.copy()
