@@ -32,7 +32,7 @@ from reconciler.files import replace_file
 
 CHECKED_SCHEMA = 1
 CHECKED_KEPT = 4096
-_RULES = ("guard.py", "lens.py", "lensfiles.py")
+_RULES = ("guard/__init__.py", "guard/denied.py", "lens.py", "lensfiles.py")
 
 
 @functools.lru_cache(maxsize=1)

@@ -44,6 +44,12 @@ from sqlglot import exp
 from sqlglot.errors import ErrorLevel, ParseError, UnsupportedError
 
 from reconciler.errors import UnsafeSqlError, UsageError
+from reconciler.guard.denied import (
+    FORBIDDEN_FUNCTIONS,
+    FORBIDDEN_PREFIXES,
+    FORBIDDEN_SUFFIXES,
+    check_escapes,
+)
 
 _FIX = (
     "certified and exemplar SQL must be a single SELECT (WITH … SELECT, UNION …) and nothing else"
@@ -71,50 +77,6 @@ _FORBIDDEN_NODES = _classes(
     "Declare", "Comment",
 )  # fmt: skip
 
-# Functions that read files, URLs or other databases, or change state even inside
-# a read-only transaction. Sources: DuckDB "Data Sources" / "Table Functions"
-# (read_*, *_scan, glob, query, query_table, sniff_csv, parquet_* metadata),
-# PostgreSQL "System Administration Functions" (file access, signalling,
-# set_config, sequences, large objects, advisory locks), the dblink module, and
-# SQLite's fileio / load_extension.
-_FORBIDDEN_PREFIXES = ("read_", "dblink")
-_FORBIDDEN_SUFFIXES = ("_scan",)
-_FORBIDDEN_FUNCTIONS = frozenset({
-    # DuckDB
-    "glob", "query", "query_table", "sniff_csv", "parquet_metadata", "parquet_schema",
-    "parquet_file_metadata", "parquet_kv_metadata", "parquet_bloom_probe", "iceberg_metadata",
-    "iceberg_snapshots", "getenv", "duckdb_secrets", "which_secret", "load_aws_credentials",
-    "postgres_query", "postgres_execute", "postgres_attach", "sqlite_attach", "sqlite_query",
-    "mysql_query", "mysql_execute",
-    # PostgreSQL
-    "pg_read_file", "pg_read_binary_file", "pg_ls_dir", "pg_stat_file", "pg_ls_logdir",
-    "pg_ls_waldir", "pg_ls_tmpdir", "pg_ls_archive_statusdir", "lo_import", "lo_export",
-    "lo_unlink", "lo_create", "lo_put", "lo_from_bytea", "dblink", "dblink_exec",
-    "dblink_connect", "dblink_open", "dblink_send_query", "set_config", "nextval", "setval",
-    "pg_terminate_backend", "pg_cancel_backend", "pg_reload_conf", "pg_rotate_logfile",
-    "pg_notify", "pg_advisory_lock", "pg_advisory_xact_lock", "pg_try_advisory_lock",
-    "pg_try_advisory_xact_lock", "pg_advisory_lock_shared", "pg_switch_wal",
-    "pg_create_restore_point", "pg_promote", "txid_current", "pg_current_xact_id",
-    "pg_sleep", "pg_sleep_for", "pg_sleep_until",
-    "pg_try_advisory_lock_shared", "pg_advisory_xact_lock_shared",
-    "pg_try_advisory_xact_lock_shared", "pg_advisory_unlock", "pg_advisory_unlock_shared",
-    "pg_advisory_unlock_all", "lo_get", "lo_open", "lo_close", "loread", "lowrite",
-    "lo_truncate", "lo_lseek", "lo_tell", "lo_import_with_oid", "pg_file_write",
-    "pg_file_rename", "pg_file_unlink", "pg_file_sync", "pg_logdir_ls",
-    "pg_logical_emit_message", "pg_create_logical_replication_slot",
-    "pg_create_physical_replication_slot", "pg_drop_replication_slot",
-    "pg_replication_origin_create", "pg_stat_reset", "pg_stat_reset_shared",
-    "pg_stat_reset_single_table_counters", "pg_import_system_collations",
-    "pg_log_backend_memory_contexts", "pg_backup_start", "pg_backup_stop",
-    "pg_wal_replay_pause", "pg_wal_replay_resume",
-    # PostgreSQL functions that run SQL text or read a table named in a string
-    "query_to_xml", "query_to_xmlschema", "query_to_xml_and_xmlschema", "cursor_to_xml",
-    "cursor_to_xmlschema", "table_to_xml", "table_to_xmlschema", "table_to_xml_and_xmlschema",
-    "schema_to_xml", "schema_to_xmlschema", "schema_to_xml_and_xmlschema", "database_to_xml",
-    "database_to_xmlschema", "database_to_xml_and_xmlschema",
-    # SQLite
-    "readfile", "writefile", "edit", "fts3_tokenizer", "load_extension",
-})  # fmt: skip
 
 # A table reference DuckDB would resolve as a file or URL ("replacement scan").
 _FILE_SUFFIXES = (
@@ -235,6 +197,7 @@ def check_read_only(sql: str, dialect: str, *, allow_functions: Collection[str] 
             configures, a call to a function that reads files/URLs/other
             databases or has side effects, or a table named like a file.
     """
+    check_escapes(sql, dialect)
     tree = parse_query(sql, dialect)
     if not isinstance(tree, _QUERY_ROOTS):
         # A generic Command keeps its leading keyword (CALL, LOAD, VACUUM …) in `this`;
@@ -267,6 +230,7 @@ def parse_expression(sql: str, dialect: str, *, allow_functions: Collection[str]
             forbidden function.
     """
     fix = "write a SQL expression over the model's columns"
+    check_escapes(sql, dialect)
     try:
         with _quiet_sqlglot():
             tree = sqlglot.parse_one(sql, read=dialect, into=exp.Condition)
@@ -370,9 +334,9 @@ def _check_nodes(tree: exp.Expr, *, what: str, allowed: frozenset[str] = frozens
         if isinstance(node, exp.Func):
             name = function_name(node)
             if name not in allowed and (
-                name in _FORBIDDEN_FUNCTIONS
-                or name.startswith(_FORBIDDEN_PREFIXES)
-                or name.endswith(_FORBIDDEN_SUFFIXES)
+                name in FORBIDDEN_FUNCTIONS
+                or name.startswith(FORBIDDEN_PREFIXES)
+                or name.endswith(FORBIDDEN_SUFFIXES)
             ):
                 raise UnsafeSqlError(
                     f"{what} calls {name}(), which reaches outside the warehouse, "
