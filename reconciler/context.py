@@ -20,9 +20,9 @@ from reconciler.git import refs as refstore, trees as gitstate
 from reconciler.ids import Oid
 from reconciler.lens import Answer, Lens, RepoConfig
 from reconciler.lensfiles import Environment, environment_problems
+from reconciler.lensview import LensExecutor as LensExecutor
 from reconciler.loader import load_yaml, validate
 from reconciler.resultset import Executor
-from reconciler.warehouse.lensview import LensExecutor as LensExecutor
 
 if TYPE_CHECKING:
     # Only for annotations: `dst status`, `dst log` and a plan with nothing stale
