@@ -23,6 +23,7 @@ from tests.helpers import (
     invoke,
 )
 from tests.helpers.examples import promote_all
+from tests.helpers.push import make_push_template
 
 
 @pytest.fixture(scope="module")
@@ -75,6 +76,14 @@ def _promoted_template(_seeded_template: Path, tmp_path_factory: pytest.TempPath
     shutil.copytree(_seeded_template, path, symlinks=True)
     promote_all(path)
     return path
+
+
+@pytest.fixture(scope="session")
+def _push_template(
+    _seeded_template: Path, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, Path]:
+    """An origin and a clone of the seeded examples, lenses promoted (the push tests copy it)."""
+    return make_push_template(_seeded_template, tmp_path_factory.mktemp("push"))
 
 
 @pytest.fixture

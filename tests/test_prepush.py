@@ -27,7 +27,6 @@ from tests.helpers.push import (
     PushPair,
     break_sales as _break_sales,
     copy_pair,
-    make_push_template,
     push_env as _env,
     run as _run,
     touch_readme as _touch_readme,
@@ -35,13 +34,6 @@ from tests.helpers.push import (
 )
 
 STDLIB_ONLY_BANNED = ("sqlalchemy", "sqlglot", "typer", "pydantic", "duckdb", "yaml", "rich")
-
-
-@pytest.fixture(scope="session")
-def _push_template(
-    _seeded_template: Path, tmp_path_factory: pytest.TempPathFactory
-) -> tuple[Path, Path]:
-    return make_push_template(_seeded_template, tmp_path_factory.mktemp("push"))
 
 
 @pytest.fixture

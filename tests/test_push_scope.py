@@ -20,17 +20,9 @@ from tests.helpers.push import (
     PushPair,
     break_sales,
     copy_pair,
-    make_push_template,
     touch_readme,
     with_hook,
 )
-
-
-@pytest.fixture(scope="session")
-def _push_template(
-    _seeded_template: Path, tmp_path_factory: pytest.TempPathFactory
-) -> tuple[Path, Path]:
-    return make_push_template(_seeded_template, tmp_path_factory.mktemp("push"))
 
 
 @pytest.fixture

@@ -197,8 +197,8 @@ def check_read_only(sql: str, dialect: str, *, allow_functions: Collection[str] 
             configures, a call to a function that reads files/URLs/other
             databases or has side effects, or a table named like a file.
     """
+    tree = parse_query(sql, dialect)  # first: it bounds the text before it is read again
     check_escapes(sql, dialect)
-    tree = parse_query(sql, dialect)
     if not isinstance(tree, _QUERY_ROOTS):
         # A generic Command keeps its leading keyword (CALL, LOAD, VACUUM …) in `this`;
         # an unknown bare keyword (CHECKPOINT, ABORT) parses as a column or alias.

@@ -8,8 +8,6 @@ otherwise read as ``U & "…"`` so that the name the warehouse calls is never ch
 
 from __future__ import annotations
 
-import logging
-
 import sqlglot
 
 from reconciler.errors import UnsafeSqlError
@@ -77,8 +75,7 @@ def check_escapes(sql: str, dialect: str) -> None:
     string literals and comments, which the tokenizer skips), in every dialect.
     """
     try:
-        with _quiet():
-            tokens = sqlglot.Dialect.get_or_raise(dialect).tokenize(sql)
+        tokens = sqlglot.Dialect.get_or_raise(dialect).tokenize(sql)
     except (sqlglot.errors.TokenError, ValueError):
         return  # the parse that follows reports text it cannot read
     for before, amp, after in zip(tokens, tokens[1:], tokens[2:], strict=False):
@@ -94,14 +91,3 @@ def check_escapes(sql: str, dialect: str) -> None:
                 "which the guard cannot read as the warehouse would",
                 fix=_ESCAPE_FIX,
             )
-
-
-class _quiet:
-    """sqlglot's tokenizer warnings silenced while the escapes are looked for."""
-
-    def __enter__(self) -> None:
-        self._level = logging.getLogger("sqlglot").level
-        logging.getLogger("sqlglot").setLevel(logging.ERROR)
-
-    def __exit__(self, *_: object) -> None:
-        logging.getLogger("sqlglot").setLevel(self._level)
