@@ -49,6 +49,7 @@ from reconciler.context import LensExecutor
 from reconciler.errors import DstError
 from reconciler.lens import Lens, load_lens
 from reconciler.probes.cuts import kept_a_tie
+from reconciler.probes.shown import shows_ranking
 from reconciler.resultset import Executor, ResultSet
 from reconciler.suite import ValueCache
 from reconciler.warehouse.connection import Warehouse
@@ -234,6 +235,9 @@ def _judge(expected: ResultSet, resp: AskResponse, gold: str, database: Path) ->
     run = functools.partial(gold_result, database)
     if kept_a_tie(gold, "sqlite", expected, resp.result, run) is not None:
         detail = "ambiguous gold: its LIMIT cuts a tie"
+        return Scored("correct", detail, resp.sql or "", resp.trust_state)
+    if shows_ranking(gold, "sqlite", expected, resp.result, run):
+        detail = "shows the value the gold ranks by"
         return Scored("correct", detail, resp.sql or "", resp.trust_state)
     guess = wrong_class(gold_rows, served_rows, verdict)
     return Scored("wrong", verdict.detail, resp.sql or "", resp.trust_state, guess)
