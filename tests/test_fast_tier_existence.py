@@ -15,8 +15,8 @@ import duckdb
 import pytest
 
 from reconciler.lens import Lens
-from reconciler.reading.compile import Declined
 from reconciler.reading.grammar.existence import existence_rows
+from reconciler.reading.ir import Declined
 from tests.helpers.grammar import GoldenFile, dimension_values
 
 GOLDEN = GoldenFile.read("fast_tier_existence.yaml")

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from reconciler.reading.compile import Declined
+from reconciler.reading.ir import Declined
 from reconciler.reading.phrases.weekdays import split_weekdays
 from tests.helpers.grammar import GoldenFile, check_golden_case
 

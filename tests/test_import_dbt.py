@@ -22,7 +22,8 @@ from reconciler.interop.importers import ProblemKind
 from reconciler.interop.importers.dbt import import_dbt
 from reconciler.interop.importers.dbt_source import collect
 from reconciler.lens import load_lens
-from reconciler.reading.compile import Measure, Plan, render
+from reconciler.reading.compile import render
+from reconciler.reading.ir import Measure, Plan
 from reconciler.schemas import kind_of, schema_comment
 from reconciler.warehouse.seed import run_on_seeds
 from tests.helpers import CORPORA, invoke

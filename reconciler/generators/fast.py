@@ -91,7 +91,6 @@ from reconciler.assembly.retrieval import Mention, Retrieval, counted_model, ret
 from reconciler.assembly.text import normalize
 from reconciler.generators.generation import DimensionValues, Generation
 from reconciler.lens import Lens
-from reconciler.reading.compile import Declined, Measure, Plan, one_path, plan_edges
 from reconciler.reading.grammar.adapt import from_exemplars
 from reconciler.reading.grammar.backrefs import (
     every_row_ordered,
@@ -104,6 +103,7 @@ from reconciler.reading.grammar.cumulative import render_cumulative, split_cumul
 from reconciler.reading.grammar.doubts import check_doubts, entity_breakdowns
 from reconciler.reading.grammar.measures import check_extras, select_measures
 from reconciler.reading.grammar.periodcounts import check_compared_count, render_period_counts
+from reconciler.reading.ir import Declined, Measure, Plan
 from reconciler.reading.parse import claim, every_shape
 from reconciler.reading.phrases.bounds import Bound, split_bounds
 from reconciler.reading.phrases.columns import bucket_at
@@ -119,6 +119,7 @@ from reconciler.reading.phrases.when import when
 from reconciler.reading.phrases.words import Reading, phrase_of, plural, read_grammar, uninvited
 from reconciler.reading.phrases.years import year_filter
 from reconciler.reading.resolve import paths
+from reconciler.reading.resolve.paths import one_path, plan_edges
 from reconciler.reading.resolve.zeros import check_empty_groups
 
 __all__ = ["TIER", "Declined", "Measure", "Plan", "compile_request", "parse", "render"]

@@ -50,29 +50,19 @@ from sqlglot import exp
 from reconciler.assembly import memo as lensmemo
 from reconciler.assembly.lexicon import model_named
 from reconciler.lens import Join, Lens, Model
-from reconciler.reading.ir import FACT_FUNCTIONS, Declined, Measure, Plan
+from reconciler.reading.ir import Declined, Measure, Plan
+from reconciler.reading.lex import PERCENT_WORDS
 from reconciler.reading.resolve.metricfilters import filter_clash
 from reconciler.reading.resolve.paths import (
     counts_distinct,
     join_kinds,
-    one_path,
     per_base_row,
     plan_edges,
 )
 from reconciler.reading.resolve.zeros import empty_groups, render_from_groups
 from reconciler.reading.today import Day, day_sql
 
-__all__ = [
-    "FACT_FUNCTIONS",
-    "PERCENT_WORDS",
-    "SHARE_WORDS",
-    "Declined",
-    "Measure",
-    "Plan",
-    "one_path",
-    "plan_edges",
-    "render",
-]
+__all__ = ["render"]
 
 _NUMBER_RE = re.compile(r"^-?\d+(\.\d+)?$")
 _NUMERIC_TYPES = re.compile(
@@ -80,8 +70,6 @@ _NUMERIC_TYPES = re.compile(
 )
 
 
-SHARE_WORDS = frozenset({"share", "percentage", "percent", "proportion", "fraction", "pct"})
-PERCENT_WORDS = frozenset({"percentage", "percent", "pct"})
 _CONDITIONAL = (exp.Sum, exp.Avg, exp.Min, exp.Max, exp.Count)
 
 

@@ -153,3 +153,30 @@ class Plan:
             *(m for extra in self.extra for m in extra.models),
         ]
         return tuple(dict.fromkeys(named))
+
+
+# The two kinds of a two-measure spelling (:class:`TwoMeasures`).
+RATIO, DIFFERENCE = "ratio", "difference"
+
+
+@dataclass(frozen=True)
+class TwoMeasures:
+    """A ratio or difference spelling found in a question.
+
+    Attributes:
+        kind: :data:`RATIO` or :data:`DIFFERENCE`.
+        word: the column name's middle word (``per``, ``minus``, ``share_of``,
+            ``percentage_of``).
+        percent: the ratio is shown times 100.
+        listed: the question with the spelling's words taken out and the two
+            measures joined by ``and`` ("net revenue and orders by region").
+        per: the spelling is a bare ``per``, which may as well be a breakdown.
+        sides: ``(words before the spelling, A, B)`` as written.
+    """
+
+    kind: str
+    word: str
+    percent: bool
+    listed: str
+    per: bool
+    sides: tuple[str, str, str] = ("", "", "")

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from reconciler.assembly.lexicon import DimensionValues
 from reconciler.assembly.retrieval import Retrieval
 from reconciler.lens import Lens
-from reconciler.reading.compile import Declined, render
+from reconciler.reading.compile import render
 from reconciler.reading.grammar.countratios import count_ratio
 from reconciler.reading.grammar.existence import existence_rows
 from reconciler.reading.grammar.listing import listed_rows, ranked_rows
@@ -32,6 +32,7 @@ from reconciler.reading.grammar.ratios import (
     render_two_measures,
 )
 from reconciler.reading.grammar.rawfacts import row_expression
+from reconciler.reading.ir import Declined
 from reconciler.reading.phrases.periods import spell_to_date
 from reconciler.reading.phrases.words import read_grammar
 

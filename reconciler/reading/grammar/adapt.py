@@ -45,9 +45,9 @@ from sqlglot.errors import SqlglotError
 from reconciler.assembly.lexicon import DimensionValues
 from reconciler.assembly.retrieval import Mention, retrieve
 from reconciler.lens import Exemplar, Lens
-from reconciler.reading.compile import Declined
+from reconciler.reading.ir import Declined
+from reconciler.reading.lex import ASCENDING, DESCENDING, NUMBER_WORDS
 from reconciler.reading.phrases.periods import UNITS, period_at, spell_to_date
-from reconciler.reading.phrases.words import ASCENDING, DESCENDING, NUMBER_WORDS
 
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 # The words a top/bottom N follows ("top 3", "which 2"); any other number is no slot.

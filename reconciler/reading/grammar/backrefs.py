@@ -55,9 +55,10 @@ from reconciler.assembly.lexicon import DimensionValues, model_nouns
 from reconciler.assembly.retrieval import Retrieval, retrieve
 from reconciler.assembly.text import YEAR_RE, mentions_time, stem, tokenize
 from reconciler.lens import Lens
-from reconciler.reading.compile import Declined, Plan
+from reconciler.reading.ir import Declined, Plan
+from reconciler.reading.lex import ASCENDING, DESCENDING, HAVE_WORDS
 from reconciler.reading.phrases.ordering import Ordering
-from reconciler.reading.phrases.words import ASCENDING, DESCENDING, Reading, plural
+from reconciler.reading.phrases.words import Reading, plural
 
 _PRONOUN = r"(?P<pro>he\s*/\s*she|he\s+or\s+she|he|she|they)"
 _CLAUSE = re.compile(
@@ -77,7 +78,6 @@ _KEY_CLAUSE = re.compile(
 )
 _PLURAL = frozenset({"they", "them"})
 _PRONOUNS = frozenset({"he", "she", "him", "her", "his", "they", "them", "theirs"})
-_HAVE = frozenset({"have", "has", "had"})
 _COUNT_OF = (("number", "of"), ("count", "of"))
 
 
@@ -119,7 +119,7 @@ def restated_key(
         and _one_antecedent(
             lens, retrieve(lens, question, values), noun, match["pro"].lower() in _PLURAL
         )
-        and (verb in _HAVE or stem(verb) in tokenize(question))
+        and (verb in HAVE_WORDS or stem(verb) in tokenize(question))
         and _unconditioned(retrieve(lens, question, values))
         and not mentions_time(tokenize(question))
     ):
@@ -172,7 +172,7 @@ def _clause_restates(lens: Lens, main: str, clause: re.Match[str], values: Dimen
     return (
         _ranks_by(lens, main, noun)
         and _one_antecedent(lens, found, noun, clause["pro"].lower() in _PLURAL)
-        and (verb in _HAVE or stem(verb) in toks)
+        and (verb in HAVE_WORDS or stem(verb) in toks)
         and _pinned(toks, tail)
         and _unconditioned(found)
     )

@@ -50,8 +50,7 @@ from reconciler.assembly.lexicon import DimensionValues
 from reconciler.assembly.retrieval import retrieve
 from reconciler.assembly.text import STOPWORDS, tokenize
 from reconciler.lens import Lens
-from reconciler.reading.compile import Declined, Measure, Plan
-from reconciler.reading.grammar.ratios import RATIO, TwoMeasures
+from reconciler.reading.ir import RATIO, Declined, Measure, Plan, TwoMeasures
 
 Parser = Callable[[Lens, str, DimensionValues, tuple[str, ...] | None], Plan]
 """:func:`reconciler.generators.fast.parse`, passed in (this module sits below it)."""

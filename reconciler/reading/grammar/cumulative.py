@@ -24,7 +24,8 @@ from sqlglot import exp
 
 from reconciler.assembly.retrieval import Retrieval
 from reconciler.lens import Lens
-from reconciler.reading.compile import Declined, Plan, render
+from reconciler.reading.compile import render
+from reconciler.reading.ir import Declined, Plan
 
 _CUMULATIVE = re.compile(r"\bcumulative\b", re.IGNORECASE)
 

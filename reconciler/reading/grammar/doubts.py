@@ -17,7 +17,7 @@ from __future__ import annotations
 from reconciler.assembly.lexicon import model_nouns
 from reconciler.assembly.retrieval import Retrieval
 from reconciler.lens import Lens
-from reconciler.reading.compile import Declined, Measure
+from reconciler.reading.ir import Declined, Measure
 from reconciler.reading.phrases.words import Reading
 
 _INTRODUCERS = frozenset({"by", "per", "each", "every"})

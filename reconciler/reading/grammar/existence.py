@@ -61,8 +61,9 @@ from reconciler.assembly.lexicon import DimensionValues, model_nouns
 from reconciler.assembly.retrieval import Mention, Retrieval, retrieve, spoken
 from reconciler.assembly.text import stems, tokenize, words
 from reconciler.lens import Lens
-from reconciler.reading.compile import Declined
 from reconciler.reading.grammar.heads import Head, head_columns, noun_width, read_head
+from reconciler.reading.ir import Declined
+from reconciler.reading.lex import RELATIVE_WORDS
 from reconciler.reading.phrases.periods import period_at, spell_to_date
 from reconciler.reading.phrases.related import Link, conditions, exists_clause, link
 from reconciler.reading.today import Day
@@ -86,7 +87,6 @@ EXISTENCE_VERBS: frozenset[tuple[str, ...]] = frozenset(
         "with",  # "associated with" once the lens's vocabulary drops "associated"
     )
 )
-_RELATIVES = frozenset({"who", "that", "which"})
 _AUXILIARIES = stems("have has had do does did are is were was been be")
 _HAVE = stems("have has had")
 _NEGATIONS = frozenset({"not", "never"})
@@ -243,7 +243,7 @@ def _clause_at(lens: Lens, found: Retrieval) -> int | None:
         (
             i
             for i, t in enumerate(toks)
-            if i > 0 and i not in covered and (t in _RELATIVES or t in ("with", "without"))
+            if i > 0 and i not in covered and (t in RELATIVE_WORDS or t in ("with", "without"))
         ),
         None,
     )

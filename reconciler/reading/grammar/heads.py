@@ -27,14 +27,13 @@ from reconciler.assembly.lexicon import model_nouns
 from reconciler.assembly.retrieval import Mention, Retrieval
 from reconciler.assembly.text import stems, tokenize
 from reconciler.lens import Lens, Model
-from reconciler.reading.compile import Declined
 from reconciler.reading.grammar.listing import row_label
+from reconciler.reading.ir import Declined
+from reconciler.reading.lex import KEY_WORDS, LABEL_WORDS
 from reconciler.reading.phrases.words import plural
 
 _OPENERS = stems("return list show give find display get provide")
 _DISTINCT = frozenset({"distinct", "unique"})
-_LABELS = frozenset({"name", "title"})
-_KEYS = frozenset({"id", "identifier"})
 _HEAD_FILLER = frozenset({"the", "all", "me", "list", "of", "for", "and"})
 
 
@@ -129,7 +128,7 @@ def _head_items(found: Retrieval, i: int, end: int) -> list[Mention | int] | Non
             i = mention.end
             continue
         t = found.tokens[i]
-        if t in _LABELS | _KEYS or (t.isalpha() and t not in _HEAD_FILLER | _DISTINCT):
+        if t in LABEL_WORDS | KEY_WORDS or (t.isalpha() and t not in _HEAD_FILLER | _DISTINCT):
             items.append(i)  # name / id, or a column's stored name ("year")
         i += 1
     return items
@@ -156,13 +155,13 @@ def head_columns(model: Model, found: Retrieval, head: Head) -> list[tuple[str, 
 def _word_column(model: Model, word: str, noun: tuple[str, ...], phrase: str) -> tuple[str, str]:
     """The column a bare ``name`` / ``title`` (the label), ``id`` (the key) or a
     column's stored name (``year`` for ``model_year``, whose SQL is ``year``) asks for."""
-    if word in _KEYS:
+    if word in KEY_WORDS:
         if len(model.primary_key) != 1:
             raise Declined(f"which column is the id of model {model.name!r}?")
         key = model.primary_key[0]
         named = next((c.name for c in model.dimensions if c.sql == key), key)
         return named, key
-    if word not in _LABELS:
+    if word not in LABEL_WORDS:
         stored = [c for c in model.columns() if tokenize(c.sql) == (word,)]
         if len(stored) != 1:
             raise Declined(f"{word!r} names no one column of model {model.name!r}")

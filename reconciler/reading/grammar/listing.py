@@ -33,20 +33,14 @@ from reconciler.assembly.lexicon import DimensionValues, model_nouns
 from reconciler.assembly.retrieval import Mention, Retrieval, counted_model, retrieve
 from reconciler.assembly.text import STOPWORDS, tokenize
 from reconciler.lens import Column, Lens, Model
-from reconciler.reading.compile import Declined
 from reconciler.reading.grammar.rawfacts import check_ranked_values, row_bounds, tied_rows
+from reconciler.reading.ir import Declined
+from reconciler.reading.lex import ASCENDING, DESCENDING, KEY_WORDS, LABEL_WORDS, NUMBER_WORDS
 from reconciler.reading.phrases.bounds import split_bounds
 from reconciler.reading.phrases.nouns import named_rows
 from reconciler.reading.phrases.ordering import Ordering, split_ordering
 from reconciler.reading.phrases.restated import restate, split_restated
-from reconciler.reading.phrases.words import (
-    ASCENDING,
-    DESCENDING,
-    NUMBER_WORDS,
-    Reading,
-    plural,
-    read_grammar,
-)
+from reconciler.reading.phrases.words import Reading, plural, read_grammar
 
 
 def ranked_rows(lens: Lens, found: Retrieval, reading: Reading) -> str | None:
@@ -165,8 +159,6 @@ _BREAKDOWN_WORDS = frozenset(
     {"by", "per", "each", "every", "across", "group", "grouped", "split", "broken", "break"}
 )
 _DISTINCT = frozenset({"distinct", "unique", "different"})
-_LABELS = frozenset({"name", "title"})
-_KEYS = frozenset({"id", "identifier"})
 _ALPHABETICAL = re.compile(
     r"[\s,;]*(?:(?:ordered|sorted|listed|arranged)\s+)?"
     r"(?:alphabetically|in\s+alphabetical\s+order)[\s.?!]*$",
@@ -434,7 +426,7 @@ def _free_word(
         pass  # the ranking's count
     elif t == "term" and toks[i - 1 : i] == ("in",) and toks[i + 1 : i + 2] == ("of",):
         pass  # "in terms of <column>"
-    elif t in _LABELS | _KEYS and (listing.noun is None or i < listing.noun[0]):
+    elif t in LABEL_WORDS | KEY_WORDS and (listing.noun is None or i < listing.noun[0]):
         asked.append(i)
     else:
         return t in STOPWORDS or (t in _OPENERS and all(k in STOPWORDS for k in toks[:i]))
@@ -539,7 +531,7 @@ def _mention_column(model: Model, found: Retrieval, mention: Mention) -> tuple[s
 def _word_column(model: Model, found: Retrieval, listing: _Listing, at: int) -> tuple[str, str]:
     """The column a bare ``name``/``title`` (the label; also ``at`` -1) or ``id`` (the
     key) word asks for."""
-    if at >= 0 and found.tokens[at] in _KEYS:
+    if at >= 0 and found.tokens[at] in KEY_WORDS:
         if len(model.primary_key) != 1:
             raise Declined(f"which column is the id of model {model.name!r}?")
         return model.primary_key[0], model.primary_key[0]

@@ -15,8 +15,9 @@ from reconciler.assembly.lexicon import Target, model_nouns
 from reconciler.assembly.retrieval import Mention, Retrieval, counted_model
 from reconciler.assembly.text import GRAIN_WORDS, tokenize
 from reconciler.lens import Lens, Model
-from reconciler.reading.compile import Declined, Measure
-from reconciler.reading.phrases.words import AGGREGATE_WORDS, Reading, phrase_of
+from reconciler.reading.ir import Declined, Measure
+from reconciler.reading.lex import AGGREGATE_WORDS
+from reconciler.reading.phrases.words import Reading, phrase_of
 
 # The same words applied to a model fact → the aggregate function (compiler.FACT_FUNCTIONS).
 FACT_AGGREGATES: Mapping[str, str] = {

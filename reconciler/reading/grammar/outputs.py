@@ -51,13 +51,14 @@ from reconciler.assembly.lexicon import DimensionValues, model_nouns
 from reconciler.assembly.retrieval import retrieve
 from reconciler.assembly.text import GRAIN_WORDS, STOPWORDS, tokenize
 from reconciler.lens import Lens
-from reconciler.reading.compile import Declined, Measure, Plan, one_path
 from reconciler.reading.grammar.having import compared_count
+from reconciler.reading.ir import Declined, Measure, Plan
 from reconciler.reading.phrases.labels import Label, label_item, label_words
 from reconciler.reading.phrases.months import render
 from reconciler.reading.phrases.notes import check_notes, split_notes
 from reconciler.reading.phrases.ordering import order_plan, split_ordering
 from reconciler.reading.phrases.restating import restated_measure
+from reconciler.reading.resolve.paths import one_path
 
 Parser = Callable[[Lens, str, DimensionValues, tuple[str, ...] | None], Plan]
 """:func:`reconciler.generators.fast.parse`, passed in (this module sits below it)."""

@@ -30,7 +30,8 @@ import sqlglot
 from sqlglot import exp
 
 from reconciler.lens import Lens
-from reconciler.reading.compile import Declined, Plan, render
+from reconciler.reading.compile import render
+from reconciler.reading.ir import Declined, Plan
 from reconciler.reading.phrases.words import Reading
 
 _ORDER = "period_order"

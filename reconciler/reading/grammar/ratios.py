@@ -27,17 +27,15 @@ combined with a ratio (they decline). The result keeps the keys and one column.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 import sqlglot
 from sqlglot import exp
 
 from reconciler.assembly.retrieval import Retrieval
 from reconciler.lens import Lens
-from reconciler.reading.compile import Declined, Plan, render
+from reconciler.reading.compile import render
+from reconciler.reading.ir import DIFFERENCE, RATIO, Declined, Plan, TwoMeasures
 from reconciler.reading.phrases.months import unordered
-
-RATIO, DIFFERENCE = "ratio", "difference"
 
 # (pattern, kind, column word); the measures are the named groups a and b.
 _SPELLINGS: tuple[tuple[re.Pattern[str], str, str], ...] = tuple(
@@ -58,29 +56,6 @@ _SPELLINGS: tuple[tuple[re.Pattern[str], str, str], ...] = tuple(
 )
 _PERCENT = frozenset({"percentage", "percent"})
 _SKIPPED = frozenset({"the", "a", "an", "each"})
-
-
-@dataclass(frozen=True)
-class TwoMeasures:
-    """A ratio or difference spelling found in a question.
-
-    Attributes:
-        kind: :data:`RATIO` or :data:`DIFFERENCE`.
-        word: the column name's middle word (``per``, ``minus``, ``share_of``,
-            ``percentage_of``).
-        percent: the ratio is shown times 100.
-        listed: the question with the spelling's words taken out and the two
-            measures joined by ``and`` ("net revenue and orders by region").
-        per: the spelling is a bare ``per``, which may as well be a breakdown.
-        sides: ``(words before the spelling, A, B)`` as written.
-    """
-
-    kind: str
-    word: str
-    percent: bool
-    listed: str
-    per: bool
-    sides: tuple[str, str, str] = ("", "", "")
 
 
 def find_two_measures(question: str) -> TwoMeasures | None:

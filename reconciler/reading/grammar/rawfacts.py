@@ -55,11 +55,10 @@ from reconciler.assembly.lexicon import DimensionValues, Target, model_nouns
 from reconciler.assembly.retrieval import Mention, Retrieval, retrieve
 from reconciler.assembly.text import STOPWORDS, tokenize
 from reconciler.lens import Column, Lens, Model
-from reconciler.reading.compile import Declined
-from reconciler.reading.grammar.ratios import DIFFERENCE, RATIO, TwoMeasures
+from reconciler.reading.ir import DIFFERENCE, RATIO, Declined, TwoMeasures
+from reconciler.reading.lex import AGGREGATE_WORDS
 from reconciler.reading.phrases.bounds import Bound, split_bounds
 from reconciler.reading.phrases.naming import is_key
-from reconciler.reading.phrases.words import AGGREGATE_WORDS
 
 # Words that may open the question before the spelling ("calculate the ratio of …").
 _OPENERS = frozenset(

@@ -17,9 +17,7 @@ from __future__ import annotations
 from reconciler.assembly.lexicon import model_nouns
 from reconciler.assembly.retrieval import Mention, Retrieval
 from reconciler.lens import Lens
-
-_HAVE = frozenset({"have", "has", "had"})
-_RELATIVE = frozenset({"who", "that", "which"})
+from reconciler.reading.lex import HAVE_WORDS, RELATIVE_WORDS
 
 
 def have_flags(
@@ -48,9 +46,9 @@ def _had(lens: Lens, found: Retrieval, mention: Mention) -> tuple[str, str] | No
         return None
     toks = found.tokens
     at = mention.start - 1
-    if at < 1 or toks[at] not in _HAVE:
+    if at < 1 or toks[at] not in HAVE_WORDS:
         return None
-    end = at - 1 if toks[at - 1] in _RELATIVE else at
+    end = at - 1 if toks[at - 1] in RELATIVE_WORDS else at
     nouns = model_nouns(lens)
     longest = max((len(k) for k in nouns), default=0)
     noun = next(

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from reconciler.assembly.lexicon import model_nouns
 from reconciler.assembly.text import tokenize
 from reconciler.lens import Lens
-from reconciler.reading.compile import Declined, Plan
+from reconciler.reading.ir import Declined, Plan
 from reconciler.reading.phrases.naming import is_key, is_name
 
 _WORDS = {"name": "name", "id": "id"}

@@ -23,8 +23,7 @@ from sqlglot import exp
 from reconciler.assembly.text import MONTHS
 from reconciler.lens import Lens
 from reconciler.reading import compile as compiler
-from reconciler.reading.compile import Declined
-from reconciler.reading.ir import Plan
+from reconciler.reading.ir import Declined, Plan
 
 # The longest name of each month: its full name ("may" has no other).
 _FULL_NAMES = {

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from reconciler.assembly.lexicon import DimensionValues, model_nouns
 from reconciler.assembly.retrieval import Mention, Retrieval, retrieve
 from reconciler.lens import Lens
-from reconciler.reading.compile import Declined
+from reconciler.reading.ir import Declined
 
 _NAMED = frozenset({"named", "called"})
 Check = Callable[[Lens, str, str], bool]

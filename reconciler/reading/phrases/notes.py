@@ -25,7 +25,7 @@ from sqlglot import exp
 from reconciler.assembly.lexicon import DimensionValues
 from reconciler.assembly.retrieval import retrieve
 from reconciler.lens import Lens
-from reconciler.reading.compile import Declined, Measure
+from reconciler.reading.ir import Declined, Measure
 
 _NOTE = re.compile(
     r"(?<=[?.!])\s+note\s+that\s+(?P<term>[\w\s]+?)\s+(?:refers\s+to|means|is)\s+the\s+"

@@ -44,7 +44,7 @@ from reconciler.assembly.lexicon import DimensionValues, model_nouns
 from reconciler.assembly.retrieval import retrieve
 from reconciler.assembly.text import GRAIN_WORDS, MONTHS, canonical_sql, ordering_phrase, tokenize
 from reconciler.lens import Lens
-from reconciler.reading.compile import Declined, Measure, Plan
+from reconciler.reading.ir import Declined, Measure, Plan
 
 _DIRECTIONS = {"ascending": False, "asc": False, "descending": True, "desc": True}
 # Directions that rank by a value: "from highest to lowest", "the highest … first".

@@ -55,7 +55,8 @@ from datetime import date, timedelta
 from reconciler.assembly.retrieval import Retrieval
 from reconciler.assembly.text import MONTHS, QUARTER_RE, YEAR_RE
 from reconciler.lensfiles import TODAY
-from reconciler.reading.compile import Declined
+from reconciler.reading.ir import Declined
+from reconciler.reading.lex import CURRENT_WORDS, PREVIOUS_WORDS
 from reconciler.reading.phrases.windows import TOMORROW, Window, iso_week_at, window_at
 from reconciler.reading.today import Day, Today
 
@@ -69,8 +70,6 @@ _ORDINAL_QUARTERS = {
     for i, ws in enumerate(("", "first 1st", "second 2nd", "third 3rd", "fourth 4th"))
     for w in ws.split()
 }
-_PREVIOUS = frozenset({"last", "previous", "prior"})
-_CURRENT = frozenset({"this", "current"})
 _TO_DATE = {"ytd": "year", "qtd": "quarter", "mtd": "month"}
 _ABBREVIATION = {unit: short for short, unit in _TO_DATE.items()}
 # "year to date", "year-to-date", "so far this year", "this year so far" (any case).
@@ -139,9 +138,9 @@ def relative(word: str, unit: str, as_of: date) -> Period:
 def _relative_today(word: str, unit: str) -> Period:
     """:func:`relative` with bounds counted from the current date (:class:`Today`)."""
     here = Today(unit)
-    if word in _PREVIOUS:
+    if word in PREVIOUS_WORDS:
         return Period(Today(unit, -1, unit), here, unit, f"{word} {unit}")
-    if word in _CURRENT:
+    if word in CURRENT_WORDS:
         return Period(here, Today(unit, 1, unit), unit, f"{word} {unit}")
     return Period(here, TOMORROW, unit, f"{unit} {word}")
 
@@ -342,7 +341,7 @@ def _relative_at(
     """``last quarter``, ``this year``, ``previous ISO week`` (from ``k``, past a leading
     ``the``), ``month to date``, ``ytd`` (from ``i``)."""
     found: tuple[int, Period] | None = None
-    if (words[k] in _PREVIOUS or words[k] in _CURRENT) and words[k + 1] in UNITS:
+    if (words[k] in PREVIOUS_WORDS or words[k] in CURRENT_WORDS) and words[k + 1] in UNITS:
         found = k + 2, _relative_today(words[k], words[k + 1])
     elif words[i] in UNITS and (words[i + 1], words[i + 2]) == ("to", "date"):
         found = i + 3, _relative_today("to date", words[i])
@@ -436,7 +435,7 @@ def check_unit_phrases(found: Retrieval) -> None:
         k = m.start - 1
         if len(words) != 1 or words[0] not in UNITS or k < 0 or k in covered:
             continue
-        if found.tokens[k] in _PREVIOUS or found.tokens[k] in _CURRENT:
+        if found.tokens[k] in PREVIOUS_WORDS or found.tokens[k] in CURRENT_WORDS:
             places = ", ".join(sorted({f"{t.model}.{t.name}" for t in m.targets}))
             raise Declined(
                 f"{found.words[k]} {found.words[m.start]!r}: the lens says {words[0]!r} for "

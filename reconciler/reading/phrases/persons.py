@@ -18,7 +18,7 @@ import dataclasses
 
 from reconciler.assembly.lexicon import person_dimensions
 from reconciler.lens import Lens
-from reconciler.reading.compile import Plan
+from reconciler.reading.ir import Plan
 
 
 def with_person_keys(lens: Lens, plan: Plan) -> Plan:

@@ -35,7 +35,7 @@ from reconciler.assembly.grain import join_doubt
 from reconciler.assembly.joins import join_paths
 from reconciler.assembly.lexicon import DimensionValues
 from reconciler.lens import Join, Lens
-from reconciler.reading.compile import Declined
+from reconciler.reading.ir import Declined
 from reconciler.reading.today import Day, day_sql
 
 Edge = tuple[str, Join]

@@ -24,7 +24,7 @@ from reconciler.assembly.lexicon import DimensionValues, model_nouns
 from reconciler.assembly.retrieval import retrieve
 from reconciler.assembly.text import tokenize
 from reconciler.lens import Lens, Model
-from reconciler.reading.compile import Declined
+from reconciler.reading.ir import Declined
 
 Column = tuple[str, str]
 """``(alias, SQL)`` of a listed column."""

@@ -23,7 +23,7 @@ import sqlglot
 from sqlglot import exp
 
 from reconciler.lens import Lens
-from reconciler.reading.compile import Declined, Measure
+from reconciler.reading.ir import Declined, Measure
 
 Reader = Callable[[str], Measure | None]
 """Reads a phrase as one measure alone (``None``: more than a measure), or declines."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 from reconciler.assembly.retrieval import Mention, Retrieval
 from reconciler.assembly.text import DATE_VERBS
 from reconciler.lens import Lens
-from reconciler.reading.compile import Declined
+from reconciler.reading.ir import Declined
 from reconciler.reading.resolve import paths
 
 

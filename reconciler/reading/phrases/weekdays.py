@@ -28,7 +28,7 @@ import re
 from reconciler.assembly.lexicon import DimensionValues
 from reconciler.assembly.retrieval import retrieve
 from reconciler.lens import Lens
-from reconciler.reading.compile import Declined, Plan
+from reconciler.reading.ir import Declined, Plan
 
 _DAYS = ("sunday", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday")
 _GROUPS = {"weekends": (0, 6), "weekdays": (1, 2, 3, 4, 5)}

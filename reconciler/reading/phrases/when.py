@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from datetime import date
 
-from reconciler.reading.compile import Declined
+from reconciler.reading.ir import Declined
 from reconciler.reading.phrases.periods import RANGE
 from reconciler.reading.phrases.words import Reading
 from reconciler.reading.today import Day

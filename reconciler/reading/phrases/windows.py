@@ -28,7 +28,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from reconciler.reading.compile import Declined
+from reconciler.reading.ir import Declined
+from reconciler.reading.lex import CURRENT_WORDS, PREVIOUS_WORDS
 from reconciler.reading.today import Today
 
 Word = Callable[[int], str]
@@ -41,8 +42,6 @@ TOMORROW = Today(None, 1, "day")
 _ROLLING = ("day", "week", "month")
 _CALENDAR = ("month", "quarter", "year")
 _EXCLUDING = (("not", "including"), ("exclusive", "of"))
-_PREVIOUS = frozenset({"last", "previous", "prior"})
-_CURRENT = frozenset({"this", "current"})
 
 
 def window_at(word: Word, k: int) -> Window | None:
@@ -110,17 +109,17 @@ def iso_week_at(word: Word, k: int) -> Window | None:
     if (word(k), word(k + 1)) == ("whole", "of"):
         k += 3 if word(k + 2) == "the" else 2
     which, j = word(k), k + 3
-    if which not in _PREVIOUS | _CURRENT or (word(k + 1), word(k + 2)) != ("iso", "week"):
+    if which not in PREVIOUS_WORDS | CURRENT_WORDS or (word(k + 1), word(k + 2)) != ("iso", "week"):
         return None
     phrase = f"{which} ISO week"
     excluding = _excluding(word, j)
     if excluding:
         at = j + excluding
         at += 1 if word(at) == "the" else 0
-        if which in _CURRENT or (word(at), word(at + 1)) != ("current", "week"):
+        if which in CURRENT_WORDS or (word(at), word(at + 1)) != ("current", "week"):
             raise Declined(f"{phrase!r}: the words after it do not restate which week")
         j = at + 2
-    if which in _CURRENT:
+    if which in CURRENT_WORDS:
         return j, Today("week"), Today("week", 1, "week"), "week", phrase
     return j, Today("week", -1, "week"), Today("week"), "week", phrase
 

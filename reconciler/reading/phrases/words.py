@@ -14,40 +14,27 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from sqlglot import exp
-
 from reconciler.assembly.lexicon import model_nouns
 from reconciler.assembly.retrieval import Mention, Retrieval, asks_who
 from reconciler.assembly.text import GRAIN_WORDS, STOPWORDS
 from reconciler.lens import Lens
-from reconciler.reading.compile import PERCENT_WORDS, SHARE_WORDS, Declined
+from reconciler.reading.ir import Declined
+from reconciler.reading.lex import (
+    AGGREGATE_WORDS,
+    ASCENDING,
+    BREAKDOWN_WORDS,
+    COMPARE_WORDS,
+    DESCENDING,
+    NUMBER_WORDS,
+    PERCENT_WORDS,
+    SHARE_WORDS,
+)
 from reconciler.reading.phrases.periods import Period, all_time_at, period_at
 
-DESCENDING = frozenset({"top", "highest", "largest", "biggest", "most", "greatest", "longest"})
-ASCENDING = frozenset({"bottom", "lowest", "smallest", "least", "fewest", "shortest"})
-_NUMBERS = "one two three four five six seven eight nine ten"
-NUMBER_WORDS = {w: i for i, w in enumerate(_NUMBERS.split(), start=1)}
-# Aggregation words a question may add, and the aggregates the metric must use for
-# the word to be redundant rather than a different question ("average revenue").
-AGGREGATE_WORDS: Mapping[str, tuple[type[exp.Expr], ...]] = {
-    "total": (exp.Sum, exp.Count),
-    "sum": (exp.Sum,),
-    "number": (exp.Count, exp.Sum),
-    "count": (exp.Count,),
-    "average": (exp.Avg, exp.Div),
-    "avg": (exp.Avg, exp.Div),
-    "mean": (exp.Avg, exp.Div),
-    "minimum": (exp.Min,),
-    "min": (exp.Min,),
-    "maximum": (exp.Max,),
-    "max": (exp.Max,),
-}
 _CHANGE_GRAINS = {"mom": "month", "qoq": "quarter", "yoy": "year"}
 _CHANGE_WORDS = frozenset({"change", "difference"})
 # Words that may open a request before its verb: "please provide", "could you provide".
 _POLITE = frozenset({"please", "can", "could", "you"})
-COMPARE_WORDS = frozenset({"vs", "versus", "compared", "compare", "against"})
-BREAKDOWN_WORDS = frozenset({"by", "per", "each", "every", "across"})
 
 
 @dataclass

@@ -32,7 +32,7 @@ from typing import NamedTuple
 from reconciler.assembly.retrieval import Mention, Retrieval
 from reconciler.assembly.text import tokenize
 from reconciler.lens import Column, Lens
-from reconciler.reading.compile import Declined
+from reconciler.reading.ir import Declined
 from reconciler.reading.phrases.words import Reading
 from reconciler.reading.resolve.paths import one_path, reachable
 from reconciler.reading.today import Day
