@@ -26,14 +26,11 @@ from reconciler.reading.grammar.countratios import count_ratio
 from reconciler.reading.grammar.existence import existence_rows
 from reconciler.reading.grammar.listing import listed_rows, ranked_rows
 from reconciler.reading.grammar.outputs import Parser, answer_outputs
-from reconciler.reading.grammar.ratios import (
-    find_two_measures,
-    measure_follows_per,
-    render_two_measures,
-)
+from reconciler.reading.grammar.ratios import render_two_measures
 from reconciler.reading.grammar.rawfacts import row_expression
 from reconciler.reading.ir import Declined
 from reconciler.reading.phrases.periods import spell_to_date
+from reconciler.reading.phrases.twomeasures import find_two_measures, measure_follows_per
 from reconciler.reading.phrases.words import read_grammar
 
 

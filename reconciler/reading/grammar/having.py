@@ -48,9 +48,9 @@ from reconciler.assembly.lexicon import DimensionValues, model_nouns
 from reconciler.assembly.retrieval import Retrieval, retrieve
 from reconciler.assembly.text import STOPWORDS, tokenize
 from reconciler.lens import Lens
-from reconciler.reading.grammar.ratios import find_two_measures
 from reconciler.reading.ir import RATIO, Declined, TwoMeasures
 from reconciler.reading.lex import NUMBER_WORDS
+from reconciler.reading.phrases.twomeasures import find_two_measures
 
 _AT_LEAST = (("at", "least"), ("no", "less", "than"), ("no", "fewer", "than"))
 _OPERATORS: tuple[tuple[tuple[str, ...], str], ...] = (

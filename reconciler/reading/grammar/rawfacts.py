@@ -12,7 +12,7 @@ places read it so:
   :func:`check_ranked_values` (both for :mod:`reconciler.reading.grammar.listing`);
 * a ratio or difference of two facts of each row, :func:`row_expression`, below.
 
-A ratio or difference spelling (:func:`reconciler.reading.grammar.ratios.find_two_measures`)
+A ratio or difference spelling (:func:`reconciler.reading.phrases.twomeasures.find_two_measures`)
 whose two sides are each one *fact* phrase with no aggregation word, and whose
 closing words name the rows one by one, is not an aggregate but an expression
 computed on every row of the facts' model:
@@ -74,7 +74,7 @@ def row_expression(lens: Lens, two: TwoMeasures, values: DimensionValues) -> str
 
     Args:
         lens: the lens.
-        two: the spelling :func:`~reconciler.reading.grammar.ratios.find_two_measures` found.
+        two: the spelling :func:`~reconciler.reading.phrases.twomeasures.find_two_measures` found.
         values: dimension values (for retrieval).
 
     Raises:
