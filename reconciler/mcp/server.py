@@ -16,7 +16,9 @@ the SDK turns on for a loopback address.
 from __future__ import annotations
 
 import functools
+import signal
 from collections.abc import Callable
+from types import FrameType
 from typing import Annotated, Any, TypeVar
 
 import anyio
@@ -27,7 +29,7 @@ from pydantic import Field
 
 from reconciler import __version__
 from reconciler.errors import DstError
-from reconciler.mcp.shapes import AnswerList, Answered, Explanation, LensDescription, LensList
+from reconciler.mcp.shapes import Answered, AnswerList, Explanation, LensDescription, LensList
 from reconciler.mcp.tools import Catalogue
 
 T = TypeVar("T")
@@ -110,8 +112,21 @@ def build(catalogue: Catalogue) -> MCPServer[Any]:
     return app
 
 
+class Stopped(Exception):
+    """SIGINT or SIGTERM stopped the HTTP server (after its graceful shutdown)."""
+
+
+def _stop(signum: int, _frame: FrameType | None) -> None:
+    raise Stopped(signal.Signals(signum).name)
+
+
 def run(catalogue: Catalogue, http: tuple[str, int] | None) -> None:
     """Serve until the client hangs up (stdio: stdin closes) or, over HTTP, a signal.
+
+    Over HTTP, SIGINT and SIGTERM are a clean shutdown: the web server (uvicorn,
+    under the SDK) drains its connections, then re-raises the signal it caught to
+    the handler it found, which is :func:`_stop` here, so the command returns
+    (exit 0) instead of dying by the signal.
 
     Args:
         catalogue: what the tools answer from.
@@ -122,8 +137,15 @@ def run(catalogue: Catalogue, http: tuple[str, int] | None) -> None:
         anyio.run(app.run_stdio_async)
         return
     host, port = http
-    anyio.run(
-        functools.partial(
-            app.run_streamable_http_async, host=host, port=port, streamable_http_path=PATH
-        )
+    serve = functools.partial(
+        app.run_streamable_http_async, host=host, port=port, streamable_http_path=PATH
     )
+    handled = (signal.SIGINT, signal.SIGTERM)
+    previous = {sig: signal.signal(sig, _stop) for sig in handled}
+    try:
+        anyio.run(serve)
+    except Stopped:
+        return
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -119,9 +119,7 @@ class Answered(Served):
     """``ask``: the serving path's result (``dst ask --format json``'s fields)."""
 
     question: str
-    route: str = Field(
-        description="certified_answer, generated, research, clarify or refuse"
-    )
+    route: str = Field(description="certified_answer, generated, research, clarify or refuse")
     trust_state: str = Field(
         description="certified, grounded, review_required, blocked or not_applicable"
     )

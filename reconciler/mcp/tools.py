@@ -242,13 +242,14 @@ class Catalogue:
                 fix="pass lens as well" if holding else "list_answers shows the answer ids",
             )
         dep, lens = self._served(holding[0], env)
-        found = lens.answers[AnswerId(answer)]
-        binding = dep.bindings.answers.get(found.id)
+        aid = AnswerId(answer)
+        found = lens.answers[aid]
+        binding = dep.bindings.answers.get(aid)
         rt = self._runtime(env)
         request = assemble(
             lens,
             found.question,
-            exclude_answer=found.id,
+            exclude_answer=aid,
             certified_matching=False,
             embedder=rt.embedder_for(lens)[0],
         )
