@@ -338,3 +338,14 @@ def test_exit_codes_clean_shutdown_0_and_bad_input_2(served: Path) -> None:
     assert busy.code == 2 and "cannot listen there" in busy.stderr, busy.stderr
     nowhere = invoke(served.parent, "mcp")
     assert nowhere.code == 2, nowhere.stderr
+
+
+def test_the_warm_ratio_benchmark_runs(tmp_path: Path) -> None:
+    from tests.benchmarks import run as bench
+    from tests.benchmarks.mcp import bench_mcp
+
+    row = bench_mcp(tmp_path, runs=1, calls=2)  # tiny: it runs; the figure is the full run's
+    assert row.measured_s is not None and row.measured_s >= 0
+    assert row.baseline_s is not None and row.baseline_s > 0
+    assert row.met in ("met", "MISSED") and "route certified_answer" in row.note
+    assert bench.render([row]).count("\n") == 3
