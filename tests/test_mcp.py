@@ -132,6 +132,9 @@ def answer_files(repo: Path, lens: str) -> dict[str, dict[str, Any]]:
 
 
 def test_each_tool_publishes_its_schemas_and_returns_its_shape(served: Path) -> None:
+    # with no profile cache and no load markers, a write would have something to write
+    for memo in ("profiles", "checked"):
+        shutil.rmtree(served / ".dst" / memo, ignore_errors=True)
     before = files_state(served)
     answers = answer_files(served, "sales")
     metric_files = (served / "lenses" / "sales" / "metrics").glob("*.yaml")
@@ -187,6 +190,10 @@ def test_each_tool_publishes_its_schemas_and_returns_its_shape(served: Path) -> 
             assert explained["request"]["question"] == source["question"]
             assert explained["request"]["certified_matching"] is False
             assert explained["request"]["excluded_answer"] == "orders_q3_2024"
+
+            generated = await call(client, "ask", question=NEW_Q, lens="sales")
+            assert (generated["route"], generated["trust_state"]) == ("generated", "grounded")
+            assert generated["rows"] and all(g["passed"] for g in generated["gates"])
 
             missing = await refused_call(client, "ask", question="anything", lens="nosuch")
             assert "no lens 'nosuch'" in missing and "serving: finance, sales" in missing
