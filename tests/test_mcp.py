@@ -273,6 +273,15 @@ def test_it_serves_the_serving_version_and_picks_up_a_moved_ref_without_restart(
             again = await call(client, "ask", question=CERTIFIED_Q, lens="sales")
             assert again["trust_state"] == "certified" and again["deployment"] == moved
 
+            # dst seed replaces the embedded warehouse: the next answer reads the new data
+            orders = repo / "lenses" / "sales" / "seeds" / "orders.csv"
+            lines = orders.read_text().splitlines(keepends=True)
+            orders.write_text("".join(lines[:1] + lines[1::2]))
+            assert invoke(repo, "seed").code == 0
+            reseeded = await call(client, "ask", question=NEW_Q, lens="sales")
+            one_shot = invoke(repo, "ask", NEW_Q, "--lens", "sales", "--format", "json")
+            assert reseeded["rows"] == one_shot.json()["rows"] != after["rows"]
+
     run(script)
 
 

@@ -11,7 +11,9 @@ never from the working tree:
 * **warm per deployment** — the lens of a deployment is loaded once (its SQL parsed
   and checked once) and kept under its deployment oid; each environment keeps one
   :class:`~reconciler.context.Runtime`, whose warehouse connections, dimension
-  values and tiers stay open across calls;
+  values and tiers stay open across calls — until a file warehouse changes on disk
+  (``dst seed`` replaces ``.dst/warehouse.duckdb``): then that environment's runtime
+  is reopened, so the next answer reads the new data;
 * **read-only** — nothing is written: no ref, no ``.dst/checked/`` marker, no profile
   cache entry (:attr:`Runtime.read_only <reconciler.context.Runtime.read_only>`);
   the SQL runs on the read-only warehouse as ``dst ask``'s does.
@@ -30,6 +32,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from reconciler.ask import serve
+from reconciler.assembly.profiles import file_version
 from reconciler.assembly.request import assemble
 from reconciler.candidate import load_serving
 from reconciler.context import Runtime
@@ -53,6 +56,7 @@ from reconciler.mcp.shapes import (
     MetricEntry,
     ModelEntry,
 )
+from reconciler.warehouse.access import file_facts
 
 T = TypeVar("T")
 
@@ -89,6 +93,7 @@ class Catalogue:
         self.progress = progress
         self._runtimes: dict[str | None, Runtime] = {}
         self._loaded: dict[tuple[str | None, str, Oid], tuple[refstore.Deployment, Lens]] = {}
+        self._data: dict[tuple[str | None, str], str | None] = {}  # (env, url): file version
         self._lock = threading.Lock()
         self._runtime(environment)  # an unknown --env is bad input before serving starts
 
@@ -183,7 +188,7 @@ class Catalogue:
         if not question.strip():
             raise UsageError("ask: the question is empty", fix="pass the question in words")
         dep, lens = self._served(name, env)
-        resp = serve(self._runtime(env), lens, question)
+        resp = serve(self._current(env, lens), lens, question)
         out = resp.to_json(rows_shown=lens.config.row_cap)
         return Answered(
             lens=lens.name,
@@ -295,6 +300,27 @@ class Catalogue:
         rt.environment_config()  # dst.yaml as committed at HEAD names it (exit 2 / tool error)
         return rt
 
+    def _current(self, env: str | None, lens: Lens) -> Runtime:
+        """``env``'s runtime, reopened first when ``lens``'s file warehouse changed on disk
+        since this session last read it (a server warehouse has no file: kept open)."""
+        rt = self._runtime(env)
+        url, _ = rt.resolve_url(lens)
+        try:
+            backend, database = file_facts(url)
+        except ValueError:  # not a URL: opening it says so, with the fix
+            return rt
+        if backend not in ("duckdb", "sqlite") or not database or database == ":memory:":
+            return rt
+        version = file_version(Path(database))
+        seen = self._data.get((env, url), version)
+        if seen != version:
+            rt.close()
+            del self._runtimes[env]
+            self._data = {k: v for k, v in self._data.items() if k[0] != env}
+            rt = self._runtime(env)
+        self._data[(env, url)] = version
+        return rt
+
     def _served(self, name: str, env: str | None) -> tuple[refstore.Deployment, Lens]:
         """The serving deployment and lens of ``name`` in ``env``: the ref re-read and
         proven now, the lens loaded once per deployment."""
@@ -323,6 +349,7 @@ class Catalogue:
             rt.close()
         self._runtimes.clear()
         self._loaded.clear()
+        self._data.clear()
 
 
 def _columns(cols: tuple[LensColumn, ...]) -> list[Column]:
