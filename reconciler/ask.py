@@ -25,7 +25,7 @@ Nothing here writes anything: only a human certifies (``dst certify``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 from reconciler.assembly.request import assemble
 from reconciler.assembly.similarity import Embedder
@@ -238,6 +238,59 @@ def ask(
             break
         route, hint = action.route, action.hint
     return resp
+
+
+class Tiers(Protocol):
+    """What the serving path takes from a command's runtime for one lens version
+    (:class:`reconciler.context.Runtime` is one): its warehouse and its tiers."""
+
+    def warehouse_for(self, lens: Lens) -> Executor:
+        """The read-only warehouse of ``lens``."""
+        ...
+
+    def values_for(self, lens: Lens, executor: Executor) -> DimensionValues:
+        """Dimension values and join-key facts of ``lens`` on ``executor``."""
+        ...
+
+    def smart_for(self, lens: Lens) -> tuple[SmartCall | None, str]:
+        """The smart tier, or ``(None, why)``."""
+        ...
+
+    def embedder_for(self, lens: Lens) -> tuple[Embedder | None, str]:
+        """The local embedder, or ``(None, why)``."""
+        ...
+
+    def command_for(self, lens: Lens) -> TierCall | None:
+        """The command tier, when the lens lists one."""
+        ...
+
+
+def serve(
+    tiers: Tiers, lens: Lens, question: str, *, max_repairs: int = MAX_REPAIRS
+) -> AskResponse:
+    """Answer ``question`` on ``lens`` with ``tiers``'s warehouse and generators.
+
+    The one serving call of ``dst ask`` and ``dst mcp``: it resolves the smart
+    tier, the warehouse, its dimension values, the embedder and the command tier of
+    ``lens`` from ``tiers`` (each cached there, so a long-lived runtime answers warm),
+    then runs :func:`ask`.
+
+    Raises:
+        WarehouseError: the warehouse cannot be reached.
+        LensLoadError: the lens lists the command tier without a ``command:`` block.
+    """
+    smart, _why = tiers.smart_for(lens)
+    executor = tiers.warehouse_for(lens)
+    return ask(
+        lens,
+        question,
+        executor,
+        tiers.values_for(lens, executor),
+        smart=smart,
+        max_repairs=max_repairs,
+        embedder=tiers.embedder_for(lens)[0],
+        command=tiers.command_for(lens),
+    )
 
 
 def _run(

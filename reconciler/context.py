@@ -75,6 +75,8 @@ class Runtime:
             unnamed default environment.
         candidate: the commit an apply or plan gates; its committed ``dst.yaml`` names
             the environments and webhooks (:meth:`committed_config`).
+        read_only: a serving process that writes nothing (``dst mcp``): column
+            profiles are read from ``.dst/profiles/`` and kept in memory, never written.
     """
 
     repo: gitstate.Repository
@@ -89,6 +91,7 @@ class Runtime:
     cache_use: CacheUse = "use"
     environment: str | None = None
     candidate: Oid | None = None
+    read_only: bool = False
     _warehouses: dict[str, Executor] = field(default_factory=dict)
     _values: dict[str, ValueCache] = field(default_factory=dict)
     _allowing: dict[str, Executor] = field(default_factory=dict)
@@ -333,8 +336,10 @@ class Runtime:
             version = file_version(Path(database))
             if version is None:
                 return None
-            return ProfileStore(directory, shown, f"file:{version}", ttl)
-        return ProfileStore(directory, shown, None, ttl)
+            return ProfileStore(
+                directory, shown, f"file:{version}", ttl, writable=not self.read_only
+            )
+        return ProfileStore(directory, shown, None, ttl, writable=not self.read_only)
 
     def embedder_for(self, lens: Lens) -> tuple[Embedder | None, str]:
         """The local sentence embedder when ``lens`` asks for embedding retrieval.

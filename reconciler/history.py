@@ -318,6 +318,34 @@ def status(rt: Runtime) -> list[LensStatus]:
     return out
 
 
+def not_serving(rt: Runtime, lens: str) -> UsageError:
+    """The error for a lens with no serving version, naming the lenses there are.
+
+    Returns:
+        A :class:`UsageError` (exit 2): "has no serving version" for a lens that
+        exists (in ``lenses/`` or with state under ``refs/dst/``), "no lens" for one
+        that does not; both list the serving lenses and those that do not serve.
+    """
+    rows = status(rt)
+    serving = [r.lens for r in rows if r.serving]
+    idle = [r.lens for r in rows if not r.serving and r.lens != lens]
+    known = (
+        f"serving: {', '.join(serving) or 'none'}; "
+        f"exist but do not serve: {', '.join(idle) or 'none'}"
+    )
+    where = f" --env {rt.environment}" if rt.environment else ""
+    if any(r.lens == lens for r in rows):
+        env = f" in environment {rt.environment}" if rt.environment else ""
+        return UsageError(
+            f"lens {lens!r} has no serving version{env} ({known})",
+            fix=f"promote it first: `dst apply --lens {lens}{where}` (see `dst status{where}`)",
+        )
+    return UsageError(
+        f"no lens {lens!r} ({known})",
+        fix="pass --lens one of the serving lenses; a new lens serves after `dst apply`",
+    )
+
+
 def environment_names(rt: Runtime) -> list[str]:
     """The named environments: those ``dst.yaml`` lists, then any others with refs, in order.
 
