@@ -34,6 +34,7 @@ from reconciler.errors import DstError
 from reconciler.generators import DimensionValues, SmartCall, TierCall, generate
 from reconciler.lens import Answer, Lens
 from reconciler.probes import Limits, probe
+from reconciler.probes.namesakes import lens_labels
 from reconciler.resultset import Executor, ResultSet
 from reconciler.trust import (
     Evaluation,
@@ -325,7 +326,7 @@ def _run(
         executed=True,
         dialect=cfg.dialect,
     )
-    limits = Limits(cfg.row_cap, cfg.statement_timeout_s, cfg.pinned_as_of)
+    limits = Limits(cfg.row_cap, cfg.statement_timeout_s, cfg.pinned_as_of, lens_labels(lens))
     probed = probe(ex, result, executor, limits)
     resp.probed = probed.evaluations
     for note in probed.notes:

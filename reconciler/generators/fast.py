@@ -119,6 +119,7 @@ from reconciler.reading.phrases.when import when
 from reconciler.reading.phrases.words import Reading, phrase_of, plural, read_grammar, uninvited
 from reconciler.reading.phrases.years import year_filter
 from reconciler.reading.resolve import paths
+from reconciler.reading.resolve.attributes import check_own_attribute
 from reconciler.reading.resolve.paths import one_path, plan_edges
 from reconciler.reading.resolve.zeros import check_empty_groups
 
@@ -369,6 +370,13 @@ def _value_filters(
                 narrowed = tuple(t for t in targets if (t.model, t.name) in named) or tuple(
                     t for t in targets if t.model == noun
                 )
+                own = [t for t in targets if t.model == base]
+                if narrowed and own and all(t.model != base for t in narrowed):
+                    raise Declined(
+                        f"{phrase_of(found, v)!r} is a value of {base}.{own[0].name}, the "
+                        f"{base} rows' own, and of {narrowed[0].model}.{narrowed[0].name}, "
+                        f"which {phrase_of(found, d)!r} names: two readings; name the column"
+                    )
                 if narrowed:
                     targets = narrowed
                     qualifiers.add(d)
@@ -408,6 +416,7 @@ def _breakdowns(lens: Lens, found: Retrieval, base: str, dims: list[Mention]) ->
     nouns = model_nouns(lens)
     for d in dims:
         chosen = _resolve(lens, base, d.targets, "dimension", phrase_of(found, d))
+        check_own_attribute(lens, base, chosen, phrase_of(found, d))
         place = (chosen.model, chosen.name)
         named = nouns.get(found.tokens[d.start : d.end])
         if named is not None and named != chosen.model:

@@ -130,17 +130,22 @@ def select_measures(
 
 
 _COUNTING = (("how", "many"), ("number", "of"), ("count", "of"))
+_RANKING = ("most", "fewest", "least")  # "which medication has the most prescriptions"
 
 
 def _check_counted_noun(lens: Lens, found: Retrieval, m: Mention) -> None:
-    """Decline ``how many <noun>`` where the noun is a model's and also a metric that
-    does not count ("how many payments" beside a metric ``payments`` = SUM(amount)):
-    the words count the model's rows, the lens phrase names a sum; two readings.
+    """Decline ``how many <noun>`` (or ``the most <noun>``) where the noun is a model's
+    and also a metric that does not count ("how many payments" beside a metric
+    ``payments`` = SUM(amount)): the words count the model's rows, the lens phrase names
+    a sum; two readings.
 
     Raises:
         Declined: naming both readings and how to say either.
     """
-    if m.kind != "metric" or found.tokens[max(m.start - 2, 0) : m.start] not in _COUNTING:
+    if m.kind != "metric":
+        return
+    counted = found.tokens[max(m.start - 2, 0) : m.start] in _COUNTING
+    if not counted and (m.start == 0 or found.tokens[m.start - 1] not in _RANKING):
         return
     model = model_nouns(lens).get(found.tokens[m.start : m.end])
     if model is None:
@@ -151,8 +156,9 @@ def _check_counted_noun(lens: Lens, found: Retrieval, m: Mention) -> None:
         if tree.find(exp.Count) is None:
             phrase = phrase_of(found, m)
             raise Declined(
-                f"{' '.join(found.words[m.start - 2 : m.end])!r} reads two ways: the number "
-                f"of {model} rows, or metric {name!r} ({tree.sql()}), which {phrase!r} also "
+                f"{' '.join(found.words[m.start - (2 if counted else 1) : m.end])!r} reads "
+                f"two ways: the number of {model} rows, or metric {name!r} ({tree.sql()}), "
+                f"which {phrase!r} also "
                 f"names; ask for {name!r} by name, or drop {phrase!r} from its synonyms"
             )
 
