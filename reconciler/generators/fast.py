@@ -371,12 +371,8 @@ def _value_filters(
                     t for t in targets if t.model == noun
                 )
                 own = [t for t in targets if t.model == base]
-                if narrowed and own and all(t.model != base for t in narrowed):
-                    raise Declined(
-                        f"{phrase_of(found, v)!r} is a value of {base}.{own[0].name}, the "
-                        f"{base} rows' own, and of {narrowed[0].model}.{narrowed[0].name}, "
-                        f"which {phrase_of(found, d)!r} names: two readings; name the column"
-                    )
+                if own and len(narrowed) == 1 and narrowed[0].model != base:
+                    check_own_attribute(lens, base, narrowed[0], phrase_of(found, d))
                 if narrowed:
                     targets = narrowed
                     qualifiers.add(d)
