@@ -186,6 +186,8 @@ def _checked(lens: Lens, found: Retrieval, shape: _Shape) -> tuple[str, str, str
         raise Declined(f"{a} compared with {a}: which relation between them?")
     start, end = shape.related_at
     for m in found.mentions:
+        if m.kind == "metric" and all(_counts_rows(lens, t.name, b) for t in m.targets):
+            continue  # "appointments" = COUNT(*) of appointments: the same count
         if m.start < end and m.end > start and m.kind in ("fact", "metric"):
             listed = ", ".join(sorted({f"{t.model}.{t.name}" for t in m.targets}))
             raise Declined(
@@ -195,6 +197,22 @@ def _checked(lens: Lens, found: Retrieval, shape: _Shape) -> tuple[str, str, str
     relating, a_fk, b_key = _relation(lens, a, b)
     _check_counts(lens, (a, b, relating))
     return relating, a_fk, b_key
+
+
+def _counts_rows(lens: Lens, metric: str, model: str) -> bool:
+    """Whether ``metric`` is a plain count of ``model``'s rows: ``COUNT(*)``, or
+    ``COUNT([DISTINCT] <its one-column key>)``, on that model, with no filters."""
+    m = lens.metrics.get(metric)
+    if m is None or m.model != model or m.filters:
+        return False
+    tree = sqlglot.parse_one(m.expression, read=lens.config.dialect)
+    if not isinstance(tree, exp.Count):
+        return False
+    arg = tree.this.expressions[0] if isinstance(tree.this, exp.Distinct) else tree.this
+    if isinstance(arg, exp.Star):
+        return not isinstance(tree.this, exp.Distinct)
+    key = lens.models[model].primary_key
+    return isinstance(arg, exp.Column) and len(key) == 1 and arg.name.lower() == key[0].lower()
 
 
 def _read(lens: Lens, found: Retrieval, bare: bool = False) -> _Shape | None:
