@@ -12,9 +12,10 @@ meant in the lens's dialect:
 * ``ORDER BY 1`` names the selected expression (its alias, when it has one), so sqlglot
   can write the lens dialect's NULL ordering (``CASE WHEN … IS NULL``), which it refuses
   for a position;
-* ``DATE_TRUNC`` returns a ``DATETIME`` (sqlglot's ``DATE_ADD('0000-01-01 00:00:00', …)``
+* ``DATE_TRUNC('week', x)`` is the Monday of ``x``'s week (sqlglot counts weeks from
+  a Saturday), and every ``DATE_TRUNC`` returns a ``DATETIME`` (sqlglot's ``DATE_ADD('0000-01-01 00:00:00', …)``
   is a string in MySQL), as DuckDB's returns a ``TIMESTAMP``;
-* ``dayofweek`` counts Sunday as 0 (MySQL's ``DAYOFWEEK`` counts it as 1), ``isodow``
+* ``dayofweek`` (and ``EXTRACT(DOW …)``, which MySQL lacks) counts Sunday as 0 (MySQL's ``DAYOFWEEK`` counts it as 1), ``isodow``
   is ``WEEKDAY() + 1`` (MySQL has no ``DAYOFWEEK_ISO``), and ``date_part('unit', x)`` is
   ``EXTRACT(unit FROM x)``.
 
@@ -40,10 +41,22 @@ def _rewrite(node: exp.Expr) -> exp.Expr:
         return _make_date(node)
     if isinstance(node, exp.Filter) and isinstance(node.this, exp.AggFunc):
         return _unfiltered(node.this, node.expression.this)
+    if isinstance(node, exp.DateTrunc | exp.TimestampTrunc) and node.text("unit").upper() in (
+        "WEEK",
+        "ISOWEEK",
+    ):
+        # sqlglot counts weeks from 0000-01-01, a Saturday; DuckDB's weeks start on Monday.
+        day = exp.cast(node.this.copy(), exp.DataType.build("date"))
+        weekday = exp.Anonymous(this="WEEKDAY", expressions=[day.copy()])
+        monday = exp.Sub(this=day, expression=exp.Interval(this=weekday, unit=exp.var("DAY")))
+        return exp.cast(exp.Paren(this=monday), exp.DataType.build("datetime"))
     if isinstance(node, exp.DateTrunc | exp.TimestampTrunc) and not isinstance(
         node.parent, exp.Cast
     ):
         return exp.cast(node, exp.DataType.build("datetime"))
+    if isinstance(node, exp.Extract) and node.name.upper() in ("DOW", "DAYOFWEEK", "ISODOW"):
+        iso = node.name.upper() == "ISODOW"
+        node = (exp.DayOfWeekIso if iso else exp.DayOfWeek)(this=node.expression)
     if isinstance(node, exp.DayOfWeekIso):
         weekday = exp.Anonymous(this="WEEKDAY", expressions=[node.this])
         return exp.Paren(this=exp.Add(this=weekday, expression=exp.Literal.number(1)))
@@ -53,7 +66,7 @@ def _rewrite(node: exp.Expr) -> exp.Expr:
     if isinstance(node, exp.Anonymous) and str(node.this).lower() == "date_part":
         unit, value = [*node.expressions, None, None][:2]
         if isinstance(unit, exp.Literal) and unit.is_string and value is not None:
-            return exp.Extract(this=exp.var(unit.name.upper()), expression=value)
+            return _rewrite(exp.Extract(this=exp.var(unit.name.upper()), expression=value))
     return node
 
 
