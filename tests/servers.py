@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import secrets
 
-import pytest
+import pytest  # the benchmarks import PREFIX too; they run where pytest is installed
 
 PREFIX = "dst_test_"
 SWITCH = "DST_TEST_SERVERS"

@@ -4,11 +4,11 @@ The fast tier writes SQL in the lens's dialect (DuckDB); on a PostgreSQL warehou
 dst transpiles it with :func:`reconciler.guard.transpile` (DESIGN §2 "Dialect").
 Each golden case with an oracle — ``fast_tier_cases.yaml`` (shop, crm, shop as of)
 and every fixture file :func:`tests.helpers.golden.collect` lists
-(``fast_tier_today.yaml`` dates its data from ``CURRENT_DATE`` on both engines) — is generated as in the DuckDB tests,
-transpiled, and executed on a scratch PostgreSQL database holding the same data (one
-schema per lens, first on the search path); its rows must equal the hand-written
-oracle's rows on DuckDB, with the same column count. Skipped, with the reason, when no
-PostgreSQL server answers.
+(``fast_tier_today.yaml`` dates its data from ``CURRENT_DATE`` on both engines) — is
+generated as in the DuckDB tests, transpiled, and executed on a scratch PostgreSQL
+database holding the same data (one schema per lens, first on the search path); its
+rows must equal the hand-written oracle's rows on DuckDB, with the same column count.
+Skipped, with the reason, when no PostgreSQL server answers.
 """
 
 from __future__ import annotations

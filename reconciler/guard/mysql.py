@@ -13,11 +13,11 @@ meant in the lens's dialect:
   can write the lens dialect's NULL ordering (``CASE WHEN … IS NULL``), which it refuses
   for a position;
 * ``DATE_TRUNC('week', x)`` is the Monday of ``x``'s week (sqlglot counts weeks from
-  a Saturday), and every ``DATE_TRUNC`` returns a ``DATETIME`` (sqlglot's ``DATE_ADD('0000-01-01 00:00:00', …)``
-  is a string in MySQL), as DuckDB's returns a ``TIMESTAMP``;
-* ``dayofweek`` (and ``EXTRACT(DOW …)``, which MySQL lacks) counts Sunday as 0 (MySQL's ``DAYOFWEEK`` counts it as 1), ``isodow``
-  is ``WEEKDAY() + 1`` (MySQL has no ``DAYOFWEEK_ISO``), and ``date_part('unit', x)`` is
-  ``EXTRACT(unit FROM x)``.
+  a Saturday), and every ``DATE_TRUNC`` returns a ``DATETIME``, as DuckDB's returns a
+  ``TIMESTAMP`` (sqlglot's ``DATE_ADD('0000-01-01 00:00:00', …)`` is a string in MySQL);
+* ``dayofweek`` (and ``EXTRACT(DOW …)``, which MySQL lacks) counts Sunday as 0 (MySQL's
+  ``DAYOFWEEK`` counts it as 1), ``isodow`` is ``WEEKDAY() + 1`` (MySQL has no
+  ``DAYOFWEEK_ISO``), and ``date_part('unit', x)`` is ``EXTRACT(unit FROM x)``.
 
 Sources: MySQL 8.0 "Date and Time Functions", "Aggregate Function Descriptions";
 DuckDB "Date Part Functions", "FILTER Clause".
