@@ -61,8 +61,8 @@ def _rewrite(node: exp.Expr) -> exp.Expr:
         weekday = exp.Anonymous(this="WEEKDAY", expressions=[node.this])
         return exp.Paren(this=exp.Add(this=weekday, expression=exp.Literal.number(1)))
     if isinstance(node, exp.DayOfWeek):
-        day = exp.Anonymous(this="DAYOFWEEK", expressions=[node.this])
-        return exp.Paren(this=exp.Sub(this=day, expression=exp.Literal.number(1)))
+        sunday_one = exp.Anonymous(this="DAYOFWEEK", expressions=[node.this])
+        return exp.Paren(this=exp.Sub(this=sunday_one, expression=exp.Literal.number(1)))
     if isinstance(node, exp.Anonymous) and str(node.this).lower() == "date_part":
         unit, value = [*node.expressions, None, None][:2]
         if isinstance(unit, exp.Literal) and unit.is_string and value is not None:

@@ -13,8 +13,9 @@ A connection is locked down in three ways, each of which holds without the other
   of ours (:func:`lock_down`), checked with ``@@transaction_read_only`` (``@@tx_read_only``
   before MariaDB 11.1) when the warehouse opens (:func:`check_session`);
 * every statement runs in a ``START TRANSACTION READ ONLY`` that is rolled back, with
-  the statement timeout set first (``max_statement_time`` in seconds on MariaDB,
-  ``max_execution_time`` in milliseconds on MySQL, :func:`begin`);
+  the session's read-only mode and the statement timeout set again first
+  (``max_statement_time`` in seconds on MariaDB, ``max_execution_time`` in milliseconds
+  on MySQL, :func:`begin`);
 * a least-privilege account (``GRANT SELECT ON `analytics`.*`` …): :func:`write_privilege`
   reads ``SHOW GRANTS`` and names what would still let a login write.
 
@@ -52,7 +53,7 @@ _SESSION = ("SET SESSION TRANSACTION READ ONLY", "SET SESSION div_precision_incr
 # three-way join of seed tables (no indexes) takes minutes. Level 4 allows hash joins.
 _MARIADB_HASH_JOINS = "SET SESSION join_cache_level = 4"
 _NO_PARAMETERS = {"no_parameters": True}
-_TIMEOUT_KEY = "dst_statement_timeout"  # pooled DBAPI connection info: the timeout it has
+_MODE_KEY = "dst_mysql_mode"  # pool record info: (read-only variable, is MariaDB)
 # Server error codes of a statement stopped by its timeout: MariaDB ER_STATEMENT_TIMEOUT,
 # MySQL ER_QUERY_TIMEOUT, and ER_QUERY_INTERRUPTED (MySQL's for max_execution_time).
 _TIMEOUT_CODES = frozenset({1969, 3024, 1317})
@@ -92,11 +93,12 @@ def connect_args(parsed: URL) -> tuple[URL, dict[str, Any]]:
     return parsed.difference_update_query(["init_command"]), args
 
 
-def lock_down(dbapi_connection: Any, _record: object) -> None:
+def lock_down(dbapi_connection: Any, record: Any) -> None:
     """Make a new connection's session read-only before any statement of ours runs.
 
     Registered for SQLAlchemy's ``connect`` event, so it runs once per DBAPI connection,
-    before the pool hands it out.
+    before the pool hands it out; it notes on the pool record which variable holds the
+    session's read-only mode (:func:`begin` sets it again before every statement).
     """
     cursor = dbapi_connection.cursor()
     try:
@@ -104,10 +106,18 @@ def lock_down(dbapi_connection: Any, _record: object) -> None:
             cursor.execute(statement)
         cursor.execute("SELECT VERSION()")
         row = cursor.fetchone()
-        if row and "mariadb" in str(row[0]).lower():
+        version = str(row[0]).lower() if row else ""
+        if "mariadb" in version:
             cursor.execute(_MARIADB_HASH_JOINS)
+        try:
+            cursor.execute("SELECT @@session.transaction_read_only")
+            variable = "transaction_read_only"
+        except Exception:  # MariaDB before 11.1 names it tx_read_only
+            variable = "tx_read_only"
+        cursor.fetchall()
     finally:
         cursor.close()
+    record.info[_MODE_KEY] = (variable, "mariadb" in version)
 
 
 def _scalar(conn: Connection, sql: str) -> Any:
@@ -135,27 +145,25 @@ def check_session(conn: Connection, shown: str) -> None:
 
 
 def begin(conn: Connection, timeout_s: float) -> None:
-    """Set the statement timeout (when it changed) and start a read-only transaction.
+    """Set the statement timeout and the read-only mode again, then start a read-only transaction.
 
-    The timeout is session state, remembered on the pooled connection, so only a
-    different one costs a statement.
+    Both are session state a statement could have changed (``SET SESSION TRANSACTION
+    READ WRITE`` would let a later DDL statement, which commits the read-only
+    transaction first, run read-write), so one ``SET`` puts both back every time.
     """
-    mariadb = bool(getattr(conn.dialect, "is_mariadb", False))
-    setting = (
-        f"SET SESSION max_statement_time = {max(timeout_s, 0.001):.3f}"
+    variable, mariadb = conn.connection.info.get(_MODE_KEY, ("transaction_read_only", False))
+    timeout = (
+        f"SESSION max_statement_time = {max(timeout_s, 0.001):.3f}"
         if mariadb
-        else f"SET SESSION max_execution_time = {max(1, round(timeout_s * 1000))}"
+        else f"SESSION max_execution_time = {max(1, round(timeout_s * 1000))}"
     )
-    info = conn.connection.info
-    if info.get(_TIMEOUT_KEY) != setting:
-        conn.exec_driver_sql(setting, execution_options=_NO_PARAMETERS)
-        info[_TIMEOUT_KEY] = setting
+    conn.exec_driver_sql(f"SET {timeout}, SESSION {variable} = 1", execution_options=_NO_PARAMETERS)
     conn.exec_driver_sql("START TRANSACTION READ ONLY", execution_options=_NO_PARAMETERS)
 
 
 def is_timeout(orig: BaseException | None) -> bool:
     """Whether a driver error is the server stopping a statement at its timeout."""
-    args = getattr(orig, "args", ())
+    args: tuple[object, ...] = tuple(getattr(orig, "args", ()))
     return bool(args) and args[0] in _TIMEOUT_CODES
 
 

@@ -377,7 +377,7 @@ def _copy_mysql(
                 )
         try:
             for seeded in tables:
-                database = default if seeded.schema is None else databases[seeded.schema]
+                database = str(default) if seeded.schema is None else databases[seeded.schema]
                 scratch = f"{seeded.name[:40]}__dst_{tag}"
                 table = _described_table(source, seeded, scratch, schema=database, **charset)
                 staged.append((str(database), scratch, seeded.name))
