@@ -202,3 +202,14 @@ def test_a_missing_driver_names_the_extra(tmp_path: Path) -> None:
     )  # fmt: skip
     assert "no driver installed" in done.stdout
     assert "pip install -e '.[mysql]' (PyMySQL)" in done.stdout
+
+
+def test_a_login_that_can_write_is_warned_about_and_a_reader_is_not(
+    scratch: mariadb.Scratch,
+) -> None:
+    _lens_tables(scratch)
+    with Warehouse.open(scratch.owner_url) as wh:
+        assert len(wh.warnings) == 1
+        assert "can write (ALL PRIVILEGES, GRANT OPTION on *.*)" in wh.warnings[0]
+    with Warehouse.open(scratch.reader_url) as wh:
+        assert wh.warnings == ()

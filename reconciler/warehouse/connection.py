@@ -74,6 +74,11 @@ _DRIVER_FIX = {
     "mysql": "pip install -e '.[mysql]' (PyMySQL), and write the URL as mysql+pymysql://",
     "mariadb": "pip install -e '.[mysql]' (PyMySQL), and write the URL as mariadb+pymysql://",
 }
+_WRITER_WARNING = (
+    "warning: {url} connects as an account that can write ({grant}); a read-only "
+    "transaction does not stop every such privilege (FILE reads server files): connect "
+    "as an account holding only SELECT (README, Warehouse)"
+)
 _SUPERUSER_WARNING = (
     "warning: {url} connects as a PostgreSQL superuser, which can read server files even "
     "in a read-only transaction; connect as a least-privilege role (README, Warehouse)"
@@ -275,8 +280,9 @@ class Warehouse(GuardedWarehouse):
 
         Returns:
             An open warehouse; :attr:`warnings` holds one line when a PostgreSQL
-            login is a superuser (the caller prints it). A plain ``duckdb:///path``
-            URL opens DuckDB directly (:class:`~reconciler.warehouse.duck.DuckWarehouse`).
+            login is a superuser, or a MariaDB/MySQL account holds a privilege that
+            can write (:func:`reconciler.warehouse.mysql.write_privilege`); the caller
+            prints it. A plain ``duckdb:///path`` URL opens DuckDB directly (:class:`~reconciler.warehouse.duck.DuckWarehouse`).
 
         Raises:
             WarehouseError: the URL does not parse, its driver is not installed,
@@ -326,6 +332,9 @@ class Warehouse(GuardedWarehouse):
                         warehouse.warnings = (_SUPERUSER_WARNING.format(url=shown),)
                 elif backend in mysql.BACKENDS:
                     mysql.check_session(conn, shown)
+                    writes = mysql.write_privilege(conn)
+                    if writes is not None:
+                        warehouse.warnings = (_WRITER_WARNING.format(url=shown, grant=writes),)
         except SQLAlchemyError as exc:
             engine.dispose()
             cause = exc.orig if isinstance(exc, DBAPIError) else exc
