@@ -282,7 +282,8 @@ class Warehouse(GuardedWarehouse):
             An open warehouse; :attr:`warnings` holds one line when a PostgreSQL
             login is a superuser, or a MariaDB/MySQL account holds a privilege that
             can write (:func:`reconciler.warehouse.mysql.write_privilege`); the caller
-            prints it. A plain ``duckdb:///path`` URL opens DuckDB directly (:class:`~reconciler.warehouse.duck.DuckWarehouse`).
+            prints it. A plain ``duckdb:///path`` URL opens DuckDB directly
+            (:class:`~reconciler.warehouse.duck.DuckWarehouse`).
 
         Raises:
             WarehouseError: the URL does not parse, its driver is not installed,
