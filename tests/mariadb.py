@@ -92,14 +92,14 @@ def scratch_database(label: str) -> Iterator[Scratch]:
     database = servers.scratch_name(label)
     reader, password = servers.scratch_name(f"{label}_r"), secrets.token_hex(12)
     base = make_url(admin_url())
-    with admin.connect() as conn:
-        collation = binary_collation(conn)
-        suffix = f" CHARACTER SET utf8mb4 COLLATE {collation}" if collation else ""
-        run(conn, f"CREATE DATABASE {quote(database)}{suffix}")
-        run(conn, f"CREATE USER {quote(reader)}@'%' IDENTIFIED BY '{password}'")
     owner_url = base.set(database=database).render_as_string(hide_password=False)
     reader_url = base.set(database=database, username=reader, password=password)
-    try:
+    try:  # a failure half way through set-up still drops what was made
+        with admin.connect() as conn:
+            collation = binary_collation(conn)
+            suffix = f" CHARACTER SET utf8mb4 COLLATE {collation}" if collation else ""
+            run(conn, f"CREATE DATABASE {quote(database)}{suffix}")
+            run(conn, f"CREATE USER {quote(reader)}@'%' IDENTIFIED BY '{password}'")
         yield Scratch(database, owner_url, reader, reader_url.render_as_string(hide_password=False))
     finally:
         with admin.connect() as conn:

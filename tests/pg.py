@@ -80,14 +80,14 @@ def scratch_database(label: str) -> Iterator[Scratch]:
     database, reader = servers.scratch_name(label), servers.scratch_name(f"{label}_reader")
     password = secrets.token_hex(12)
     base = make_url(admin_url())
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f'CREATE DATABASE "{database}"')
-        conn.exec_driver_sql(f"CREATE ROLE \"{reader}\" LOGIN PASSWORD '{password}'")
-        conn.exec_driver_sql(f'ALTER ROLE "{reader}" SET default_transaction_read_only = on')
-        conn.exec_driver_sql(f"ALTER ROLE \"{reader}\" SET statement_timeout = '30s'")
     owner_url = base.set(database=database).render_as_string(hide_password=False)
     reader_url = base.set(database=database, username=reader, password=password)
-    try:
+    try:  # a failure half way through set-up still drops what was made
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f'CREATE DATABASE "{database}"')
+            conn.exec_driver_sql(f"CREATE ROLE \"{reader}\" LOGIN PASSWORD '{password}'")
+            conn.exec_driver_sql(f'ALTER ROLE "{reader}" SET default_transaction_read_only = on')
+            conn.exec_driver_sql(f"ALTER ROLE \"{reader}\" SET statement_timeout = '30s'")
         yield Scratch(database, owner_url, reader, reader_url.render_as_string(hide_password=False))
     finally:
         with admin.connect() as conn:
