@@ -14,7 +14,8 @@ others on stderr.
 Exit codes: 0 seeded; 2 bad input (a seed that does not load, an unreachable
 warehouse, or a bare ``dst seed`` where no lens reads the embedded warehouse).
 ``--format json`` prints ``{"schema_version": 1, "command": "seed", "warehouse",
-"tables": {"<schema>.<table>": rows}, "schemas": [...], "not_seeded": [{"warehouse",
+"tables": {"<schema>.<table>": rows}, "schemas": [...], "databases": [...] (MariaDB/MySQL
+only: the database of each lens schema), "not_seeded": [{"warehouse",
 "source", "lenses"}]}``; a table of the default schema has no ``<schema>.`` prefix.
 """
 
@@ -55,8 +56,9 @@ def seed(
         str | None,
         typer.Option(
             "--warehouse",
-            help="Seed this SQLAlchemy URL (PostgreSQL or DuckDB) instead of the embedded "
-            "DuckDB file: a schema per lens, replacing the tables the seeds name.",
+            help="Seed this SQLAlchemy URL (PostgreSQL, MariaDB/MySQL or DuckDB) instead of "
+            "the embedded DuckDB file: a schema (on MariaDB/MySQL a database) per lens, "
+            "replacing the tables the seeds name.",
         ),
     ] = None,
 ) -> int:
@@ -83,6 +85,7 @@ def seed(
             "warehouse": result.target,
             "tables": tables,
             "schemas": list(result.schemas),
+            **({"databases": list(result.databases)} if result.databases else {}),
             "not_seeded": [
                 {"warehouse": o.url, "source": o.source, "lenses": list(o.lenses)} for o in others
             ],
@@ -92,4 +95,6 @@ def seed(
         for table, rows in sorted(tables.items()):
             print(f"seeded {table}: {rows} rows")
         print(f"warehouse: {result.target}")
+        if result.databases:
+            print(f"lens databases: {', '.join(result.databases)}")
     return 0

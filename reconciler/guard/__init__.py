@@ -50,6 +50,7 @@ from reconciler.guard.denied import (
     FORBIDDEN_SUFFIXES,
     check_escapes,
 )
+from reconciler.guard.mysql import fill_gaps as fill_mysql_gaps
 
 _FIX = (
     "certified and exemplar SQL must be a single SELECT (WITH … SELECT, UNION …) and nothing else"
@@ -545,6 +546,8 @@ def _fill_gaps(tree: exp.Expr, target: str) -> exp.Expr:
     ``DATE_FROM_PARTS``, which PostgreSQL lacks; its ``MAKE_DATE`` takes integers,
     while ``EXTRACT`` (what ``YEAR()`` becomes) returns NUMERIC, hence the casts.
     """
+    if target == "mysql":
+        return fill_mysql_gaps(tree)  # reconciler.guard.mysql
     if target not in ("postgres", "redshift"):
         return tree
 

@@ -34,7 +34,15 @@ _SQLITE_READ_PRAGMAS = frozenset({
 
 
 def with_installed_driver(parsed: URL) -> URL:
-    """A bare ``postgresql://`` URL with psycopg (3) when installed, else psycopg2."""
+    """A bare ``postgresql://`` URL with psycopg (3) when installed, else psycopg2.
+
+    A bare ``mysql://`` or ``mariadb://`` URL (mysqlclient by default) uses PyMySQL
+    when mysqlclient is not installed and PyMySQL is.
+    """
+    if parsed.drivername in ("mysql", "mariadb"):
+        if importlib.util.find_spec("MySQLdb") is None and importlib.util.find_spec("pymysql"):
+            return parsed.set(drivername=f"{parsed.drivername}+pymysql")
+        return parsed
     # SQLAlchemy 2.1 maps a bare postgresql:// to psycopg (3); many machines only
     # have psycopg2. Pick whichever is installed rather than fail on import.
     if parsed.drivername != "postgresql":
