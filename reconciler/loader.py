@@ -21,7 +21,7 @@ from __future__ import annotations
 import difflib
 import re
 import typing
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
@@ -325,9 +325,24 @@ def validate(model: type[M], doc: Document, *, data: Any = None) -> M:
     try:
         return model.model_validate(payload)
     except ValidationError as exc:
-        err = exc.errors()[0]
+        err = _first_error(exc.errors())
         loc: Path = tuple(err["loc"])
         raise _located(doc, loc, err, model) from None
+
+
+def _first_error(errors: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
+    """The error to report: pydantic's first, except that a misspelt key beats the
+    required key it stands for (``expresion:`` is reported at its own line, with the
+    suggestion, not as "missing required key 'expression'" at the mapping's first line)."""
+    first = errors[0]
+    if first.get("type") != "missing":
+        return first
+    parent = tuple(first["loc"])[:-1]
+    for err in errors:
+        loc = tuple(err["loc"])
+        if err.get("type") == "extra_forbidden" and loc[:-1] == parent:
+            return err
+    return first
 
 
 def known_keys(model: type[BaseModel], loc: Path) -> tuple[str, ...]:

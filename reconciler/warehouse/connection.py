@@ -287,7 +287,7 @@ class Warehouse(GuardedWarehouse):
         except (NoSuchModuleError, ImportError) as exc:
             raise WarehouseError(
                 f"warehouse {shown}: no driver installed ({_first_line(exc, parsed.password)})",
-                fix="install the SQLAlchemy dialect and driver for this database",
+                fix=readonly.missing_driver_fix(backend),
             ) from None
         if backend == "sqlite":
             sa.event.listen(engine, "connect", readonly.lock_down_sqlite)

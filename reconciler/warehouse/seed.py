@@ -39,7 +39,7 @@ from reconciler.warehouse.connection import (
     embedded_path,
     redact,
 )
-from reconciler.warehouse.readonly import with_installed_driver
+from reconciler.warehouse.readonly import missing_driver_fix, with_installed_driver
 
 _SEED_TABLE = re.compile(r"^[a-z_][a-z0-9_]*$")
 DEFAULT_SCHEMA = {"duckdb": "main", "postgresql": "public"}
@@ -203,7 +203,7 @@ def seed(
 def _check_target(url: str, lens_schemas: Sequence[str]) -> None:
     """Refuse, before building anything, a URL that cannot hold lens schemas."""
     try:
-        backend = make_url(url).get_backend_name()
+        backend = with_installed_driver(make_url(url)).get_backend_name()
     except (ArgumentError, ValueError):
         raise WarehouseError(
             "cannot seed <unparseable warehouse URL>: not a SQLAlchemy URL",
@@ -279,11 +279,18 @@ def _copy_out(
 ) -> None:
     shown = redact(url)
     try:
-        engine = sa.create_engine(with_installed_driver(make_url(url)))
-    except (ArgumentError, ValueError, ImportError) as exc:
+        parsed = with_installed_driver(make_url(url))
+    except (ArgumentError, ValueError) as exc:
         raise WarehouseError(
             f"cannot seed {shown}: {_first_line(exc, None)}",
-            fix="pass a SQLAlchemy URL whose driver is installed",
+            fix="pass a SQLAlchemy URL, e.g. postgresql://user@host:5432/database",
+        ) from None
+    try:
+        engine = sa.create_engine(parsed)
+    except (ArgumentError, ImportError) as exc:  # NoSuchModuleError: no such dialect or driver
+        raise WarehouseError(
+            f"cannot seed {shown}: no driver installed ({_first_line(exc, None)})",
+            fix=missing_driver_fix(parsed.get_backend_name()),
         ) from None
     source = duckdb.connect(str(built), read_only=True)
     try:
