@@ -302,8 +302,11 @@ def _apply_workflow(ci: CiSettings) -> str:
     env = f"    env:\n{hooks}" if hooks else ""
     return f"""\
 # The default branch: apply the lenses for real, then publish refs/dst/* to the
-# remote (fast-forward only, never forced; a racing promoter fails and a re-run
-# re-plans). Written by `dst init --ci github`.
+# remote. Every deployment commit has the previous one as parent, so the push is a
+# fast-forward; a racing promoter makes it fail (never forced), and a re-run re-plans.
+# The push is atomic, like the apply itself. A lens deleted on main is retired: the
+# push sends refs/dst/retired/<lens> and deletes the remote's serving ref under a
+# lease on the deployment it retired. Written by `dst init --ci github`.
 name: lens apply
 
 on:
