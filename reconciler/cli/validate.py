@@ -23,9 +23,9 @@ environments): the one beside the ``lenses/`` folder of each lens checked, and a
 ``validate_app`` is a typer app holding the one command; :mod:`reconciler.cli.app`
 merges it into the main app with ``app.add_typer(validate_app)``.
 
-Exit codes: 0 every lens and ``dst.yaml`` is valid; 2 a lens or ``dst.yaml`` is invalid (``file:line: message`` and
-its fix on stderr), a declared key does not hold on ``--warehouse``, or a ``PATH``
-is not in a lens.
+Exit codes: 0 every lens and ``dst.yaml`` is valid; 2 a lens or ``dst.yaml`` is
+invalid (``file:line: message`` and its fix on stderr), a declared key does not
+hold on ``--warehouse``, or a ``PATH`` is not in a lens.
 """
 
 from __future__ import annotations

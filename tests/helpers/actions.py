@@ -80,86 +80,98 @@ def _loose_equal(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def evaluate(text: str, ctx: Mapping[str, Any]) -> Any:
-    """The value of one expression (without its ``${{ }}``) in contexts ``ctx``.
+_FUNCTIONS = ("success", "failure", "cancelled", "always")
 
-    ``ctx`` maps context names to mappings; ``ctx["__status__"]`` is ``"success"``
-    or ``"failure"`` (what the status functions read).
-    """
-    tokens = _tokens(text)
-    pos = 0
 
-    def peek() -> tuple[str, str] | None:
-        return tokens[pos] if pos < len(tokens) else None
+class _Parser:
+    """Recursive descent over one expression's tokens (``||`` < ``&&`` < ``==`` < unary)."""
 
-    def take() -> tuple[str, str]:
-        nonlocal pos
-        pos += 1
-        return tokens[pos - 1]
+    def __init__(self, text: str, ctx: Mapping[str, Any]) -> None:
+        self.text, self.ctx = text, ctx
+        self.tokens = _tokens(text)
+        self.pos = 0
 
-    def primary() -> Any:
-        kind, value = take()
-        if kind == "op" and value == "!":
-            return not primary()
-        if kind == "op" and value == "(":
-            got = disjunction()
-            if take() != ("op", ")"):
-                raise Unsupported(f"unbalanced parentheses in {text!r}")
+    def peek(self) -> tuple[str, str] | None:
+        return self.tokens[self.pos] if self.pos < len(self.tokens) else None
+
+    def take(self) -> tuple[str, str]:
+        if self.pos >= len(self.tokens):
+            raise Unsupported(f"expression {self.text!r} ends early")
+        self.pos += 1
+        return self.tokens[self.pos - 1]
+
+    def whole(self) -> Any:
+        value = self.disjunction()
+        if self.pos != len(self.tokens):
+            raise Unsupported(f"trailing tokens in {self.text!r}")
+        return value
+
+    def disjunction(self) -> Any:
+        left = self.conjunction()
+        while self.peek() == ("op", "||"):
+            self.take()
+            right = self.conjunction()
+            left = left or right
+        return left
+
+    def conjunction(self) -> Any:
+        left = self.comparison()
+        while self.peek() == ("op", "&&"):
+            self.take()
+            right = self.comparison()
+            left = left and right
+        return left
+
+    def comparison(self) -> Any:
+        left = self.primary()
+        while self.peek() in (("op", "=="), ("op", "!=")):
+            _, op = self.take()
+            right = self.primary()
+            left = _loose_equal(left, right) == (op == "==")
+        return left
+
+    def primary(self) -> Any:
+        kind, value = self.take()
+        if (kind, value) == ("op", "!"):
+            return not self.primary()
+        if (kind, value) == ("op", "("):
+            got = self.disjunction()
+            if self.take() != ("op", ")"):
+                raise Unsupported(f"unbalanced parentheses in {self.text!r}")
             return got
         if kind == "str":
             return value[1:-1].replace("''", "'")
         if kind == "num":
             return float(value)
-        if kind == "name":
-            if value in ("true", "false"):
-                return value == "true"
-            if value == "null":
-                return None
-            if peek() == ("op", "("):
-                take()
-                if take() != ("op", ")"):
-                    raise Unsupported(f"{value}() with arguments in {text!r}")
-                status = ctx.get("__status__", "success")
-                functions = {
-                    "success": status == "success",
-                    "failure": status == "failure",
-                    "cancelled": False,
-                    "always": True,
-                }
-                if value not in functions:
-                    raise Unsupported(f"function {value}() in {text!r}")
-                return functions[value]
-            return _lookup(value, ctx)
-        raise Unsupported(f"unexpected {value!r} in {text!r}")
+        if kind != "name":
+            raise Unsupported(f"unexpected {value!r} in {self.text!r}")
+        literals = {"true": True, "false": False, "null": None}
+        if value in literals:
+            return literals[value]
+        if self.peek() == ("op", "("):
+            return self.call(value)
+        return _lookup(value, self.ctx)
 
-    def comparison() -> Any:
-        left = primary()
-        while peek() in (("op", "=="), ("op", "!=")):
-            _, op = take()
-            right = primary()
-            left = _loose_equal(left, right) == (op == "==")
-        return left
+    def call(self, name: str) -> bool:
+        self.take()
+        if name not in _FUNCTIONS or self.take() != ("op", ")"):
+            raise Unsupported(f"cannot read function {name}(…) in {self.text!r}")
+        status = self.ctx.get("__status__", "success")
+        return {"success": status == "success", "failure": status == "failure"}.get(
+            name, name == "always"
+        )
 
-    def conjunction() -> Any:
-        left = comparison()
-        while peek() == ("op", "&&"):
-            take()
-            right = comparison()
-            left = right if left else left
-        return left
 
-    def disjunction() -> Any:
-        left = conjunction()
-        while peek() == ("op", "||"):
-            take()
-            right = conjunction()
-            left = left if left else right
-        return left
+def evaluate(text: str, ctx: Mapping[str, Any]) -> Any:
+    """The value of one expression (without its ``${{ }}``) in contexts ``ctx``.
 
-    value = disjunction()
-    if pos != len(tokens):
-        raise Unsupported(f"trailing tokens in {text!r}")
-    return value
+    ``ctx`` maps context names to mappings; ``ctx["__status__"]`` is ``"success"``
+    or ``"failure"`` (what the status functions read; nothing is ever cancelled).
+
+    Raises:
+        Unsupported: the expression uses what this reader does not know.
+    """
+    return _Parser(text, ctx).whole()
 
 
 def _text(value: Any) -> str:
