@@ -433,7 +433,8 @@ def replace_answer(repo_root: Path, lens_root: str, target: Replacement, content
     if current != target.content:
         raise UsageError(
             f"{rel} changed while it was being re-certified: refusing to overwrite it",
-            fix="run dst certify --replace again on the file as it is now",
+            fix=f"run dst certify --replace {target.answer.id} --lens "
+            f"{lens_root.rsplit('/', 1)[-1]} again on the file as it is now",
         )
     replace_file(path, content)
     return rel
@@ -544,7 +545,8 @@ def plan_migration(
     if not legacy:
         raise UsageError(
             f"{root}/{CASES} holds no legacy value case (an entry with sql: or expected_sql:)",
-            fix="nothing to migrate; certify new answers with `dst certify`",
+            fix="nothing to migrate; certify new answers with "
+            f"`dst certify --lens {root.rsplit('/', 1)[-1]} --question QUESTION`",
         )
     doc = load_yaml(f"{root}/{CASES}", files[CASES])
     taken = {p for p in files if p.startswith("answers/")}

@@ -122,7 +122,7 @@ expression: SUM(amount)
 _ANSWER = """\
 # A certified answer: a question and the SQL a person verified (the oracle). dst re-asks
 # the question whenever a push could change its result and compares both results.
-# Certify answers with `dst certify`, which shows the SQL and its result first:
+# Certify answers with `dst certify --lens {name}`, which shows the SQL and its result:
 #   dst certify --lens {name} --question "Revenue by region"
 # This example is a draft: drafts are not certified and not re-verified. Setting
 # status: active by hand does not certify it: an active answer needs a person in

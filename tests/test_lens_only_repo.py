@@ -13,13 +13,10 @@ checkout with extras the package declares; ``dst`` on ``PATH`` runs this checkou
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator, Mapping
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +30,7 @@ except ImportError:  # Python 3.10
 
 from tests.helpers import GIT_ENV, PROJECT, commit, git, invoke
 from tests.helpers.actions import Job, Runner, evaluate, interpolate
+from tests.helpers.webhook import Receiver, receiving
 
 WORKFLOWS = ".github/workflows"
 HOOK = "DST_SLACK_WEBHOOK"
@@ -50,34 +48,10 @@ environments:
 """
 
 
-class Receiver:
-    """A local webhook receiver: records each POSTed JSON body."""
-
-    def __init__(self) -> None:
-        self.calls: list[dict[str, Any]] = []
-        calls = self.calls
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                calls.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-                self.send_response(200)
-                self.end_headers()
-
-            def log_message(self, *_args: object) -> None:
-                return None
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-
 @pytest.fixture
 def receiver() -> Iterator[Receiver]:
-    r = Receiver()
-    r.thread.start()
-    yield r
-    r.server.shutdown()
-    r.server.server_close()
+    with receiving() as r:
+        yield r
 
 
 def _install_is_this_checkout(name: str, env: Mapping[str, str]) -> str | None:
@@ -119,7 +93,11 @@ def lens_only(tmp_path: Path) -> tuple[Path, Path]:
     commit(dev, {}, "Add dst workflows")
     tracked = set(git(dev, "ls-files").splitlines())
     assert {p.split("/")[0] for p in tracked} == {
-        ".github", ".gitignore", "dst.yaml", "lenses", "schemas"
+        ".github",
+        ".gitignore",
+        "dst.yaml",
+        "lenses",
+        "schemas",
     }
     assert not (dev / "pyproject.toml").exists() and not (dev / ".github/actions").exists()
     origin = tmp_path / "origin.git"

@@ -376,7 +376,7 @@ def _working_lens(rt: Any, lens: str) -> tuple[Lens, dict[str, bytes]]:
     if lens not in names:
         raise UsageError(
             f"no lens {lens!r} in lenses/ of the working tree",
-            fix=f"use one of: {', '.join(names) or 'none (dst init creates one)'}",
+            fix=f"use one of: {', '.join(names) or 'none (create one with dst init)'}",
         )
     files = worktree_files(rt.root, lens)
     return load_lens(lens, files), files
