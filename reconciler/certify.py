@@ -367,13 +367,16 @@ def replacement_target(lens: Lens, files: Mapping[str, bytes], answer_id: str) -
     """
     answer = lens.answers.get(AnswerId(answer_id))
     if answer is None:
-        close = difflib.get_close_matches(answer_id, sorted(lens.answers), n=5, cutoff=0.5)
-        known = close or sorted(lens.answers)[:5]
+        # only active answers carry a certification to replace: drafts and retired ones
+        # would be refused in turn, so they are never offered
+        active = sorted(a for a, x in lens.answers.items() if x.status == "active")
+        close = difflib.get_close_matches(answer_id, active, n=5, cutoff=0.5)
+        known = close or active[:5]
         raise UsageError(
             f"lens {lens.name!r} has no answer {answer_id!r}",
-            fix=f"pass --replace one of: {', '.join(known)}"
+            fix=f"pass --replace one of the active answers: {', '.join(known)}"
             if known
-            else "the lens has no answers yet: certify one with --question",
+            else "the lens has no active answer yet: certify one with --question",
         )
     rel = lens.sources.get(f"answers/{answer_id}", answer_path(answer_id))
     where = f"{lens.root}/{rel}"

@@ -84,7 +84,13 @@ def _console(fmt: Format) -> Console:
     # lazy: rich's console loads only when certify shows a result
     from rich.console import Console
 
-    return Console(file=sys.stderr if fmt is Format.json else sys.stdout, highlight=False)
+    from reconciler.cli.common import colour_wanted
+
+    out = sys.stderr if fmt is Format.json else sys.stdout
+    # NO_COLOR (and a pipe) means no styling at all: rich's own no_color keeps bold and
+    # italics, so the colour system is switched off instead
+    styled = colour_wanted(out)
+    return Console(file=out, highlight=False, color_system="auto" if styled else None)
 
 
 def _git_user(rt: Any) -> str | None:
