@@ -95,6 +95,15 @@ class Document:
                 return loc.line
         return None
 
+    def key_line(self, path: Path) -> int | None:
+        """The line of the mapping key ``path[-1]`` itself (its value may start below)."""
+        loc = self.locations.get((*path, _KEY))
+        return None if loc is None else loc.line
+
+
+# The locations entry of a mapping key's own line: (*path, _KEY); no YAML key is a NUL.
+_KEY = "\0key"
+
 
 def load_yaml(path: str, content: bytes) -> Document:
     """Parse one YAML document.
@@ -281,6 +290,7 @@ def _build(
                     fix="keep one of the two entries",
                 )
             first_line[key] = key_line
+            locations[(*at, key, _KEY)] = Location(key_line)
             out[key] = _build(path, value_node, (*at, key), locations, constructor, budget)
         return out
     if isinstance(node, yaml.SequenceNode):
@@ -415,7 +425,7 @@ def _located(
         return LensLoadError(
             doc.path,
             f"unknown key {loc[-1]!r}",
-            line=line,
+            line=doc.key_line(loc) or line,
             fix=_unknown_key_fix(str(loc[-1]), keys),
         )
     if kind == "missing":

@@ -1,0 +1,205 @@
+"""The snags a new user hit between the quick start and CI, each pinned by a test.
+
+Each test builds a repository with ``dst init`` (the user's own path), breaks or asks
+one thing, and checks what dst says: the file, the line, the fix, and that the fix is
+one the user can act on. The printed fix commands are checked in
+``tests/test_printed_commands.py``; the lens-only repository's workflows in
+``tests/test_lens_only_repo.py``; the unsent webhook wording in ``tests/test_notify.py``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.helpers import PROJECT, commit, git, invoke
+
+
+@pytest.fixture
+def shop(tmp_path: Path) -> Path:
+    """``dst init --git --lens shop``: the example lens, seeded, committed."""
+    repo = tmp_path / "shop"
+    repo.mkdir()
+    done = invoke(repo, "init", "--git", "--lens", "shop")
+    assert done.code == 0, done.stderr
+    assert invoke(repo, "seed").code == 0
+    commit(repo, {}, "Add lens shop")
+    return repo
+
+
+def test_validate_checks_dst_yaml_and_names_the_misspelt_key(shop: Path) -> None:
+    with (shop / "dst.yaml").open("a") as config:
+        config.write("enviroments:\n  staging:\n    warehouse: duckdb:///.dst/staging.duckdb\n")
+    line = (shop / "dst.yaml").read_text().splitlines().index("enviroments:") + 1
+    for args in (("validate",), ("validate", "dst.yaml"), ("validate", "--format", "json")):
+        done = invoke(shop, *args)
+        assert done.code == 2, (args, done.stdout, done.stderr)
+        assert f"dst.yaml:{line}: unknown key 'enviroments'" in done.stderr
+        assert "did you mean 'environments'?" in done.stderr
+    configs = invoke(shop, "validate", "--format", "json").json()["configs"]
+    assert configs == [
+        {
+            "path": "dst.yaml",
+            "valid": False,
+            "error": {
+                "type": "LensLoadError",
+                "path": "dst.yaml",
+                "line": line,
+                "message": f"dst.yaml:{line}: unknown key 'enviroments'",
+                "fix": configs[0]["error"]["fix"],
+            },
+        }
+    ]
+    assert invoke(shop, "plan").code == 2  # what plan rejects, validate rejects
+    (shop / "dst.yaml").write_text(
+        (shop / "dst.yaml").read_text().replace("enviroments", "environments")
+    )
+    assert invoke(shop, "validate").code == 0
+
+
+def test_the_pre_commit_hook_runs_on_dst_yaml() -> None:
+    hooks = yaml.safe_load((PROJECT / ".pre-commit-hooks.yaml").read_text())
+    files = re.compile(next(h for h in hooks if h["id"] == "dst-validate")["files"])
+    assert files.search("dst.yaml")
+    assert files.search("lenses/shop/metrics/revenue.yaml")
+    assert not files.search("docs/dst.yaml") and not files.search("notdst.yaml")
+
+
+def test_a_misspelt_required_key_is_reported_at_its_own_line_with_a_suggestion(
+    shop: Path,
+) -> None:
+    path = shop / "lenses/shop/metrics/revenue.yaml"
+    text = path.read_text().replace("expression:", "expresion:")
+    path.write_text(text)
+    line = next(n for n, t in enumerate(text.splitlines(), 1) if t.startswith("expresion:"))
+    done = invoke(shop, "validate")
+    assert done.code == 2
+    assert f"revenue.yaml:{line}: unknown key 'expresion'" in done.stderr, done.stderr
+    assert "did you mean 'expression'?" in done.stderr
+    assert "missing required key" not in done.stderr
+
+
+def test_a_postgres_scheme_is_not_blamed_on_a_driver(shop: Path) -> None:
+    for args in (
+        ("validate", "--warehouse", "postgres://analyst@127.0.0.1:5432/test"),
+        ("seed", "--warehouse", "postgres://analyst@127.0.0.1:5432/test"),
+    ):
+        done = invoke(shop, *args)
+        assert done.code == 2
+        assert "postgres://" in done.stderr and "fix: write it as postgresql://" in done.stderr
+        assert "driver installed" not in done.stderr
+
+
+def test_a_missing_driver_names_the_package_and_the_extra(shop: Path) -> None:
+    pytest.importorskip("sqlalchemy")
+    try:
+        import pg8000  # noqa: F401
+
+        pytest.skip("pg8000 is installed here: no driver is missing")
+    except ImportError:
+        pass
+    url = "postgresql+pg8000://analyst@127.0.0.1:5432/test"
+    for args in (("validate", "--warehouse", url), ("seed", "--warehouse", url)):
+        done = invoke(shop, *args)
+        assert done.code == 2, done.stderr
+        assert "no driver installed" in done.stderr
+        assert "pip install psycopg2-binary" in done.stderr
+        assert "pip install -e '.[postgres]'" in done.stderr
+        assert "dst-reconciler[" not in done.stderr
+
+
+def test_no_message_names_the_unpublished_package() -> None:
+    """dst-reconciler is on no index: an install fix must name what pip can find."""
+    offenders = [
+        f"{path.relative_to(PROJECT)}:{n}"
+        for path in sorted((PROJECT / "reconciler").rglob("*.py"))
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if "pip install" in line and "dst-reconciler" in line
+    ]
+    assert not offenders, offenders
+
+
+def test_apply_refuses_a_warehouse_that_is_no_url_even_when_nothing_is_stale(shop: Path) -> None:
+    assert invoke(shop, "apply").code == 0
+    done = invoke(shop, "apply", "--dry-run", "--warehouse", "notaurl")
+    assert done.code == 2
+    assert "--warehouse is not a SQLAlchemy URL" in done.stderr
+    as_json = invoke(shop, "apply", "--dry-run", "--warehouse", "notaurl", "--format", "json")
+    assert as_json.code == 2
+    assert as_json.json()["error"]["message"] == "--warehouse is not a SQLAlchemy URL"
+
+
+def test_seed_with_no_seed_files_says_so(shop: Path) -> None:
+    commit(shop, {"lenses/shop/seeds": None}, "no seeds")
+    done = invoke(shop, "seed")
+    assert done.code == 0
+    assert "no seed files found" in done.stderr and "nothing was loaded" in done.stderr
+    with_seeds = invoke(shop, "seed", "--repo", str(shop))
+    assert "no seed files found" in with_seeds.stderr  # still none: the same note
+
+
+def test_seed_env_builds_that_environments_duckdb_file(shop: Path) -> None:
+    config = shop / "dst.yaml"
+    extra = "environments:\n  staging:\n    warehouse: duckdb:///.dst/staging.duckdb\n"
+    commit(shop, {"dst.yaml": config.read_text() + extra}, "staging")
+    done = invoke(shop, "seed", "--env", "staging")
+    assert done.code == 0, done.stderr
+    assert (shop / ".dst" / "staging.duckdb").is_file()
+    assert "seeded shop.example_orders: 8 rows" in done.stdout
+    unknown = invoke(shop, "seed", "--env", "qa")
+    assert unknown.code == 2 and "environments: staging" in unknown.stderr
+
+
+def test_certify_replace_offers_only_active_answers(shop: Path) -> None:
+    certified = invoke(
+        shop, "certify", "--lens", "shop", "--question", "Orders by region", "--yes", "--by", "Ana"
+    )
+    assert certified.code == 0, certified.stderr
+    commit(shop, {}, "certify")
+    done = invoke(shop, "certify", "--replace", "nosuch", "--lens", "shop", "--yes", "--by", "A")
+    assert done.code == 2
+    fix = next(line for line in done.stderr.splitlines() if "fix:" in line)
+    assert "orders_by_region" in fix
+    assert "example_revenue_by_region" not in fix  # the init example is a draft
+
+
+def test_repo_on_a_missing_path_says_the_path_is_missing(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere"
+    done = invoke(tmp_path, "status", "--repo", str(missing))
+    assert done.code == 2
+    assert f"{missing}: no such directory" in done.stderr
+    assert "not inside a git repository" not in done.stderr
+
+
+def test_no_styling_under_no_color(shop: Path) -> None:
+    args = ("certify", "--lens", "shop", "--question", "Orders by region", "--dry-run")
+    forced = invoke(shop, *args, env={"FORCE_COLOR": "1", "NO_COLOR": ""})
+    assert forced.code == 0, forced.stderr
+    assert "\x1b[" in forced.stdout  # styled when colour is wanted: the check can fail
+    plain = invoke(shop, *args, env={"FORCE_COLOR": "1", "NO_COLOR": "1"})
+    assert plain.code == 0
+    assert "\x1b[" not in plain.stdout + plain.stderr
+    assert "Orders by region" in plain.stdout
+
+
+def test_ask_in_json_says_why_nothing_was_served_on_stderr(shop: Path) -> None:
+    assert invoke(shop, "apply").code == 0
+    done = invoke(shop, "ask", "what is the weather tomorrow", "--lens", "shop", "--format", "json")
+    assert done.code == 1
+    assert done.json()["route"] != "certified"
+    assert done.stderr.startswith("dst ask: nothing served: ")
+
+
+def test_init_writes_the_generator_schemas_the_readme_names(shop: Path) -> None:
+    for name in ("request", "reply"):
+        path = shop / "schemas" / "generator" / f"{name}.schema.json"
+        assert path.is_file(), path
+        assert path.read_bytes() == (PROJECT / "schemas/generator" / path.name).read_bytes()
+    assert "schemas/generator/request.schema.json" in (PROJECT / "README.md").read_text()
+    assert git(shop, "ls-files", "schemas/generator").splitlines() == [
+        "schemas/generator/reply.schema.json",
+        "schemas/generator/request.schema.json",
+    ]
