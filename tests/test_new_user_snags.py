@@ -34,6 +34,7 @@ def test_validate_checks_dst_yaml_and_names_the_misspelt_key(shop: Path) -> None
     with (shop / "dst.yaml").open("a") as config:
         config.write("enviroments:\n  staging:\n    warehouse: duckdb:///.dst/staging.duckdb\n")
     line = (shop / "dst.yaml").read_text().splitlines().index("enviroments:") + 1
+    commit(shop, {}, "staging, misspelt")  # plan reads the committed dst.yaml
     for args in (("validate",), ("validate", "dst.yaml"), ("validate", "--format", "json")):
         done = invoke(shop, *args)
         assert done.code == 2, (args, done.stdout, done.stderr)
