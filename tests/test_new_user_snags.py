@@ -10,6 +10,7 @@ one the user can act on. The printed fix commands are checked in
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -204,3 +205,46 @@ def test_init_writes_the_generator_schemas_the_readme_names(shop: Path) -> None:
         "schemas/generator/reply.schema.json",
         "schemas/generator/request.schema.json",
     ]
+
+
+def test_watch_ignores_the_copy_sed_writes_and_sees_the_file(shop: Path) -> None:
+    """A real ``sed -i`` under a real watcher: the edit counts, sed's temporary copy does not."""
+    import shutil
+    import threading
+
+    from watchfiles import watch
+
+    from reconciler.watch import WatchFilter
+
+    sed = shutil.which("sed")
+    if sed is None:
+        pytest.skip("no sed on PATH")
+    root = shop.resolve()
+    target = root / "lenses/shop/metrics/revenue.yaml"
+    seen: set[str] = set()
+    unfiltered: set[str] = set()
+    stop = threading.Event()
+    filt = WatchFilter(root)
+
+    def edit() -> None:
+        threading.Event().wait(0.5)
+        subprocess.run([sed, "-i", "s/label: Revenue/label: Sales/", str(target)], check=True)
+
+    editor = threading.Thread(target=edit)
+    editor.start()
+
+    def record(change: object, path: str) -> bool:
+        unfiltered.add(Path(path).name)
+        return filt.is_lens_change(change, path)  # type: ignore[arg-type]
+
+    for changes in watch(root / "lenses", watch_filter=record, stop_event=stop, rust_timeout=5000,
+                         debounce=400, yield_on_timeout=True, force_polling=False):  # fmt: skip
+        seen |= {Path(p).name for _, p in changes}
+        if "revenue.yaml" in seen or not editor.is_alive():
+            stop.set()
+    editor.join()
+    assert "label: Sales" in target.read_text()
+    assert "revenue.yaml" in seen
+    temporary = {n for n in unfiltered if re.fullmatch(r"sed[A-Za-z0-9]{6}", n)}
+    assert temporary, unfiltered  # sed did write a copy the watcher saw: the test can fail
+    assert not temporary & seen
