@@ -248,3 +248,30 @@ def test_watch_ignores_the_copy_sed_writes_and_sees_the_file(shop: Path) -> None
     temporary = {n for n in unfiltered if re.fullmatch(r"sed[A-Za-z0-9]{6}", n)}
     assert temporary, unfiltered  # sed did write a copy the watcher saw: the test can fail
     assert not temporary & seen
+
+
+def test_sync_after_gc_says_pruned_not_another_promoter(shop: Path, tmp_path: Path) -> None:
+    origin = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", str(origin))
+    git(shop, "remote", "add", "origin", origin.as_uri())
+    certified = invoke(
+        shop, "certify", "--lens", "shop", "--question", "Revenue by region", "--yes", "--by", "A"
+    )
+    assert certified.code == 0, certified.stderr
+    commit(shop, {}, "certify")
+    assert invoke(shop, "apply").code == 0
+    rel = "lenses/shop/metrics/revenue.yaml"
+    for factor in (2, 3, 4):
+        text = re.sub(r"SUM\(amount\).*", f"SUM(amount) * {factor}", (shop / rel).read_text())
+        commit(shop, {rel: text}, f"revenue x{factor}")
+        assert invoke(shop, "apply").code == 1  # blocked: an attempt is recorded
+    assert invoke(shop, "sync").code == 0
+    assert invoke(shop, "gc", "--keep", "1").code == 0
+    done = invoke(shop, "sync")
+    out = done.stdout + done.stderr
+    assert done.code == 0, out
+    assert "pruned here by dst gc" in out
+    assert "another promoter" not in out and "diverged" not in out
+    assert "git push --force-with-lease=refs/dst/attempts/shop:" in out
+    remote_attempts = git(origin, "rev-list", "--first-parent", "--count", "refs/dst/attempts/shop")
+    assert int(remote_attempts) >= 3  # sync never overwrote the remote's longer chain
