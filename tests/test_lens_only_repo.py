@@ -283,3 +283,31 @@ def test_the_expression_reader_reads_what_the_workflows_use() -> None:
     assert interpolate("${{ secrets.NOPE }}", ctx) == ""
     with pytest.raises(Exception, match=r"cannot read|unknown context"):
         evaluate("format('{0}', inputs.env)", ctx)
+
+
+def test_init_ci_needs_a_pinned_action_and_never_overwrites(tmp_path: Path) -> None:
+    repo = tmp_path / "lenses-only"
+    repo.mkdir()
+    missing = invoke(repo, "init", "--git", "--ci", "github")
+    assert missing.code == 2
+    assert "--action OWNER/REPO@REF" in missing.stderr and not (repo / "lenses").exists()
+    unpinned = invoke(repo, "init", "--git", "--ci", "github", "--action", "acme/dst")
+    assert unpinned.code == 2 and "'acme/dst'" in unpinned.stderr
+    done = invoke(repo, "init", "--git", "--ci", "github", "--action", "acme/dst@v0.1.0")
+    assert done.code == 0, done.stderr
+    assert (repo / "lenses/lenses-only/lens.yaml").is_file()  # no lens yet: the example too
+    assert sorted(p.name for p in (repo / WORKFLOWS).iterdir()) == [
+        "lens-apply.yml",
+        "lens-check.yml",
+    ]
+    assert "names no environments:, so lens-promote.yml was not written" in done.stderr
+    check = repo / WORKFLOWS / "lens-check.yml"
+    check.write_text(check.read_text() + "# edited by hand\n")
+    again = invoke(
+        repo, "init", "--ci", "github", "--action", "acme/dst@v0.2.0", "--format", "json"
+    )
+    assert again.code == 0, again.stderr
+    report = again.json()
+    assert report["lens"] is None and report["written"] == []
+    assert report["kept"] == [f"{WORKFLOWS}/lens-check.yml", f"{WORKFLOWS}/lens-apply.yml"]
+    assert check.read_text().endswith("# edited by hand\n")
