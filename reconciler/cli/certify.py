@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from reconciler.cli.common import runtime
+from reconciler.cli.common import colour_wanted, runtime
 from reconciler.cli.options import Format, FormatOpt, RepoOpt, WarehouseOpt
 from reconciler.cli.preview import SHOWN_ROWS, previous_of, show, show_beside
 from reconciler.errors import DstError, LensLoadError, UsageError, WarehouseError
@@ -83,8 +83,6 @@ def _mode(yes: bool, by: str | None, dry_run: bool) -> None:
 def _console(fmt: Format) -> Console:
     # lazy: rich's console loads only when certify shows a result
     from rich.console import Console
-
-    from reconciler.cli.common import colour_wanted
 
     out = sys.stderr if fmt is Format.json else sys.stdout
     # NO_COLOR (and a pipe) means no styling at all: rich's own no_color keeps bold and
