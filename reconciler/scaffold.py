@@ -298,7 +298,10 @@ jobs:
 
 
 def _apply_workflow(ci: CiSettings) -> str:
-    hooks = _secrets_env(ci.webhooks, "      ")
+    # a server warehouse is reached through the secret (it wins over dst.yaml's URL; unset,
+    # dst.yaml's applies); the embedded one is built from the seeds, so it takes none
+    reach = () if ci.seed_default else ("DST_WAREHOUSE_URL",)
+    hooks = _secrets_env((*reach, *ci.webhooks), "      ")
     env = f"    env:\n{hooks}" if hooks else ""
     return f"""\
 # The default branch: apply the lenses for real, then publish refs/dst/* to the

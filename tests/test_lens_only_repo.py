@@ -311,3 +311,17 @@ def test_init_ci_needs_a_pinned_action_and_never_overwrites(tmp_path: Path) -> N
     assert report["lens"] is None and report["written"] == []
     assert report["kept"] == [f"{WORKFLOWS}/lens-check.yml", f"{WORKFLOWS}/lens-apply.yml"]
     assert check.read_text().endswith("# edited by hand\n")
+
+
+def test_a_server_default_warehouse_is_reached_not_seeded() -> None:
+    from reconciler.scaffold import CiSettings, ci_files
+
+    embedded = ci_files(CiSettings("acme/dst@v1", ("HOOK",), {}, seed_default=True))
+    server = ci_files(CiSettings("acme/dst@v1", ("HOOK",), {}, seed_default=False))
+    for files, seeded in ((embedded, True), (server, False)):
+        apply = yaml.safe_load(files[f"{WORKFLOWS}/lens-apply.yml"])["jobs"]["apply"]
+        action = next(s for s in apply["steps"] if "dst" in str(s.get("uses", "")))
+        assert action["with"]["seed"] == str(seeded).lower()
+        assert ("DST_WAREHOUSE_URL" in apply["env"]) is not seeded
+        assert apply["env"]["HOOK"] == "${{ secrets.HOOK }}"
+        assert f"{WORKFLOWS}/lens-promote.yml" not in files  # no environments
