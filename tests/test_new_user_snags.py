@@ -275,3 +275,23 @@ def test_sync_after_gc_says_pruned_not_another_promoter(shop: Path, tmp_path: Pa
     assert "git push --force-with-lease=refs/dst/attempts/shop:" in out
     remote_attempts = git(origin, "rev-list", "--first-parent", "--count", "refs/dst/attempts/shop")
     assert int(remote_attempts) >= 3  # sync never overwrote the remote's longer chain
+
+
+def test_the_retirement_warning_gives_the_newest_outcome(shop: Path) -> None:
+    certified = invoke(
+        shop, "certify", "--lens", "shop", "--question", "Revenue by region", "--yes", "--by", "A"
+    )
+    assert certified.code == 0, certified.stderr
+    commit(shop, {}, "certify")
+    assert invoke(shop, "apply").code == 0
+    promoted_at = git(shop, "rev-parse", "HEAD")
+    rel = "lenses/shop/metrics/revenue.yaml"
+    doubled = (shop / rel).read_text().replace("SUM(amount)", "SUM(amount) * 2")
+    broke = commit(shop, {rel: doubled}, "double revenue")
+    assert invoke(shop, "apply").code == 1  # blocked: revenue_by_region is wrong there
+    answer = "lenses/shop/answers/revenue_by_region.yaml"
+    retired = (shop / answer).read_text().replace("status: active", "status: retired")
+    commit(shop, {answer: retired}, "retire the answer")
+    done = invoke(shop, "apply", "--dry-run", "--format", "json")
+    (line,) = [m for m in done.lens("shop")["messages"] if "corpus shrinks" in m]
+    assert f"revenue_by_region (wrong at {broke[:12]}, last correct at {promoted_at[:12]})" in line
