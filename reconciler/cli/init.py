@@ -21,9 +21,17 @@ written atomically (temporary file, then link or rename).
 With ``--warehouse URL`` the seeding step is ``dst seed --warehouse URL``: a bare
 ``dst seed`` builds only the embedded file and never writes a configured warehouse.
 
+With ``--ci github --action OWNER/REPO@REF`` init also writes the GitHub workflows of
+:func:`reconciler.scaffold.ci_files` (``.github/workflows/lens-check.yml``,
+``lens-apply.yml`` and, when ``dst.yaml`` names environments, ``lens-promote.yml``),
+each using the composite action of that dst repository and ref, with the webhook
+secrets ``dst.yaml``'s ``notify:`` names; a workflow file that exists is kept. In a
+repository that already has a lens, only the workflows are written (``"lens": null``).
+
 Exit codes: 0 scaffolded; 2 bad input (an invalid ``--lens`` name, an existing
 file, a warehouse URL that does not parse or holds a literal password, no git
-repository without ``--git``). ``--format json`` prints ``{"schema_version": 1,
+repository without ``--git``, ``--ci`` without a pinned ``--action``, a ``dst.yaml``
+that does not validate). ``--format json`` prints ``{"schema_version": 1,
 "command": "init", "root", "lens", "git_initialized", "written", "kept", "next"}``.
 """
 
