@@ -52,6 +52,24 @@ def _key_line(text: str, key: str) -> int | None:
     return next((n for n, line in enumerate(text.splitlines(), 1) if pattern.match(line)), None)
 
 
+def load_repo_config(raw: bytes, path: str = "dst.yaml") -> RepoConfig:
+    """``dst.yaml``'s bytes, validated as every command reads them (``dst validate`` too).
+
+    Raises:
+        LensLoadError: at the offending line of ``path``: YAML, an unknown key (with the
+            closest known one, e.g. ``enviroments``), a value of the wrong type, or an
+            environment that promotes from an unknown one, from itself or in a cycle.
+    """
+    doc = load_yaml(path, raw)
+    config = validate(RepoConfig, doc)
+    for where, problem, fix in environment_problems(config)[:1]:
+        line = doc.line_of(where)
+        if len(where) == 2:  # a bad name: the line of the key itself, not of its value
+            line = _key_line(raw.decode("utf-8"), where[1]) or line
+        raise LensLoadError(path, problem, line=line, fix=fix)
+    return config
+
+
 @dataclass
 class Runtime:
     """Per-invocation context.
@@ -160,13 +178,7 @@ class Runtime:
     def _config_of(self, raw: bytes) -> RepoConfig:
         if raw == self._memo.get("config", (None,))[0]:
             return self._memo["config"][1]  # type: ignore[no-any-return]  # the same bytes: checked
-        doc = load_yaml("dst.yaml", raw)
-        config = validate(RepoConfig, doc)
-        for where, problem, fix in environment_problems(config)[:1]:
-            line = doc.line_of(where)
-            if len(where) == 2:  # a bad name: the line of the key itself, not of its value
-                line = _key_line(raw.decode("utf-8"), where[1]) or line
-            raise LensLoadError("dst.yaml", problem, line=line, fix=fix)
+        config = load_repo_config(raw)
         self._memo["config"] = (raw, config)
         return config
 

@@ -139,7 +139,7 @@ def _rollback_target(
         if target is None:
             raise UsageError(
                 f"lens {name!r} has no earlier deployment with other content",
-                fix="pass --to DEPLOYMENT (see `dst log`)",
+                fix=f"pass --to DEPLOYMENT (see `dst log {name}`)",
             )
         return target
     oid = gitstate.resolve_commit(rt.repo, to)

@@ -78,9 +78,10 @@ def ask(
     else:
         for line in render_text(resp):
             print(line)
-        reason = resp.unserved_reason()
-        if reason is not None:
-            print(f"dst ask: nothing served: {reason}", file=sys.stderr, flush=True)
+    # on stderr in both formats: a script reading the JSON sees exit 1 and, here, why
+    reason = resp.unserved_reason()
+    if reason is not None:
+        print(f"dst ask: nothing served: {reason}", file=sys.stderr, flush=True)
     return resp.exit_code
 
 

@@ -70,10 +70,6 @@ _SECRET_KEY = re.compile(r"pass|secret|token|key|credential", re.IGNORECASE)
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _PG_QUERY_CANCELED = "57014"
 _RAW_OPTIONS = {"no_parameters": True}  # no driver %-interpolation of the SQL text
-_DRIVER_FIX = {
-    "mysql": "pip install -e '.[mysql]' (PyMySQL), and write the URL as mysql+pymysql://",
-    "mariadb": "pip install -e '.[mysql]' (PyMySQL), and write the URL as mariadb+pymysql://",
-}
 _WRITER_WARNING = (
     "warning: {url} connects as an account that can write ({grant}); a read-only "
     "transaction does not stop every such privilege (FILE reads server files): connect "
@@ -315,9 +311,7 @@ class Warehouse(GuardedWarehouse):
         except (NoSuchModuleError, ImportError) as exc:
             raise WarehouseError(
                 f"warehouse {shown}: no driver installed ({_first_line(exc, parsed.password)})",
-                fix=_DRIVER_FIX.get(
-                    backend, "install the SQLAlchemy dialect and driver for this database"
-                ),
+                fix=readonly.missing_driver_fix(backend),
             ) from None
         if backend == "sqlite":
             sa.event.listen(engine, "connect", readonly.lock_down_sqlite)

@@ -41,7 +41,7 @@ from reconciler.warehouse.connection import (
     embedded_path,
     redact,
 )
-from reconciler.warehouse.readonly import with_installed_driver
+from reconciler.warehouse.readonly import missing_driver_fix, with_installed_driver
 
 _SEED_TABLE = re.compile(r"^[a-z_][a-z0-9_]*$")
 DEFAULT_SCHEMA = {"duckdb": "main", "postgresql": "public", "mysql": "", "mariadb": ""}
@@ -213,7 +213,7 @@ def seed(
 def _check_target(url: str, lens_schemas: Sequence[str], *, flat: bool) -> None:
     """Refuse, before building anything, a URL that cannot hold lens schemas."""
     try:
-        parsed = make_url(url)
+        parsed = with_installed_driver(make_url(url))
         backend = parsed.get_backend_name()
     except (ArgumentError, ValueError):
         raise WarehouseError(
@@ -300,11 +300,13 @@ def _copy_out(
     backend = parsed.get_backend_name()
     try:
         engine = sa.create_engine(parsed)
-    except (ArgumentError, ValueError, ImportError) as exc:
-        fix = "pass a SQLAlchemy URL whose driver is installed"
+    except (ArgumentError, ValueError, ImportError) as exc:  # no such dialect or driver
+        fix = missing_driver_fix(backend)
         if backend in mysql.BACKENDS:
             fix = "pip install -e '.[mysql]' (PyMySQL), and write the URL as mysql+pymysql://"
-        raise WarehouseError(f"cannot seed {shown}: {_first_line(exc, None)}", fix=fix) from None
+        raise WarehouseError(
+            f"cannot seed {shown}: no driver installed ({_first_line(exc, None)})", fix=fix
+        ) from None
     source = duckdb.connect(str(built), read_only=True)
     databases: tuple[str, ...] = ()
     try:
