@@ -55,7 +55,7 @@ from reconciler.assembly.lexicon import DimensionValues, Target, model_nouns
 from reconciler.assembly.retrieval import Mention, Retrieval, retrieve
 from reconciler.assembly.text import STOPWORDS, tokenize
 from reconciler.lens import Column, Lens, Model
-from reconciler.reading.ir import DIFFERENCE, RATIO, Declined, TwoMeasures
+from reconciler.reading.ir import DIFFERENCE, RATIO, Declined, DeclineKind, TwoMeasures
 from reconciler.reading.lex import AGGREGATE_WORDS
 from reconciler.reading.phrases.bounds import Bound, split_bounds
 from reconciler.reading.phrases.naming import is_key
@@ -132,8 +132,9 @@ def _rows_phrase(lens: Lens, found: Retrieval, start: int) -> tuple[int, int] | 
         i += 1
     if i == len(toks) and all(t in STOPWORDS for t in toks[start:]):
         raise Declined(
+            DeclineKind.AMBIGUOUS_READING,
             "a ratio of two facts: of each row, or of totals? Say 'for each <key>' "
-            "(or 'the ratio of total … to total …')"
+            "(or 'the ratio of total … to total …')",
         )
     if not _INTRODUCERS & set(toks[start:i]):
         return None
@@ -158,11 +159,15 @@ def _one_model(lens: Lens, *sides: tuple[Retrieval, Mention]) -> Model:
         words = [" ".join(f.words[m.start : m.end]) for f, m in sides]
         if not shared:
             raise Declined(
+                DeclineKind.UNSUPPORTED_CONSTRUCT,
                 f"{words[0]!r} and {words[1]!r} are facts of different models "
                 f"({', '.join(sorted(places[0]))} / {', '.join(sorted(places[1]))}): "
-                "a value of each row needs both on one row"
+                "a value of each row needs both on one row",
             )
-        raise Declined(f"{words[0]!r} and {words[1]!r} are facts of several models: which one?")
+        raise Declined(
+            DeclineKind.AMBIGUOUS_READING,
+            f"{words[0]!r} and {words[1]!r} are facts of several models: which one?",
+        )
     return lens.models[shared[0]]
 
 
@@ -171,7 +176,10 @@ def _fact(model: Model, mention: Mention) -> Column:
     named = [c for c in model.facts if any(_is(t, model, c) for t in mention.targets)]
     if len(named) != 1:
         listed = ", ".join(c.name for c in named)
-        raise Declined(f"the fact phrase names several facts of model {model.name!r}: {listed}")
+        raise Declined(
+            DeclineKind.AMBIGUOUS_READING,
+            f"the fact phrase names several facts of model {model.name!r}: {listed}",
+        )
     return named[0]
 
 
@@ -183,7 +191,10 @@ def _key_of(lens: Lens, model: Model, found: Retrieval, rows: tuple[int, int]) -
     """The key column the rows phrase names: the model's noun, or its key dimension."""
     words = " ".join(found.words[rows[0] : rows[1]])
     if len(model.primary_key) != 1:
-        raise Declined(f"model {model.name!r} has no single-column primary key to name its rows")
+        raise Declined(
+            DeclineKind.MISSING_IN_LENS,
+            f"model {model.name!r} has no single-column primary key to name its rows",
+        )
     keys = [c for c in model.dimensions if is_key(lens, model.name, c.name)]
     noun = model_nouns(lens).get(found.tokens[rows[0] : rows[1]])
     if noun == model.name:
@@ -193,8 +204,9 @@ def _key_of(lens: Lens, model: Model, found: Retrieval, rows: tuple[int, int]) -
     if named:
         return named[0]
     raise Declined(
+        DeclineKind.UNSAFE_RESULT,
         f"{words!r} is not the key of model {model.name!r}: several of its rows share one, "
-        "so the facts need an aggregate (e.g. 'the ratio of total … to total … for each …')"
+        "so the facts need an aggregate (e.g. 'the ratio of total … to total … for each …')",
     )
 
 
@@ -238,11 +250,15 @@ def row_bounds(lens: Lens, model: Model, bounds: tuple[Bound, ...]) -> list[exp.
         if not named:
             places = ", ".join(sorted({f"{t.model}.{t.name}" for t in bound.facts}))
             raise Declined(
-                f"{bound.phrase!r} compares {places}, not a fact of the {model.name} listed"
+                DeclineKind.UNSUPPORTED_CONSTRUCT,
+                f"{bound.phrase!r} compares {places}, not a fact of the {model.name} listed",
             )
         if len(named) > 1:
             listed = ", ".join(c.name for c in named)
-            raise Declined(f"{bound.phrase!r} names several facts of {model.name}: {listed}")
+            raise Declined(
+                DeclineKind.AMBIGUOUS_READING,
+                f"{bound.phrase!r} names several facts of {model.name}: {listed}",
+            )
         for op, n in bound.conditions:
             out.append(
                 _COMPARE[op](
@@ -288,9 +304,10 @@ def check_ranked_values(
         if is_key(lens, model.name, alias) or tokenize(alias)[-1:] in (("name",), ("title",)):
             continue
         raise Declined(
+            DeclineKind.UNSAFE_RESULT,
             f"ranking {alias!r} by {key[0]!r}: several {model.name} rows share a {alias}, so "
             f"it needs an aggregate (total, average, maximum {key[0]} by {alias}), or rank "
-            f"the {model.name} rows themselves"
+            f"the {model.name} rows themselves",
         )
 
 
