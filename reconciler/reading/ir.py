@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
 
+import sqlglot
 from sqlglot import exp
 
 from reconciler.assembly.retrieval import metric_models
@@ -295,3 +296,26 @@ class TwoMeasures:
     listed: str
     per: bool
     sides: tuple[str, str, str] = ("", "", "")
+
+
+Read = tuple[str, str]
+"""``(SQL, reads_as)`` of one reading."""
+
+
+def sql_form(lens: Lens, reader: str, sql: str) -> str:
+    """The text form of SQL a shape wrote without a plan: ``reader(model: columns)``.
+
+    The model is the one whose table the outermost ``FROM`` reads (the table name when
+    no model has it); the columns are the outermost ``SELECT``'s names, in order.
+    """
+    tree = sqlglot.parse_one(sql, read=lens.config.dialect)
+    select = tree if isinstance(tree, exp.Select) else tree.find(exp.Select)
+    base = "?"
+    if select is not None:
+        source = select.args.get("from") or select.args.get("from_")
+        table = source.find(exp.Table) if source is not None else None
+        if table is not None:
+            tables = {m.table.split(".")[-1].lower(): m.name for m in lens.models.values()}
+            base = tables.get(table.name.lower(), table.name)
+    columns = ", ".join(select.named_selects) if select is not None else ""
+    return f"{reader}({base}: {columns})"

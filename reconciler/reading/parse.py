@@ -1,6 +1,7 @@
 """Every reading of a question, and the one the ``fast`` tier serves (pure).
 
-:func:`every_shape` asks each question shape what it makes of a question, and keeps
+:func:`every_shape` asks each question shape registered in
+:data:`reconciler.reading.grammar.SHAPES` what it makes of a question, and keeps
 every answer (:class:`Claim`): an output clause or a ranking by
 several measures (:mod:`reconciler.reading.grammar.outputs`); a ratio or difference of
 two measures, entity counts included (:mod:`reconciler.reading.grammar.ratios`,
@@ -14,37 +15,26 @@ serves a question only when its readers agree on one reading: there is no first 
 Each reading carries its compact text form (``reads_as``): a plan's
 :meth:`~reconciler.reading.ir.Plan.reads_as`, or, for a shape that writes its SQL
 without a plan, the shape's name, the model it reads and the columns it shows
-(:func:`sql_form`).
+(:func:`~reconciler.reading.ir.sql_form`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-
-import sqlglot
-from sqlglot import exp
+from functools import partial
 
 from reconciler.assembly.lexicon import DimensionValues
 from reconciler.assembly.retrieval import Retrieval
 from reconciler.lens import Lens
-from reconciler.reading.compile import render
-from reconciler.reading.grammar.countratios import count_ratio
+from reconciler.reading.grammar import SHAPES, Question
 from reconciler.reading.grammar.cumulative import render_cumulative, split_cumulative
-from reconciler.reading.grammar.existence import existence_rows
-from reconciler.reading.grammar.listing import listed_rows, ranked_rows
-from reconciler.reading.grammar.outputs import Parser, answer_outputs
+from reconciler.reading.grammar.outputs import Parser
 from reconciler.reading.grammar.periodcounts import render_period_counts
-from reconciler.reading.grammar.ratios import render_two_measures
-from reconciler.reading.grammar.rawfacts import row_expression
-from reconciler.reading.ir import Declined, DeclineKind
+from reconciler.reading.ir import Declined, DeclineKind, Read
 from reconciler.reading.phrases.months import render as render_in_months
 from reconciler.reading.phrases.periods import spell_to_date
-from reconciler.reading.phrases.twomeasures import find_two_measures, measure_follows_per
-from reconciler.reading.phrases.words import read_grammar
-
-Read = tuple[str, str]
-"""``(SQL, reads_as)`` of one reading."""
+from reconciler.reading.phrases.twomeasures import find_two_measures
 
 
 @dataclass(frozen=True)
@@ -76,25 +66,6 @@ def claim(reader: str, read: Callable[[], Read | None]) -> Claim | None:
     return None if got is None else Claim(reader, sql=got[0], reading=got[1])
 
 
-def sql_form(lens: Lens, reader: str, sql: str) -> str:
-    """The text form of SQL a shape wrote without a plan: ``reader(model: columns)``.
-
-    The model is the one whose table the outermost ``FROM`` reads (the table name when
-    no model has it); the columns are the outermost ``SELECT``'s names, in order.
-    """
-    tree = sqlglot.parse_one(sql, read=lens.config.dialect)
-    select = tree if isinstance(tree, exp.Select) else tree.find(exp.Select)
-    base = "?"
-    if select is not None:
-        source = select.args.get("from") or select.args.get("from_")
-        table = source.find(exp.Table) if source is not None else None
-        if table is not None:
-            tables = {m.table.split(".")[-1].lower(): m.name for m in lens.models.values()}
-            base = tables.get(table.name.lower(), table.name)
-    columns = ", ".join(select.named_selects) if select is not None else ""
-    return f"{reader}({base}: {columns})"
-
-
 def every_shape(
     lens: Lens,
     question: str,
@@ -117,42 +88,10 @@ def every_shape(
         One claim per shape that recognized the question (its SQL, or why it
         declined); empty when none did.
     """
-    two = find_two_measures(spell_to_date(question))
-
-    def two_measures() -> Read | None:
-        if two is None or (two.per and not measure_follows_per(found)):
-            return None
-        plan = count_ratio(lens, two, values, allowed, parse)
-        if plan is not None and plan.share:
-            return render(lens, plan), plan.reads_as()
-        plan = plan or parse(lens, two.listed, values, allowed)
-        return render_two_measures(lens, plan, two), f"{two.kind} of {plan.reads_as()}"
-
-    def written(reader: str, read: Callable[[], str | None]) -> Callable[[], Read | None]:
-        def form() -> Read | None:
-            sql = read()
-            return None if sql is None else (sql, sql_form(lens, reader, sql))
-
-        return form
-
-    readers: tuple[tuple[str, Callable[[], Read | None]], ...] = (
-        (
-            "outputs",
-            written("outputs", lambda: answer_outputs(lens, question, values, allowed, parse)),
-        ),
-        (
-            "row ratio",
-            written("row ratio", lambda: row_expression(lens, two, values) if two else None),
-        ),
-        ("two measures", two_measures),
-        (
-            "ranked rows",
-            written("ranked rows", lambda: ranked_rows(lens, found, read_grammar(lens, found))),
-        ),
-        ("existence", written("existence", lambda: existence_rows(lens, question, values))),
-        ("listing", written("listing", lambda: listed_rows(lens, question, values))),
+    asked = Question(
+        lens, question, found, values, allowed, parse, find_two_measures(spell_to_date(question))
     )
-    return [c for name, read in readers if (c := claim(name, read)) is not None]
+    return [c for name, read in SHAPES if (c := claim(name, partial(read, asked))) is not None]
 
 
 def grammar_reading(
