@@ -9,6 +9,7 @@ warehouses. :func:`grammar_cases` reads the grammar cases of
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from decimal import Decimal
@@ -337,6 +338,28 @@ def grammar_cases(section: str, kind: str) -> list[tuple[str, str, str]]:
     data = yaml.safe_load((FIXTURES / "fast_tier_cases.yaml").read_text(encoding="utf-8"))
     other = "oracle" if kind == "shapes" else "reason"
     return [(c["id"], c["question"], c[other]) for c in data[section][kind]]
+
+
+@functools.cache
+def _sections() -> dict[str, Any]:
+    data: dict[str, Any] = yaml.safe_load((FIXTURES / "fast_tier_cases.yaml").read_text("utf-8"))
+    return data
+
+
+def held(section: str, question: str, result: Generation) -> None:
+    """``result`` of ``question`` is read as its case in ``fast_tier_cases.yaml``'s
+    ``section`` says: a shape's ``reads_as``, a decline's ``decline_kind``."""
+    shapes, declines = _sections()[section]["shapes"], _sections()[section]["declines"]
+    for case in shapes:
+        if case["question"] == question:
+            assert result.reading == case["reads_as"], f"read as {result.reading!r}"
+            return
+    for case in declines:
+        if case["question"] == question:
+            kind = result.decline_kind.value if result.decline_kind else None
+            assert kind == case["decline_kind"], f"declined as {kind}: {result.declined}"
+            return
+    raise AssertionError(f"no case of {section!r} asks {question!r}")
 
 
 def golden_warehouses(root: Path, schemas: dict[str, str]) -> dict[str, Path]:

@@ -2,7 +2,8 @@
 
 ``python -m tests.helpers.readings [fixture.yaml …]`` asks every case of the golden
 fixture files (default: every ``tests/fixtures/fast_tier_*.yaml`` in the
-:class:`~tests.helpers.grammar.GoldenFile` form) and, under its ``- id:`` line, adds
+:class:`~tests.helpers.grammar.GoldenFile` form, and the sections of
+``fast_tier_cases.yaml``) and, under its ``- id:`` line, adds
 ``reads_as:`` to a served case and ``decline_kind:`` to a declined one that has
 none. Cases that state them already are left alone: the runner holds them to what
 they say. Review what it wrote before committing: it records what the code does
@@ -19,7 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import yaml
 
+from reconciler.lens import load_lens
 from tests.helpers import FIXTURES
 from tests.helpers.grammar import GoldenFile, ask, dimension_values
 
@@ -50,7 +53,42 @@ def fill(name: str, root: Path) -> int:
         else:
             assert result.reading is not None, (case["id"], result.declined)
             added[case["id"]] = f"reads_as: {json.dumps(result.reading, ensure_ascii=False)}"
-    path = FIXTURES / name
+    _insert(FIXTURES / name, added)
+    return len(added)
+
+
+def fill_sections() -> int:
+    """Add the missing ``reads_as`` / ``decline_kind`` lines of ``fast_tier_cases.yaml``
+    (sections ``shop``, ``crm`` and ``shop_as_of``, on their lenses); how many."""
+    from tests.helpers.grammar import CRM, CRM_SCHEMA, SCHEMA, SHOP
+    from tests.test_fast_tier_more import MORE
+
+    lenses = {"shop": (SHOP, SCHEMA), "crm": (CRM, CRM_SCHEMA), "shop_as_of": (MORE, SCHEMA)}
+    data = yaml.safe_load((FIXTURES / "fast_tier_cases.yaml").read_text("utf-8"))
+    added: dict[str, str] = {}
+    for section, (files, schema) in lenses.items():
+        lens = load_lens(yaml.safe_load(files["lens.yaml"])["name"], files)
+        con = duckdb.connect()
+        con.execute(schema)
+        values = dimension_values(con, lens)
+        for kind in ("shapes", "declines"):
+            for case in data[section][kind]:
+                key = "reads_as" if kind == "shapes" else "decline_kind"
+                if key in case:
+                    continue
+                result = ask(lens, case["question"], values)
+                if kind == "shapes":
+                    assert result.reading is not None, (case["id"], result.declined)
+                    added[case["id"]] = f"reads_as: {json.dumps(result.reading)}"
+                else:
+                    assert result.decline_kind is not None, (case["id"], result.sql)
+                    added[case["id"]] = f"decline_kind: {result.decline_kind.value}"
+        con.close()
+    _insert(FIXTURES / "fast_tier_cases.yaml", added)
+    return len(added)
+
+
+def _insert(path: Path, added: dict[str, str]) -> None:
     lines = path.read_text("utf-8").splitlines(keepends=True)
     out: list[str] = []
     for line in lines:
@@ -59,7 +97,6 @@ def fill(name: str, root: Path) -> int:
         if match and match[2] in added:
             out.append(f"{match[1]}  {added[match[2]]}\n")
     path.write_text("".join(out), "utf-8")
-    return len(added)
 
 
 def _ask(golden: GoldenFile, warehouses: dict[str, Path], case: dict[str, Any]) -> Any:
@@ -77,3 +114,5 @@ if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as tmp:
         for fixture in sys.argv[1:] or golden_files():
             print(fixture, fill(fixture, Path(tmp)))
+    if not sys.argv[1:]:
+        print("fast_tier_cases.yaml", fill_sections())
