@@ -33,7 +33,6 @@ from reconciler.assembly.lexicon import DimensionValues, model_nouns
 from reconciler.assembly.retrieval import Mention, Retrieval, counted_model, retrieve
 from reconciler.assembly.text import STOPWORDS, tokenize
 from reconciler.lens import Column, Lens, Model
-from reconciler.reading.grammar.rawfacts import check_ranked_values, row_bounds, tied_rows
 from reconciler.reading.ir import Declined, DeclineKind
 from reconciler.reading.lex import ASCENDING, DESCENDING, KEY_WORDS, LABEL_WORDS, NUMBER_WORDS
 from reconciler.reading.phrases.bounds import split_bounds
@@ -41,6 +40,7 @@ from reconciler.reading.phrases.labels import row_label
 from reconciler.reading.phrases.nouns import named_rows
 from reconciler.reading.phrases.ordering import Ordering, split_ordering
 from reconciler.reading.phrases.restated import restate, split_restated
+from reconciler.reading.phrases.rowfacts import check_ranked_values, row_bounds, tied_rows
 from reconciler.reading.phrases.words import Reading, plural, read_grammar
 
 
@@ -176,7 +176,7 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
     (the model's label, as in :func:`ranked_rows`) or ``id`` (its one-column
     primary key) — optionally ``of [all] the <model noun>``, with equality filters
     on that model's own dimension values, comparisons on its own facts ("with a
-    price of over 100": :func:`reconciler.reading.grammar.rawfacts.row_bounds`),
+    price of over 100": :func:`reconciler.reading.phrases.rowfacts.row_bounds`),
     ``distinct``/``unique``, a closing "Show both A and B." naming the columns to
     show (:mod:`reconciler.reading.phrases.restated`), and a closing
     ordering phrase or ``alphabetically`` (the first column, ascending):
@@ -273,7 +273,7 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
 def _keeps_ties(found: Retrieval, listing: _Listing, reading: Reading) -> bool:
     """Whether a ranked listing asks for every row at the extreme: "which <nouns> have
     the highest <fact>", plural with no count
-    (:func:`reconciler.reading.grammar.rawfacts.tied_rows`)."""
+    (:func:`reconciler.reading.phrases.rowfacts.tied_rows`)."""
     return (
         listing.rank_column is not None
         and listing.noun is not None  # the noun's own rows, not a column's values
