@@ -99,12 +99,11 @@ from reconciler.reading.grammar.backrefs import (
     without_backrefs,
 )
 from reconciler.reading.grammar.counts import check_entity_count, new_is_restated
-from reconciler.reading.grammar.cumulative import render_cumulative, split_cumulative
 from reconciler.reading.grammar.doubts import check_doubts, entity_breakdowns
 from reconciler.reading.grammar.measures import check_extras, select_measures
-from reconciler.reading.grammar.periodcounts import check_compared_count, render_period_counts
-from reconciler.reading.ir import Declined, Measure, Plan
-from reconciler.reading.parse import claim, every_shape
+from reconciler.reading.grammar.periodcounts import check_compared_count
+from reconciler.reading.ir import Declined, DeclineKind, Measure, Plan
+from reconciler.reading.parse import one_reading
 from reconciler.reading.phrases.bounds import Bound, split_bounds
 from reconciler.reading.phrases.columns import bucket_at
 from reconciler.reading.phrases.haveflags import have_flags
@@ -137,11 +136,15 @@ def _resolve(lens: Lens, base: str, targets: tuple[Target, ...], what: str, phra
     places = sorted({(t.model, t.name) for t in reachable})
     if len(places) > 1:
         listed = ", ".join(f"{m}.{n}" for m, n in places)
-        raise Declined(f"{what} {phrase!r} is ambiguous: it could mean {listed}")
+        raise Declined(
+            DeclineKind.AMBIGUOUS_READING, f"{what} {phrase!r} is ambiguous: it could mean {listed}"
+        )
     chosen = [t for t in reachable if (t.model, t.name) == places[0]]
     if len({t.value for t in chosen}) > 1:
         listed = ", ".join(repr(t.value) for t in chosen)
-        raise Declined(f"{phrase!r} matches several stored values ({listed})")
+        raise Declined(
+            DeclineKind.AMBIGUOUS_READING, f"{phrase!r} matches several stored values ({listed})"
+        )
     one_path(lens, base, chosen[0].model)
     return chosen[0]
 
@@ -164,8 +167,9 @@ def _flags(
         targets = tuple(t for t in f.targets if t.model == follows)
         if not targets:
             raise Declined(
+                DeclineKind.AMBIGUOUS_READING,
                 f"{phrase_of(found, f)!r} is a yes/no column; say which rows it describes "
-                f"(e.g. '{phrase_of(found, f)} {f.targets[0].model}')"
+                f"(e.g. '{phrase_of(found, f)} {f.targets[0].model}')",
             )
         chosen = _resolve(lens, base, targets, "flag", phrase_of(found, f))
         if (chosen.model, chosen.name) not in flags:
@@ -215,7 +219,9 @@ def parse(
     check_unit_phrases(found)
     if reading.unknown:
         listed = ", ".join(repr(w) for w in reading.unknown)
-        raise Declined(f"unrecognised words: {listed}{pronoun_hint(reading.unknown)}")
+        raise Declined(
+            DeclineKind.UNKNOWN_TERM, f"unrecognised words: {listed}{pronoun_hint(reading.unknown)}"
+        )
     bases = dict.fromkeys(m.model for m in measures)
     plans = [
         _bounded(
@@ -229,8 +235,9 @@ def parse(
     for other in plans[1:]:
         if _shape(other) != _shape(plan):
             raise Declined(
+                DeclineKind.AMBIGUOUS_READING,
                 f"the question reads differently from models {plan.base!r} and "
-                f"{other.base!r}: {_shape(plan)} / {_shape(other)}"
+                f"{other.base!r}: {_shape(plan)} / {_shape(other)}",
             )
     involved: set[str] = set()
     for part in plans:
@@ -238,10 +245,13 @@ def parse(
         for here, join in plan_edges(lens, part):
             involved.add(join.to)
             if (doubt := join_doubt(values, here, join)) is not None:
-                raise Declined(doubt)
+                raise Declined(DeclineKind.NO_JOIN_PATH, doubt)
     stray = ", ".join(sorted(reading.model_nouns - involved))
     if stray:
-        raise Declined(f"the question names model(s) {stray} that the query would not use")
+        raise Declined(
+            DeclineKind.UNKNOWN_TERM,
+            f"the question names model(s) {stray} that the query would not use",
+        )
     plan = dataclasses.replace(plan, joined=tuple(plans[1:])) if len(plans) > 1 else plan
     check_empty_groups(plan, lens)
     plan = with_weekdays(lens, with_row_keys(lens, with_person_keys(lens, plan)), days)
@@ -292,7 +302,10 @@ def _plan(
     if counted is not None and measure.function != "count_distinct":
         words = " ".join(found.words[counted[0] : counted[2]])
         names = ", ".join(m.name for m in measures)
-        raise Declined(f"{words!r} counts {counted[3]}, but the question also names {names}")
+        raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
+            f"{words!r} counts {counted[3]}, but the question also names {names}",
+        )
     grain, period, compared, change = when(reading, len(measures))
     year = year_filter(lens, found, reading, base, (grain, period, bool(compared), bool(change)))
     if year is not None:
@@ -310,7 +323,9 @@ def _plan(
         breakdowns = [_who(lens, base, breakdowns, reading)]
         plural_breakdown = plural_breakdown or reading.who_plural
     if len(breakdowns) > MAX_DIMENSIONS:
-        raise Declined(f"more than {MAX_DIMENSIONS} breakdown dimensions")
+        raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT, f"more than {MAX_DIMENSIONS} breakdown dimensions"
+        )
     rank = _rank(reading, found, grain, bool(breakdowns), plural_breakdown)
     ranked = rank or (reading.directions and (next(iter(reading.directions)), 0)) or None
     check_noun_breakdowns(lens, found, split.mentions, ranked)
@@ -320,11 +335,15 @@ def _plan(
         if compared:
             check_compared_count(measure.model, reading, bool(breakdowns), rank)
     if grain and reading.who:
-        raise Declined(f"'who' with a {grain} breakdown: one person overall, or one per {grain}?")
+        raise Declined(
+            DeclineKind.AMBIGUOUS_READING,
+            f"'who' with a {grain} breakdown: one person overall, or one per {grain}?",
+        )
     if split.time_by and grain is None:
         raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
             f"'by {split.time_by}' breaks down by a date, but names no grain: say "
-            f"'by month of {split.time_by}', 'daily' … (or drop 'by' to filter on it)"
+            f"'by month of {split.time_by}', 'daily' … (or drop 'by' to filter on it)",
         )
     time = _time_column(lens, base, split.time, grain is not None or period is not None)
     check_extras(lens, measures, reading, rank, len(breakdowns) + (grain is not None))
@@ -380,7 +399,10 @@ def _value_filters(
         assert chosen.value is not None
         new = (chosen.model, chosen.name, chosen.value)
         if any(f[:2] == new[:2] and f != new for f in filters):
-            raise Declined(f"several values of {chosen.model}.{chosen.name} are named")
+            raise Declined(
+                DeclineKind.AMBIGUOUS_READING,
+                f"several values of {chosen.model}.{chosen.name} are named",
+            )
         if new not in filters:
             filters.append(new)
     return filters, qualifiers
@@ -417,13 +439,16 @@ def _breakdowns(lens: Lens, found: Retrieval, base: str, dims: list[Mention]) ->
         named = nouns.get(found.tokens[d.start : d.end])
         if named is not None and named != chosen.model:
             raise Declined(
+                DeclineKind.AMBIGUOUS_READING,
                 f"{phrase_of(found, d)!r} names model {named!r} and also "
                 f"{chosen.model}.{chosen.name} (a name the lens gives it): say which, e.g. "
-                f"'by {chosen.name.replace('_', ' ')}', or a column of {named}"
+                f"'by {chosen.name.replace('_', ' ')}', or a column of {named}",
             )
         if chosen.kind == "time_dimension":
             if out.time not in (None, place):
-                raise Declined("the question names several time dimensions")
+                raise Declined(
+                    DeclineKind.UNSUPPORTED_CONSTRUCT, "the question names several time dimensions"
+                )
             out.time = place
             out.time_by = "" if uninvited(found, [d]) else phrase_of(found, d)
             continue
@@ -441,13 +466,19 @@ def _time_column(
     question ``named``, else the single one reachable from ``base``."""
     if named is not None:
         if not bucketed:
-            raise Declined(f"time dimension {named[1]!r} named without a grain or period")
+            raise Declined(
+                DeclineKind.UNSUPPORTED_CONSTRUCT,
+                f"time dimension {named[1]!r} named without a grain or period",
+            )
         return named
     if not bucketed:
         return None
     candidates = time_models(lens, base)
     if len(candidates) != 1:
-        raise Declined(f"no single time dimension is reachable from model {base!r}")
+        raise Declined(
+            DeclineKind.MISSING_IN_LENS,
+            f"no single time dimension is reachable from model {base!r}",
+        )
     one_path(lens, base, candidates[0])
     col = lens.models[candidates[0]].time_dimension()
     assert col is not None
@@ -460,16 +491,23 @@ def _who(
     """The person dimension an opening "who" ranks (the only breakdown it allows)."""
     persons = person_dimensions(lens)
     if not persons:
-        raise Declined("'who' asks for a person, but no dimension of the lens names one")
+        raise Declined(
+            DeclineKind.MISSING_IN_LENS,
+            "'who' asks for a person, but no dimension of the lens names one",
+        )
     person = _resolve(lens, base, persons, "person", "who")
     place = (person.model, person.name)
     others = [f"{m}.{d}" for m, d in breakdowns if (m, d) != place]
     if others:
         raise Declined(
-            f"'who' ranks {place[0]}.{place[1]}; it cannot also break down by {others[0]}"
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
+            f"'who' ranks {place[0]}.{place[1]}; it cannot also break down by {others[0]}",
         )
     if not reading.directions:
-        raise Declined("'who' needs a ranking word (highest, most, lowest …)")
+        raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
+            "'who' needs a ranking word (highest, most, lowest …)",
+        )
     return place
 
 
@@ -478,10 +516,12 @@ def _check_terms(lens: Lens, tokens: tuple[str, ...]) -> None:
     text = f" {' '.join(tokens)} "
     for term in lens.config.exclusions:
         if f" {normalize(term)} " in text:
-            raise Declined(f"the lens excludes questions about {term!r}")
+            raise Declined(DeclineKind.EXCLUDED, f"the lens excludes questions about {term!r}")
     for clarify in lens.config.clarify:
         if f" {normalize(clarify.term)} " in text:
-            raise Declined(f"{clarify.term!r} needs clarification: {clarify.ask}")
+            raise Declined(
+                DeclineKind.EXCLUDED, f"{clarify.term!r} needs clarification: {clarify.ask}"
+            )
 
 
 def _rank(
@@ -489,25 +529,34 @@ def _rank(
 ) -> tuple[bool, int] | None:
     if not reading.directions:
         if reading.numbers:
-            raise Declined(f"the number {reading.numbers[0]} has no meaning in this question")
+            raise Declined(
+                DeclineKind.UNSUPPORTED_CONSTRUCT,
+                f"the number {reading.numbers[0]} has no meaning in this question",
+            )
         return None
     if len(reading.directions) > 1:
-        raise Declined("the question asks for both the highest and the lowest")
+        raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
+            "the question asks for both the highest and the lowest",
+        )
     if not has_dims and grain is None:
-        raise Declined("a top/bottom ranking needs something to rank (a dimension or grain)")
+        raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
+            "a top/bottom ranking needs something to rank (a dimension or grain)",
+        )
     if len(reading.numbers) > 1:
-        raise Declined("the question names several counts")
+        raise Declined(DeclineKind.UNSUPPORTED_CONSTRUCT, "the question names several counts")
     descending = next(iter(reading.directions))
     if reading.numbers:
         n = reading.numbers[0]
         if n < 1:
-            raise Declined("a ranking of zero rows")
+            raise Declined(DeclineKind.UNSUPPORTED_CONSTRUCT, "a ranking of zero rows")
         return descending, n
     grain_plural = grain is not None and plural(found, reading.grains[grain])
     if plural_breakdown or (not has_dims and grain_plural):
         if reading.ordered is descending:
             return None  # restated by the closing ordering: every row, in that order
-        raise Declined("a top/bottom ranking without a count")
+        raise Declined(DeclineKind.UNSUPPORTED_CONSTRUCT, "a top/bottom ranking without a count")
     return descending, 1
 
 
@@ -520,7 +569,7 @@ def compile_request(lens: Lens, request: GenerationRequest, values: DimensionVal
     adapted without doubt declines); otherwise every reader reads it — the shapes of
     :mod:`reconciler.reading.parse` and the one-measure grammar (a running total by
     :mod:`reconciler.reading.grammar.cumulative`) — and only one reading is served
-    (:func:`_one_reading`: two that differ decline, naming both).
+    (:func:`~reconciler.reading.parse.one_reading`: two that differ decline, naming both).
 
     Returns:
         ``Generation(tier="fast", sql=...)``, or ``sql=None`` with the reason it declined.
@@ -529,67 +578,24 @@ def compile_request(lens: Lens, request: GenerationRequest, values: DimensionVal
     for name in request.exemplars:
         exemplar = lens.exemplars.get(name)
         if exemplar is not None and normalize(exemplar.question) == asked:
-            return Generation(TIER, exemplar.sql, exemplar=name)
+            return Generation(TIER, exemplar.sql, exemplar=name, reading=f"exemplar {name}")
     try:
         found = retrieve(lens, request.question, values)
         _check_terms(lens, found.tokens)
         adapted = from_exemplars(lens, request.question, request.exemplars, values)
         if adapted is not None:
-            return Generation(TIER, adapted[1], exemplar=adapted[0])
+            name = adapted[0]
+            return Generation(TIER, adapted[1], exemplar=name, reading=f"exemplar {name} adapted")
         question = without_backrefs(lens, request.question, values)
         if question != request.question:
             found = retrieve(lens, question, values)
-        return _one_reading(lens, question, found, values, request.metrics)
+        served = one_reading(lens, question, found, values, request.metrics, parse)
+        return Generation(
+            TIER, served.sql, served.declined, decline_kind=served.kind, reading=served.reading
+        )
     except Declined as exc:
-        return Generation(TIER, None, exc.reason)
+        return Generation(TIER, None, exc.reason, decline_kind=exc.kind)
     except SqlglotError as exc:
-        return Generation(TIER, None, f"could not build SQL: {exc}")
-
-
-def _grammar(
-    lens: Lens,
-    question: str,
-    found: Retrieval,
-    values: DimensionValues,
-    allowed: tuple[str, ...] | None,
-) -> str:
-    """The one-measure grammar's SQL (:func:`parse`), a running total or counts compared."""
-    question, running = split_cumulative(question, found)
-    plan = parse(lens, question, values, allowed_metrics=allowed)
-    if running:
-        return render_cumulative(lens, plan)
-    if plan.compared and plan.measure.function == "count_distinct":
-        return render_period_counts(lens, plan)
-    return render(lens, plan)
-
-
-def _one_reading(
-    lens: Lens,
-    question: str,
-    found: Retrieval,
-    values: DimensionValues,
-    allowed: tuple[str, ...] | None,
-) -> Generation:
-    """The one reading of ``question`` among every shape's and the grammar's, else a decline.
-
-    Every reader is asked (:func:`~reconciler.reading.parse.every_shape`, then the
-    one-measure grammar); there is no first match. Two readers that read the question
-    into different SQL decline, naming both: which one is meant is a guess, and a
-    later rule could otherwise silently change an earlier reading. A shape that
-    recognizes the question but declines it, ahead of every reader that read it,
-    declines it (it saw something the others did not); with no reading at all, the
-    first shape's decline, else the grammar's, is the reason.
-    """
-    claims = every_shape(lens, question, found, values, allowed, parse)
-    grammar = claim("grammar", lambda: _grammar(lens, question, found, values, allowed))
-    read = [c for c in (*claims, grammar) if c is not None and c.sql is not None]
-    if len({c.sql for c in read}) > 1:
-        names = " and ".join(f"the {c.reader} reading" for c in read)
-        return Generation(TIER, None, f"two readings of the question: {names} differ")
-    first = claims[0] if claims else None
-    if first is not None and first.sql is None:
-        return Generation(TIER, None, first.declined)
-    if read:
-        return Generation(TIER, read[0].sql)
-    assert grammar is not None and grammar.declined is not None
-    return Generation(TIER, None, grammar.declined)
+        return Generation(
+            TIER, None, f"could not build SQL: {exc}", decline_kind=DeclineKind.BUILD_FAILED
+        )

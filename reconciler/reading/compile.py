@@ -50,7 +50,7 @@ from sqlglot import exp
 from reconciler.assembly import memo as lensmemo
 from reconciler.assembly.lexicon import model_named
 from reconciler.lens import Join, Lens, Model
-from reconciler.reading.ir import Declined, Measure, Plan
+from reconciler.reading.ir import Declined, DeclineKind, Measure, Plan
 from reconciler.reading.lex import PERCENT_WORDS
 from reconciler.reading.resolve.metricfilters import filter_clash
 from reconciler.reading.resolve.paths import (
@@ -126,7 +126,9 @@ class _Renderer:
                 return new
             target = model_named(self.lens, node.table)
             if target is None or target not in self.aliases:
-                raise Declined(f"{node.sql()} names a table the query does not join")
+                raise Declined(
+                    DeclineKind.UNSAFE_RESULT, f"{node.sql()} names a table the query does not join"
+                )
             new = node.copy()
             new.set("table", exp.to_identifier(self.aliases[target]))
             return new
@@ -294,14 +296,18 @@ class _Renderer:
                 return node
             if not isinstance(node, _CONDITIONAL) or node.find(exp.Window, exp.Filter):
                 raise Declined(
+                    DeclineKind.UNSUPPORTED_CONSTRUCT,
                     f"{measure.name}: cannot move its filters into {node.sql()} to show it "
-                    f"beside other metrics"
+                    f"beside other metrics",
                 )
             arg = node.this
             distinct = isinstance(arg, exp.Distinct)
             if distinct:
                 if len(arg.expressions) != 1:
-                    raise Declined(f"{measure.name}: {node.sql()} counts several columns")
+                    raise Declined(
+                        DeclineKind.UNSUPPORTED_CONSTRUCT,
+                        f"{measure.name}: {node.sql()} counts several columns",
+                    )
                 arg = arg.expressions[0]
             if isinstance(arg, exp.Star) or arg is None:
                 arg = exp.Literal.number(1)
@@ -415,7 +421,7 @@ def render(lens: Lens, plan: Plan) -> str:
     """
     clash = filter_clash(lens, plan)
     if clash is not None:
-        raise Declined(clash)
+        raise Declined(DeclineKind.UNSAFE_RESULT, clash)
     if plan.joined:
         return _render_joined(lens, plan)
     if empty_groups(lens, plan):  # a ranking from the lowest: every group, 0 for none

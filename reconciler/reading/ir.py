@@ -7,10 +7,12 @@ the grammar.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
 
+import sqlglot
 from sqlglot import exp
 
 from reconciler.assembly.retrieval import metric_models
@@ -25,16 +27,57 @@ FACT_FUNCTIONS: Mapping[str, type[exp.Func]] = {
 }
 
 
+class DeclineKind(enum.StrEnum):
+    """Why the ``fast`` tier declined a question: the class of its decline.
+
+    The message says what in the question declined and what to say instead; the
+    kind groups the messages so a caller (a suite, a report, a golden case) can tell
+    a gap in the grammar from a guess it refused.
+    """
+
+    UNKNOWN_TERM = "unknown_term"
+    """A word or name no lens phrase, grammar word or column accounts for."""
+    AMBIGUOUS_READING = "ambiguous_reading"
+    """A phrase reads several ways (two metrics, two columns, a count or a filter …):
+    which is meant would be a guess."""
+    TWO_READINGS = "two_readings"
+    """Two readers read the whole question into different SQL."""
+    UNSUPPORTED_CONSTRUCT = "unsupported_construct"
+    """Every word is known, but the grammar does not read them together (a ranking
+    with no count, a change with a comparison …)."""
+    NO_JOIN_PATH = "no_join_path"
+    """No single safe join path: none, several, one that fans rows out, or a join
+    whose grain the warehouse does not confirm."""
+    OUT_OF_PERIOD = "out_of_period"
+    """A period the lens's dates cannot answer: after its pinned ``as_of``, relative
+    with no ``as_of``, not a calendar date, or a range that ends before it starts."""
+    UNSAFE_RESULT = "unsafe_result"
+    """The SQL would run but its answer would be wrong: rows fanned out or lost,
+    groups that do not add up, an aggregate that does not sum."""
+    MISSING_IN_LENS = "missing_in_lens"
+    """The lens lacks a declaration the reading needs (a primary key, a time
+    dimension, a person dimension)."""
+    EXCLUDED = "excluded"
+    """The lens's ``exclusions`` or ``clarify`` terms, or a metric assembly did not select."""
+    BUILD_FAILED = "build_failed"
+    """SQL could not be built or parsed (an exemplar's, or the tier's own)."""
+
+
 class Declined(Exception):
-    """The question is outside the grammar; ``reason`` says where.
+    """The question is outside the grammar; ``kind`` says how, ``reason`` says where.
 
     Control flow inside the fast tier, not a :class:`~reconciler.errors.DstError`:
     :func:`reconciler.generators.fast.compile_request` turns it into a declined
     :class:`~reconciler.generators.Generation`.
+
+    Args:
+        kind: the class of the decline (:class:`DeclineKind`).
+        reason: what in the question declined, and what to ask instead.
     """
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, kind: DeclineKind, reason: str) -> None:
         super().__init__(reason)
+        self.kind = kind
         self.reason = reason
 
 
@@ -154,6 +197,79 @@ class Plan:
         ]
         return tuple(dict.fromkeys(named))
 
+    def reads_as(self) -> str:
+        """The plan in one compact, stable line (a golden case's ``reads_as``).
+
+        ``<measures> by <keys> where <conditions> during <period> <ranking> …``, then
+        ``+ (<part>)`` for each part aggregated on another model and joined on the keys:
+        a metric by name, a fact aggregate as ``avg(model.fact)``, a count of
+        entities as ``count(model)``; a time bucket as ``month(model.column)`` among
+        the keys where it stands; each part only when the plan has it.
+        """
+        measures = ", ".join(_measure_form(m) for m in (self.measure, *self.extra))
+        parts = [measures]
+        keys = [f"{m}.{d}" for m, d in self.breakdowns]
+        if self.grain is not None and self.time is not None:
+            keys.insert(self.bucket_at, f"{self.grain}({self.time[0]}.{self.time[1]})")
+        keys += [f"key {m}.{c}" for m, c in self.hidden_keys]
+        if keys:
+            parts.append("by " + ", ".join(keys))
+        conditions = [f"{m}.{d}={v!r}" for m, d, v in self.filters]
+        conditions += [f"{m}.{d}" for m, d in self.flags]
+        conditions += [f"{m}.{f} {op} {n}" for m, f, op, n in self.bounds]
+        if self.weekdays and self.time is not None:
+            days = ",".join(str(d) for d in self.weekdays)
+            conditions.append(f"dow({self.time[0]}.{self.time[1]}) in ({days})")
+        if conditions:
+            parts.append("where " + " and ".join(conditions))
+        if self.period is not None:
+            on = f" on {self.time[0]}.{self.time[1]}" if self.time else ""
+            parts.append(f"during {_span(*self.period)}{on}")
+        if self.compared:
+            parts.append("compared " + " vs ".join(_span(a, b) for a, b in self.compared))
+        if self.share is not None:
+            parts.append(f"as {self.share} of total")
+        if self.change is not None:
+            parts.append(f"{self.change[1]} over {self.change[0]}")
+        if self.rank is not None:
+            end = "top" if self.rank[0] else "bottom"
+            parts.append(f"{end} {self.rank[1]}" + (" with ties" if self.ties else ""))
+        if self.order is not None:
+            parts.append(f"ordered by {self.order[0]} {'desc' if self.order[1] else 'asc'}")
+        if self.months:
+            parts.append("in calendar order")
+        parts += [f"+ ({p.reads_as()})" for p in self.joined]
+        return " ".join(parts)
+
+
+def _measure_form(measure: Measure) -> str:
+    """A metric by name (its filters are its own); else the aggregate, with the
+    conditions the question put on its rows (``count(papers if year = 2020)``)."""
+    if measure.metric is not None:
+        return measure.metric
+    if measure.function == "count_distinct":
+        form = measure.model
+    elif measure.function is None:
+        form = measure.name
+    else:
+        form = f"{measure.model}.{measure.name.removeprefix(f'{measure.function}_')}"
+    if measure.filters:
+        form += " if " + " and ".join(measure.filters)
+    if measure.function is None:
+        return form
+    return f"{'count' if measure.function == 'count_distinct' else measure.function}({form})"
+
+
+def _span(start: Day, end: Day) -> str:
+    return f"[{_day(start)}, {_day(end)})"
+
+
+def _day(day: Day) -> str:
+    if isinstance(day, date):
+        return "-inf" if day == date.min else "+inf" if day == date.max else day.isoformat()
+    unit = f"{day.unit}(today)" if day.unit else "today"
+    return unit if day.n == 0 else f"{unit}{day.n:+d} {day.step}"
+
 
 # The two kinds of a two-measure spelling (:class:`TwoMeasures`).
 RATIO, DIFFERENCE = "ratio", "difference"
@@ -180,3 +296,26 @@ class TwoMeasures:
     listed: str
     per: bool
     sides: tuple[str, str, str] = ("", "", "")
+
+
+Read = tuple[str, str]
+"""``(SQL, reads_as)`` of one reading."""
+
+
+def sql_form(lens: Lens, reader: str, sql: str) -> str:
+    """The text form of SQL a shape wrote without a plan: ``reader(model: columns)``.
+
+    The model is the one whose table the outermost ``FROM`` reads (the table name when
+    no model has it); the columns are the outermost ``SELECT``'s names, in order.
+    """
+    tree = sqlglot.parse_one(sql, read=lens.config.dialect)
+    select = tree if isinstance(tree, exp.Select) else tree.find(exp.Select)
+    base = "?"
+    if select is not None:
+        source = select.args.get("from") or select.args.get("from_")
+        table = source.find(exp.Table) if source is not None else None
+        if table is not None:
+            tables = {m.table.split(".")[-1].lower(): m.name for m in lens.models.values()}
+            base = tables.get(table.name.lower(), table.name)
+    columns = ", ".join(select.named_selects) if select is not None else ""
+    return f"{reader}({base}: {columns})"

@@ -45,7 +45,7 @@ from sqlglot.errors import SqlglotError
 from reconciler.assembly.lexicon import DimensionValues
 from reconciler.assembly.retrieval import Mention, retrieve
 from reconciler.lens import Exemplar, Lens
-from reconciler.reading.ir import Declined
+from reconciler.reading.ir import Declined, DeclineKind
 from reconciler.reading.lex import ASCENDING, DESCENDING, NUMBER_WORDS
 from reconciler.reading.phrases.periods import UNITS, period_at, spell_to_date
 
@@ -164,7 +164,9 @@ def adapted_sql(
     try:
         tree = sqlglot.parse_one(exemplar.sql, read=dialect)
     except SqlglotError as exc:
-        raise Declined(f"exemplar {exemplar.name!r} reads like the question: {exc}") from exc
+        raise Declined(
+            DeclineKind.BUILD_FAILED, f"exemplar {exemplar.name!r} reads like the question: {exc}"
+        ) from exc
     # Each step finds its nodes by identity, so it edits this one copy in place.
     tree = tree.copy()
     for old, new in changes:
@@ -173,8 +175,9 @@ def adapted_sql(
         if result is None:
             slot = old.kind.split(":", 1)[0]
             raise Declined(
+                DeclineKind.AMBIGUOUS_READING,
                 f"exemplar {exemplar.name!r} reads like the question, but its SQL does not "
-                f"show without doubt where its {slot} {', '.join(old.filler)} goes"
+                f"show without doubt where its {slot} {', '.join(old.filler)} goes",
             )
         tree = result
     return tree.sql(dialect=dialect, pretty=True)

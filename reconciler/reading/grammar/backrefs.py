@@ -55,7 +55,7 @@ from reconciler.assembly.lexicon import DimensionValues, model_nouns
 from reconciler.assembly.retrieval import Retrieval, retrieve
 from reconciler.assembly.text import YEAR_RE, mentions_time, stem, tokenize
 from reconciler.lens import Lens
-from reconciler.reading.ir import Declined, Plan
+from reconciler.reading.ir import Declined, DeclineKind, Plan
 from reconciler.reading.lex import ASCENDING, DESCENDING, HAVE_WORDS
 from reconciler.reading.phrases.ordering import Ordering
 from reconciler.reading.phrases.words import Reading, plural
@@ -139,14 +139,16 @@ def every_row_ordered(before: Plan, reading: Reading, ordered: Plan) -> Plan:
         return ordered
     if len(before.breakdowns) + (before.grain is not None) != 1:
         raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
             "a ranking without a count within groups ('the most … in each …'): say how many "
-            "rows per group, or ask for the counts alone"
+            "rows per group, or ask for the counts alone",
         )
     descending = next(iter(reading.directions))
     if ordered.order != (before.measure.name, descending):
         raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
             "a ranking without a count, then an ordering by something else: say how many "
-            "rows (top 5 …), or order by the ranked measure"
+            "rows (top 5 …), or order by the ranked measure",
         )
     return ordered
 

@@ -50,7 +50,7 @@ from reconciler.assembly.lexicon import DimensionValues
 from reconciler.assembly.retrieval import retrieve
 from reconciler.assembly.text import STOPWORDS, tokenize
 from reconciler.lens import Lens
-from reconciler.reading.ir import RATIO, Declined, Measure, Plan, TwoMeasures
+from reconciler.reading.ir import RATIO, Declined, DeclineKind, Measure, Plan, TwoMeasures
 
 Parser = Callable[[Lens, str, DimensionValues, tuple[str, ...] | None], Plan]
 """:func:`reconciler.generators.fast.parse`, passed in (this module sits below it)."""
@@ -93,7 +93,9 @@ def count_ratio(
     a = _side(lens, f"how many {texts[0]}", values, allowed, parse)
     if every and a.base == b.base and not (b.filters or b.flags):
         if not (a.filters or a.flags):
-            raise Declined("both sides of the ratio count the same rows")
+            raise Declined(
+                DeclineKind.UNSUPPORTED_CONSTRUCT, "both sides of the ratio count the same rows"
+            )
         return Plan(
             _named(a.measure, texts[0], _conditions(lens, a, ())),
             extra=(_named(b.measure, texts[1], ()),),
@@ -101,7 +103,8 @@ def count_ratio(
     if a.base != b.base:
         if a.filters or a.flags or b.filters or b.flags:
             raise Declined(
-                "a ratio of counts of two models is read without conditions on either side"
+                DeclineKind.UNSUPPORTED_CONSTRUCT,
+                "a ratio of counts of two models is read without conditions on either side",
             )
         return Plan(
             _named(a.measure, texts[0], ()), joined=(Plan(_named(b.measure, texts[1], ())),)
@@ -112,14 +115,17 @@ def count_ratio(
         parallel = a.flags and b.flags and set(a.flags) != set(b.flags)
         if one is a or not parallel:
             raise Declined(
+                DeclineKind.AMBIGUOUS_READING,
                 f"does {', '.join(v for _, _, v in one.filters)!r} qualify both sides of the "
-                f"ratio or only one? Name it on both sides, or on neither"
+                f"ratio or only one? Name it on both sides, or on neither",
             )
         shared = b.filters
     own_a = _conditions(lens, a, shared)
     own_b = _conditions(lens, b, shared)
     if own_a == own_b:
-        raise Declined("both sides of the ratio count the same rows")
+        raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT, "both sides of the ratio count the same rows"
+        )
     return Plan(
         _named(a.measure, texts[0], own_a),
         filters=shared,
@@ -170,8 +176,9 @@ def _share_of(
         # a related model's groups may hold one row several times: their counts would
         # not add up to the total
         raise Declined(
+            DeclineKind.UNSAFE_RESULT,
             f"a share of {plan.base} by {'.'.join(plan.breakdowns[0])}: a {plan.base} row may "
-            "fall in several groups, so the groups do not add up to the total"
+            "fall in several groups, so the groups do not add up to the total",
         )
     return dataclasses.replace(plan, share="share")
 
@@ -188,8 +195,9 @@ def _side(
     bare = Plan(plan.measure, filters=plan.filters, flags=plan.flags)
     if plan.measure.function != "count_distinct" or plan != bare:
         raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
             f"{question[len('how many ') :]!r}: a side of a ratio of counts is a count of "
-            f"entities with conditions only (no breakdown, period, ranking …)"
+            f"entities with conditions only (no breakdown, period, ranking …)",
         )
     return plan
 
@@ -219,7 +227,8 @@ def _conditions(
 def _own(base: str, where: str, dim: str) -> None:
     if where != base:
         raise Declined(
-            f"a side of the ratio is conditioned on {where}.{dim}, not on model {base!r} it counts"
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
+            f"a side of the ratio is conditioned on {where}.{dim}, not on model {base!r} it counts",
         )
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from reconciler.assembly.retrieval import Mention, Retrieval, counted_model
 from reconciler.lens import Lens
-from reconciler.reading.ir import Declined, Measure
+from reconciler.reading.ir import Declined, DeclineKind, Measure
 from reconciler.reading.phrases.words import Reading, phrase_of, uninvited
 
 
@@ -67,15 +67,17 @@ def check_entity_count(
             else ""
         )
         raise Declined(
-            f"a count of {model} in a period: which date of {model} (created, active …)?{fix}"
+            DeclineKind.AMBIGUOUS_READING,
+            f"a count of {model} in a period: which date of {model} (created, active …)?{fix}",
         )
     if rank is not None:
         return
     stray = uninvited(found, breakdowns)
     if stray:
         raise Declined(
+            DeclineKind.AMBIGUOUS_READING,
             f"{phrase_of(found, stray[0])!r} is not introduced by 'by', 'per' or 'each': "
-            f"a count of {model} broken down by it, or filtered by it?"
+            f"a count of {model} broken down by it, or filtered by it?",
         )
 
 
@@ -104,7 +106,8 @@ def new_is_restated(lens: Lens, found: Retrieval, reading: Reading) -> None:
     )
     if not named:
         raise Declined(
+            DeclineKind.AMBIGUOUS_READING,
             f"'new {found.words[counted[1]]}': new by which date of {model}? Name the one "
-            f"that says when a row was created (e.g. 'created in …')"
+            f"that says when a row was created (e.g. 'created in …')",
         )
     reading.unknown.remove("new")

@@ -25,7 +25,7 @@ from sqlglot import exp
 from reconciler.assembly.retrieval import Retrieval
 from reconciler.lens import Lens
 from reconciler.reading.compile import render
-from reconciler.reading.ir import Declined, Plan
+from reconciler.reading.ir import Declined, DeclineKind, Plan
 
 _CUMULATIVE = re.compile(r"\bcumulative\b", re.IGNORECASE)
 
@@ -40,7 +40,7 @@ def split_cumulative(question: str, found: Retrieval) -> tuple[str, bool]:
         return question, False
     rest, n = _CUMULATIVE.subn(" ", question)
     if n > 1:
-        raise Declined("'cumulative' is said more than once")
+        raise Declined(DeclineKind.UNSUPPORTED_CONSTRUCT, "'cumulative' is said more than once")
     return (" ".join(rest.split()), True) if n else (question, False)
 
 
@@ -61,12 +61,19 @@ def render_cumulative(lens: Lens, plan: Plan) -> str:
             alone (module docstring).
     """
     if plan.grain is None:
-        raise Declined("a cumulative total needs a time grain to run over (daily, by month …)")
+        raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
+            "a cumulative total needs a time grain to run over (daily, by month …)",
+        )
     if plan.breakdowns or plan.extra or plan.joined:
-        raise Declined("a cumulative total per breakdown, or of several measures, is not read")
+        raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
+            "a cumulative total per breakdown, or of several measures, is not read",
+        )
     if plan.rank or plan.share or plan.change or plan.compared or plan.order:
         raise Declined(
-            "a cumulative total is not read with a ranking, share, change, comparison or ordering"
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
+            "a cumulative total is not read with a ranking, share, change, comparison or ordering",
         )
     tree = sqlglot.parse_one(plan.measure.expression, read=lens.config.dialect)
     adds = isinstance(tree, exp.Sum) or (
@@ -74,8 +81,9 @@ def render_cumulative(lens: Lens, plan: Plan) -> str:
     )
     if not adds:
         raise Declined(
+            DeclineKind.UNSAFE_RESULT,
             f"a cumulative {plan.measure.name} ({tree.sql()}): only a sum or a count adds up "
-            "to a running total"
+            "to a running total",
         )
     inner = sqlglot.parse_one(render(lens, plan), read=lens.config.dialect)
     assert isinstance(inner, exp.Select)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from reconciler.assembly.lexicon import model_nouns
 from reconciler.assembly.retrieval import Retrieval
 from reconciler.lens import Lens
-from reconciler.reading.ir import Declined, Measure
+from reconciler.reading.ir import Declined, DeclineKind, Measure
 from reconciler.reading.phrases.words import Reading
 
 _INTRODUCERS = frozenset({"by", "per", "each", "every"})
@@ -48,8 +48,9 @@ def check_doubts(
         other = reading.noun_at.get(k)
         if other is not None and other not in averaged:
             raise Declined(
+                DeclineKind.AMBIGUOUS_READING,
                 f"an average of {found.words[k]!r}: the mean over every row of "
-                f"{mention.targets[0].model!r}, or the mean of each {other} row's own mean?"
+                f"{mention.targets[0].model!r}, or the mean of each {other} row's own mean?",
             )
 
 
@@ -78,15 +79,17 @@ def entity_breakdowns(lens: Lens, found: Retrieval, reading: Reading) -> list[tu
             continue  # "cited by publications in each year": the agent, not a breakdown
         if toks[k] == "per":
             raise Declined(
+                DeclineKind.AMBIGUOUS_READING,
                 f"'per {found.words[at]}': one row per {model} row, or an average over "
-                f"{model} (a ratio)? Say 'for each {found.words[at]}' or 'divided by'"
+                f"{model} (a ratio)? Say 'for each {found.words[at]}' or 'divided by'",
             )
         key = lens.models[model].primary_key
         dims = {c.name for c in lens.models[model].dimensions}
         if len(key) != 1 or key[0] not in dims:
             raise Declined(
+                DeclineKind.AMBIGUOUS_READING,
                 f"a breakdown by {found.words[at]!r} names no column of model {model!r}: "
-                f"say which (its id, its name …)"
+                f"say which (its id, its name …)",
             )
         if (model, key[0]) not in out:
             out.append((model, key[0]))

@@ -62,7 +62,7 @@ from reconciler.assembly.retrieval import Mention, Retrieval, retrieve, spoken
 from reconciler.assembly.text import stems, tokenize, words
 from reconciler.lens import Lens
 from reconciler.reading.grammar.heads import Head, head_columns, noun_width, read_head
-from reconciler.reading.ir import Declined
+from reconciler.reading.ir import Declined, DeclineKind
 from reconciler.reading.lex import RELATIVE_WORDS
 from reconciler.reading.phrases.periods import period_at, spell_to_date
 from reconciler.reading.phrases.related import Link, conditions, exists_clause, link
@@ -209,7 +209,10 @@ def _split_method(lens: Lens, question: str) -> tuple[str, list[str] | None, boo
     for name in names:
         model = nouns.get(tokenize(name))
         if model is None:
-            raise Declined(f"the question joins {name.strip()!r}, which names no model of the lens")
+            raise Declined(
+                DeclineKind.UNKNOWN_TERM,
+                f"the question joins {name.strip()!r}, which names no model of the lens",
+            )
         models.append(model)
     return question[: match.start()], models, match.group("all") is None
 
@@ -221,11 +224,15 @@ def _check_method(named: list[str] | None, ordered: bool, chosen: Link) -> None:
         return
     if set(named) != chosen.models() or len(named) != len(set(named)):
         raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
             f"the question says to join {', '.join(named)}, but the query reads "
-            f"{', '.join(sorted(chosen.models()))}"
+            f"{', '.join(sorted(chosen.models()))}",
         )
     if ordered and named != [chosen.listed, chosen.related]:
-        raise Declined(f"a join from {named[0]} to {named[1]}, but {chosen.listed} are listed")
+        raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
+            f"a join from {named[0]} to {named[1]}, but {chosen.listed} are listed",
+        )
 
 
 def _clause_at(lens: Lens, found: Retrieval) -> int | None:
@@ -281,7 +288,10 @@ def _read_clause(
             last_aux, k = t, k + 1
         elif t in _NEGATIONS:
             if rows.negated:
-                raise Declined("two negations: rows that have related rows, or not?")
+                raise Declined(
+                    DeclineKind.AMBIGUOUS_READING,
+                    "two negations: rows that have related rows, or not?",
+                )
             rows.negated, k = True, k + 1
         elif not verb and (width := _verb_at(toks, k, covered)):
             verb, k = True, k + width
@@ -295,8 +305,9 @@ def _read_clause(
         if mention.kind in ("value", "flag"):
             said = " ".join(found.words[mention.start : mention.end])
             raise Declined(
+                DeclineKind.UNSUPPORTED_CONSTRUCT,
                 f"{said!r} right after {last_aux!r} reads as something the rows did, not as "
-                f"related rows that exist; say e.g. 'that have … with {said}'"
+                f"related rows that exist; say e.g. 'that have … with {said}'",
             )
         if noun_width(lens, toks, k) < mention.end - k:
             return None  # a metric or column right after "have": not related rows
@@ -304,7 +315,9 @@ def _read_clause(
         k += 1
     elif k < len(toks) and toks[k] == "no" and k not in covered:
         if rows.negated:
-            raise Declined("two negations: rows that have related rows, or not?")
+            raise Declined(
+                DeclineKind.AMBIGUOUS_READING, "two negations: rows that have related rows, or not?"
+            )
         rows.negated, k = True, k + 1
     return _read_rows(lens, found, k, rows)
 
@@ -372,7 +385,9 @@ def _read_tail(lens: Lens, found: Retrieval, k: int, rows: _Rows, pending: list[
         period = period_at(toks, k, set(range(len(toks))) - covered, lens.config.as_of)
         if period is not None:
             if rows.span is not None:
-                raise Declined("the related rows are bounded by two periods")
+                raise Declined(
+                    DeclineKind.UNSUPPORTED_CONSTRUCT, "the related rows are bounded by two periods"
+                )
             k, rows.span = period[0], period[1].span
             continue
         width = noun_width(lens, toks, k)
@@ -442,7 +457,8 @@ def _shared_word(
         if len(picked) == 1:
             return i, picked.pop()
         raise Declined(
-            f"{found.words[i]!r} could be rows of {', '.join(sorted(models))}: say which"
+            DeclineKind.AMBIGUOUS_READING,
+            f"{found.words[i]!r} could be rows of {', '.join(sorted(models))}: say which",
         )
     return None
 
@@ -456,17 +472,28 @@ def _check_rows(lens: Lens, found: Retrieval, rows: _Rows, pending: list[Mention
             continue
         if not any(d.end == v.start or d.start == v.end for v in rows.values):
             phrase = " ".join(found.words[d.start : d.end])
-            raise Declined(f"{phrase!r} in the related rows: a column to list, or a filter?")
+            raise Declined(
+                DeclineKind.AMBIGUOUS_READING,
+                f"{phrase!r} in the related rows: a column to list, or a filter?",
+            )
     for f in rows.flags:
         if f.end != noun[0] or not any(t.model == rows.model for t in f.targets):
             phrase = " ".join(found.words[f.start : f.end])
-            raise Declined(f"{phrase!r} is a yes/no column; say which rows it describes")
+            raise Declined(
+                DeclineKind.AMBIGUOUS_READING,
+                f"{phrase!r} is a yes/no column; say which rows it describes",
+            )
     if rows.span is not None:
         model = lens.models[rows.model]
         if len(model.time_dimensions) > 1 and model.default_time_dimension is None:
-            raise Declined(f"which date of {rows.model!r} does the period bound?")
+            raise Declined(
+                DeclineKind.AMBIGUOUS_READING,
+                f"which date of {rows.model!r} does the period bound?",
+            )
         if model.time_dimension() is None:
-            raise Declined(f"{rows.model!r} has no date for the period to bound")
+            raise Declined(
+                DeclineKind.MISSING_IN_LENS, f"{rows.model!r} has no date for the period to bound"
+            )
 
 
 def _render(
@@ -502,7 +529,10 @@ def _filters(
         model, name, value = _value_place(lens, found, rows, v)
         place = own if model == rows.model else others.setdefault(model, [])
         if any(n == name for n, _ in place):
-            raise Declined(f"several values of {model}.{name} are named: all, or any?")
+            raise Declined(
+                DeclineKind.AMBIGUOUS_READING,
+                f"several values of {model}.{name} are named: all, or any?",
+            )
         place.append((name, value))
     flags = [next(t.name for t in f.targets if t.model == rows.model) for f in rows.flags]
     out = conditions(lens, rows.model, own, tuple(flags), rows.span)
@@ -510,8 +540,9 @@ def _filters(
         chosen = link(lens, rows.model, model, values)
         if reached and chosen.outer[0] != rows.model:
             raise Declined(
+                DeclineKind.AMBIGUOUS_READING,
                 f"a value of {model!r}, which is not one row per {rows.model!r} row: "
-                f"{rows.model} with any such {model}, or only such?"
+                f"{rows.model} with any such {model}, or only such?",
             )
         out.append(exists_clause(lens, chosen, conditions(lens, model, equalities), False))
     return out
@@ -533,8 +564,9 @@ def _value_place(lens: Lens, found: Retrieval, rows: _Rows, v: Mention) -> tuple
         phrase = f"{word} {phrase}"
     if len(places) != 1:
         raise Declined(
+            DeclineKind.UNKNOWN_TERM,
             f"{phrase!r} is not one value of a column of model {rows.model!r} "
-            "(nor of the one model named beside it)"
+            "(nor of the one model named beside it)",
         )
     ((model, name, value),) = places
     assert value is not None

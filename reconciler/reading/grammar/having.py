@@ -48,7 +48,7 @@ from reconciler.assembly.lexicon import DimensionValues, model_nouns
 from reconciler.assembly.retrieval import Retrieval, retrieve
 from reconciler.assembly.text import STOPWORDS, tokenize
 from reconciler.lens import Lens
-from reconciler.reading.ir import RATIO, Declined, TwoMeasures
+from reconciler.reading.ir import RATIO, Declined, DeclineKind, TwoMeasures
 from reconciler.reading.lex import NUMBER_WORDS
 from reconciler.reading.phrases.twomeasures import find_two_measures
 
@@ -136,15 +136,17 @@ def _ratio(lens: Lens, two: TwoMeasures, values: DimensionValues) -> str | None:
     (found_a, a), (_, b) = sides
     if (a.counted, a.related) != (b.counted, b.related):
         raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
             f"a ratio of {a.counted} by their {a.related} to {b.counted} by their "
-            f"{b.related}: the two sides must count the same things"
+            f"{b.related}: the two sides must count the same things",
         )
     bare = [s for s, (found, _) in zip((a, b), sides, strict=True) if _is_bare(found, s)]
     other = b if bare and bare[0] is a else a
     if bare and (len(bare) > 1 or (other.op, other.n) != (">", bare[0].n)):
         raise Declined(
+            DeclineKind.AMBIGUOUS_READING,
             f"'{bare[0].n} {a.related}' alone: exactly {bare[0].n}, or at least "
-            f"{bare[0].n}? Say 'exactly'"
+            f"{bare[0].n}? Say 'exactly'",
         )
     relating, a_fk, b_key = _checked(lens, found_a, a)
     counted = exp.column("related_count")
@@ -183,7 +185,9 @@ def _checked(lens: Lens, found: Retrieval, shape: _Shape) -> tuple[str, str, str
     """The relation of a shape, after the checks of the module docstring."""
     a, b = shape.counted, shape.related
     if a == b:
-        raise Declined(f"{a} compared with {a}: which relation between them?")
+        raise Declined(
+            DeclineKind.AMBIGUOUS_READING, f"{a} compared with {a}: which relation between them?"
+        )
     start, end = shape.related_at
     for m in found.mentions:
         if m.kind == "metric" and all(_counts_rows(lens, t.name, b) for t in m.targets):
@@ -191,8 +195,9 @@ def _checked(lens: Lens, found: Retrieval, shape: _Shape) -> tuple[str, str, str
         if m.start < end and m.end > start and m.kind in ("fact", "metric"):
             listed = ", ".join(sorted({f"{t.model}.{t.name}" for t in m.targets}))
             raise Declined(
+                DeclineKind.AMBIGUOUS_READING,
                 f"{' '.join(found.words[start:end])!r} is a model and also {listed}: "
-                f"a count of {b} or a comparison on that column?"
+                f"a count of {b} or a comparison on that column?",
             )
     relating, a_fk, b_key = _relation(lens, a, b)
     _check_counts(lens, (a, b, relating))
@@ -235,8 +240,9 @@ def _read(lens: Lens, found: Retrieval, bare: bool = False) -> _Shape | None:
             and _noun(lens, toks, after + 1)
         ):
             raise Declined(
+                DeclineKind.UNSAFE_RESULT,
                 f"'{' '.join(words)}': {counted[0]} with none at all are in no row that "
-                "relates them; counted or not? Ask for those with at least one, or none"
+                "relates them; counted or not? Ask for those with at least one, or none",
             )
     read = _operator(toks, i)
     if read is None and bare and (n := _number(toks, i)) is not None:
@@ -245,7 +251,10 @@ def _read(lens: Lens, found: Retrieval, bare: bool = False) -> _Shape | None:
         return None
     op, n, at = read
     if n == 0 and op != ">":
-        raise Declined(f"'{' '.join(toks[i:at])}': {counted[0]} with none are in no row to count")
+        raise Declined(
+            DeclineKind.UNSAFE_RESULT,
+            f"'{' '.join(toks[i:at])}': {counted[0]} with none are in no row to count",
+        )
     related = _noun(lens, toks, at)
     if related is None or related[1] != len(toks):
         return None
@@ -262,7 +271,10 @@ def _operator(toks: tuple[str, ...], i: int) -> tuple[str, int, int] | None:
     if n is not None and toks[i + 1 : i + 3] == ("or", "more"):
         return ">=", n, i + 3
     if n is not None and toks[i + 1 : i + 3] in (("or", "fewer"), ("or", "less")):
-        raise Declined(f"'{n} or fewer' counts those with none too, or not? Say which")
+        raise Declined(
+            DeclineKind.AMBIGUOUS_READING,
+            f"'{n} or fewer' counts those with none too, or not? Say which",
+        )
     return None
 
 
@@ -299,8 +311,9 @@ def _relation(lens: Lens, a: str, b: str) -> tuple[str, str, str]:
     if len(found) != 1:
         what = "no declared model relates" if not found else "several declared models relate"
         raise Declined(
+            DeclineKind.AMBIGUOUS_READING,
             f"{what} {a} and {b} (many-to-one joins to both, single columns): "
-            f"declare the one that counts {b} per {a}"
+            f"declare the one that counts {b} per {a}",
         )
     return found[0]
 
@@ -313,8 +326,9 @@ def _check_counts(lens: Lens, models: tuple[str, ...]) -> None:
             continue
         if sqlglot.parse_one(metric.expression, read=lens.config.dialect).find(exp.Count):
             raise Declined(
+                DeclineKind.AMBIGUOUS_READING,
                 f"metric {metric.name!r} counts {metric.model} rows with filters: does the "
-                f"question mean it, or every {metric.model} row?"
+                f"question mean it, or every {metric.model} row?",
             )
 
 

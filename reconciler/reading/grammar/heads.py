@@ -12,7 +12,7 @@ clause that restricts the rows — and resolves its columns:
   or ``<columns>`` alone, when exactly one model holds them all; ``which <model>``
   asks for the model's label;
 * a column is a dimension, time dimension or fact of the model, ``name`` / ``title``
-  (its label, :func:`~reconciler.reading.grammar.listing.row_label`) or ``id`` (its
+  (its label, :func:`~reconciler.reading.phrases.labels.row_label`) or ``id`` (its
   one-column primary key, named by the dimension over it when there is one), or the
   name the table stores one column under (``year`` for a ``model_year`` over ``year``).
 
@@ -27,9 +27,9 @@ from reconciler.assembly.lexicon import model_nouns
 from reconciler.assembly.retrieval import Mention, Retrieval
 from reconciler.assembly.text import stems, tokenize
 from reconciler.lens import Lens, Model
-from reconciler.reading.grammar.listing import row_label
-from reconciler.reading.ir import Declined
+from reconciler.reading.ir import Declined, DeclineKind
 from reconciler.reading.lex import KEY_WORDS, LABEL_WORDS
+from reconciler.reading.phrases.labels import row_label
 from reconciler.reading.phrases.words import plural
 
 _OPENERS = stems("return list show give find display get provide")
@@ -157,14 +157,18 @@ def _word_column(model: Model, word: str, noun: tuple[str, ...], phrase: str) ->
     column's stored name (``year`` for ``model_year``, whose SQL is ``year``) asks for."""
     if word in KEY_WORDS:
         if len(model.primary_key) != 1:
-            raise Declined(f"which column is the id of model {model.name!r}?")
+            raise Declined(
+                DeclineKind.AMBIGUOUS_READING, f"which column is the id of model {model.name!r}?"
+            )
         key = model.primary_key[0]
         named = next((c.name for c in model.dimensions if c.sql == key), key)
         return named, key
     if word not in LABEL_WORDS:
         stored = [c for c in model.columns() if tokenize(c.sql) == (word,)]
         if len(stored) != 1:
-            raise Declined(f"{word!r} names no one column of model {model.name!r}")
+            raise Declined(
+                DeclineKind.UNKNOWN_TERM, f"{word!r} names no one column of model {model.name!r}"
+            )
         return stored[0].name, stored[0].sql
     label = row_label(model, noun, phrase)
     return label.name, label.sql
@@ -176,5 +180,7 @@ def _mention_column(model: Model, found: Retrieval, mention: Mention) -> tuple[s
     columns = [c for c in model.columns() if c.name in named]
     if len(columns) != 1:
         phrase = " ".join(found.words[mention.start : mention.end])
-        raise Declined(f"{phrase!r} is not one column of model {model.name!r}")
+        raise Declined(
+            DeclineKind.UNKNOWN_TERM, f"{phrase!r} is not one column of model {model.name!r}"
+        )
     return columns[0].name, columns[0].sql

@@ -33,13 +33,14 @@ from reconciler.assembly.lexicon import DimensionValues, model_nouns
 from reconciler.assembly.retrieval import Mention, Retrieval, counted_model, retrieve
 from reconciler.assembly.text import STOPWORDS, tokenize
 from reconciler.lens import Column, Lens, Model
-from reconciler.reading.grammar.rawfacts import check_ranked_values, row_bounds, tied_rows
-from reconciler.reading.ir import Declined
+from reconciler.reading.ir import Declined, DeclineKind
 from reconciler.reading.lex import ASCENDING, DESCENDING, KEY_WORDS, LABEL_WORDS, NUMBER_WORDS
 from reconciler.reading.phrases.bounds import split_bounds
+from reconciler.reading.phrases.labels import row_label
 from reconciler.reading.phrases.nouns import named_rows
 from reconciler.reading.phrases.ordering import Ordering, split_ordering
 from reconciler.reading.phrases.restated import restate, split_restated
+from reconciler.reading.phrases.rowfacts import check_ranked_values, row_bounds, tied_rows
 from reconciler.reading.phrases.words import Reading, plural, read_grammar
 
 
@@ -58,10 +59,10 @@ def ranked_rows(lens: Lens, found: Retrieval, reading: Reading) -> str | None:
     noun = " ".join(found.words[noun_at:noun_end])
     label = row_label(model, tuple(found.tokens[noun_at:noun_end]), noun)
     if count is None and plural(found, noun_end - 1):
-        raise Declined("a top/bottom ranking without a count")
+        raise Declined(DeclineKind.UNSUPPORTED_CONSTRUCT, "a top/bottom ranking without a count")
     n = 1 if count is None else count
     if n < 1:
-        raise Declined("a ranking of zero rows")
+        raise Declined(DeclineKind.UNSUPPORTED_CONSTRUCT, "a ranking of zero rows")
     dialect = lens.config.dialect
     value = sqlglot.parse_one(column.sql, read=dialect)
     name = sqlglot.parse_one(label.sql, read=dialect)
@@ -134,23 +135,6 @@ def _shape(
     )
 
 
-def row_label(model: Model, noun: tuple[str, ...], phrase: str) -> Column:
-    """The one dimension of ``model`` that names its rows (module docstring)."""
-    names = {noun, (*noun, "name"), ("name",), (*noun, "title"), ("title",)}
-    labels = [
-        c
-        for c in model.dimensions
-        if tokenize(c.name) in names or any(tokenize(s) == noun for s in c.synonyms)
-    ]
-    if len(labels) != 1:
-        listed = ", ".join(c.name for c in labels) or "none"
-        raise Declined(
-            f"which column names a {phrase!r} row of model {model.name!r}? "
-            f"(dimensions named like it: {listed})"
-        )
-    return labels[0]
-
-
 # Listing questions: "what are the names and prices of the products in Toys?"
 _OPENERS = frozenset({"return", "provide", "find", "display", "get", "name"})
 # A listing opens like one ("what are …", "list …", "return …") and never breaks down.
@@ -192,7 +176,7 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
     (the model's label, as in :func:`ranked_rows`) or ``id`` (its one-column
     primary key) — optionally ``of [all] the <model noun>``, with equality filters
     on that model's own dimension values, comparisons on its own facts ("with a
-    price of over 100": :func:`reconciler.reading.grammar.rawfacts.row_bounds`),
+    price of over 100": :func:`reconciler.reading.phrases.rowfacts.row_bounds`),
     ``distinct``/``unique``, a closing "Show both A and B." naming the columns to
     show (:mod:`reconciler.reading.phrases.restated`), and a closing
     ordering phrase or ``alphabetically`` (the first column, ascending):
@@ -255,8 +239,9 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
         assert listing.rank_column is not None
         if ordering is not None or alphabetical:
             raise Declined(
+                DeclineKind.AMBIGUOUS_READING,
                 "the rows tied at the extreme share one value: sorted by what? Ask for "
-                "'the top n …' or for all of them 'sorted by …'"
+                "'the top n …' or for all of them 'sorted by …'",
             )
         extreme = (listing.rank_column[1], next(iter(reading.directions)))
         return query.where(tied_rows(lens, model, extreme, query)).sql(dialect=dialect, pretty=True)
@@ -268,7 +253,10 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
             and ordering is not None
             and (key[0] != ranked[0] or (ordering.descending not in (None, ranked[1])))
         ):
-            raise Declined("a ranking with an ordering phrase that sorts otherwise")
+            raise Declined(
+                DeclineKind.UNSUPPORTED_CONSTRUCT,
+                "a ranking with an ordering phrase that sorts otherwise",
+            )
         key = ranked
     if key is not None:
         sql, descending = key
@@ -285,7 +273,7 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
 def _keeps_ties(found: Retrieval, listing: _Listing, reading: Reading) -> bool:
     """Whether a ranked listing asks for every row at the extreme: "which <nouns> have
     the highest <fact>", plural with no count
-    (:func:`reconciler.reading.grammar.rawfacts.tied_rows`)."""
+    (:func:`reconciler.reading.phrases.rowfacts.tied_rows`)."""
     return (
         listing.rank_column is not None
         and listing.noun is not None  # the noun's own rows, not a column's values
@@ -302,16 +290,22 @@ def _limit(
     """The LIMIT of a ranked listing (``None``: every row)."""
     if listing.rank_column is None:
         if not listing.plural and not _names_its_row(listing):
-            raise Declined("a listing of one row or of all of them? Say 'the names of the …s'")
+            raise Declined(
+                DeclineKind.AMBIGUOUS_READING,
+                "a listing of one row or of all of them? Say 'the names of the …s'",
+            )
         return None
     if alphabetical:
-        raise Declined("a ranking ordered alphabetically: the ranking fixes its own order")
+        raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
+            "a ranking ordered alphabetically: the ranking fixes its own order",
+        )
     if reading.numbers:
         if reading.numbers[0] < 1:
-            raise Declined("a ranking of zero rows")
+            raise Declined(DeclineKind.UNSUPPORTED_CONSTRUCT, "a ranking of zero rows")
         return reading.numbers[0]
     if listing.plural:
-        raise Declined("a top/bottom ranking without a count")
+        raise Declined(DeclineKind.UNSUPPORTED_CONSTRUCT, "a top/bottom ranking without a count")
     return 1
 
 
@@ -501,12 +495,18 @@ def _resolve_listing(
         places = {(t.name, t.value) for t in v.targets if t.model == model.name}
         phrase = " ".join(found.words[v.start : v.end])
         if len(places) != 1:
-            raise Declined(f"{phrase!r} is not one value of a column of model {model.name!r}")
+            raise Declined(
+                DeclineKind.UNKNOWN_TERM,
+                f"{phrase!r} is not one value of a column of model {model.name!r}",
+            )
         ((name, value),) = places
         col = next(c for c in model.dimensions if c.name == name)
         assert value is not None
         if any(c.name == name for c, _ in listing.filters):
-            raise Declined(f"several values of {model.name}.{name} are named: all of them, or any?")
+            raise Declined(
+                DeclineKind.AMBIGUOUS_READING,
+                f"several values of {model.name}.{name} are named: all of them, or any?",
+            )
         listing.filters.append((col, value))
     return listing
 
@@ -525,7 +525,9 @@ def _mention_column(model: Model, found: Retrieval, mention: Mention) -> tuple[s
     )
     if col is None:
         phrase = " ".join(found.words[mention.start : mention.end])
-        raise Declined(f"{phrase!r} is not a column of model {model.name!r}")
+        raise Declined(
+            DeclineKind.UNKNOWN_TERM, f"{phrase!r} is not a column of model {model.name!r}"
+        )
     return col.name, col.sql
 
 
@@ -534,7 +536,9 @@ def _word_column(model: Model, found: Retrieval, listing: _Listing, at: int) -> 
     key) word asks for."""
     if at >= 0 and found.tokens[at] in KEY_WORDS:
         if len(model.primary_key) != 1:
-            raise Declined(f"which column is the id of model {model.name!r}?")
+            raise Declined(
+                DeclineKind.AMBIGUOUS_READING, f"which column is the id of model {model.name!r}?"
+            )
         return model.primary_key[0], model.primary_key[0]
     noun = tuple(found.tokens[listing.noun[0] : listing.noun[1]]) if listing.noun else ()
     label = row_label(
@@ -554,24 +558,31 @@ def _order_key(
     """``(SQL, descending)`` of the listing's ORDER BY, or ``None``."""
     if alphabetical:
         if ordering is not None:
-            raise Declined("the question asks for two orders")
+            raise Declined(DeclineKind.UNSUPPORTED_CONSTRUCT, "the question asks for two orders")
         return listing.columns[0][1], False
     if ordering is None:
         return None
     if ordering.key is None:
-        raise Declined("in which order? Name the column to sort by")
+        raise Declined(DeclineKind.AMBIGUOUS_READING, "in which order? Name the column to sort by")
     found = retrieve(lens, ordering.key, values)
     loose = [t for i, t in enumerate(found.tokens) if i not in found.covered() and t != "the"]
     places = {(t.model, t.name) for m in found.mentions for t in m.targets}
     named = [c for c in model.columns() if (model.name, c.name) in places]
     if loose or len(found.mentions) != 1 or len(named) != 1:
-        raise Declined(f"ordered by {ordering.key!r}: that is not one column of {model.name!r}")
+        raise Declined(
+            DeclineKind.UNKNOWN_TERM,
+            f"ordered by {ordering.key!r}: that is not one column of {model.name!r}",
+        )
     col = named[0]
     if listing.distinct and (col.name, col.sql) not in listing.columns:
-        raise Declined(f"a distinct list ordered by {col.name!r}, a column it does not show")
+        raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
+            f"a distinct list ordered by {col.name!r}, a column it does not show",
+        )
     if ordering.descending is None and col in model.facts:
         raise Declined(
+            DeclineKind.AMBIGUOUS_READING,
             f"ordered by {ordering.key!r}: highest first or lowest first? "
-            "Say 'descending' or 'ascending'"
+            "Say 'descending' or 'ascending'",
         )
     return col.sql, bool(ordering.descending)

@@ -15,7 +15,7 @@ from reconciler.assembly.lexicon import Target, model_nouns
 from reconciler.assembly.retrieval import Mention, Retrieval, counted_model
 from reconciler.assembly.text import GRAIN_WORDS, tokenize
 from reconciler.lens import Lens, Model
-from reconciler.reading.ir import Declined, Measure
+from reconciler.reading.ir import Declined, DeclineKind, Measure
 from reconciler.reading.lex import AGGREGATE_WORDS
 from reconciler.reading.phrases.words import Reading, phrase_of
 
@@ -43,21 +43,29 @@ def fact_measure(lens: Lens, facts: tuple[Target, ...], word: str, phrase: str) 
     places = sorted({(t.model, t.name) for t in facts})
     if len(places) > 1:
         listed = ", ".join(f"{m}.{n}" for m, n in places)
-        raise Declined(f"fact {phrase!r} is ambiguous: it could mean {listed}")
+        raise Declined(
+            DeclineKind.AMBIGUOUS_READING, f"fact {phrase!r} is ambiguous: it could mean {listed}"
+        )
     if word not in FACT_AGGREGATES:
-        raise Declined(f"{word!r} is not a way to aggregate fact {phrase!r}")
+        raise Declined(
+            DeclineKind.UNKNOWN_TERM, f"{word!r} is not a way to aggregate fact {phrase!r}"
+        )
     model, name = places[0]
     func = FACT_AGGREGATES[word]
     col = next(c for c in lens.models[model].facts if c.name == name)
     if func in ("sum", "avg") and col.data_type.lower().startswith(NOT_ADDITIVE):
-        raise Declined(f"fact {model}.{name} is {col.data_type}, which {word!r} cannot aggregate")
+        raise Declined(
+            DeclineKind.UNKNOWN_TERM,
+            f"fact {model}.{name} is {col.data_type}, which {word!r} cannot aggregate",
+        )
     if func != "sum" and per_period_rows(lens.models[model], phrase):
         # A row of a (period x keys) table is not one "deal": AVG/MIN/MAX over its rows
         # is neither the per-entity nor the per-period figure the question may mean.
         raise Declined(
+            DeclineKind.UNSAFE_RESULT,
             f"{word} {phrase!r} would aggregate rows of model {model!r} that are per-period "
             f"cells (by {', '.join(lens.models[model].primary_key) or 'its grain'}), not one "
-            f"row per {phrase!r}"
+            f"row per {phrase!r}",
         )
     return Measure.of_fact(lens, model, name, func)
 
@@ -119,7 +127,9 @@ def select_measures(
         return (entity_count(lens, found, reading),)
     for measure in measures.values():
         if allowed_metrics is not None and measure.metric not in (None, *allowed_metrics):
-            raise Declined(f"metric {measure.metric!r} was not selected by assembly")
+            raise Declined(
+                DeclineKind.EXCLUDED, f"metric {measure.metric!r} was not selected by assembly"
+            )
     if len(named) > 1:
         _check_readings(lens, found, named, spans)
     if len(measures) > 1:
@@ -180,26 +190,32 @@ def _measure_of(
     if m.kind != "metric":
         if before is None:
             raise Declined(
+                DeclineKind.UNSUPPORTED_CONSTRUCT,
                 f"{phrase_of(found, m)!r} is a fact of model {m.targets[0].model!r}: say how to "
-                f"aggregate it (average, total, minimum, maximum)"
+                f"aggregate it (average, total, minimum, maximum)",
             )
         return fact_measure(lens, m.targets, before[1], phrase_of(found, m)), before[0]
     if len(m.targets) > 1:
         names = ", ".join(sorted(t.name for t in m.targets))
-        raise Declined(f"{phrase_of(found, m)!r} could mean several metrics ({names})")
+        raise Declined(
+            DeclineKind.AMBIGUOUS_READING,
+            f"{phrase_of(found, m)!r} could mean several metrics ({names})",
+        )
     metric = m.targets[0].name
     fitting = before is not None and fits(lens, metric, before[1])
     if before is None or fitting or (not m.facts and not inherited):
         return Measure.of_metric(lens, metric), before[0] if before and fitting else None
     if not m.facts:
         raise Declined(
+            DeclineKind.AMBIGUOUS_READING,
             f"does {before[1]!r} apply to {phrase_of(found, m)!r} too? It does not fit "
-            f"metric {metric!r}"
+            f"metric {metric!r}",
         )
     if lens.metrics[metric].filters:
         raise Declined(
+            DeclineKind.UNSAFE_RESULT,
             f"{before[1]!r} does not fit metric {metric!r}, and its filters would be "
-            f"lost by aggregating fact {phrase_of(found, m)!r} instead"
+            f"lost by aggregating fact {phrase_of(found, m)!r} instead",
         )
     return fact_measure(lens, m.facts, before[1], phrase_of(found, m)), before[0]
 
@@ -209,12 +225,18 @@ def _check_words(lens: Lens, measure: Measure, reading: Reading, spent: set[int]
     if measure.metric is None:
         for k, word in sorted(reading.aggregates.items()):
             if k not in spent and FACT_AGGREGATES.get(word) != measure.function:
-                raise Declined(f"{word!r} does not fit {measure.name!r} ({measure.expression})")
+                raise Declined(
+                    DeclineKind.UNKNOWN_TERM,
+                    f"{word!r} does not fit {measure.name!r} ({measure.expression})",
+                )
         return
     for word in sorted(set(reading.aggregates.values())):
         if not fits(lens, measure.metric, word):
             tree = sqlglot.parse_one(measure.expression, read=lens.config.dialect)
-            raise Declined(f"{word!r} does not fit metric {measure.metric!r} ({tree.sql()})")
+            raise Declined(
+                DeclineKind.UNKNOWN_TERM,
+                f"{word!r} does not fit metric {measure.metric!r} ({tree.sql()})",
+            )
 
 
 def _listed(found: Retrieval, end: int, start: int) -> bool:
@@ -265,15 +287,17 @@ def _check_readings(
             model = nouns.get(found.tokens[m.start : m.end])
             if measure.metric is not None and model is not None:
                 raise Declined(
+                    DeclineKind.AMBIGUOUS_READING,
                     f"{phrase_of(found, m)!r} reads two ways: metric {measure.metric!r} "
                     f"or the rows of model {model!r} that "
-                    f"{(mb if m is a else ma).name} is taken over"
+                    f"{(mb if m is a else ma).name} is taken over",
                 )
         if ma.metric is None or mb.metric is None or _counts(lens, ma) or _counts(lens, mb):
             words = " ".join(found.words[a.start : b.end])
             raise Declined(
+                DeclineKind.AMBIGUOUS_READING,
                 f"{words!r} reads two ways: {ma.name} and {mb.name} as two columns, or one "
-                f"measure of the other's rows; join them with 'and' for two columns"
+                f"measure of the other's rows; join them with 'and' for two columns",
             )
 
 
@@ -292,17 +316,23 @@ def _several(
         group = [m for m in measures if m.model == model]
         if len({m.models for m in group}) > 1:
             listed = "; ".join(f"{m.name}: {', '.join(m.models)}" for m in group)
-            raise Declined(f"the metrics read different models ({listed})")
+            raise Declined(
+                DeclineKind.UNSUPPORTED_CONSTRUCT, f"the metrics read different models ({listed})"
+            )
     for (_, end), (start, _) in itertools.pairwise(spans):
         if not _listed(found, end, start):
             raise Declined(
+                DeclineKind.UNSUPPORTED_CONSTRUCT,
                 f"the question names several metrics ({names}) joined by "
-                f"{' '.join(found.words[end:start])!r}, not a plain list"
+                f"{' '.join(found.words[end:start])!r}, not a plain list",
             )
     loose = sorted(set(reading.aggregates) - used)
     if loose:
         word = reading.aggregates[loose[0]]
-        raise Declined(f"{word!r} does not say which of the metrics ({names}) it applies to")
+        raise Declined(
+            DeclineKind.AMBIGUOUS_READING,
+            f"{word!r} does not say which of the metrics ({names}) it applies to",
+        )
     return measures
 
 
@@ -330,23 +360,27 @@ def entity_count(lens: Lens, found: Retrieval, reading: Reading) -> Measure:
     """
     counted = counted_model(lens, found)
     if counted is None:
-        raise Declined("the question names no metric of the lens" + _read_as(found))
+        raise Declined(
+            DeclineKind.UNKNOWN_TERM, "the question names no metric of the lens" + _read_as(found)
+        )
     start, _, _, model = counted
     key = lens.models[model].primary_key
     if len(key) != 1:
         raise Declined(
-            f"counting {model}: model {model!r} declares no single-column primary_key to count"
+            DeclineKind.MISSING_IN_LENS,
+            f"counting {model}: model {model!r} declares no single-column primary_key to count",
         )
     for metric in lens.metrics.values():
         tree = sqlglot.parse_one(metric.expression, read=lens.config.dialect)
         if metric.model == model and metric.filters and tree.find(exp.Count):
             raise Declined(
+                DeclineKind.AMBIGUOUS_READING,
                 f"metric {metric.name!r} counts {model} rows with filters: does the question "
-                f"mean it, or every {model} row?"
+                f"mean it, or every {model} row?",
             )
     for pos, word in sorted(reading.aggregates.items()):
         if pos != start:
-            raise Declined(f"{word!r} does not fit a count of {model}")
+            raise Declined(DeclineKind.UNKNOWN_TERM, f"{word!r} does not fit a count of {model}")
     dialect = lens.config.dialect
     sql = exp.Count(this=exp.Distinct(expressions=[exp.column(key[0])])).sql(dialect=dialect)
     return Measure(f"{model}_count", model, sql, (), (model,), None, "count_distinct")
@@ -388,11 +422,16 @@ def check_extras(
     """
     names = ", ".join(m.name for m in measures)
     if len(measures) > 1 and rank is not None:
-        raise Declined(f"a ranking by several metrics ({names}): which one orders it?")
+        raise Declined(
+            DeclineKind.AMBIGUOUS_READING,
+            f"a ranking by several metrics ({names}): which one orders it?",
+        )
     if len(measures) > 1 and reading.share:
-        raise Declined(f"a {reading.share} of several metrics ({names})")
+        raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT, f"a {reading.share} of several metrics ({names})"
+        )
     if reading.ties and rank is None:
-        raise Declined("'with ties' needs a ranking (top 3 …)")
+        raise Declined(DeclineKind.UNSUPPORTED_CONSTRUCT, "'with ties' needs a ranking (top 3 …)")
     if not reading.share:
         return
     measure = measures[0]
@@ -402,11 +441,13 @@ def check_extras(
     )
     if not sums and measure.function != "count_distinct":
         raise Declined(
+            DeclineKind.UNSAFE_RESULT,
             f"a {reading.share} of {measure.name} ({tree.sql()}): only a sum or a count "
-            f"adds up to a total to take a {reading.share} of"
+            f"adds up to a total to take a {reading.share} of",
         )
     if keys != 1:
         raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
             f"a {reading.share} needs exactly one breakdown or time grain to divide the "
-            f"total over (this question has {keys})"
+            f"total over (this question has {keys})",
         )

@@ -52,7 +52,7 @@ from reconciler.assembly.retrieval import retrieve
 from reconciler.assembly.text import GRAIN_WORDS, STOPWORDS, tokenize
 from reconciler.lens import Lens
 from reconciler.reading.grammar.having import compared_count
-from reconciler.reading.ir import Declined, Measure, Plan
+from reconciler.reading.ir import Declined, DeclineKind, Measure, Plan
 from reconciler.reading.phrases.labels import Label, label_item, label_words
 from reconciler.reading.phrases.months import render
 from reconciler.reading.phrases.notes import check_notes, split_notes
@@ -195,8 +195,9 @@ def answer_outputs(
             return None  # the main question is no aggregate: the listings may read it
     if plan.share or plan.change or plan.joined:
         raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
             "a list of output columns is not read with a share, a change or measures on "
-            "several models"
+            "several models",
         )
     columns: list[str] = []
     if (
@@ -204,7 +205,10 @@ def answer_outputs(
         and outputs.start is not None
         and (plan.rank or (None,))[0] != outputs.start
     ):
-        raise Declined("'starting from the top/bottom' does not restate the question's ranking")
+        raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
+            "'starting from the top/bottom' does not restate the question's ranking",
+        )
     hidden: set[str] = set()
     if outputs is not None:
         plan, columns, hidden = _listed(lens, plan, outputs, values, allowed, parse)
@@ -213,7 +217,10 @@ def answer_outputs(
     check_notes(lens, notes, (plan.measure, *plan.extra), values)
     if ordering is not None:
         if plan.order is not None:
-            raise Declined("the question is ordered twice (an ordering phrase and a sentence)")
+            raise Declined(
+                DeclineKind.UNSUPPORTED_CONSTRUCT,
+                "the question is ordered twice (an ordering phrase and a sentence)",
+            )
         plan = order_plan(lens, plan, ordering, values)
     _check_joins(lens, plan, values)
     keys = [*([plan.grain] if plan.grain else []), *(d for _, d in plan.breakdowns)]
@@ -234,7 +241,10 @@ def _listed(
     measure on the same grouping."""
     for phrase in outputs.keys:
         if _item(lens, plan, phrase, values, allowed, parse)[1] is not None:
-            raise Declined(f"'for each {phrase}' names a measure, not a key of the result")
+            raise Declined(
+                DeclineKind.UNSUPPORTED_CONSTRUCT,
+                f"'for each {phrase}' names a measure, not a key of the result",
+            )
     columns: list[str] = []
     hidden: set[str] = set()
     asked = plan
@@ -248,13 +258,17 @@ def _listed(
             if measure is not None:
                 plan = dataclasses.replace(plan, extra=(*plan.extra, measure))
         if name in columns:
-            raise Declined(f"{phrase!r} lists a column already listed ({name})")
+            raise Declined(
+                DeclineKind.UNSUPPORTED_CONSTRUCT,
+                f"{phrase!r} lists a column already listed ({name})",
+            )
         columns.append(name)
     unlisted = [m.name for m in (plan.measure, *plan.extra) if m.name not in columns]
     if unlisted:
         raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
             f"the question asks for {', '.join(unlisted)} but the output list leaves it "
-            f"out: list it to show it"
+            f"out: list it to show it",
         )
     return plan, columns, hidden - set(columns)
 
@@ -312,19 +326,27 @@ def _most_common(lens: Lens, question: str, values: DimensionValues, parse: Pars
     head = [t for t in tokenize(match["head"]) if t not in STOPWORDS]
     if loose or len(dims) != 1 or len(found.mentions) != 1 or len(models) != 1 or len(head) != 2:
         raise Declined(
-            f"'most common {match['dims']}': say which one column's values to count the rows of"
+            DeclineKind.AMBIGUOUS_READING,
+            f"'most common {match['dims']}': say which one column's values to count the rows of",
         )
     model = next(iter(models))
     if match["noun"] and model_nouns(lens).get(tokenize(match["noun"])) != model:
         raise Declined(
-            f"{match['dims']!r} is a column of model {model!r}, not of {match['noun']!r}"
+            DeclineKind.UNKNOWN_TERM,
+            f"{match['dims']!r} is a column of model {model!r}, not of {match['noun']!r}",
         )
     key = lens.models[model].primary_key
     if not key:
-        raise Declined(f"counting {model}: model {model!r} declares no primary_key")
+        raise Declined(
+            DeclineKind.MISSING_IN_LENS,
+            f"counting {model}: model {model!r} declares no primary_key",
+        )
     plan = parse(lens, f"{match['head']}{match['dims']} by number of {model}", values, None)
     if plan.base != model or plan.extra or plan.joined:
-        raise Declined(f"'most common {match['dims']}' does not read as a count of {model}")
+        raise Declined(
+            DeclineKind.UNKNOWN_TERM,
+            f"'most common {match['dims']}' does not read as a count of {model}",
+        )
     # One row per key: a one-column key is counted, a row of a composite key is one.
     one = exp.Distinct(expressions=[exp.column(key[0])]) if len(key) == 1 else exp.Star()
     sql = exp.Count(this=one)
@@ -359,11 +381,15 @@ def _ranked_by_two(
         return None
     if second.model != plan.base or second.models != plan.measure.models:
         raise Declined(
+            DeclineKind.UNSAFE_RESULT,
             f"a ranking by {first.name} and {second.name}: {second.name} is not measured on "
-            f"the rows of model {plan.base!r} with the same joins"
+            f"the rows of model {plan.base!r} with the same joins",
         )
     if plan.ties:
-        raise Declined("'with ties' on a ranking by several measures is not read")
+        raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
+            "'with ties' on a ranking by several measures is not read",
+        )
     return dataclasses.replace(plan, extra=(second,)), 2
 
 
@@ -405,10 +431,14 @@ def _item(
         )
         if measure is None:
             raise Declined(
-                f"the output list names {phrase!r}, which reads as no column: {exc.reason}"
+                exc.kind,
+                f"the output list names {phrase!r}, which reads as no column: {exc.reason}",
             ) from exc
     if measure is None:
-        raise Declined(f"the output list names {phrase!r}, which is more than one column")
+        raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
+            f"the output list names {phrase!r}, which is more than one column",
+        )
     if based is not None:
         _check_based_on(lens, measure, based["fact"], values)
     for known in (plan.measure, *plan.extra):
@@ -416,11 +446,15 @@ def _item(
             return known.name, None
     if measure.model != plan.base or measure.models != plan.measure.models:
         raise Declined(
+            DeclineKind.UNSAFE_RESULT,
             f"{phrase!r} is measured on model {measure.model!r}, not on the rows of "
-            f"{plan.base!r} the question groups: joining both would fan one of them out"
+            f"{plan.base!r} the question groups: joining both would fan one of them out",
         )
     if any(m.name == measure.name for m in (plan.measure, *plan.extra)):
-        raise Declined(f"{phrase!r} and another measure share the column name {measure.name}")
+        raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
+            f"{phrase!r} and another measure share the column name {measure.name}",
+        )
     return measure.name, measure
 
 
@@ -432,13 +466,16 @@ def _check_based_on(lens: Lens, measure: Measure, phrase: str, values: Dimension
     loose = [t for i, t in enumerate(found.tokens) if i not in found.covered()]
     places = {(t.model, t.name) for m in facts for t in m.targets}
     if loose or len(facts) != 1 or len(places) != 1:
-        raise Declined(f"'based on {phrase}' names no one fact")
+        raise Declined(DeclineKind.UNKNOWN_TERM, f"'based on {phrase}' names no one fact")
     model, name = next(iter(places))
     column = next(c for c in lens.models[model].facts if c.name == name)
     tree = sqlglot.parse_one(measure.expression, read=lens.config.dialect)
     read = {c.name.lower() for c in tree.find_all(exp.Column)}
     if model != measure.model or not {name.lower(), column.sql.lower()} & read:
-        raise Declined(f"{measure.name} is not computed from {phrase!r} ({measure.expression})")
+        raise Declined(
+            DeclineKind.UNKNOWN_TERM,
+            f"{measure.name} is not computed from {phrase!r} ({measure.expression})",
+        )
 
 
 def _distinct_count(lens: Lens, plan: Plan, phrase: str) -> Measure | None:
@@ -463,7 +500,8 @@ def _distinct_count(lens: Lens, plan: Plan, phrase: str) -> Measure | None:
         keys = tuple(joins[0].on) if len(joins) == 1 else ()
     if len(keys) != 1:
         raise Declined(
-            f"{phrase!r}: model {plan.base!r} has no single column naming one {noun} to count"
+            DeclineKind.MISSING_IN_LENS,
+            f"{phrase!r}: model {plan.base!r} has no single column naming one {noun} to count",
         )
     sql = exp.Count(this=exp.Distinct(expressions=[exp.column(keys[0])]))
     dialect = lens.config.dialect
@@ -491,11 +529,15 @@ def _key(lens: Lens, plan: Plan, phrase: str, values: DimensionValues) -> str | 
     if len(chosen) == 1:
         return chosen[0]
     if chosen:
-        raise Declined(f"{phrase!r} could be several columns of the result ({', '.join(chosen)})")
+        raise Declined(
+            DeclineKind.AMBIGUOUS_READING,
+            f"{phrase!r} could be several columns of the result ({', '.join(chosen)})",
+        )
     listed = ", ".join(sorted(f"{m}.{d}" for m, d in places))
     raise Declined(
+        DeclineKind.UNSAFE_RESULT,
         f"the output list names {phrase!r} ({listed}), which the question does not break "
-        f"down by: showing it would change the grouping"
+        f"down by: showing it would change the grouping",
     )
 
 
@@ -505,7 +547,7 @@ def _check_joins(lens: Lens, plan: Plan, values: DimensionValues) -> None:
         for here, join in one_path(lens, plan.base, target):
             doubt = join_doubt(values, here, join)
             if doubt is not None:
-                raise Declined(doubt)
+                raise Declined(DeclineKind.NO_JOIN_PATH, doubt)
 
 
 def _rendered(
@@ -519,7 +561,10 @@ def _rendered(
     assert isinstance(query, exp.Select)
     selects = {s.alias_or_name: s for s in query.selects if s.alias_or_name not in (hidden or ())}
     if sorted(selects) != sorted(columns):
-        raise Declined(f"the result would hold {', '.join(selects)}, not {', '.join(columns)}")
+        raise Declined(
+            DeclineKind.UNSAFE_RESULT,
+            f"the result would hold {', '.join(selects)}, not {', '.join(columns)}",
+        )
     query.set("expressions", [selects[c] for c in columns])
     if order_by == 2:
         order = query.args["order"]

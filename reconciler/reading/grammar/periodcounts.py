@@ -31,7 +31,7 @@ from sqlglot import exp
 
 from reconciler.lens import Lens
 from reconciler.reading.compile import render
-from reconciler.reading.ir import Declined, Plan
+from reconciler.reading.ir import Declined, DeclineKind, Plan
 from reconciler.reading.phrases.words import Reading
 
 _ORDER = "period_order"
@@ -54,12 +54,20 @@ def check_compared_count(
     """
     what = f"a count of {model} over compared periods"
     if broken_down or rank is not None or reading.who:
-        raise Declined(f"{what} is read alone, not broken down or ranked; ask for one period")
+        raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
+            f"{what} is read alone, not broken down or ranked; ask for one period",
+        )
     if reading.grains:
         grain = next(iter(reading.grains))
-        raise Declined(f"{what} by {grain}: one count per period, or per {grain}?")
+        raise Declined(
+            DeclineKind.AMBIGUOUS_READING,
+            f"{what} by {grain}: one count per period, or per {grain}?",
+        )
     if reading.share or reading.change or reading.change_grains:
-        raise Declined(f"{what} is not read with a share or a change")
+        raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT, f"{what} is not read with a share or a change"
+        )
 
 
 def render_period_counts(lens: Lens, plan: Plan) -> str:
@@ -80,7 +88,8 @@ def render_period_counts(lens: Lens, plan: Plan) -> str:
     """
     if plan.order or plan.joined or plan.extra:
         raise Declined(
-            "a count over compared periods is read alone (no ordering, no other measure)"
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
+            "a count over compared periods is read alone (no ordering, no other measure)",
         )
     dialect = lens.config.dialect
     parts: list[exp.Select] = []

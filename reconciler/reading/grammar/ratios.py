@@ -31,7 +31,7 @@ from sqlglot import exp
 
 from reconciler.lens import Lens
 from reconciler.reading.compile import render
-from reconciler.reading.ir import DIFFERENCE, Declined, Plan, TwoMeasures
+from reconciler.reading.ir import DIFFERENCE, Declined, DeclineKind, Plan, TwoMeasures
 from reconciler.reading.phrases.months import unordered
 
 
@@ -56,10 +56,14 @@ def render_two_measures(lens: Lens, plan: Plan, spelling: TwoMeasures) -> str:
     measures = [plan.measure, *plan.extra, *(m for p in plan.joined for m in (p.measure, *p.extra))]
     if len(measures) != 2 or measures[0].name == measures[1].name:
         names = ", ".join(m.name for m in measures)
-        raise Declined(f"a {spelling.kind} needs exactly two different measures (read: {names})")
+        raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
+            f"a {spelling.kind} needs exactly two different measures (read: {names})",
+        )
     if plan.rank or plan.share or plan.change:
         raise Declined(
-            f"a {spelling.kind} of two measures is not read with a ranking, share or change"
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
+            f"a {spelling.kind} of two measures is not read with a ranking, share or change",
         )
     a, b = (m.name for m in measures)
     inner = sqlglot.parse_one(render(lens, plan), read=lens.config.dialect)
@@ -85,7 +89,10 @@ def render_two_measures(lens: Lens, plan: Plan, spelling: TwoMeasures) -> str:
     if plan.order is not None:
         unordered(plan, f"a {spelling.kind}")
         if plan.order[0] not in keys:
-            raise Declined(f"ordered by {plan.order[0]!r}, which the {spelling.kind} does not show")
+            raise Declined(
+                DeclineKind.UNSUPPORTED_CONSTRUCT,
+                f"ordered by {plan.order[0]!r}, which the {spelling.kind} does not show",
+            )
         order.append(exp.Ordered(this=exp.column(plan.order[0]), desc=plan.order[1]))
         ordered_keys.remove(plan.order[0])
     elif plan.grain is None and keys:

@@ -3,13 +3,10 @@
 A fact phrase with no aggregation word is a value of each row, not a measure. Three
 places read it so:
 
-* a listing keeps the rows a comparison on one of *its own* facts passes ("the
-  aircraft codes of all aircraft with a cruising speed of over 200"; the phrase is
-  split off by :mod:`reconciler.reading.phrases.bounds`): :func:`row_bounds`;
-* "which <nouns> have the highest <fact>", plural with no count, keeps every row tied
-  at the extreme: :func:`tied_rows`; a ranking whose rows are a column's values
-  ("which 3 manufacturers have the highest capacity") needs an aggregate:
-  :func:`check_ranked_values` (both for :mod:`reconciler.reading.grammar.listing`);
+* a listing keeps the rows a comparison on one of *its own* facts passes, keeps every
+  row tied at the extreme, or declines a ranking of a column's values
+  (:mod:`reconciler.reading.phrases.rowfacts`, shared with
+  :mod:`reconciler.reading.grammar.listing`);
 * a ratio or difference of two facts of each row, :func:`row_expression`, below.
 
 A ratio or difference spelling (:func:`reconciler.reading.phrases.twomeasures.find_two_measures`)
@@ -51,14 +48,15 @@ from __future__ import annotations
 import sqlglot
 from sqlglot import exp
 
-from reconciler.assembly.lexicon import DimensionValues, Target, model_nouns
+from reconciler.assembly.lexicon import DimensionValues, model_nouns
 from reconciler.assembly.retrieval import Mention, Retrieval, retrieve
-from reconciler.assembly.text import STOPWORDS, tokenize
+from reconciler.assembly.text import STOPWORDS
 from reconciler.lens import Column, Lens, Model
-from reconciler.reading.ir import DIFFERENCE, RATIO, Declined, TwoMeasures
+from reconciler.reading.ir import DIFFERENCE, RATIO, Declined, DeclineKind, TwoMeasures
 from reconciler.reading.lex import AGGREGATE_WORDS
-from reconciler.reading.phrases.bounds import Bound, split_bounds
+from reconciler.reading.phrases.bounds import split_bounds
 from reconciler.reading.phrases.naming import is_key
+from reconciler.reading.phrases.rowfacts import is_column, row_bounds
 
 # Words that may open the question before the spelling ("calculate the ratio of …").
 _OPENERS = frozenset(
@@ -132,8 +130,9 @@ def _rows_phrase(lens: Lens, found: Retrieval, start: int) -> tuple[int, int] | 
         i += 1
     if i == len(toks) and all(t in STOPWORDS for t in toks[start:]):
         raise Declined(
+            DeclineKind.AMBIGUOUS_READING,
             "a ratio of two facts: of each row, or of totals? Say 'for each <key>' "
-            "(or 'the ratio of total … to total …')"
+            "(or 'the ratio of total … to total …')",
         )
     if not _INTRODUCERS & set(toks[start:i]):
         return None
@@ -158,43 +157,50 @@ def _one_model(lens: Lens, *sides: tuple[Retrieval, Mention]) -> Model:
         words = [" ".join(f.words[m.start : m.end]) for f, m in sides]
         if not shared:
             raise Declined(
+                DeclineKind.UNSUPPORTED_CONSTRUCT,
                 f"{words[0]!r} and {words[1]!r} are facts of different models "
                 f"({', '.join(sorted(places[0]))} / {', '.join(sorted(places[1]))}): "
-                "a value of each row needs both on one row"
+                "a value of each row needs both on one row",
             )
-        raise Declined(f"{words[0]!r} and {words[1]!r} are facts of several models: which one?")
+        raise Declined(
+            DeclineKind.AMBIGUOUS_READING,
+            f"{words[0]!r} and {words[1]!r} are facts of several models: which one?",
+        )
     return lens.models[shared[0]]
 
 
 def _fact(model: Model, mention: Mention) -> Column:
     """The one fact of ``model`` the mention names."""
-    named = [c for c in model.facts if any(_is(t, model, c) for t in mention.targets)]
+    named = [c for c in model.facts if any(is_column(t, model, c) for t in mention.targets)]
     if len(named) != 1:
         listed = ", ".join(c.name for c in named)
-        raise Declined(f"the fact phrase names several facts of model {model.name!r}: {listed}")
+        raise Declined(
+            DeclineKind.AMBIGUOUS_READING,
+            f"the fact phrase names several facts of model {model.name!r}: {listed}",
+        )
     return named[0]
-
-
-def _is(target: Target, model: Model, column: Column) -> bool:
-    return target.model == model.name and target.name == column.name
 
 
 def _key_of(lens: Lens, model: Model, found: Retrieval, rows: tuple[int, int]) -> Column:
     """The key column the rows phrase names: the model's noun, or its key dimension."""
     words = " ".join(found.words[rows[0] : rows[1]])
     if len(model.primary_key) != 1:
-        raise Declined(f"model {model.name!r} has no single-column primary key to name its rows")
+        raise Declined(
+            DeclineKind.MISSING_IN_LENS,
+            f"model {model.name!r} has no single-column primary key to name its rows",
+        )
     keys = [c for c in model.dimensions if is_key(lens, model.name, c.name)]
     noun = model_nouns(lens).get(found.tokens[rows[0] : rows[1]])
     if noun == model.name:
         return keys[0] if keys else Column(name=model.primary_key[0])
     mention = next((m for m in found.mentions if (m.start, m.end) == rows), None)
-    named = [c for c in keys if mention and any(_is(t, model, c) for t in mention.targets)]
+    named = [c for c in keys if mention and any(is_column(t, model, c) for t in mention.targets)]
     if named:
         return named[0]
     raise Declined(
+        DeclineKind.UNSAFE_RESULT,
         f"{words!r} is not the key of model {model.name!r}: several of its rows share one, "
-        "so the facts need an aggregate (e.g. 'the ratio of total … to total … for each …')"
+        "so the facts need an aggregate (e.g. 'the ratio of total … to total … for each …')",
     )
 
 
@@ -221,82 +227,3 @@ def _render(
         .order_by(exp.Ordered(this=exp.column(key.name), desc=False))
     )
     return query
-
-
-def row_bounds(lens: Lens, model: Model, bounds: tuple[Bound, ...]) -> list[exp.Expr]:
-    """The WHERE conditions of comparisons on facts of the rows listed
-    (:mod:`reconciler.reading.phrases.bounds`): "the aircraft with a cruising speed of over 200".
-
-    Raises:
-        Declined: a compared fact of another model than the listed one (its rows are
-            not these), or a phrase naming several facts of it.
-    """
-    dialect = lens.config.dialect
-    out: list[exp.Expr] = []
-    for bound in bounds:
-        named = [c for c in model.facts if any(_is(t, model, c) for t in bound.facts)]
-        if not named:
-            places = ", ".join(sorted({f"{t.model}.{t.name}" for t in bound.facts}))
-            raise Declined(
-                f"{bound.phrase!r} compares {places}, not a fact of the {model.name} listed"
-            )
-        if len(named) > 1:
-            listed = ", ".join(c.name for c in named)
-            raise Declined(f"{bound.phrase!r} names several facts of {model.name}: {listed}")
-        for op, n in bound.conditions:
-            out.append(
-                _COMPARE[op](
-                    this=sqlglot.parse_one(named[0].sql, read=dialect),
-                    expression=exp.Literal.number(n),
-                )
-            )
-    return out
-
-
-def tied_rows(lens: Lens, model: Model, extreme: tuple[str, bool], query: exp.Select) -> exp.Expr:
-    """``<column> = (SELECT MAX(<column>) FROM <table> WHERE …)`` (``MIN`` when not
-    descending): every row of ``query`` tied at the extreme of the column ``extreme``
-    (``(SQL, descending)``), within the rows ``query``'s WHERE keeps."""
-    dialect = lens.config.dialect
-    value = sqlglot.parse_one(extreme[0], read=dialect)
-    top = exp.Max(this=value.copy()) if extreme[1] else exp.Min(this=value.copy())
-    inner = exp.select(top).from_(exp.to_table(model.table, dialect=dialect))
-    where = query.args.get("where")
-    if where is not None:
-        inner.set("where", where.copy())
-    return exp.EQ(this=value, expression=exp.Subquery(this=inner))
-
-
-def check_ranked_values(
-    lens: Lens, model: Model, columns: list[tuple[str, str]], key: tuple[str, str]
-) -> None:
-    """Decline a ranking by a fact that lists columns naming no one row: "which 3
-    manufacturers have the highest capacity" ranks manufacturers, each over several
-    rows, so it needs an aggregate; the model's key or a name or title column names
-    its rows ("which 3 aircraft codes have the highest capacity").
-
-    Args:
-        lens: the lens.
-        model: the model listed (the question names no noun of it).
-        columns: ``(alias, SQL)`` of the listed columns.
-        key: ``(alias, SQL)`` of the fact ranked by.
-
-    Raises:
-        Declined: a listed column that is neither the key nor a name or title column.
-    """
-    for alias, _ in columns:
-        if is_key(lens, model.name, alias) or tokenize(alias)[-1:] in (("name",), ("title",)):
-            continue
-        raise Declined(
-            f"ranking {alias!r} by {key[0]!r}: several {model.name} rows share a {alias}, so "
-            f"it needs an aggregate (total, average, maximum {key[0]} by {alias}), or rank "
-            f"the {model.name} rows themselves"
-        )
-
-
-_COMPARE: dict[str, type[exp.Binary]] = {
-    ">": exp.GT,
-    ">=": exp.GTE,
-    "<": exp.LT,
-    "<=": exp.LTE,
-}

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 
 from reconciler.assembly.lexicon import model_nouns
 from reconciler.assembly.text import tokenize
-from reconciler.lens import Lens
-from reconciler.reading.ir import Declined, Plan
+from reconciler.lens import Column, Lens, Model
+from reconciler.reading.ir import Declined, DeclineKind, Plan
 from reconciler.reading.phrases.naming import is_key, is_name
 
 _WORDS = {"name": "name", "id": "id"}
@@ -69,20 +69,26 @@ def label_item(lens: Lens, plan: Plan, phrase: str) -> Label | None:
     if noun and not models:
         return None  # "country name": no model noun, the phrase may be a lens column
     if len(models) != 1:
-        raise Declined(f"{phrase!r}: the {kind} of which of the grouped models?")
+        raise Declined(
+            DeclineKind.AMBIGUOUS_READING, f"{phrase!r}: the {kind} of which of the grouped models?"
+        )
     model = models[0]
     check = is_name if kind == "name" else is_key
     columns = [d.name for d in lens.models[model].dimensions if check(lens, model, d.name)]
     if len(columns) != 1:
-        raise Declined(f"{phrase!r}: model {model!r} has {len(columns)} {kind} columns, not one")
+        raise Declined(
+            DeclineKind.AMBIGUOUS_READING,
+            f"{phrase!r}: model {model!r} has {len(columns)} {kind} columns, not one",
+        )
     place = (model, columns[0])
     if place in plan.breakdowns:
         return Label(plan, columns[0], None)
     key = next((d for m, d in plan.breakdowns if m == model and is_key(lens, m, d)), None)
     if kind != "name" or key is None:
         raise Declined(
+            DeclineKind.UNSAFE_RESULT,
             f"the output list names {phrase!r} ({model}.{columns[0]}), which the question "
-            "does not break down by: showing it would change the grouping"
+            "does not break down by: showing it would change the grouping",
         )
     shown = dataclasses.replace(plan, breakdowns=(*plan.breakdowns, place))
     return Label(shown, columns[0], key)
@@ -98,3 +104,27 @@ def _models(lens: Lens, plan: Plan, noun: tuple[str, ...]) -> list[str]:
         m for m, d in plan.breakdowns if is_key(lens, m, d) or is_name(lens, m, d)
     )
     return list(grouped)
+
+
+def row_label(model: Model, noun: tuple[str, ...], phrase: str) -> Column:
+    """The one dimension of ``model`` that names its rows: a dimension named like the
+    noun (``product``), ``<noun> name`` / ``<noun> title``, ``name`` or ``title``, or
+    with the noun as a synonym.
+
+    Raises:
+        Declined: no such dimension, or several.
+    """
+    names = {noun, (*noun, "name"), ("name",), (*noun, "title"), ("title",)}
+    labels = [
+        c
+        for c in model.dimensions
+        if tokenize(c.name) in names or any(tokenize(s) == noun for s in c.synonyms)
+    ]
+    if len(labels) != 1:
+        listed = ", ".join(c.name for c in labels) or "none"
+        raise Declined(
+            DeclineKind.AMBIGUOUS_READING,
+            f"which column names a {phrase!r} row of model {model.name!r}? "
+            f"(dimensions named like it: {listed})",
+        )
+    return labels[0]

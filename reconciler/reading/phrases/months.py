@@ -23,7 +23,7 @@ from sqlglot import exp
 from reconciler.assembly.text import MONTHS
 from reconciler.lens import Lens
 from reconciler.reading import compile as compiler
-from reconciler.reading.ir import Declined, Plan
+from reconciler.reading.ir import Declined, DeclineKind, Plan
 
 # The longest name of each month: its full name ("may" has no other).
 _FULL_NAMES = {
@@ -46,7 +46,10 @@ def render(lens: Lens, plan: Plan) -> str:
     query = sqlglot.parse_one(sql, read=dialect)
     order = query.args.get("order")
     if not isinstance(query, exp.Select) or order is None or not order.expressions:
-        raise Declined("a month-name ordering the query cannot hold (it has no ORDER BY)")
+        raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
+            "a month-name ordering the query cannot hold (it has no ORDER BY)",
+        )
     first = order.expressions[0]
     column = first.this
     first.set("this", calendar_position(column, plan.months))
@@ -74,4 +77,6 @@ def unordered(plan: Plan, what: str) -> None:
         Declined: ``plan.months`` is set.
     """
     if plan.months:
-        raise Declined(f"an ordering by month names with {what} is not read")
+        raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT, f"an ordering by month names with {what} is not read"
+        )

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from reconciler.assembly.lexicon import DimensionValues, model_nouns
 from reconciler.assembly.retrieval import Mention, Retrieval, retrieve
 from reconciler.lens import Lens
-from reconciler.reading.ir import Declined
+from reconciler.reading.ir import Declined, DeclineKind
 
 _NAMED = frozenset({"named", "called"})
 Check = Callable[[Lens, str, str], bool]
@@ -84,29 +84,33 @@ def _value_after(
     value = _mention_at(found, i + 1)
     if value is None and found.words[i + 1 : i + 2] and found.words[i + 1].isdigit():
         raise Declined(
+            DeclineKind.UNKNOWN_TERM,
             f"'{word} {found.words[i + 1]}': a number is not read as {what} "
-            "(only stored text values are)"
+            "(only stored text values are)",
         )
     if value is None or value.kind != "value":
         after = " ".join(found.words[i + 1 : i + 4])
         raise Declined(
+            DeclineKind.UNKNOWN_TERM,
             f"'{word} {after}': no column of the lens holds that value as {what} "
-            f"(the warehouse's values are looked up)"
+            f"(the warehouse's values are looked up)",
         )
     wrong = sorted(
         {f"{t.model}.{t.name}" for t in value.targets if not check(lens, t.model, t.name)}
     )
     if wrong:
         raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
             f"'{word}' is followed by a value of {', '.join(wrong)}, which is not {what} "
-            f"column of its model"
+            f"column of its model",
         )
     noun = _noun_before(lens, found, first)
     models = {t.model for t in value.targets}
     if noun is not None and noun not in models:
         raise Declined(
+            DeclineKind.UNKNOWN_TERM,
             f"'{word}' names a value of {', '.join(sorted(models))}, not of {noun!r} "
-            "the question names before it"
+            "the question names before it",
         )
 
 

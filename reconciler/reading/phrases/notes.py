@@ -25,7 +25,7 @@ from sqlglot import exp
 from reconciler.assembly.lexicon import DimensionValues
 from reconciler.assembly.retrieval import retrieve
 from reconciler.lens import Lens
-from reconciler.reading.ir import Declined, Measure
+from reconciler.reading.ir import Declined, DeclineKind, Measure
 
 _NOTE = re.compile(
     r"(?<=[?.!])\s+note\s+that\s+(?P<term>[\w\s]+?)\s+(?:refers\s+to|means|is)\s+the\s+"
@@ -86,17 +86,23 @@ def check_notes(
         loose = [t for i, t in enumerate(found.tokens) if i not in found.covered()]
         metrics = {t.name for m in found.mentions if m.kind == "metric" for t in m.targets}
         if loose or len(found.mentions) != 1 or len(metrics) != 1:
-            raise Declined(f"{note.text!r}: {note.term!r} names no one metric of the lens")
+            raise Declined(
+                DeclineKind.UNKNOWN_TERM,
+                f"{note.text!r}: {note.term!r} names no one metric of the lens",
+            )
         name = next(iter(metrics))
         measure = by_metric.get(name)
         if measure is None:
-            raise Declined(f"{note.text!r}: the question does not measure {name}")
+            raise Declined(
+                DeclineKind.UNKNOWN_TERM, f"{note.text!r}: the question does not measure {name}"
+            )
         if not _restates(lens, measure, note):
             metric = lens.metrics[name]
             filters = f" where {' and '.join(metric.filters)}" if metric.filters else ""
             raise Declined(
+                DeclineKind.UNKNOWN_TERM,
                 f"{note.text!r} does not restate metric {name} "
-                f"({metric.expression} on model {metric.model!r}{filters})"
+                f"({metric.expression} on model {metric.model!r}{filters})",
             )
 
 

@@ -30,7 +30,7 @@ from reconciler.assembly.lexicon import model_nouns
 from reconciler.assembly.retrieval import Mention, Retrieval
 from reconciler.assembly.text import tokenize
 from reconciler.lens import Lens, Model
-from reconciler.reading.ir import Declined, Plan
+from reconciler.reading.ir import Declined, DeclineKind, Plan
 from reconciler.reading.phrases.words import plural, uninvited
 
 
@@ -86,8 +86,9 @@ def check_noun_breakdowns(
         if hits and mention.start > 0 and found.tokens[mention.start - 1] == "per":
             word = " ".join(found.words[mention.start : mention.end])
             raise Declined(
+                DeclineKind.AMBIGUOUS_READING,
                 f"'per {word}': one row per {hits[0].model} row, or an average over "
-                f"{hits[0].model} (a ratio)? Say 'for each {word}' or 'divided by'"
+                f"{hits[0].model} (a ratio)? Say 'for each {word}' or 'divided by'",
             )
     if rank is not None:
         return
@@ -97,9 +98,10 @@ def check_noun_breakdowns(
             continue
         phrase = " ".join(found.words[mention.start : mention.end])
         raise Declined(
+            DeclineKind.AMBIGUOUS_READING,
             f"{phrase!r} names the rows of model {hits[0].model!r} and its dimension "
             f"{hits[0].name!r}: one row per {hits[0].model} (say 'by {phrase}'), or the "
-            f"{hits[0].model} the figure is taken over?"
+            f"{hits[0].model} the figure is taken over?",
         )
 
 
@@ -180,9 +182,10 @@ def with_row_keys(lens: Lens, plan: Plan) -> Plan:
             continue
         if plan.change is not None or plan.joined:
             raise Declined(
+                DeclineKind.UNSAFE_RESULT,
                 f"a breakdown by {dim!r} is one row per {model} row (two may share a "
                 f"{dim}); with a change between periods or measures of several models "
-                f"it is not read: ask by {key!r}"
+                f"it is not read: ask by {key!r}",
             )
         if (model, key) not in hidden:
             hidden.append((model, key))

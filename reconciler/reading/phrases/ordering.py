@@ -44,7 +44,7 @@ from reconciler.assembly.lexicon import DimensionValues, model_nouns
 from reconciler.assembly.retrieval import retrieve
 from reconciler.assembly.text import GRAIN_WORDS, MONTHS, canonical_sql, ordering_phrase, tokenize
 from reconciler.lens import Lens
-from reconciler.reading.ir import Declined, Measure, Plan
+from reconciler.reading.ir import Declined, DeclineKind, Measure, Plan
 
 _DIRECTIONS = {"ascending": False, "asc": False, "descending": True, "desc": True}
 # Directions that rank by a value: "from highest to lowest", "the highest … first".
@@ -94,13 +94,22 @@ def order_plan(lens: Lens, plan: Plan, ordering: Ordering, values: DimensionValu
     }
     clash = next((what for what, there in fixed.items() if there), None)
     if clash is not None:
-        raise Declined(f"an ordering phrase with {clash} is not read (it has its own order)")
+        raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
+            f"an ordering phrase with {clash} is not read (it has its own order)",
+        )
     if not plan.breakdowns and plan.grain is None:
-        raise Declined("an ordering phrase on a single value: there is nothing to order")
+        raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
+            "an ordering phrase on a single value: there is nothing to order",
+        )
     if ordering.key is None:
         alias = plan.measure.name if ordering.by_value else plan.grain or plan.measure.name
         if ordering.by_value and plan.extra:
-            raise Declined("ordered from highest to lowest: by which of the measures?")
+            raise Declined(
+                DeclineKind.AMBIGUOUS_READING,
+                "ordered from highest to lowest: by which of the measures?",
+            )
         return dataclasses.replace(plan, order=(alias, bool(ordering.descending)))
     try:
         alias, is_measure = _key_column(lens, plan, ordering.key, values)
@@ -110,12 +119,14 @@ def order_plan(lens: Lens, plan: Plan, ordering: Ordering, values: DimensionValu
         alias, is_measure = plan.measure.name, True
     if ordering.by_value and not is_measure:
         raise Declined(
-            f"ordered from highest to lowest {ordering.key!r}: that is not a measure of the result"
+            DeclineKind.UNKNOWN_TERM,
+            f"ordered from highest to lowest {ordering.key!r}: that is not a measure of the result",
         )
     if is_measure and ordering.descending is None:
         raise Declined(
+            DeclineKind.AMBIGUOUS_READING,
             f"ordered by {ordering.key!r}: highest first or lowest first? "
-            "Say 'descending' or 'ascending'"
+            "Say 'descending' or 'ascending'",
         )
     named = next(((m, d) for m, d in plan.breakdowns if d == alias and not is_measure), None)
     months = _calendar_names(lens, values, *named, ordering.key) if named else ()
@@ -133,7 +144,9 @@ def _key_column(lens: Lens, plan: Plan, key: str, values: DimensionValues) -> tu
     covered = found.covered()
     loose = [w for i, w in enumerate(found.words) if i not in covered and found.tokens[i] != "the"]
     if loose or len(found.mentions) != 1:
-        raise Declined(f"ordered by {key!r}: that is not one column of the result")
+        raise Declined(
+            DeclineKind.UNKNOWN_TERM, f"ordered by {key!r}: that is not one column of the result"
+        )
     mention = found.mentions[0]
     measures = {m.metric: m.name for m in (plan.measure, *plan.extra) if m.metric}
     for target in mention.targets:
@@ -153,7 +166,9 @@ def _key_column(lens: Lens, plan: Plan, key: str, values: DimensionValues) -> tu
             )
         ):
             return plan.grain, False
-    raise Declined(f"ordered by {key!r}: that is not a column of the result")
+    raise Declined(
+        DeclineKind.UNKNOWN_TERM, f"ordered by {key!r}: that is not a column of the result"
+    )
 
 
 def _calendar_names(
@@ -178,8 +193,9 @@ def _calendar_names(
     names = [v for v in stored if v.lower() in MONTHS or v.lower() in _WEEKDAYS]
     if len(names) >= 3 and 2 * len(names) > len(stored):
         raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
             f"ordered by {key!r}: {model}.{dim} holds names ({names[0].title()!r} …) "
-            "that sort alphabetically, not in calendar order; order by a date column instead"
+            "that sort alphabetically, not in calendar order; order by a date column instead",
         )
     return ()
 

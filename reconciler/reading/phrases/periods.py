@@ -55,7 +55,7 @@ from datetime import date, timedelta
 from reconciler.assembly.retrieval import Retrieval
 from reconciler.assembly.text import MONTHS, QUARTER_RE, YEAR_RE
 from reconciler.lensfiles import TODAY
-from reconciler.reading.ir import Declined
+from reconciler.reading.ir import Declined, DeclineKind
 from reconciler.reading.lex import CURRENT_WORDS, PREVIOUS_WORDS
 from reconciler.reading.phrases.windows import TOMORROW, Window, iso_week_at, window_at
 from reconciler.reading.today import Day, Today
@@ -180,7 +180,10 @@ def resolved(period: Period, as_of: str | None) -> Period:
         Declined: the lens has no ``as_of``.
     """
     if as_of is None:
-        raise Declined(f"{period.phrase!r} depends on the day; the lens pins no as_of date")
+        raise Declined(
+            DeclineKind.OUT_OF_PERIOD,
+            f"{period.phrase!r} depends on the day; the lens pins no as_of date",
+        )
     if as_of == TODAY:
         return period
     day = date.fromisoformat(as_of)
@@ -211,7 +214,9 @@ def period_at(
         after = start > date.fromisoformat(str(as_of))
         phrase = found[1].phrase or " ".join(toks[i : found[0]])
         if after:
-            raise Declined(f"{phrase!r} starts after the lens's as_of date {as_of}")
+            raise Declined(
+                DeclineKind.OUT_OF_PERIOD, f"{phrase!r} starts after the lens's as_of date {as_of}"
+            )
     return found
 
 
@@ -249,7 +254,7 @@ def _day_at(words: _FreeTokens, i: int) -> tuple[int, Period] | None:
     try:
         start = date(y, m, d)
     except ValueError:
-        raise Declined(f"{y}-{m:02}-{d:02} is not a date") from None
+        raise Declined(DeclineKind.OUT_OF_PERIOD, f"{y}-{m:02}-{d:02} is not a date") from None
     return end, Period(start, start + timedelta(days=1), "day", start.isoformat())
 
 
@@ -286,13 +291,15 @@ def _bounded_at(words: _FreeTokens, i: int, as_of: str | None) -> tuple[int, Per
     low, high = first[1].start, last.stop
     if not isinstance(low, date) or not isinstance(high, date):
         raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
             f"between {first[1].phrase} and {last.phrase}: a period counted from today "
-            "is not read in a 'between'"
+            "is not read in a 'between'",
         )
     if low >= high:
         raise Declined(
+            DeclineKind.OUT_OF_PERIOD,
             f"between {first[1].phrase or words[i + 1]} and {last.phrase}: "
-            "the first period starts after the second ends"
+            "the first period starts after the second ends",
         )
     return end, Period(first[1].start, last.stop, RANGE, f"between … and {last.phrase}")
 
@@ -310,7 +317,10 @@ def _until_as_of(period: Period, as_of: str | None) -> Period:
     day = date.fromisoformat(as_of)
     stop = day + timedelta(days=1)
     if isinstance(period.start, date) and period.start >= stop:
-        raise Declined(f"{period.phrase!r} starts after the lens's as_of date {as_of}")
+        raise Declined(
+            DeclineKind.OUT_OF_PERIOD,
+            f"{period.phrase!r} starts after the lens's as_of date {as_of}",
+        )
     if isinstance(period.stop, date) and period.stop > stop:
         return Period(period.start, stop, period.unit, period.phrase)
     return period
@@ -438,7 +448,8 @@ def check_unit_phrases(found: Retrieval) -> None:
         if found.tokens[k] in PREVIOUS_WORDS or found.tokens[k] in CURRENT_WORDS:
             places = ", ".join(sorted({f"{t.model}.{t.name}" for t in m.targets}))
             raise Declined(
+                DeclineKind.AMBIGUOUS_READING,
                 f"{found.words[k]} {found.words[m.start]!r}: the lens says {words[0]!r} for "
                 f"{places}, so the period cannot be read; give that column another synonym "
-                f"(e.g. 'fiscal {words[0]}')"
+                f"(e.g. 'fiscal {words[0]}')",
             )

@@ -35,7 +35,7 @@ from reconciler.assembly.grain import join_doubt
 from reconciler.assembly.joins import join_paths
 from reconciler.assembly.lexicon import DimensionValues
 from reconciler.lens import Join, Lens
-from reconciler.reading.ir import Declined
+from reconciler.reading.ir import Declined, DeclineKind
 from reconciler.reading.today import Day, day_sql
 
 Edge = tuple[str, Join]
@@ -74,7 +74,10 @@ def _only_path(lens: Lens, source: str, target: str) -> tuple[Edge, ...] | None:
         return None
     if len(paths) > 1:
         routes = " / ".join("→".join([source, *(j.to for _, j in p)]) for p in paths)
-        raise Declined(f"{target!r} is related to {source!r} in several ways ({routes})")
+        raise Declined(
+            DeclineKind.NO_JOIN_PATH,
+            f"{target!r} is related to {source!r} in several ways ({routes})",
+        )
     return paths[0]
 
 
@@ -87,7 +90,10 @@ def link(lens: Lens, listed: str, related: str, values: DimensionValues) -> Link
             not known to be unique on its key in the warehouse.
     """
     if listed == related:
-        raise Declined(f"rows of {listed!r} related to other {listed!r} rows: by which relation?")
+        raise Declined(
+            DeclineKind.NO_JOIN_PATH,
+            f"rows of {listed!r} related to other {listed!r} rows: by which relation?",
+        )
     found: list[Link] = []
     up = _only_path(lens, related, listed)
     if up is not None:
@@ -103,32 +109,43 @@ def link(lens: Lens, listed: str, related: str, values: DimensionValues) -> Link
         )
         if len(bridges) > 1:
             raise Declined(
+                DeclineKind.NO_JOIN_PATH,
                 f"{listed!r} and {related!r} are related through several models "
-                f"({', '.join(bridges)}): which one?"
+                f"({', '.join(bridges)}): which one?",
             )
         if bridges:
             joins = lens.models[bridges[0]].joins
             to_a = [j for j in joins if j.to == listed]
             to_b = [j for j in joins if j.to == related]
             if len(to_a) > 1 or len(to_b) > 1:
-                raise Declined(f"model {bridges[0]!r} joins {listed!r} or {related!r} twice")
+                raise Declined(
+                    DeclineKind.NO_JOIN_PATH,
+                    f"model {bridges[0]!r} joins {listed!r} or {related!r} twice",
+                )
             found.append(
                 Link(listed, related, bridges[0], ((bridges[0], to_b[0]),), (bridges[0], to_a[0]))
             )
     if not found:
-        raise Declined(f"no declared join relates model {listed!r} to model {related!r}")
+        raise Declined(
+            DeclineKind.NO_JOIN_PATH,
+            f"no declared join relates model {listed!r} to model {related!r}",
+        )
     if len(found) > 1:
         raise Declined(
+            DeclineKind.NO_JOIN_PATH,
             f"{listed!r} and {related!r} join both ways (each has a join to the other): "
-            "which relation?"
+            "which relation?",
         )
     chosen = found[0]
     for here, join in (*chosen.inner, chosen.outer):
         if join.relationship == "one_to_many":
-            raise Declined(f"join {here} → {join.to} is one_to_many: related rows are not one")
+            raise Declined(
+                DeclineKind.NO_JOIN_PATH,
+                f"join {here} → {join.to} is one_to_many: related rows are not one",
+            )
         doubt = join_doubt(values, here, join)
         if doubt is not None:
-            raise Declined(doubt)
+            raise Declined(DeclineKind.NO_JOIN_PATH, doubt)
     return chosen
 
 

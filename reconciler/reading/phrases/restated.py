@@ -5,7 +5,7 @@ a sentence ``Show [me] [both] A and B`` (``Give``, ``List``, ``Return``, ``Displ
 naming the columns to show. Each item is one of:
 
 * a noun naming the listed model ("courses"): its label column
-  (:func:`reconciler.reading.grammar.listing.row_label`);
+  (:func:`reconciler.reading.phrases.labels.row_label`);
 * the closing words of a column phrase the question already asked for ("scores" after
   "the easiness scores"), when they close exactly one of them;
 * a phrase naming one column of the listed model ("the department").
@@ -24,7 +24,7 @@ from reconciler.assembly.lexicon import DimensionValues, model_nouns
 from reconciler.assembly.retrieval import retrieve
 from reconciler.assembly.text import tokenize
 from reconciler.lens import Lens, Model
-from reconciler.reading.ir import Declined
+from reconciler.reading.ir import Declined, DeclineKind
 
 Column = tuple[str, str]
 """``(alias, SQL)`` of a listed column."""
@@ -81,7 +81,10 @@ def restate(
             column = label()
         elif len(tails) > 1:
             listed_names = ", ".join(sorted(a for a, _ in tails))
-            raise Declined(f"{item!r} could be any of the columns {listed_names}: which one?")
+            raise Declined(
+                DeclineKind.AMBIGUOUS_READING,
+                f"{item!r} could be any of the columns {listed_names}: which one?",
+            )
         elif tails:
             column = tails.pop()
         else:
@@ -98,5 +101,8 @@ def _named(lens: Lens, model: Model, item: str, values: DimensionValues) -> Colu
     names = {t.name for m in found.mentions for t in m.targets if t.model == model.name}
     named = [c for c in model.columns() if c.name in names]
     if len(found.mentions) != 1 or len(named) != 1 or any(t not in _LEADING for t in loose):
-        raise Declined(f"the closing list names {item!r}, which reads as no column of {model.name}")
+        raise Declined(
+            DeclineKind.UNKNOWN_TERM,
+            f"the closing list names {item!r}, which reads as no column of {model.name}",
+        )
     return named[0].name, named[0].sql

@@ -15,7 +15,7 @@ from __future__ import annotations
 from reconciler.assembly.retrieval import Mention, Retrieval
 from reconciler.assembly.text import DATE_VERBS
 from reconciler.lens import Lens
-from reconciler.reading.ir import Declined
+from reconciler.reading.ir import Declined, DeclineKind
 from reconciler.reading.resolve import paths
 
 
@@ -42,9 +42,10 @@ def dated_verbs(
         if _verb(found, d) and all(t.model != base for t in reached):
             dates = ", ".join(sorted(f"{t.model}.{t.name}" for t in reached))
             raise Declined(
+                DeclineKind.AMBIGUOUS_READING,
                 f"{found.words[d.start]!r} names {dates}, a date of another model than "
                 f"{base!r} (whose rows the question measures): say which date the period "
-                "is on, by its name or a synonym"
+                "is on, by its name or a synonym",
             )
         kept.append(d)
     return kept

@@ -28,7 +28,7 @@ import re
 from reconciler.assembly.lexicon import DimensionValues
 from reconciler.assembly.retrieval import retrieve
 from reconciler.lens import Lens
-from reconciler.reading.ir import Declined, Plan
+from reconciler.reading.ir import Declined, DeclineKind, Plan
 
 _DAYS = ("sunday", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday")
 _GROUPS = {"weekends": (0, 6), "weekdays": (1, 2, 3, 4, 5)}
@@ -59,14 +59,17 @@ def split_weekdays(
     if not found or any(retrieve(lens, m["days"], values).mentions for m in found):
         return question, ()
     if len(found) > 1:
-        raise Declined("several days-of-the-week phrases: say the days once")
+        raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT, "several days-of-the-week phrases: say the days once"
+        )
     match = found[0]
     days: set[int] = set()
     for word in (w.lower() for w in _SPLIT.split(match["days"]) if w):
         if not word.endswith("s") or match.group(0).lower().split()[1] == "the":
             raise Declined(
+                DeclineKind.AMBIGUOUS_READING,
                 f"{match.group(0)!r}: one date, or every one? Say 'on {word.rstrip('s')}s' "
-                "for every such day, or give the date"
+                "for every such day, or give the date",
             )
         days.update(_GROUPS.get(word) or (_DAYS.index(word[:-1]),))
     rest = f"{question[: match.start()]} {question[match.end() :]}"
@@ -83,12 +86,16 @@ def with_weekdays(lens: Lens, plan: Plan, days: tuple[int, ...]) -> Plan:
     if not days:
         return plan
     if plan.joined:
-        raise Declined("a days-of-the-week filter on measures of several models is not read")
+        raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
+            "a days-of-the-week filter on measures of several models is not read",
+        )
     time = plan.time
     if time is None and plan.measure.function == "count_distinct":
         raise Declined(
+            DeclineKind.AMBIGUOUS_READING,
             f"a count of {plan.measure.model} on some days of the week: which date of "
-            f"{plan.measure.model} falls on them? Name it with a period (created in 2024 …)"
+            f"{plan.measure.model} falls on them? Name it with a period (created in 2024 …)",
         )
     if time is None:
         model = lens.models[plan.base]
@@ -97,8 +104,9 @@ def with_weekdays(lens: Lens, plan: Plan, days: tuple[int, ...]) -> Plan:
             len(model.time_dimensions) > 1 and model.default_time_dimension is None
         ):
             raise Declined(
+                DeclineKind.MISSING_IN_LENS,
                 f"on which date's day of the week? Model {plan.base!r} has no single time "
-                f"dimension of its own (declare its default_time_dimension)"
+                f"dimension of its own (declare its default_time_dimension)",
             )
         time = (plan.base, column.name)
     return dataclasses.replace(plan, time=time, weekdays=days)

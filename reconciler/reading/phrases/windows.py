@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from reconciler.reading.ir import Declined
+from reconciler.reading.ir import Declined, DeclineKind
 from reconciler.reading.lex import CURRENT_WORDS, PREVIOUS_WORDS
 from reconciler.reading.today import Today
 
@@ -60,15 +60,19 @@ def window_at(word: Word, k: int) -> Window | None:
     j += 2 if calendar else 1
     phrase = " ".join(word(x) for x in range(k, j))
     if n == 0:
-        raise Declined(f"{phrase!r}: a window of no {unit}s")
+        raise Declined(DeclineKind.UNSUPPORTED_CONSTRUCT, f"{phrase!r}: a window of no {unit}s")
     if calendar and unit not in _CALENDAR:
-        raise Declined(f"{phrase!r}: which day starts a calendar {unit}? say 'past {n} {unit}s'")
+        raise Declined(
+            DeclineKind.AMBIGUOUS_READING,
+            f"{phrase!r}: which day starts a calendar {unit}? say 'past {n} {unit}s'",
+        )
     if not calendar and unit not in _ROLLING:
         months = n * (12 if unit == "year" else 3)
         raise Declined(
+            DeclineKind.AMBIGUOUS_READING,
             f"{phrase!r}: the {months} months up to today, or whole calendar {unit}s from "
             f"the one {n} {unit}s back? say 'past {months} months' or 'past {n} calendar "
-            f"{unit}s'"
+            f"{unit}s'",
         )
     start = Today(unit if calendar else None, -n, unit)
     end, stop = _qualified(word, j, n, unit, calendar, phrase)
@@ -87,8 +91,9 @@ def _qualified(
     if pair == ("inclusive", "of") and word(j + 4) == "ago":
         if (word(j + 2), word(j + 3)) != (str(n), unit) or calendar:
             raise Declined(
+                DeclineKind.UNSUPPORTED_CONSTRUCT,
                 f"{phrase!r}, inclusive of {word(j + 2)} {word(j + 3)} ago: the qualifier does "
-                f"not restate the window's first day"
+                f"not restate the window's first day",
             )
         return j + 5, TOMORROW
     excluding = _excluding(word, j)
@@ -99,8 +104,9 @@ def _qualified(
     if calendar and (word(at), word(at + 1)) == ("current", unit):
         return at + 2, Today(unit)
     raise Declined(
+        DeclineKind.UNSUPPORTED_CONSTRUCT,
         f"{phrase!r} leaving out {word(j + excluding)!r}: the window runs through today; "
-        f"only 'past N calendar {unit}s not including the current {unit}' ends earlier"
+        f"only 'past N calendar {unit}s not including the current {unit}' ends earlier",
     )
 
 
@@ -117,7 +123,10 @@ def iso_week_at(word: Word, k: int) -> Window | None:
         at = j + excluding
         at += 1 if word(at) == "the" else 0
         if which in CURRENT_WORDS or (word(at), word(at + 1)) != ("current", "week"):
-            raise Declined(f"{phrase!r}: the words after it do not restate which week")
+            raise Declined(
+                DeclineKind.UNSUPPORTED_CONSTRUCT,
+                f"{phrase!r}: the words after it do not restate which week",
+            )
         j = at + 2
     if which in CURRENT_WORDS:
         return j, Today("week"), Today("week", 1, "week"), "week", phrase

@@ -18,7 +18,7 @@ from reconciler.assembly.lexicon import model_nouns
 from reconciler.assembly.retrieval import Mention, Retrieval, asks_who
 from reconciler.assembly.text import GRAIN_WORDS, STOPWORDS
 from reconciler.lens import Lens
-from reconciler.reading.ir import Declined
+from reconciler.reading.ir import Declined, DeclineKind
 from reconciler.reading.lex import (
     AGGREGATE_WORDS,
     ASCENDING,
@@ -173,7 +173,10 @@ class _Scan:
         r, t = self.reading, self.toks[i]
         if t in SHARE_WORDS:
             if r.share not in (None, t):
-                raise Declined(f"the question asks for both a {r.share} and a {t}")
+                raise Declined(
+                    DeclineKind.UNSUPPORTED_CONSTRUCT,
+                    f"the question asks for both a {r.share} and a {t}",
+                )
             r.share, r.share_at = t, i
         elif t in _CHANGE_GRAINS:
             r.change_grains.add(_CHANGE_GRAINS[t])

@@ -32,7 +32,7 @@ from typing import NamedTuple
 from reconciler.assembly.retrieval import Mention, Retrieval
 from reconciler.assembly.text import tokenize
 from reconciler.lens import Column, Lens
-from reconciler.reading.ir import Declined
+from reconciler.reading.ir import Declined, DeclineKind
 from reconciler.reading.phrases.words import Reading
 from reconciler.reading.resolve.paths import one_path, reachable
 from reconciler.reading.today import Day
@@ -115,8 +115,9 @@ def year_filter(
     year = _one_year(period)
     if year is None:
         raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
             f"{model} are dated by year only ({model}.{dim}): ask for a whole year, "
-            "not a part of one"
+            "not a part of one",
         )
     one_path(lens, base, model)
     qualifying = {

@@ -16,7 +16,7 @@ from sqlglot import exp
 
 from reconciler.assembly.joins import Reversal, join_paths, related_paths
 from reconciler.lens import Join, Lens
-from reconciler.reading.ir import Declined, Measure, Plan
+from reconciler.reading.ir import Declined, DeclineKind, Measure, Plan
 
 
 class _OnModel(Protocol):
@@ -40,10 +40,16 @@ def one_path(lens: Lens, base: str, target: str) -> tuple[tuple[str, Join], ...]
     """
     paths = join_paths(lens, base, target) or related_paths(lens, base, target)
     if not paths:
-        raise Declined(f"no declared join leads from model {base!r} to model {target!r}")
+        raise Declined(
+            DeclineKind.NO_JOIN_PATH,
+            f"no declared join leads from model {base!r} to model {target!r}",
+        )
     if len(paths) > 1:
         routes = " / ".join(_route(base, p) for p in paths)
-        raise Declined(f"model {target!r} is reachable from {base!r} in several ways ({routes})")
+        raise Declined(
+            DeclineKind.NO_JOIN_PATH,
+            f"model {target!r} is reachable from {base!r} in several ways ({routes})",
+        )
     return paths[0]
 
 
@@ -82,14 +88,20 @@ def plan_edges(lens: Lens, plan: Plan) -> tuple[tuple[str, Join], ...]:
         path = one_path(lens, plan.base, target)
         fans = [(h, j) for h, j in path if j.relationship == "one_to_many"]
         if len(fans) > 1:
-            raise Declined(f"{_route(plan.base, path)} fans {plan.base!r} rows out twice")
+            raise Declined(
+                DeclineKind.NO_JOIN_PATH,
+                f"{_route(plan.base, path)} fans {plan.base!r} rows out twice",
+            )
         if doubt := reversal_doubt(lens, plan, target, path):
-            raise Declined(doubt)
+            raise Declined(DeclineKind.NO_JOIN_PATH, doubt)
         if fans and (doubt := fanout_doubt(lens, plan, path)):
-            raise Declined(doubt)
+            raise Declined(DeclineKind.NO_JOIN_PATH, doubt)
         for here, join in path:
             if edges.setdefault(join.to, (here, join)) != (here, join):
-                raise Declined(f"model {join.to!r} would be joined from {plan.base!r} two ways")
+                raise Declined(
+                    DeclineKind.NO_JOIN_PATH,
+                    f"model {join.to!r} would be joined from {plan.base!r} two ways",
+                )
     return tuple(edges.values())
 
 

@@ -33,7 +33,7 @@ import sqlglot
 from sqlglot import exp
 
 from reconciler.lens import Lens
-from reconciler.reading.ir import Declined, Measure, Plan
+from reconciler.reading.ir import Declined, DeclineKind, Measure, Plan
 
 Grouped = Callable[[Plan], tuple[exp.Select, list[tuple[exp.Expr, str]], exp.Expr]]
 Tied = Callable[[Plan, exp.Select, exp.Expr, list[str]], str]
@@ -65,9 +65,10 @@ def check_empty_groups(plan: Plan, lens: Lens) -> None:
         if why:
             model, dim = place
             raise Declined(
+                DeclineKind.UNSAFE_RESULT,
                 f"a ranking from the lowest {part.measure.name} by {model}.{dim}: a {model} "
                 f"row with no {part.base} rows would rank first (0), and with {why} the "
-                f"query cannot show it"
+                f"query cannot show it",
             )
 
 
