@@ -112,6 +112,7 @@ from reconciler.reading.phrases.nouns import check_noun_breakdowns, own_rows, wi
 from reconciler.reading.phrases.ordering import order_plan, split_ordering
 from reconciler.reading.phrases.periods import check_unit_phrases, earlier, first_day, spell_to_date
 from reconciler.reading.phrases.persons import with_person_keys
+from reconciler.reading.phrases.rankings import ranking
 from reconciler.reading.phrases.verbs import dated_verbs
 from reconciler.reading.phrases.weekdays import split_weekdays, with_weekdays
 from reconciler.reading.phrases.when import when
@@ -326,7 +327,7 @@ def _plan(
         raise Declined(
             DeclineKind.UNSUPPORTED_CONSTRUCT, f"more than {MAX_DIMENSIONS} breakdown dimensions"
         )
-    rank = _rank(reading, found, grain, bool(breakdowns), plural_breakdown)
+    rank = ranking(reading, found, grain, bool(breakdowns), plural_breakdown)
     ranked = rank or (reading.directions and (next(iter(reading.directions)), 0)) or None
     check_noun_breakdowns(lens, found, split.mentions, ranked)
     if measure.function == "count_distinct":
@@ -522,42 +523,6 @@ def _check_terms(lens: Lens, tokens: tuple[str, ...]) -> None:
             raise Declined(
                 DeclineKind.EXCLUDED, f"{clarify.term!r} needs clarification: {clarify.ask}"
             )
-
-
-def _rank(
-    reading: Reading, found: Retrieval, grain: str | None, has_dims: bool, plural_breakdown: bool
-) -> tuple[bool, int] | None:
-    if not reading.directions:
-        if reading.numbers:
-            raise Declined(
-                DeclineKind.UNSUPPORTED_CONSTRUCT,
-                f"the number {reading.numbers[0]} has no meaning in this question",
-            )
-        return None
-    if len(reading.directions) > 1:
-        raise Declined(
-            DeclineKind.UNSUPPORTED_CONSTRUCT,
-            "the question asks for both the highest and the lowest",
-        )
-    if not has_dims and grain is None:
-        raise Declined(
-            DeclineKind.UNSUPPORTED_CONSTRUCT,
-            "a top/bottom ranking needs something to rank (a dimension or grain)",
-        )
-    if len(reading.numbers) > 1:
-        raise Declined(DeclineKind.UNSUPPORTED_CONSTRUCT, "the question names several counts")
-    descending = next(iter(reading.directions))
-    if reading.numbers:
-        n = reading.numbers[0]
-        if n < 1:
-            raise Declined(DeclineKind.UNSUPPORTED_CONSTRUCT, "a ranking of zero rows")
-        return descending, n
-    grain_plural = grain is not None and plural(found, reading.grains[grain])
-    if plural_breakdown or (not has_dims and grain_plural):
-        if reading.ordered is descending:
-            return None  # restated by the closing ordering: every row, in that order
-        raise Declined(DeclineKind.UNSUPPORTED_CONSTRUCT, "a top/bottom ranking without a count")
-    return descending, 1
 
 
 def compile_request(lens: Lens, request: GenerationRequest, values: DimensionValues) -> Generation:

@@ -4,6 +4,7 @@
 whether rows of a related model (*B*) exist, or by a value reached through a join:
 
     Return the customer ID and name of customers who have not made any transactions.
+    How many customers have no transactions?
     Return the distinct list of ticker IDs that have daily price records since Apr 1, 2023.
     Which papers are associated with the keyphrase "Machine Learning"?
     What are the titles of the papers in the journal "Nature", ordered alphabetically?
@@ -64,8 +65,9 @@ from reconciler.lens import Lens
 from reconciler.reading.grammar.heads import Head, head_columns, noun_width, read_head
 from reconciler.reading.ir import Declined, DeclineKind
 from reconciler.reading.lex import RELATIVE_WORDS
+from reconciler.reading.phrases.joinmethods import check_method, split_method
 from reconciler.reading.phrases.periods import period_at, spell_to_date
-from reconciler.reading.phrases.related import Link, conditions, exists_clause, link
+from reconciler.reading.phrases.related import conditions, exists_clause, link
 from reconciler.reading.today import Day
 
 # Verbs that say no more than "has related rows" in this frame (stemmed phrases).
@@ -102,14 +104,6 @@ _ALPHABETICAL = re.compile(
     re.IGNORECASE,
 )
 _ON_OR_AFTER = re.compile(r"\bon\s+or\s+after\b", re.IGNORECASE)
-_METHOD = re.compile(
-    r"[\s,;]*(?:"
-    r"by\s+doing\s+an?\s+(?:(?:left|inner)\s+)?join\s+from\s+(?:the\s+)?(?P<first>[\w ]+?)"
-    r"\s+to\s+(?:the\s+)?(?P<last>[\w ]+?)"
-    r"|based\s+on\s+joining\s+(?:the\s+)?(?P<all>[\w, ]+?)"
-    r")\s+tables?[\s.?!]*$",
-    re.IGNORECASE,
-)
 
 
 @dataclass
@@ -140,7 +134,7 @@ def existence_rows(lens: Lens, question: str, values: DimensionValues) -> str | 
         Declined: the shape, but a reading that is not one (module docstring), or a
             link :func:`~reconciler.reading.phrases.related.link` declines.
     """
-    text, named, ordered = _split_method(lens, question)
+    text, named, ordered = split_method(lens, question)
     alphabetical = _ALPHABETICAL.search(text)
     text = text[: alphabetical.start()] if alphabetical else text
     text = _ON_OR_AFTER.sub("since", spell_to_date(text))
@@ -152,11 +146,13 @@ def existence_rows(lens: Lens, question: str, values: DimensionValues) -> str | 
     if head is None:
         return None
     dropped = not head.which and _dropped_after(lens, text, at)
-    rows = _read_clause(lens, found, at if head.which else at + 1, head.which, named, dropped)
+    bare = found.tokens[at] not in RELATIVE_WORDS and found.tokens[at] not in ("with", "without")
+    start = at if head.which or bare else at + 1
+    rows = _read_clause(lens, found, start, head.which, named, dropped)
     if rows is None:
         return None
     chosen = link(lens, head.model, rows.model, values)
-    _check_method(named, ordered, chosen)
+    check_method(named, ordered, chosen)
     where = exists_clause(lens, chosen, _filters(lens, found, rows, values), rows.negated)
     return _render(lens, found, head, [where], bool(alphabetical))
 
@@ -180,8 +176,8 @@ def _reached(
         None,
     )
     head = read_head(lens, found, at) if at is not None else None
-    if at is None or head is None or head.which or head.noun is None:
-        return None
+    if at is None or head is None or head.which or head.count or head.noun is None:
+        return None  # "how many customers in the West region" is the grammar's count
     rows = _Rows(model=head.model)
     pending: list[Mention] = []
     if not _read_tail(lens, found, at, rows, pending) or rows.span is not None or rows.flags:
@@ -194,54 +190,17 @@ def _reached(
     )
 
 
-def _split_method(lens: Lens, question: str) -> tuple[str, list[str] | None, bool]:
-    """``question`` without its method phrase, the models that phrase names in order
-    (``None``: no method phrase), and whether that order matters ("from A to B")."""
-    match = _METHOD.search(question)
-    if match is None:
-        return question, None, False
-    if match.group("all") is not None:
-        names = [n for n in re.split(r"\s*,\s*|\s+and\s+", match.group("all")) if n]
-    else:
-        names = [match.group("first"), match.group("last")]
-    nouns = model_nouns(lens)
-    models = []
-    for name in names:
-        model = nouns.get(tokenize(name))
-        if model is None:
-            raise Declined(
-                DeclineKind.UNKNOWN_TERM,
-                f"the question joins {name.strip()!r}, which names no model of the lens",
-            )
-        models.append(model)
-    return question[: match.start()], models, match.group("all") is None
-
-
-def _check_method(named: list[str] | None, ordered: bool, chosen: Link) -> None:
-    """A method phrase must name exactly the models the query reads ("from A to B":
-    the listed model first)."""
-    if named is None:
-        return
-    if set(named) != chosen.models() or len(named) != len(set(named)):
-        raise Declined(
-            DeclineKind.UNSUPPORTED_CONSTRUCT,
-            f"the question says to join {', '.join(named)}, but the query reads "
-            f"{', '.join(sorted(chosen.models()))}",
-        )
-    if ordered and named != [chosen.listed, chosen.related]:
-        raise Declined(
-            DeclineKind.UNSUPPORTED_CONSTRUCT,
-            f"a join from {named[0]} to {named[1]}, but {chosen.listed} are listed",
-        )
-
-
 def _clause_at(lens: Lens, found: Retrieval) -> int | None:
     """Where the relative clause starts: its ``who`` / ``that`` / ``which`` / ``with``
-    word, or (after an opening ``which <A>``) its first auxiliary."""
+    word, or (after an opening ``which <A>`` or ``how many <A>``) its first auxiliary."""
     toks, covered = found.tokens, found.covered()
-    if toks[:1] == ("which",):
-        width = noun_width(lens, toks, 1)
-        after = 1 + width
+    counted = toks[:2] == ("how", "many") and not any(
+        t in RELATIVE_WORDS or t in ("with", "without") for t in toks[2:]
+    )
+    opener = 2 if counted else 1 if toks[:1] == ("which",) else 0
+    if opener:
+        width = noun_width(lens, toks, opener)
+        after = opener + width
         verb = after < len(toks) and _verb_at(toks, after, found.covered())
         if width and after < len(toks) and (toks[after] in _AUXILIARIES or verb):
             return after
@@ -502,10 +461,15 @@ def _render(
     """``SELECT [DISTINCT] <columns> FROM <A table> AS <A> WHERE … [ORDER BY <first>]``."""
     dialect = lens.config.dialect
     model = lens.models[head.model]
+    table = exp.alias_(exp.to_table(model.table, dialect=dialect), model.name)
+    if head.count:  # "how many <A> …": each row of A once, so a plain count
+        count = exp.alias_(exp.Count(this=exp.Star()), f"{model.name}_count")
+        query = exp.select(count).from_(table)
+        return (query.where(exp.and_(*where)) if where else query).sql(dialect=dialect, pretty=True)
     columns = head_columns(model, found, head)
     query = exp.select(
         *(exp.alias_(sqlglot.parse_one(sql, read=dialect), alias) for alias, sql in columns)
-    ).from_(exp.alias_(exp.to_table(model.table, dialect=dialect), model.name))
+    ).from_(table)
     if head.distinct:
         query = query.distinct()
     if where:

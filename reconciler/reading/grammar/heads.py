@@ -10,7 +10,7 @@ clause that restricts the rows — and resolves its columns:
 * the columns and the model noun: ``<columns> of|for [all] [the] <model>``,
   ``<model> <columns>`` ("Return users (user ID and username)", a plural noun first),
   or ``<columns>`` alone, when exactly one model holds them all; ``which <model>``
-  asks for the model's label;
+  asks for the model's label, ``how many <model>`` for the number of its rows kept;
 * a column is a dimension, time dimension or fact of the model, ``name`` / ``title``
   (its label, :func:`~reconciler.reading.phrases.labels.row_label`) or ``id`` (its
   one-column primary key, named by the dimension over it when there is one), or the
@@ -46,6 +46,7 @@ class Head:
     items: list[Mention | int]  # column mentions, or the index of a name/id word
     distinct: bool
     which: bool = False
+    count: bool = False  # "how many <A> …": the number of A rows kept
 
 
 def noun_width(lens: Lens, toks: tuple[str, ...], i: int) -> int:
@@ -62,6 +63,9 @@ def read_head(lens: Lens, found: Retrieval, at: int) -> Head | None:
     if toks[:1] == ("which",):
         named = nouns.get(toks[1:at])
         return Head(named, (1, at), [], False, which=True) if named else None
+    if toks[:2] == ("how", "many"):
+        named = nouns.get(toks[2:at])
+        return Head(named, (2, at), [], False, count=True) if named else None
     if toks[:2] == ("what", "are"):
         i = 2
     elif toks[:1] and toks[0] in _OPENERS:

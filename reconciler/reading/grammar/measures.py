@@ -166,10 +166,11 @@ def _check_counted_noun(lens: Lens, found: Retrieval, m: Mention) -> None:
         if tree.find(exp.Count) is None:
             phrase = phrase_of(found, m)
             raise Declined(
+                DeclineKind.AMBIGUOUS_READING,
                 f"{' '.join(found.words[m.start - (2 if counted else 1) : m.end])!r} reads "
                 f"two ways: the number of {model} rows, or metric {name!r} ({tree.sql()}), "
                 f"which {phrase!r} also "
-                f"names; ask for {name!r} by name, or drop {phrase!r} from its synonyms"
+                f"names; ask for {name!r} by name, or drop {phrase!r} from its synonyms",
             )
 
 

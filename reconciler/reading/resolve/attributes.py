@@ -12,7 +12,7 @@ from __future__ import annotations
 from reconciler.assembly.lexicon import Target
 from reconciler.assembly.text import tokenize
 from reconciler.lens import Column, Lens
-from reconciler.reading.ir import Declined
+from reconciler.reading.ir import Declined, DeclineKind
 
 
 def _physical(column: Column) -> str:
@@ -64,7 +64,8 @@ def check_own_attribute(lens: Lens, base: str, chosen: Target, phrase: str) -> N
     own = own_attribute(lens, base, chosen, phrase)
     if own is not None:
         raise Declined(
+            DeclineKind.AMBIGUOUS_READING,
             f"{phrase!r} reads {chosen.model}.{chosen.name} through a join, but {base} "
             f"holds its own {own.name!r}: two readings; name the one meant (e.g. "
-            f"'by {own.name.replace('_', ' ')}')"
+            f"'by {own.name.replace('_', ' ')}')",
         )
