@@ -44,6 +44,8 @@ from sqlglot import exp
 from sqlglot.errors import ErrorLevel, ParseError, UnsupportedError
 
 from reconciler.errors import UnsafeSqlError, UsageError
+from reconciler.guard.calls import check_call
+from reconciler.guard.comments import check_comments
 from reconciler.guard.denied import (
     FORBIDDEN_FUNCTIONS,
     FORBIDDEN_PREFIXES,
@@ -199,6 +201,7 @@ def check_read_only(sql: str, dialect: str, *, allow_functions: Collection[str] 
     """
     tree = parse_query(sql, dialect)  # first: it bounds the text before it is read again
     check_escapes(sql, dialect)
+    check_comments(sql, dialect)
     if not isinstance(tree, _QUERY_ROOTS):
         # A generic Command keeps its leading keyword (CALL, LOAD, VACUUM …) in `this`;
         # an unknown bare keyword (CHECKPOINT, ABORT) parses as a column or alias.
@@ -209,7 +212,8 @@ def check_read_only(sql: str, dialect: str, *, allow_functions: Collection[str] 
         else:
             kind = tree.key
         raise UnsafeSqlError(f"{kind.upper()} statement is not a query", fix=_FIX)
-    _check_nodes(tree, what="query", allowed=frozenset(f.lower() for f in allow_functions))
+    allowed = frozenset(f.lower() for f in allow_functions)
+    _check_nodes(tree, what="query", allowed=allowed, sql=sql, dialect=dialect)
     return tree
 
 
@@ -231,6 +235,7 @@ def parse_expression(sql: str, dialect: str, *, allow_functions: Collection[str]
     """
     fix = "write a SQL expression over the model's columns"
     check_escapes(sql, dialect)
+    check_comments(sql, dialect)
     try:
         with _quiet_sqlglot():
             tree = sqlglot.parse_one(sql, read=dialect, into=exp.Condition)
@@ -243,7 +248,7 @@ def parse_expression(sql: str, dialect: str, *, allow_functions: Collection[str]
                 f"expression {sql!r} may not contain a {node.key.upper()}", fix=fix
             )
     allowed = frozenset(f.lower() for f in allow_functions)
-    _check_nodes(tree, what=f"expression {sql!r}", allowed=allowed)
+    _check_nodes(tree, what=f"expression {sql!r}", allowed=allowed, sql=sql, dialect=dialect)
     return tree
 
 
@@ -323,7 +328,9 @@ def _check_size(sql: str) -> None:
         )
 
 
-def _check_nodes(tree: exp.Expr, *, what: str, allowed: frozenset[str] = frozenset()) -> None:
+def _check_nodes(
+    tree: exp.Expr, *, what: str, allowed: frozenset[str], sql: str, dialect: str
+) -> None:
     for node in tree.walk():
         if isinstance(node, _FORBIDDEN_NODES):
             raise UnsafeSqlError(
@@ -343,6 +350,7 @@ def _check_nodes(tree: exp.Expr, *, what: str, allowed: frozenset[str] = frozens
                     "runs SQL text or has side effects",
                     fix=_FILE_FIX,
                 )
+            check_call(node, sql, dialect, allowed=allowed, what=what)  # the allow-list
         if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier):
             table = node.this.name.lower()
             if any(c in table for c in "/\\:") or table.endswith(_FILE_SUFFIXES):
