@@ -51,7 +51,7 @@ EXCLUDED_PARTS = (
     "_slot", "dblink", "query", "cursor", "xmlschema", "backup", "wal_", "_wal", "promote",
     "terminate", "cancel", "signal", "reload", "rotate", "notify", "load_",
     "password", "encrypt", "decrypt", "sys_exec", "sys_eval", "benchmark", "master_",
-    "source_pos", "gtid", "wait", "stats", "log_", "_log", "validat", "fmgr_",
+    "source_pos", "gtid", "wait", "stats", "log_", "_log", "validat", "fmgr_", "txid_",
 )  # fmt: skip
 
 # --- SQL forms written like calls that the parser itself handles ---------------------------
