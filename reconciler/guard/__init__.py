@@ -166,7 +166,9 @@ def parse_query(sql: str, dialect: str) -> exp.Expr:
 def _parsed(sql: str, dialect: str) -> exp.Expr | tuple[str, str]:
     try:
         with _quiet_sqlglot():
-            statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
+            statements = [
+                s for s in sqlglot.parse(sql, read=dialect) if s is not None and not _only_comment(s)
+            ]
     except ParseError as exc:
         first = exc.errors[0]["description"] if exc.errors else str(exc)
         return f"SQL does not parse as {dialect}: {first}", _FIX
@@ -175,6 +177,21 @@ def _parsed(sql: str, dialect: str) -> exp.Expr | tuple[str, str]:
     if len(statements) != 1:
         return f"expected exactly one statement, found {len(statements)}", _FIX
     return statements[0]
+
+
+def _only_comment(statement: exp.Expr) -> bool:
+    # A comment after the last ``;`` parses as an empty statement holding the comment.
+    return isinstance(statement, _classes("Semicolon"))
+
+
+def check_bounds(sql: str) -> None:
+    """Refuse text too long or too deeply nested to validate, before anything parses it.
+
+    Raises:
+        UnsafeSqlError: over :data:`MAX_SQL_CHARS` characters, or brackets nested
+            deeper than :data:`MAX_NESTING`; the message names the limit.
+    """
+    _check_size(sql)
 
 
 def check_read_only(sql: str, dialect: str, *, allow_functions: Collection[str] = ()) -> exp.Expr:
