@@ -52,6 +52,7 @@ from reconciler.guard.denied import (
     FORBIDDEN_SUFFIXES,
     check_escapes,
 )
+from reconciler.guard.variables import VARIABLE_NODES, refuse_variable
 
 _FIX = (
     "certified and exemplar SQL must be a single SELECT (WITH … SELECT, UNION …) and nothing else"
@@ -70,6 +71,7 @@ def _classes(*names: str) -> tuple[type[exp.Expr], ...]:
     return tuple(getattr(exp, n) for n in names if isinstance(getattr(exp, n, None), type))
 
 
+_NO_STATEMENT = (type(None), *_classes("Semicolon"))
 _QUERY_ROOTS = _classes("Select", "SetOperation", "Union", "Intersect", "Except", "Subquery")
 _FORBIDDEN_NODES = _classes(
     "Insert", "Update", "Delete", "Merge", "Create", "Drop", "Alter", "Command", "Copy",
@@ -153,7 +155,7 @@ def parse_query(sql: str, dialect: str) -> exp.Expr:
             brackets deeper than :data:`MAX_NESTING`, does not parse, or holds
             zero or several statements.
     """
-    _check_size(sql)  # first: an oversized text is never kept
+    check_bounds(sql)  # first: an oversized text is never kept
     parsed = _parsed(sql, dialect)
     if isinstance(parsed, tuple):
         raise UnsafeSqlError(parsed[0], fix=parsed[1])
@@ -166,8 +168,9 @@ def parse_query(sql: str, dialect: str) -> exp.Expr:
 def _parsed(sql: str, dialect: str) -> exp.Expr | tuple[str, str]:
     try:
         with _quiet_sqlglot():
+            # a comment after the last `;` parses as an empty Semicolon statement
             statements = [
-                s for s in sqlglot.parse(sql, read=dialect) if s is not None and not _only_comment(s)
+                s for s in sqlglot.parse(sql, read=dialect) if not isinstance(s, _NO_STATEMENT)
             ]
     except ParseError as exc:
         first = exc.errors[0]["description"] if exc.errors else str(exc)
@@ -177,21 +180,6 @@ def _parsed(sql: str, dialect: str) -> exp.Expr | tuple[str, str]:
     if len(statements) != 1:
         return f"expected exactly one statement, found {len(statements)}", _FIX
     return statements[0]
-
-
-def _only_comment(statement: exp.Expr) -> bool:
-    # A comment after the last ``;`` parses as an empty statement holding the comment.
-    return isinstance(statement, _classes("Semicolon"))
-
-
-def check_bounds(sql: str) -> None:
-    """Refuse text too long or too deeply nested to validate, before anything parses it.
-
-    Raises:
-        UnsafeSqlError: over :data:`MAX_SQL_CHARS` characters, or brackets nested
-            deeper than :data:`MAX_NESTING`; the message names the limit.
-    """
-    _check_size(sql)
 
 
 def check_read_only(sql: str, dialect: str, *, allow_functions: Collection[str] = ()) -> exp.Expr:
@@ -320,7 +308,12 @@ def checked_query(sql: str, dialect: str, *, allow_functions: Collection[str] = 
     return verdict
 
 
-def _check_size(sql: str) -> None:
+def check_bounds(sql: str) -> None:
+    """Refuse text over :data:`MAX_SQL_CHARS` or nesting over :data:`MAX_NESTING`, unparsed.
+
+    Raises:
+        UnsafeSqlError: the message names the limit.
+    """
     if len(sql) > MAX_SQL_CHARS:
         raise UnsafeSqlError(
             f"SQL is {len(sql)} characters long; the guard validates at most {MAX_SQL_CHARS}",
@@ -355,6 +348,8 @@ def _check_nodes(
             )
         if isinstance(node, exp.Select) and node.args.get("locks"):
             raise UnsafeSqlError(f"{what} takes row locks (FOR UPDATE/SHARE)", fix=_FIX)
+        if isinstance(node, VARIABLE_NODES):
+            raise refuse_variable(node, what=what, dialect=dialect)
         if isinstance(node, exp.Func):
             name = function_name(node)
             if name not in allowed and (
