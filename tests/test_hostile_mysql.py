@@ -62,9 +62,9 @@ class Sandbox:
             f"SELECT GROUP_CONCAT(event_name) FROM information_schema.events"
             f" WHERE event_schema = '{db}'",
             "SELECT GROUP_CONCAT(user, '@', host ORDER BY user) FROM mysql.user"
-            " WHERE user LIKE 'dst\\_test\\_%'",
+            " WHERE user LIKE 'dst\\_test\\_hostile%'",
             "SELECT GROUP_CONCAT(schema_name ORDER BY schema_name)"
-            " FROM information_schema.schemata WHERE schema_name LIKE 'dst\\_test\\_%'",
+            " FROM information_schema.schemata WHERE schema_name LIKE 'dst\\_test\\_hostile%'",
             "SELECT @@GLOBAL.max_connections, @@GLOBAL.general_log, @@GLOBAL.read_only",
         )
         with self.admin.connect() as conn:
@@ -94,7 +94,7 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
     if admin is None:
         pytest.skip(f"no MySQL/MariaDB server answers at {sa.make_url(ADMIN_URL).host}")
     tag = secrets.token_hex(4)
-    database, user, password = f"dst_test_hostile_{tag}", f"dst_test_r{tag}", secrets.token_hex(8)
+    database, user, password = f"dst_test_hostile_{tag}", f"dst_test_hostile_r{tag}", secrets.token_hex(8)
     folder = tmp_path_factory.mktemp("hostile-mysql")
     (folder / "in.csv").write_text("a\n1\n", encoding="utf-8")
     folder.chmod(0o777)
@@ -117,8 +117,8 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
     finally:
         reader.dispose()
         with admin.connect() as conn:
-            conn.exec_driver_sql(f"DROP DATABASE IF EXISTS `{database}`")
-            conn.exec_driver_sql(f"DROP USER IF EXISTS '{user}'@'%'")
+            for sql in (f"DROP DATABASE IF EXISTS `{database}`", f"DROP USER IF EXISTS '{user}'@'%'"):
+                conn.exec_driver_sql(sql, execution_options={"no_parameters": True})
             conn.commit()
         admin.dispose()
 

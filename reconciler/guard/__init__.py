@@ -52,6 +52,7 @@ from reconciler.guard.denied import (
     FORBIDDEN_SUFFIXES,
     check_escapes,
 )
+from reconciler.guard.system import check_table
 from reconciler.guard.variables import VARIABLE_NODES, refuse_variable
 
 _FIX = (
@@ -364,6 +365,7 @@ def _check_nodes(
                 )
             check_call(node, sql, dialect, allowed=allowed, what=what)  # the allow-list
         if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier):
+            check_table(node, dialect, what=what)
             table = node.this.name.lower()
             if any(c in table for c in "/\\:") or table.endswith(_FILE_SUFFIXES):
                 raise UnsafeSqlError(
