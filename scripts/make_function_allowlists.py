@@ -112,9 +112,7 @@ def duckdb_functions() -> list[str]:
                 continue
         elif kind not in ("scalar", "aggregate", "window", "macro"):
             continue  # pragma functions
-        if (side_effects or stability == "VOLATILE") and not all(
-            n in DUCKDB_RANDOM for n in names
-        ):
+        if (side_effects or stability == "VOLATILE") and not all(n in DUCKDB_RANDOM for n in names):
             continue
         if any(_excluded(n) or n in DUCKDB_EXCLUDED for n in names):
             continue
@@ -220,7 +218,8 @@ def sqlite_functions() -> list[str]:
         | {
             name.lower()
             for name, builtin, kind in rows
-            if builtin and kind in ("s", "a", "w")
+            if builtin
+            and kind in ("s", "a", "w")
             and name.lower() not in SQLITE_EXCLUDED
             and not name.lower().startswith(("sqlite_", "fts"))
             and not _excluded(name.lower())
@@ -316,7 +315,9 @@ def write(dialect: str, names: Iterable[str], source: str) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Write the requested lists; print each dialect's size."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--postgres-url", default="postgresql+psycopg2://postgres@127.0.0.1:5432/test")
+    parser.add_argument(
+        "--postgres-url", default="postgresql+psycopg2://postgres@127.0.0.1:5432/test"
+    )
     parser.add_argument("--only", nargs="*", choices=sorted(SYNTAX), default=sorted(SYNTAX))
     args = parser.parse_args(argv)
     OUT.mkdir(parents=True, exist_ok=True)
@@ -326,11 +327,17 @@ def main(argv: list[str] | None = None) -> int:
             if dialect == "duckdb":
                 import duckdb
 
-                names, source = duckdb_functions(), f"duckdb_functions() of DuckDB {duckdb.__version__}"
+                names, source = (
+                    duckdb_functions(),
+                    f"duckdb_functions() of DuckDB {duckdb.__version__}",
+                )
             elif dialect == "postgres":
                 names, source = postgres_functions(args.postgres_url), "pg_proc (pg_catalog)"
             elif dialect == "sqlite":
-                names, source = sqlite_functions(), f"PRAGMA function_list of SQLite {sqlite3.sqlite_version}"
+                names, source = (
+                    sqlite_functions(),
+                    f"PRAGMA function_list of SQLite {sqlite3.sqlite_version}",
+                )
             else:
                 names, source = mysql_functions(), "the MySQL 8.0 and MariaDB 10.11 manuals"
         except Exception as exc:  # a source that is not reachable: say so, write the others

@@ -34,13 +34,17 @@ from tests.helpers.interop import read_lens_dir
 
 ALLOWED_DIR = PROJECT / "reconciler" / "guard" / "allowed"
 # What only the allow-list says (other refusals are other checks' business).
-ALLOW_LIST_REFUSAL = re.compile(r"allow-list of pure functions|a quoted name keeps its case|in schema")
+ALLOW_LIST_REFUSAL = re.compile(
+    r"allow-list of pure functions|a quoted name keeps its case|in schema"
+)
 TARGETS = ("postgres", "mysql")
 LENS_DIRS = sorted(
     [p for p in (PROJECT / "lenses").iterdir() if (p / "lens.yaml").is_file()]
     + [p.parent for p in FIXTURES.glob("*_lenses/*/lens.yaml")]
 )
-GOLDEN = sorted(p.name for p in FIXTURES.glob("fast_tier_*.yaml") if p.name != "fast_tier_cases.yaml")
+GOLDEN = sorted(
+    p.name for p in FIXTURES.glob("fast_tier_*.yaml") if p.name != "fast_tier_cases.yaml"
+)
 
 
 MYSQL_URL = os.environ.get("DST_TEST_MYSQL_URL", "mysql+pymysql://root@127.0.0.1:3306/")
@@ -158,7 +162,9 @@ def test_lens_sql_calls_only_listed_functions(root: Path) -> None:
     # loading runs the guard over every metric, filter, oracle and exemplar
     lens = load_lens(root.name, read_lens_dir(root), root=root.relative_to(PROJECT).as_posix())
     allow = lens.config.allow_functions
-    problems = [p for sql in _statements(lens) for p in _everywhere(sql, lens.config.dialect, allow)]
+    problems = [
+        p for sql in _statements(lens) for p in _everywhere(sql, lens.config.dialect, allow)
+    ]
     assert not problems, "\n".join(problems)
 
 
@@ -201,7 +207,9 @@ def test_fast_tier_golden_sql_calls_only_listed_functions(
         for sql in (result.sql, case["oracle"]):
             if sql:
                 emitted += 1
-                problems += [f"{case.get('id', case['question'])}: {p}" for p in _everywhere(sql, "duckdb")]
+                problems += [
+                    f"{case.get('id', case['question'])}: {p}" for p in _everywhere(sql, "duckdb")
+                ]
     assert emitted, "the golden file generated no SQL to check"
     assert not problems, "\n".join(problems)
 

@@ -36,7 +36,9 @@ CASES: list[dict[str, Any]] = yaml.safe_load(
 )
 ADMIN_URL = os.environ.get("DST_TEST_MYSQL_URL", "mysql+pymysql://root@127.0.0.1:3306/")
 # What MariaDB / MySQL say when a privilege or a read-only transaction stops a statement.
-REFUSAL = r"command denied|Access denied|READ ONLY transaction|read-only|you need \(at least one of\)"
+REFUSAL = (
+    r"command denied|Access denied|READ ONLY transaction|read-only|you need \(at least one of\)"
+)
 TALLY: Counter[str] = Counter()
 
 
@@ -94,7 +96,11 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
     if admin is None:
         pytest.skip(f"no MySQL/MariaDB server answers at {sa.make_url(ADMIN_URL).host}")
     tag = secrets.token_hex(4)
-    database, user, password = f"dst_test_hostile_{tag}", f"dst_test_hostile_r{tag}", secrets.token_hex(8)
+    database, user, password = (
+        f"dst_test_hostile_{tag}",
+        f"dst_test_hostile_r{tag}",
+        secrets.token_hex(8),
+    )
     folder = tmp_path_factory.mktemp("hostile-mysql")
     (folder / "in.csv").write_text("a\n1\n", encoding="utf-8")
     folder.chmod(0o777)
@@ -117,7 +123,10 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
     finally:
         reader.dispose()
         with admin.connect() as conn:
-            for sql in (f"DROP DATABASE IF EXISTS `{database}`", f"DROP USER IF EXISTS '{user}'@'%'"):
+            for sql in (
+                f"DROP DATABASE IF EXISTS `{database}`",
+                f"DROP USER IF EXISTS '{user}'@'%'",
+            ):
                 conn.exec_driver_sql(sql, execution_options={"no_parameters": True})
             conn.commit()
         admin.dispose()

@@ -3,7 +3,7 @@
 This is the statement-level half of the read-only defence; the connection-level
 half (read-only DuckDB with external access disabled, PostgreSQL read-only
 transactions, SQLite ``mode=ro``) lives in ``warehouse``. The guard is an
-allow-list at the root and a deny-list below it:
+allow-list at the root and for functions, and a deny-list below it:
 
 * the root must be a query: ``SELECT`` (DuckDB's ``FROM t`` included),
   ``WITH … SELECT``, a set operation (``UNION``/``INTERSECT``/``EXCEPT``) or a
@@ -13,9 +13,12 @@ allow-list at the root and a deny-list below it:
   — is refused, as is text that does not parse (``EXPORT DATABASE``);
 * the whole tree is walked, so a write hidden in a CTE (PostgreSQL's
   ``WITH x AS (DELETE … RETURNING *)``), ``SELECT … INTO``, row locks
-  (``FOR UPDATE``/``FOR SHARE``) and calls to functions that reach outside the
-  warehouse (``read_csv``, ``*_scan``, ``glob``, ``pg_read_file``, ``dblink`` …)
-  or have side effects (``set_config``, ``nextval`` …) are refused too;
+  (``FOR UPDATE``/``FOR SHARE``), MySQL ``@@settings`` and ``@variables`` and calls to
+  functions that reach outside the warehouse (``read_csv``, ``*_scan``, ``glob``,
+  ``pg_read_file``, ``dblink`` …) or have side effects (``set_config``, ``nextval`` …)
+  are refused too; every other call must be on the dialect's allow-list
+  (:mod:`reconciler.guard.calls`), its name read as the warehouse reads it;
+* comments MySQL would run (``/*! … */``) are refused (:mod:`reconciler.guard.comments`);
 * a table named like a file or URL (DuckDB's replacement scan,
   ``FROM 'data.csv'``) is refused;
 * validation is bounded: text over :data:`MAX_SQL_CHARS` characters or nesting
@@ -72,7 +75,7 @@ def _classes(*names: str) -> tuple[type[exp.Expr], ...]:
     return tuple(getattr(exp, n) for n in names if isinstance(getattr(exp, n, None), type))
 
 
-_NO_STATEMENT = (type(None), *_classes("Semicolon"))
+_NO_STATEMENT = _classes("Semicolon")
 _QUERY_ROOTS = _classes("Select", "SetOperation", "Union", "Intersect", "Except", "Subquery")
 _FORBIDDEN_NODES = _classes(
     "Insert", "Update", "Delete", "Merge", "Create", "Drop", "Alter", "Command", "Copy",
@@ -171,7 +174,9 @@ def _parsed(sql: str, dialect: str) -> exp.Expr | tuple[str, str]:
         with _quiet_sqlglot():
             # a comment after the last `;` parses as an empty Semicolon statement
             statements = [
-                s for s in sqlglot.parse(sql, read=dialect) if not isinstance(s, _NO_STATEMENT)
+                s
+                for s in sqlglot.parse(sql, read=dialect)
+                if s is not None and not isinstance(s, _NO_STATEMENT)
             ]
     except ParseError as exc:
         first = exc.errors[0]["description"] if exc.errors else str(exc)

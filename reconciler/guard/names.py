@@ -144,7 +144,6 @@ def qualifier(node: exp.Func, dialect: str) -> tuple[str, ...]:
 
 def _folded_part(node: exp.Expr, dialect: str) -> str:
     if isinstance(node, exp.Identifier):
-        if node.quoted and dialect in _CASE_KEEPING:
-            return node.this
-        return node.this.lower()
+        text = str(node.this)
+        return text if node.quoted and dialect in _CASE_KEEPING else text.lower()
     return node.sql(dialect=dialect).lower()
