@@ -9,7 +9,6 @@ otherwise read as ``U & "…"`` so that the name the warehouse calls is never ch
 from __future__ import annotations
 
 import sqlglot
-from sqlglot.tokens import Token
 
 from reconciler.errors import UnsafeSqlError
 from reconciler.guard.names import decode_unicode_escapes
@@ -96,7 +95,7 @@ def check_escapes(sql: str, dialect: str) -> None:
             )
 
 
-def _decoded(body: str, following: list[Token]) -> str:
+def _decoded(body: str, following: list[sqlglot.Token]) -> str:
     """``body`` decoded as PostgreSQL would, with a ``UESCAPE 'c'`` that follows it."""
     escape = "\\"
     if len(following) == 2 and following[0].text.upper() == "UESCAPE":
