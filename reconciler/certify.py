@@ -211,35 +211,23 @@ def propose(
     )
 
 
-MAX_SQL_FILE_BYTES = 256 * 1024
-"""``dst certify --sql FILE`` refuses a larger file before reading it (256 KiB)."""
-
-
 def check_sql_file(name: str, sql: str, lens: Lens) -> int:
     """The line ``--sql FILE``'s one read-only query starts on (1-based), in the lens's dialect.
 
-    A comment after the one statement's ``;`` is part of it, not a second statement.
-
     Raises:
-        LensLoadError: naming ``name`` (not an answer file) and the line: the text is
-            longer or nests deeper than the guard validates (checked before parsing,
-            no line), does not parse (sqlglot's line), holds no or several statements
-            (the second one's line) or the read-only guard refuses it (its first line).
+        LensLoadError: naming ``name`` (not an answer file) and the line: over the guard's
+            bounds (before parsing), does not parse (sqlglot's line), holds no or several
+            statements (the second one's line; a trailing comment is none) or is refused.
     """
     dialect = lens.config.dialect
     try:
         guard.check_bounds(sql)  # first: parsing time grows with length, recursion with depth
-    except UnsafeSqlError as exc:
-        raise LensLoadError(name, exc.message, fix=exc.fix) from None
-    try:
         tokens = sqlglot.Dialect.get_or_raise(dialect).tokenize(sql)
         sqlglot.parse(sql, read=dialect)
+    except UnsafeSqlError as exc:
+        raise LensLoadError(name, exc.message, fix=exc.fix) from None
     except RecursionError:
-        raise LensLoadError(
-            name,
-            "SQL is nested too deeply to validate",
-            fix="write the query flatter (CTEs instead of deep nesting)",
-        ) from None
+        raise LensLoadError(name, "SQL is nested too deeply to validate", fix="use CTEs") from None
     except (ParseError, TokenError) as exc:
         first = exc.errors[0] if isinstance(exc, ParseError) and exc.errors else {}
         raise LensLoadError(
@@ -253,7 +241,7 @@ def check_sql_file(name: str, sql: str, lens: Lens) -> int:
         t.line
         for i, t in enumerate(tokens)
         if t.token_type is not semi and (i == 0 or tokens[i - 1].token_type is semi)
-    ]  # a comment after the last `;` is no token, so no statement
+    ]
     if len(starts) != 1:
         raise LensLoadError(
             name,

@@ -382,27 +382,29 @@ def _working_lens(rt: Any, lens: str) -> tuple[Lens, dict[str, bytes]]:
     return load_lens(lens, files), files
 
 
+MAX_SQL_FILE_BYTES = 256 * 1024
+"""``--sql FILE`` is refused from its size, before it is read, above 256 KiB."""
+
+
 def _read_sql(sql_file: Path | None) -> str | None:
     """The text of ``--sql FILE`` (``None`` without it).
 
     Raises:
         UsageError: the file is missing or cannot be read.
-        LensLoadError: it is larger than ``certify.MAX_SQL_FILE_BYTES`` (before it is
+        LensLoadError: it is larger than :data:`MAX_SQL_FILE_BYTES` (before it is
             read), or not UTF-8 (the line of the first bad byte is named).
     """
     if sql_file is None:
         return None
-    from reconciler import certify as cert
-
     if not sql_file.is_file():
         raise UsageError(f"{sql_file}: no such file", fix="pass --sql FILE with the query")
     try:
         size = sql_file.stat().st_size
-        if size > cert.MAX_SQL_FILE_BYTES:
+        if size > MAX_SQL_FILE_BYTES:
             raise LensLoadError(
                 str(sql_file),
                 f"the file is {size:,} bytes; --sql reads at most "
-                f"{cert.MAX_SQL_FILE_BYTES:,} bytes ({cert.MAX_SQL_FILE_BYTES // 1024} KiB)",
+                f"{MAX_SQL_FILE_BYTES:,} bytes ({MAX_SQL_FILE_BYTES // 1024} KiB)",
                 fix="certify one query; write it shorter (CTEs instead of repetition)",
             )
         data = sql_file.read_bytes()
