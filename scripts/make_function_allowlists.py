@@ -114,9 +114,11 @@ def duckdb_functions() -> list[str]:
             continue  # pragma functions
         if (side_effects or stability == "VOLATILE") and not all(n in DUCKDB_RANDOM for n in names):
             continue
-        if any(_excluded(n) or n in DUCKDB_EXCLUDED for n in names):
+        # an alias of an operator (abs of @, add of +) is judged by its own name
+        judged = names if NAME.match(names[1]) else names[:1]
+        if any(_excluded(n) or n in DUCKDB_EXCLUDED for n in judged):
             continue
-        if any(n.startswith(("duckdb_", "pg_")) and n not in POSTGRES_PG_PURE for n in names):
+        if any(n.startswith(("duckdb_", "pg_")) and n not in POSTGRES_PG_PURE for n in judged):
             continue  # catalogue and PostgreSQL-compatibility helpers
         kept.add(names[0])
     return sorted(kept)
