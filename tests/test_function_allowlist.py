@@ -107,6 +107,10 @@ def _refusal(sql: str, dialect: str, allow: tuple[str, ...] = ()) -> str | None:
 def _everywhere(sql: str, source: str, allow: tuple[str, ...] = ()) -> list[str]:
     """Allow-list refusals of ``sql`` in its dialect and transpiled to every target."""
     problems = [f"{source}: {r}" for r in [_refusal(sql, source, allow)] if r]
+    if not problems and guard.reads_current_date(sql, source):
+        # the clock-pinned text is what runs, and it is checked again before it does
+        pinned = guard.pin_current_date(sql, "2024-06-30", source)
+        problems += [f"{source} pinned: {r}\n    {pinned}" for r in [_refusal(pinned, source)] if r]
     for target in TARGETS:
         if target == source:
             continue
