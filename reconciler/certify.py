@@ -372,13 +372,16 @@ def replacement_target(lens: Lens, files: Mapping[str, bytes], answer_id: str) -
     """
     answer = lens.answers.get(AnswerId(answer_id))
     if answer is None:
-        close = difflib.get_close_matches(answer_id, sorted(lens.answers), n=5, cutoff=0.5)
-        known = close or sorted(lens.answers)[:5]
+        # only active answers carry a certification to replace: drafts and retired ones
+        # would be refused in turn, so they are never offered
+        active = sorted(a for a, x in lens.answers.items() if x.status == "active")
+        close = difflib.get_close_matches(answer_id, active, n=5, cutoff=0.5)
+        known = close or active[:5]
         raise UsageError(
             f"lens {lens.name!r} has no answer {answer_id!r}",
-            fix=f"pass --replace one of: {', '.join(known)}"
+            fix=f"pass --replace one of the active answers: {', '.join(known)}"
             if known
-            else "the lens has no answers yet: certify one with --question",
+            else "the lens has no active answer yet: certify one with --question",
         )
     rel = lens.sources.get(f"answers/{answer_id}", answer_path(answer_id))
     where = f"{lens.root}/{rel}"
@@ -438,7 +441,8 @@ def replace_answer(repo_root: Path, lens_root: str, target: Replacement, content
     if current != target.content:
         raise UsageError(
             f"{rel} changed while it was being re-certified: refusing to overwrite it",
-            fix="run dst certify --replace again on the file as it is now",
+            fix=f"run dst certify --replace {target.answer.id} --lens "
+            f"{lens_root.rsplit('/', 1)[-1]} again on the file as it is now",
         )
     replace_file(path, content)
     return rel
@@ -549,7 +553,8 @@ def plan_migration(
     if not legacy:
         raise UsageError(
             f"{root}/{CASES} holds no legacy value case (an entry with sql: or expected_sql:)",
-            fix="nothing to migrate; certify new answers with `dst certify`",
+            fix="nothing to migrate; certify new answers with "
+            f"`dst certify --lens {root.rsplit('/', 1)[-1]} --question QUESTION`",
         )
     doc = load_yaml(f"{root}/{CASES}", files[CASES])
     taken = {p for p in files if p.startswith("answers/")}

@@ -2,7 +2,9 @@
 
 ``DST_TEST_POSTGRES_URL`` names a superuser connection (default the local server,
 ``postgresql://postgres@127.0.0.1:5432/test``). Tests that need it call
-:func:`admin_or_skip`, which skips with the reason printed when no server answers.
+:func:`admin_or_skip`, which skips with the reason printed when no server answers or
+``DST_TEST_SERVERS=0`` (:mod:`tests.servers`). Every database and role made here is
+named ``dst_test_…`` and dropped afterwards.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from sqlalchemy.engine import make_url
 
 from reconciler.warehouse.connection import redact
 from reconciler.warehouse.readonly import with_installed_driver
+from tests import servers
 
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/test"
 
@@ -36,6 +39,7 @@ def engine(url: str, **options: object) -> sa.Engine:
 
 def admin_or_skip() -> sa.Engine:
     """An AUTOCOMMIT superuser engine, or ``pytest.skip`` naming why there is none."""
+    servers.skip_when_off("PostgreSQL")
     admin = engine(admin_url(), isolation_level="AUTOCOMMIT")
     try:
         with admin.connect():
@@ -65,25 +69,25 @@ class Scratch:
 
 
 @contextmanager
-def scratch_database(prefix: str) -> Iterator[Scratch]:
-    """Create ``<prefix>_<random>`` and a reader role; drop both afterwards.
+def scratch_database(label: str) -> Iterator[Scratch]:
+    """Create ``dst_test_<label>_<random>`` and a reader role; drop both afterwards.
 
     The role is the README's least-privilege warehouse role: LOGIN, USAGE and
     SELECT on ``public`` (granted by :func:`grant_reader` once tables exist),
     ``default_transaction_read_only = on`` and a ``statement_timeout``.
     """
     admin = admin_or_skip()
-    tag = secrets.token_hex(5)
-    database, reader, password = f"{prefix}_{tag}", f"{prefix}_reader_{tag}", secrets.token_hex(12)
+    database, reader = servers.scratch_name(label), servers.scratch_name(f"{label}_reader")
+    password = secrets.token_hex(12)
     base = make_url(admin_url())
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f'CREATE DATABASE "{database}"')
-        conn.exec_driver_sql(f"CREATE ROLE \"{reader}\" LOGIN PASSWORD '{password}'")
-        conn.exec_driver_sql(f'ALTER ROLE "{reader}" SET default_transaction_read_only = on')
-        conn.exec_driver_sql(f"ALTER ROLE \"{reader}\" SET statement_timeout = '30s'")
     owner_url = base.set(database=database).render_as_string(hide_password=False)
     reader_url = base.set(database=database, username=reader, password=password)
-    try:
+    try:  # a failure half way through set-up still drops what was made
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f'CREATE DATABASE "{database}"')
+            conn.exec_driver_sql(f"CREATE ROLE \"{reader}\" LOGIN PASSWORD '{password}'")
+            conn.exec_driver_sql(f'ALTER ROLE "{reader}" SET default_transaction_read_only = on')
+            conn.exec_driver_sql(f"ALTER ROLE \"{reader}\" SET statement_timeout = '30s'")
         yield Scratch(database, owner_url, reader, reader_url.render_as_string(hide_password=False))
     finally:
         with admin.connect() as conn:

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from reconciler.assembly.text import tokenize, verb_root
-from reconciler.generators.periods import OPEN_STOP, period_at
 from reconciler.lens import Lens
 from reconciler.lensfiles import TODAY
+from reconciler.reading.phrases.periods import OPEN_STOP, period_at
 from tests.helpers.grammar import GoldenFile, check_golden_case
 
 GOLDEN = GoldenFile.read("fast_tier_dates2.yaml")

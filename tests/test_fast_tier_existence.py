@@ -14,9 +14,9 @@ from typing import Any
 import duckdb
 import pytest
 
-from reconciler.generators.compiler import Declined
-from reconciler.generators.existence import existence_rows
 from reconciler.lens import Lens
+from reconciler.reading.grammar.existence import existence_rows
+from reconciler.reading.ir import Declined
 from tests.helpers.grammar import GoldenFile, dimension_values
 
 GOLDEN = GoldenFile.read("fast_tier_existence.yaml")

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from reconciler.generators.outputs import split_outputs
 from reconciler.lens import Lens
+from reconciler.reading.grammar.outputs import split_outputs
 from tests.helpers.grammar import GoldenFile, check_golden_case
 
 GOLDEN = GoldenFile.read("fast_tier_measures.yaml")

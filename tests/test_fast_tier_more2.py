@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from reconciler.generators.compiler import Declined
-from reconciler.generators.weekdays import split_weekdays
+from reconciler.reading.ir import Declined
+from reconciler.reading.phrases.weekdays import split_weekdays
 from tests.helpers.grammar import GoldenFile, check_golden_case
 
 GOLDEN = GoldenFile.read("fast_tier_more2.yaml")

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from sqlglot import exp
 
-from reconciler.generators.months import calendar_position
+from reconciler.reading.phrases.months import calendar_position
 from tests.helpers.grammar import GoldenFile, check_golden_case
 
 GOLDEN = GoldenFile.read("fast_tier_more3.yaml")

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from reconciler.generators.metricfilters import filter_clash
-from reconciler.generators.plans import Measure, Plan
+from reconciler.reading.ir import Measure, Plan
+from reconciler.reading.resolve.metricfilters import filter_clash
 from tests.helpers.grammar import GoldenFile, check_golden_case
 
 GOLDEN = GoldenFile.read("fast_tier_nulls.yaml")

@@ -15,8 +15,8 @@ from typing import Any
 import duckdb
 import pytest
 
-from reconciler.generators.adapt import adapted_sql, skeleton
 from reconciler.lens import Lens, load_lens
+from reconciler.reading.grammar.adapt import adapted_sql, skeleton
 from tests.helpers.grammar import (
     GoldenFile,
     ask,

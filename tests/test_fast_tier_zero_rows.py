@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from reconciler.generators.paths import is_bridge
+from reconciler.reading.resolve.paths import is_bridge
 from tests.helpers.grammar import GoldenFile, check_golden_case
 
 GOLDEN = GoldenFile.read("fast_tier_zero_rows.yaml")

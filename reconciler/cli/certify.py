@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from reconciler.cli.common import runtime
+from reconciler.cli.common import colour_wanted, runtime
 from reconciler.cli.options import Format, FormatOpt, RepoOpt, WarehouseOpt
 from reconciler.cli.preview import SHOWN_ROWS, previous_of, show, show_beside
 from reconciler.errors import DstError, LensLoadError, UsageError, WarehouseError
@@ -84,7 +84,11 @@ def _console(fmt: Format) -> Console:
     # lazy: rich's console loads only when certify shows a result
     from rich.console import Console
 
-    return Console(file=sys.stderr if fmt is Format.json else sys.stdout, highlight=False)
+    out = sys.stderr if fmt is Format.json else sys.stdout
+    # NO_COLOR (and a pipe) means no styling at all: rich's own no_color keeps bold and
+    # italics, so the colour system is switched off instead
+    styled = colour_wanted(out)
+    return Console(file=out, highlight=False, color_system="auto" if styled else None)
 
 
 def _git_user(rt: Any) -> str | None:
@@ -376,7 +380,7 @@ def _working_lens(rt: Any, lens: str) -> tuple[Lens, dict[str, bytes]]:
     if lens not in names:
         raise UsageError(
             f"no lens {lens!r} in lenses/ of the working tree",
-            fix=f"use one of: {', '.join(names) or 'none (dst init creates one)'}",
+            fix=f"use one of: {', '.join(names) or 'none (create one with dst init)'}",
         )
     files = worktree_files(rt.root, lens)
     return load_lens(lens, files), files

@@ -3,7 +3,7 @@
 It understands one small grammar and declines everything else, because a wrong
 answer is worse than no answer. A question is read as
 
-* one or more measures (:mod:`reconciler.generators.measures`): a metric (name,
+* one or more measures (:mod:`reconciler.reading.grammar.measures`): a metric (name,
   label or synonym), or an aggregation word right before a model fact (``average
   deal size`` → ``AVG(amount)``; ``average``, ``mean``, ``total``, ``sum``,
   ``minimum``, ``maximum``, optionally with ``of the`` between). A phrase naming
@@ -14,17 +14,17 @@ answer is worse than no answer. A question is read as
   customers`` counts the distinct primary keys of the model the noun names (a
   period only on a date of that model the question names, "created in 2024"; a
   breakdown only after ``by``/``per``/``each``, or in a ranking;
-  :mod:`reconciler.generators.counts`);
+  :mod:`reconciler.reading.grammar.counts`);
 * optional breakdown dimensions (at most two), on the measure's model or on a model
   reached through declared joins (``orders → customers → regions``), else through one
   hop against a join's direction (a bridge model: ``papers ← paper_datasets →
-  datasets``), which only some measures survive (:mod:`reconciler.generators.paths`);
-  a person dimension also groups by its model's key (:mod:`reconciler.generators.persons`);
-  the result's key columns follow the question (:mod:`reconciler.generators.columns`);
+  datasets``), which only some measures survive (:mod:`reconciler.reading.resolve.paths`);
+  a person dimension also groups by its model's key (:mod:`reconciler.reading.phrases.persons`);
+  the result's key columns follow the question (:mod:`reconciler.reading.phrases.columns`);
 * an optional time grain (``monthly``, ``by quarter`` …) on the nearest time dimension,
   shown oldest first unless the lens says ``series_order: newest_first``; with
-  ``cumulative``, a running total over it (:mod:`reconciler.generators.cumulative`);
-* an optional period (:mod:`reconciler.generators.periods`): a year (``2024``), a
+  ``cumulative``, a running total over it (:mod:`reconciler.reading.grammar.cumulative`);
+* an optional period (:mod:`reconciler.reading.phrases.periods`): a year (``2024``), a
   quarter (``Q3 2024``, ``third quarter of 2024``), a month (``March 2024``) or a
   relative period at the lens's ``as_of`` (``last quarter``, ``this year``, ``year
   to date``), as a half-open range — or the whole span (``over the entire
@@ -39,20 +39,20 @@ answer is worse than no answer. A question is read as
   exactly one breakdown or grain;
 * optional equality filters on dimension values the warehouse holds (``values``) or
   the lens lists in ``sample_values`` (``in the West region``, ``named 'Acme'``: ``naming``);
-* optional comparisons on facts (:mod:`reconciler.generators.bounds`): ``with
+* optional comparisons on facts (:mod:`reconciler.reading.phrases.bounds`): ``with
   amount more than 100``, ``quantity between 2 and 5``; days of the week on the time
-  dimension (``on weekends``, ``on Mondays``: :mod:`reconciler.generators.weekdays`);
+  dimension (``on weekends``, ``on Mondays``: :mod:`reconciler.reading.phrases.weekdays`);
 * optional boolean flags: a boolean dimension ``is_<word>`` whose ``<word>``
   stands right before a noun naming its model (``won opportunities`` →
   ``iswon = TRUE``); the word anywhere else (``closed revenue``) declines;
-* an optional closing ordering phrase (:mod:`reconciler.generators.ordering`):
+* an optional closing ordering phrase (:mod:`reconciler.reading.phrases.ordering`):
   ``ordered by …``, ``sorted by … descending``, ``from highest to lowest``;
 * or, alone, a ranking of rows by a raw column of the noun's model: ``top 3
   products by price``, or a listing of a model's columns: ``the names and prices
-  of the products in Toys, ordered alphabetically`` (:mod:`reconciler.generators.listing`),
+  of the products in Toys, ordered alphabetically`` (:mod:`reconciler.reading.grammar.listing`),
   kept by related rows (``customers who have not made any transactions``:
-  :mod:`reconciler.generators.existence`) or by comparisons on their own facts, or a
-  ratio of two facts of each row (:mod:`reconciler.generators.rawfacts`);
+  :mod:`reconciler.reading.grammar.existence`) or by comparisons on their own facts, or a
+  ratio of two facts of each row (:mod:`reconciler.reading.grammar.rawfacts`);
 * output lists, two-measure rankings, count ratios, counts compared: ``outputs``, ``having``;
 * pronouns and orderings that restate a ranked count (``backrefs``); a whole year on a
   model dated by a year number alone (``years``);
@@ -73,7 +73,7 @@ name of a model the query uses. Anything left over — ``since``, ``not``, ``wea
 — declines, and so does a question holding one of the lens's ``exclusions`` or
 ``clarify`` terms, an ambiguous phrase, a fact without an aggregation word, or a
 dimension no safe join path reaches. This module reads the question into a
-:class:`~reconciler.generators.compiler.Plan`; :mod:`reconciler.generators.compiler`
+:class:`~reconciler.reading.compile.Plan`; :mod:`reconciler.reading.compile`
 compiles the plan into SQL.
 """
 
@@ -89,37 +89,39 @@ from reconciler.assembly.lexicon import Target, model_nouns, person_dimensions
 from reconciler.assembly.request import GenerationRequest
 from reconciler.assembly.retrieval import Mention, Retrieval, counted_model, retrieve, time_models
 from reconciler.assembly.text import normalize
-from reconciler.generators import paths
-from reconciler.generators.adapt import from_exemplars
-from reconciler.generators.backrefs import (
+from reconciler.generators.generation import DimensionValues, Generation
+from reconciler.lens import Lens
+from reconciler.reading.grammar.adapt import from_exemplars
+from reconciler.reading.grammar.backrefs import (
     every_row_ordered,
     pronoun_hint,
     restated_key,
     without_backrefs,
 )
-from reconciler.generators.bounds import Bound, split_bounds
-from reconciler.generators.columns import bucket_at
-from reconciler.generators.compiler import Declined, Measure, Plan, one_path, plan_edges
-from reconciler.generators.counts import check_entity_count, new_is_restated
-from reconciler.generators.cumulative import render_cumulative, split_cumulative
-from reconciler.generators.doubts import check_doubts, entity_breakdowns
-from reconciler.generators.generation import DimensionValues, Generation
-from reconciler.generators.grammar import Reading, phrase_of, plural, read_grammar, uninvited
-from reconciler.generators.haveflags import have_flags
-from reconciler.generators.measures import check_extras, select_measures
-from reconciler.generators.months import render
-from reconciler.generators.nouns import check_noun_breakdowns, own_rows, with_row_keys
-from reconciler.generators.ordering import order_plan, split_ordering
-from reconciler.generators.periodcounts import check_compared_count, render_period_counts
-from reconciler.generators.periods import check_unit_phrases, earlier, first_day, spell_to_date
-from reconciler.generators.persons import with_person_keys
-from reconciler.generators.shapes import claim, every_shape
-from reconciler.generators.verbs import dated_verbs
-from reconciler.generators.weekdays import split_weekdays, with_weekdays
-from reconciler.generators.when import when
-from reconciler.generators.years import year_filter
-from reconciler.generators.zeros import check_empty_groups
-from reconciler.lens import Lens
+from reconciler.reading.grammar.counts import check_entity_count, new_is_restated
+from reconciler.reading.grammar.cumulative import render_cumulative, split_cumulative
+from reconciler.reading.grammar.doubts import check_doubts, entity_breakdowns
+from reconciler.reading.grammar.measures import check_extras, select_measures
+from reconciler.reading.grammar.periodcounts import check_compared_count, render_period_counts
+from reconciler.reading.ir import Declined, Measure, Plan
+from reconciler.reading.parse import claim, every_shape
+from reconciler.reading.phrases.bounds import Bound, split_bounds
+from reconciler.reading.phrases.columns import bucket_at
+from reconciler.reading.phrases.haveflags import have_flags
+from reconciler.reading.phrases.months import render
+from reconciler.reading.phrases.nouns import check_noun_breakdowns, own_rows, with_row_keys
+from reconciler.reading.phrases.ordering import order_plan, split_ordering
+from reconciler.reading.phrases.periods import check_unit_phrases, earlier, first_day, spell_to_date
+from reconciler.reading.phrases.persons import with_person_keys
+from reconciler.reading.phrases.verbs import dated_verbs
+from reconciler.reading.phrases.weekdays import split_weekdays, with_weekdays
+from reconciler.reading.phrases.when import when
+from reconciler.reading.phrases.words import Reading, phrase_of, plural, read_grammar, uninvited
+from reconciler.reading.phrases.years import year_filter
+from reconciler.reading.resolve import paths
+from reconciler.reading.resolve.attributes import check_own_attribute
+from reconciler.reading.resolve.paths import one_path, plan_edges
+from reconciler.reading.resolve.zeros import check_empty_groups
 
 __all__ = ["TIER", "Declined", "Measure", "Plan", "compile_request", "parse", "render"]
 
@@ -262,7 +264,7 @@ def _shape(plan: Plan) -> tuple[object, ...]:
 
 
 def _bounded(lens: Lens, plan: Plan, bounds: tuple[Bound, ...]) -> Plan:
-    """``plan`` with the comparison filters on facts (:mod:`reconciler.generators.bounds`),
+    """``plan`` with the comparison filters on facts (:mod:`reconciler.reading.phrases.bounds`),
     each fact resolved from the plan's base along a safe join path."""
     out: list[tuple[str, str, str, str]] = []
     for bound in bounds:
@@ -368,6 +370,9 @@ def _value_filters(
                 narrowed = tuple(t for t in targets if (t.model, t.name) in named) or tuple(
                     t for t in targets if t.model == noun
                 )
+                own = [t for t in targets if t.model == base]
+                if own and len(narrowed) == 1 and narrowed[0].model != base:
+                    check_own_attribute(lens, base, narrowed[0], phrase_of(found, d))
                 if narrowed:
                     targets = narrowed
                     qualifiers.add(d)
@@ -407,6 +412,7 @@ def _breakdowns(lens: Lens, found: Retrieval, base: str, dims: list[Mention]) ->
     nouns = model_nouns(lens)
     for d in dims:
         chosen = _resolve(lens, base, d.targets, "dimension", phrase_of(found, d))
+        check_own_attribute(lens, base, chosen, phrase_of(found, d))
         place = (chosen.model, chosen.name)
         named = nouns.get(found.tokens[d.start : d.end])
         if named is not None and named != chosen.model:
@@ -510,10 +516,10 @@ def compile_request(lens: Lens, request: GenerationRequest, values: DimensionVal
 
     An exemplar folded into the request whose normalized question equals the
     question is returned verbatim, one whose question differs only in slots is
-    adapted (:mod:`reconciler.generators.adapt`: one that reads like it but cannot be
+    adapted (:mod:`reconciler.reading.grammar.adapt`: one that reads like it but cannot be
     adapted without doubt declines); otherwise every reader reads it — the shapes of
-    :mod:`reconciler.generators.shapes` and the one-measure grammar (a running total by
-    :mod:`reconciler.generators.cumulative`) — and only one reading is served
+    :mod:`reconciler.reading.parse` and the one-measure grammar (a running total by
+    :mod:`reconciler.reading.grammar.cumulative`) — and only one reading is served
     (:func:`_one_reading`: two that differ decline, naming both).
 
     Returns:
@@ -566,7 +572,7 @@ def _one_reading(
 ) -> Generation:
     """The one reading of ``question`` among every shape's and the grammar's, else a decline.
 
-    Every reader is asked (:func:`~reconciler.generators.shapes.every_shape`, then the
+    Every reader is asked (:func:`~reconciler.reading.parse.every_shape`, then the
     one-measure grammar); there is no first match. Two readers that read the question
     into different SQL decline, naming both: which one is meant is a guess, and a
     later rule could otherwise silently change an earlier reading. A shape that

@@ -55,6 +55,7 @@ from reconciler.guard.denied import (
     FORBIDDEN_SUFFIXES,
     check_escapes,
 )
+from reconciler.guard.mysql import fill_gaps as fill_mysql_gaps
 from reconciler.guard.system import check_table
 from reconciler.guard.variables import VARIABLE_NODES, refuse_variable
 
@@ -572,6 +573,8 @@ def _fill_gaps(tree: exp.Expr, target: str) -> exp.Expr:
     ``DATE_FROM_PARTS``, which PostgreSQL lacks; its ``MAKE_DATE`` takes integers,
     while ``EXTRACT`` (what ``YEAR()`` becomes) returns NUMERIC, hence the casts.
     """
+    if target == "mysql":
+        return fill_mysql_gaps(tree)  # reconciler.guard.mysql
     if target not in ("postgres", "redshift"):
         return tree
 

@@ -39,12 +39,14 @@ from reconciler.context import LensExecutor
 from reconciler.errors import DstError
 from reconciler.lens import Lens, load_lens
 from reconciler.probes.cuts import kept_a_tie
+from reconciler.probes.shown import shows_ranking
 from reconciler.resultset import ResultSet
 from reconciler.suite import ValueCache
 from reconciler.warehouse.connection import Warehouse
 from reconciler.warehouse.readonly import with_installed_driver
 from tests.benchmarks.autolens import lens_files, loadable
 from tests.benchmarks.scores import IDK_FILE, Report, Score, not_served
+from tests.servers import PREFIX
 
 QUESTION_FILES = ("questions_gen_postgres.csv", "instruct_basic_postgres.csv", IDK_FILE)
 MAX_SUBSET_ITEMS = 4
@@ -140,7 +142,7 @@ def _rows_one_by_one(con: Any, statement: exp.Expr) -> int | None:
 
 @contextmanager
 def postgres_database(admin_url: str, db: str, sql_text: str) -> Iterator[tuple[str, int]]:
-    """A new PostgreSQL database ``bench_<db>_<token>`` loaded with the script.
+    """A new PostgreSQL database ``dst_test_bench_<db>_<token>`` loaded with the script.
 
     The script runs as written, in one call; if PostgreSQL refuses it, it runs again
     statement by statement (each as sqlglot writes it back in PostgreSQL), and the
@@ -149,7 +151,7 @@ def postgres_database(admin_url: str, db: str, sql_text: str) -> Iterator[tuple[
     Yields:
         ``(its URL, statements that failed)``; the database is dropped on exit.
     """
-    name = f"bench_{db}_{secrets.token_hex(3)}"
+    name = f"{PREFIX}bench_{db}_{secrets.token_hex(3)}"
     parsed = with_installed_driver(make_url(admin_url))
     admin = sa.create_engine(parsed, isolation_level="AUTOCOMMIT")
     url = parsed.set(database=name).render_as_string(hide_password=False)
@@ -241,6 +243,8 @@ def score_question(
         run = functools.partial(_run_gold, warehouse)
         if kept_a_tie(sql, warehouse.dialect, oracle, resp.result, run) is not None:
             return "correct", "ambiguous gold: its LIMIT cuts a tie"
+        if shows_ranking(sql, warehouse.dialect, oracle, resp.result, run):
+            return "correct", "shows the value the gold ranks by"
     return "wrong", f"{question!r}: served {resp.sql} -- {verdicts[0].detail}"
 
 

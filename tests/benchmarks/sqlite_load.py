@@ -49,6 +49,7 @@ from sqlalchemy.engine import make_url
 from sqlglot import exp
 
 from reconciler.warehouse.readonly import with_installed_driver
+from tests.servers import PREFIX
 
 _DOUBLE = ("REAL", "FLOAT", "DOUBLE", "DOUBLE PRECISION", "NUMERIC", "DECIMAL", "NUMBER")
 _TIMESTAMP = ("DATE", "DATETIME", "TIMESTAMP")
@@ -237,13 +238,13 @@ def load_duckdb(tables: Sequence[Table], target: Path) -> dict[str, int]:
 
 @contextmanager
 def postgres_database(admin_url: str, db: str, tables: Sequence[Table]) -> Iterator[str]:
-    """A new PostgreSQL database ``bench_<db>_<token>`` holding ``tables`` (names folded
+    """A new PostgreSQL database ``dst_test_bench_<db>_<token>`` holding ``tables`` (names folded
     to lower case).
 
     Yields:
         Its URL; the database is dropped on exit.
     """
-    name = f"bench_{db}_{secrets.token_hex(3)}"[:63]
+    name = f"{PREFIX}bench_{db}_{secrets.token_hex(3)}"[:63]
     parsed = with_installed_driver(make_url(admin_url))
     admin = sa.create_engine(parsed, isolation_level="AUTOCOMMIT")
     url = parsed.set(database=name).render_as_string(hide_password=False)
