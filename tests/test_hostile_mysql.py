@@ -3,9 +3,9 @@
 The corpus is ``fixtures/hostile_mysql.yaml`` (the format of ``test_hostile.py``'s).
 Every case must be refused by the read-only guard for dialect ``mysql``, so nothing
 reaches a warehouse through dst. Then, when a MariaDB or MySQL server answers
-(``DST_TEST_MYSQL_URL``, default root on 127.0.0.1:3306), the guard is bypassed in a
-sandbox — a fresh ``dst_test_hostile_…`` database reached as a ``dst_test_…`` user
-granted only SELECT on it, inside ``START TRANSACTION READ ONLY`` — and the sandbox
+(:mod:`tests.mariadb`: ``DST_TEST_MYSQL_URL``, off with ``DST_TEST_SERVERS=0``), the guard
+is bypassed in a sandbox — a fresh ``dst_test_hostile_…`` database reached through dst's
+read-only MySQL connection as a user granted only SELECT on it — and the sandbox
 must come out unchanged: tables, rows, routines, triggers, events, views, users and
 files. ``connection: blocks`` cases must also fail with a privilege or read-only error.
 """
@@ -13,9 +13,7 @@ files. ``connection: blocks`` cases must also fail with a privilege or read-only
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-import secrets
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,14 +25,15 @@ import sqlalchemy as sa
 import yaml
 
 from reconciler import guard
-from reconciler.errors import UnsafeSqlError
+from reconciler.errors import UnsafeSqlError, WarehouseError
+from reconciler.warehouse.connection import Warehouse
+from tests import mariadb
 from tests.figures import record
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CASES: list[dict[str, Any]] = yaml.safe_load(
     (FIXTURES / "hostile_mysql.yaml").read_text(encoding="utf-8")
 )
-ADMIN_URL = os.environ.get("DST_TEST_MYSQL_URL", "mysql+pymysql://root@127.0.0.1:3306/")
 # What MariaDB / MySQL say when a privilege or a read-only transaction stops a statement.
 REFUSAL = (
     r"command denied|Access denied|READ ONLY transaction|read-only|you need \(at least one of\)"
@@ -44,10 +43,10 @@ TALLY: Counter[str] = Counter()
 
 @dataclass
 class Sandbox:
-    """The scratch database, its reader's engine, the admin engine and the sandbox folder."""
+    """The scratch database, dst's read-only warehouse on it, the admin engine, the folder."""
 
     database: str
-    reader: sa.Engine
+    warehouse: Warehouse
     admin: sa.Engine
     folder: Path
 
@@ -80,56 +79,27 @@ class Sandbox:
         return rows, files
 
 
-def _admin_or_none() -> sa.Engine | None:
-    engine = sa.create_engine(ADMIN_URL, connect_args={"connect_timeout": 2})
-    try:
-        with engine.connect():
-            return engine
-    except (sa.exc.OperationalError, ImportError):
-        engine.dispose()
-        return None
-
-
 @pytest.fixture(scope="module")
 def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
-    admin = _admin_or_none()
-    if admin is None:
-        pytest.skip(f"no MySQL/MariaDB server answers at {sa.make_url(ADMIN_URL).host}")
-    tag = secrets.token_hex(4)
-    database, user, password = (
-        f"dst_test_hostile_{tag}",
-        f"dst_test_hostile_r{tag}",
-        secrets.token_hex(8),
-    )
     folder = tmp_path_factory.mktemp("hostile-mysql")
     (folder / "in.csv").write_text("a\n1\n", encoding="utf-8")
     folder.chmod(0o777)
-    setup = (
-        f"CREATE DATABASE `{database}`",
-        f"CREATE TABLE `{database}`.items (id INT PRIMARY KEY, name VARCHAR(20))",
-        f"INSERT INTO `{database}`.items VALUES (1, 'a'), (2, 'b')",
-        f"CREATE VIEW `{database}`.item_names AS SELECT name FROM `{database}`.items",
-        f"CREATE USER '{user}'@'%' IDENTIFIED BY '{password}'",
-        f"GRANT SELECT ON `{database}`.* TO '{user}'@'%'",
-    )
-    with admin.connect() as conn:
-        for sql in setup:
-            conn.exec_driver_sql(sql, execution_options={"no_parameters": True})
-        conn.commit()
-    url = sa.make_url(ADMIN_URL).set(username=user, password=password, database=database)
-    reader = sa.create_engine(url, connect_args={"connect_timeout": 2, "read_timeout": 10})
-    try:
-        yield Sandbox(database, reader, admin, folder)
-    finally:
-        reader.dispose()
+    with mariadb.scratch_database("hostile") as scratch:
+        db = mariadb.quote(scratch.database)
+        admin = mariadb.engine(scratch.owner_url, isolation_level="AUTOCOMMIT")
         with admin.connect() as conn:
             for sql in (
-                f"DROP DATABASE IF EXISTS `{database}`",
-                f"DROP USER IF EXISTS '{user}'@'%'",
+                f"CREATE TABLE {db}.items (id INT PRIMARY KEY, name VARCHAR(20))",
+                f"INSERT INTO {db}.items VALUES (1, 'a'), (2, 'b')",
+                f"CREATE VIEW {db}.item_names AS SELECT name FROM {db}.items",
             ):
-                conn.exec_driver_sql(sql, execution_options={"no_parameters": True})
-            conn.commit()
-        admin.dispose()
+                mariadb.run(conn, sql)
+            mariadb.grant_reader(conn, scratch)
+        try:
+            with Warehouse.open(scratch.reader_url) as wh:
+                yield Sandbox(scratch.database, wh, admin, folder)
+        finally:
+            admin.dispose()
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -158,20 +128,16 @@ def test_corpus_is_well_formed() -> None:
         assert (case["connection"] == "n/a") == ("note" in case), case["id"]
 
 
-def _run_unguarded(sandbox: Sandbox, sql: str) -> str | None:
-    """Execute as the reader inside a READ ONLY transaction; the error, if any."""
+def _run_unguarded(wh: Warehouse, sql: str) -> str | None:
+    """Execute on dst's read-only connection with the guard bypassed; the error, if any."""
     try:
-        with sandbox.reader.connect() as conn:
-            conn.exec_driver_sql("START TRANSACTION READ ONLY")
-            try:
-                result = conn.exec_driver_sql(sql, execution_options={"no_parameters": True})
-                if result.returns_rows:
-                    result.fetchmany(10)
-                result.close()
-            finally:
-                conn.exec_driver_sql("ROLLBACK")
-    except sa.exc.DBAPIError as exc:
-        return str(exc.orig)
+        with wh._read_only(5) as conn:
+            result = conn.exec_driver_sql(sql, execution_options={"no_parameters": True})
+            if result.returns_rows:
+                result.fetchmany(10)
+            result.close()
+    except WarehouseError as exc:
+        return exc.message
     return None
 
 
@@ -189,7 +155,7 @@ def test_hostile_statement(case: dict[str, Any], request: pytest.FixtureRequest)
     with pytest.raises(UnsafeSqlError):
         guard.check_read_only(sql, "mysql")
     before = box.fingerprint()
-    error = _run_unguarded(box, sql)
+    error = _run_unguarded(box.warehouse, sql)
     if case["connection"] == "blocks":
         assert error is not None, "the connection let the statement through"
         assert re.search(REFUSAL, error), error
@@ -198,5 +164,5 @@ def test_hostile_statement(case: dict[str, Any], request: pytest.FixtureRequest)
         TALLY["n/a"] += 1
     assert box.fingerprint() == before, "the sandbox changed"
     TALLY["unchanged"] += 1
-    with box.reader.connect() as conn:
-        assert conn.exec_driver_sql("SELECT COUNT(*) FROM items").scalar() == 2
+    rows = box.warehouse.execute("SELECT COUNT(*) FROM items", row_cap=1, timeout_s=10).rows
+    assert rows == ((2,),)
