@@ -172,6 +172,7 @@ def certify(
     """Certify an answer: generate (or read) its SQL, execute it, show both, ask, write."""
     # lazy: reconciler.certify loads the engines, which `dst --help` does not need
     from reconciler import certify as cert
+    from reconciler.guard.sqlfile import check_sql_file
     from reconciler.ids import AnswerId
 
     _mode(yes, by, dry_run)
@@ -179,7 +180,11 @@ def certify(
     the_lens, files = _working_lens(rt, lens)
     target, question, aid = _subject(the_lens, files, question, answer_id, replace)
     sql = _read_sql(sql_file)
-    line = cert.check_sql_file(str(sql_file), sql, the_lens) if sql is not None else None
+    line = (
+        check_sql_file(str(sql_file), sql, the_lens.config.dialect, the_lens.config.allow_functions)
+        if sql is not None
+        else None
+    )
     try:
         executor = rt.warehouse_for(the_lens)
         values = rt.values_for(the_lens, executor) if sql is None else {}
