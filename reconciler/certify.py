@@ -44,14 +44,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import sqlglot
-from sqlglot.errors import ParseError, TokenError
-
-from reconciler import guard
 from reconciler.assembly.request import assemble
 from reconciler.assembly.text import normalize
 from reconciler.assets import asset_hashes
-from reconciler.errors import LensLoadError, UnsafeSqlError, UsageError
+from reconciler.errors import LensLoadError, UsageError
 from reconciler.files import replace_file, write_new_file
 from reconciler.generators import DimensionValues, SmartCall, TierCall, generate
 from reconciler.ids import AnswerId
@@ -209,46 +205,6 @@ def propose(
         declined=generation.declined,
         request=request.record(asset_hashes(lens)),
     )
-
-
-def check_sql_file(name: str, sql: str, lens: Lens) -> int:
-    """The line ``--sql FILE``'s one read-only query starts on (1-based), in the lens's dialect.
-
-    Raises:
-        LensLoadError: naming ``name`` (not an answer file) and the line: the text
-            does not parse (sqlglot's line), holds no or several statements (the
-            second one's line) or the read-only guard refuses it (its first line).
-    """
-    dialect = lens.config.dialect
-    try:
-        tokens = sqlglot.Dialect.get_or_raise(dialect).tokenize(sql)
-        sqlglot.parse(sql, read=dialect)
-    except (ParseError, TokenError) as exc:
-        first = exc.errors[0] if isinstance(exc, ParseError) and exc.errors else {}
-        raise LensLoadError(
-            name,
-            f"SQL does not parse as {dialect}: {first.get('description', exc)}",
-            line=first.get("line"),
-            fix=f"correct the query (written in the lens's dialect, {dialect})",
-        ) from None
-    semi = sqlglot.TokenType.SEMICOLON
-    starts = [
-        t.line
-        for i, t in enumerate(tokens)
-        if t.token_type is not semi and (i == 0 or tokens[i - 1].token_type is semi)
-    ]
-    if len(starts) != 1:
-        raise LensLoadError(
-            name,
-            f"expected exactly one statement, found {len(starts)}",
-            line=starts[1] if len(starts) > 1 else None,
-            fix="keep one query in the file",
-        )
-    try:
-        guard.check_read_only(sql, dialect, allow_functions=lens.config.allow_functions)
-    except UnsafeSqlError as exc:
-        raise LensLoadError(name, exc.message, line=starts[0], fix=exc.fix) from None
-    return starts[0]
 
 
 def utc_now() -> str:
