@@ -96,7 +96,7 @@ def serve(
     if importlib.util.find_spec("mcp") is None:
         raise UsageError(
             "dst mcp needs the Model Context Protocol SDK, which is not installed",
-            fix="pip install 'dst-reconciler[mcp]' (from a clone: pip install -e '.[mcp]')",
+            fix="pip install mcp, or, from a clone of dst: pip install -e '.[mcp]'",
         )
     # lazy: the SDK and the serving path load only when the server starts
     from reconciler.mcp.server import PATH, run

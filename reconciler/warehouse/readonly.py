@@ -48,8 +48,8 @@ def missing_driver_fix(backend: str) -> str:
         return "install the SQLAlchemy dialect and driver for this database"
     package, extra = known
     return (
-        f"install the {backend} driver: pip install {package} (or dst with its "
-        f"{extra} extra, from a clone of dst: pip install -e '.[{extra}]')"
+        f"install the {backend} driver: pip install {package}, or, from a clone of dst, "
+        f"pip install -e '.[{extra}]' ({package})"
     )
 
 
