@@ -202,3 +202,25 @@ def test_expect_empty_on_sql_that_returns_rows_is_exit_2_and_writes_nothing(
     assert done.code == 2, done.stdout + done.stderr
     assert "--expect-empty: the SQL returns" in done.stderr and "drop --expect-empty" in done.stderr
     assert not (promoted_repo / "lenses/sales/answers/the_segments.yaml").exists()
+
+
+def test_certify_names_a_tie_a_later_key_breaks(promoted_repo: Path, tmp_path: Path) -> None:
+    # 'a' and 'b' tie on n; the name decides which one LIMIT 1 keeps
+    broken = tmp_path / "broken.sql"
+    broken.write_text(
+        "SELECT name FROM (VALUES ('a', 2), ('b', 2), ('c', 1)) AS t(name, n)\n"
+        "ORDER BY n DESC, name LIMIT 1\n"
+    )
+    args = ["certify", "--lens", "sales", "--question", "The most n", "--sql", str(broken)]
+    shown = invoke(promoted_repo, *args, "--dry-run")
+    assert shown.code == 0, shown.stderr
+    assert "tie at the cut: 2 rows rank within LIMIT 1 on n DESC" in shown.stdout
+    untied = tmp_path / "untied.sql"
+    untied.write_text(
+        "SELECT name FROM (VALUES ('a', 3), ('b', 2), ('c', 1)) AS t(name, n)\n"
+        "ORDER BY n DESC, name LIMIT 1\n"
+    )
+    args = ["certify", "--lens", "sales", "--question", "The most n", "--sql", str(untied)]
+    shown = invoke(promoted_repo, *args, "--dry-run")
+    assert shown.code == 0, shown.stderr
+    assert "tie at the cut" not in shown.stdout

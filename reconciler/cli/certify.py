@@ -344,12 +344,45 @@ def _evidence(
         found = ambiguity(cut, result, unlimited) if unlimited is not None else None
         if found is not None:
             notes.append(found + " before certifying")
+    if not notes:
+        notes.extend(_broken_tie(executor, lens, sql, result))
     if not result.rows and not expect_empty:
         notes.append(
             "vacuous oracle: no rows, so an empty generated result proves little; if an empty "
             "result is the answer, mark it with --expect-empty"
         )
     return tuple(notes)
+
+
+def _broken_tie(executor: Executor, lens: Lens, sql: str, result: ResultSet) -> tuple[str, ...]:
+    """A tie at the cut that the ranked keys do not settle ("ORDER BY count(*) DESC, name
+    LIMIT 1" where three doctors tie on the count, or a count that is not an output
+    column): the tie gate of ``dst ask`` would keep every tied row, so the person
+    certifying is told the tie is there (one bounded probe, :mod:`reconciler.probes.cuts`)."""
+    # lazy: as above
+    from reconciler.probes.cuts import cut_of
+
+    cfg = lens.config
+    cut = cut_of(sql, cfg.dialect)
+    if cut is None or not cut.keys or cut.offset or len(result.rows) != cut.limit:
+        return ()
+    try:
+        ranked = executor.execute(
+            cut.probe_sql,
+            row_cap=cfg.row_cap,
+            timeout_s=cfg.statement_timeout_s,
+            as_of=cfg.pinned_as_of,
+        )
+    except DstError:
+        return ()
+    if ranked.truncated or len(ranked.rows) <= cut.limit:
+        return ()
+    return (
+        f"tie at the cut: {len(ranked.rows)} rows rank within LIMIT {cut.limit} on "
+        f"{', '.join(cut.keys)}, and a later ORDER BY key (or the engine) picks which "
+        f"{cut.limit} are kept; if the question does not name that tie-breaker, certify "
+        "every tied row (RANK() OVER (ORDER BY …) <= n), as dst ask serves it",
+    )
 
 
 def _confirmed(aid: str, lens: str, fmt: Format, *, replacing: bool = False) -> bool:
