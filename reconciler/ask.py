@@ -25,13 +25,11 @@ Nothing here writes anything: only a human certifies (``dst certify``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from reconciler.assembly.request import assemble
-from reconciler.assembly.similarity import Embedder
+from reconciler.assembly.lexicon import DimensionValues
 from reconciler.assembly.text import normalize
 from reconciler.errors import DstError
-from reconciler.generators import DimensionValues, SmartCall, TierCall, generate
 from reconciler.lens import Answer, Lens
 from reconciler.probes import Limits, probe
 from reconciler.resultset import Executor, ResultSet
@@ -44,6 +42,10 @@ from reconciler.trust import (
     first_repair,
     trust_state_from_evaluations,
 )
+
+if TYPE_CHECKING:
+    from reconciler.assembly.similarity import Embedder
+    from reconciler.generators import SmartCall, TierCall
 
 MAX_REPAIRS = 2
 ROWS_SHOWN = 50
@@ -171,6 +173,26 @@ def certified_match(lens: Lens, question: str) -> Answer | None:
     return None
 
 
+def serve_certified(lens: Lens, question: str, executor: Executor) -> AskResponse | None:
+    """Step 1 alone: the certified answer ``question`` matches, run and gated; else ``None``.
+
+    Loads neither the request assembly nor the generator tiers, so a caller that
+    tries this first (``dst ask``) pays for generation only when it generates. A
+    certified answer runs as certified whatever tiers the lens lists: its response
+    carries no "leaner than production" note.
+
+    Returns:
+        The ``certified_answer`` response, or ``None`` when no active certified
+        answer's normalized question equals ``question``'s.
+    """
+    certified = certified_match(lens, question)
+    if certified is None:
+        return None
+    resp = AskResponse(lens.name, question, "certified_answer", answer=certified.id)
+    ex = _run(lens, question, "certified_answer", certified.sql, executor, resp)
+    return _finish(resp, lens, ex)
+
+
 def ask(
     lens: Lens,
     question: str,
@@ -201,6 +223,13 @@ def ask(
         The response; warehouse and generator failures become evaluations, never
         exceptions.
     """
+    served = serve_certified(lens, question, executor)
+    if served is not None:
+        return served
+    # lazy: the assembly and the tiers load only when the question is generated
+    from reconciler.assembly.request import assemble
+    from reconciler.generators import generate
+
     resp = AskResponse(lens.name, question, "generated")
     if smart is None and "smart" in lens.config.generator.tiers:
         resp.notes.append("leaner than production: the smart tier is not configured")
@@ -208,11 +237,6 @@ def ask(
         resp.notes.append(
             "leaner than production: no local embedder (the embed extra), so retrieval is lexical"
         )
-    certified = certified_match(lens, question)
-    if certified is not None:
-        resp.route, resp.answer = "certified_answer", certified.id
-        ex = _run(lens, question, "certified_answer", certified.sql, executor, resp)
-        return _finish(resp, lens, ex)
     pre = precheck(lens, question)
     if pre is not None:
         resp.route, resp.message, resp.term = pre

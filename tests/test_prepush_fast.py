@@ -123,8 +123,9 @@ Shape = Callable[[History], bytes]
 
 SKIPPED: dict[str, Shape] = {
     "fast-forward, docs only": lambda h: _main(h.docs1, h.lens0),
-    "two branches, neither touches a lens": lambda h: _main(h.docs1, h.lens0)
-    + _line("refs/heads/docs", h.docs3, "refs/heads/docs", h.lens2),
+    "two branches, neither touches a lens": lambda h: (
+        _main(h.docs1, h.lens0) + _line("refs/heads/docs", h.docs3, "refs/heads/docs", h.lens2)
+    ),
     "no lenses/ on either side": lambda h: _main(h.plain1, h.plain0),
     "HEAD as the local ref": lambda h: _line("HEAD", h.docs1, "refs/heads/main", h.lens0),
     "a bare oid as the local ref": lambda h: _line(h.docs1, h.docs1, "refs/heads/main", h.lens0),
@@ -134,8 +135,9 @@ SKIPPED: dict[str, Shape] = {
 HANDED: dict[str, Shape] = {
     "fast-forward editing a lens": lambda h: _main(h.lens2, h.docs1),
     "fast-forward editing a lens among docs commits": lambda h: _main(h.docs3, h.lens0),
-    "one branch of two edits a lens": lambda h: _main(h.docs1, h.lens0)
-    + _line("refs/heads/docs", h.lens2, "refs/heads/docs", h.docs1),
+    "one branch of two edits a lens": lambda h: (
+        _main(h.docs1, h.lens0) + _line("refs/heads/docs", h.lens2, "refs/heads/docs", h.docs1)
+    ),
     "lenses/ added": lambda h: _main(h.lens0, h.plain1),
     "lenses/ removed": lambda h: _main(h.gone4, h.docs3),
     "new branch": lambda h: _line("refs/heads/docs", h.docs1, "refs/heads/docs", ZERO),
@@ -152,9 +154,7 @@ HANDED: dict[str, Shape] = {
     "serving ref on the local side": lambda h: _line(
         "refs/dst/serving/sales", h.docs1, "refs/heads/main", h.lens0
     ),
-    "attempts ref": lambda h: _line(
-        "refs/heads/main", h.docs1, "refs/dst/attempts/sales", h.lens0
-    ),
+    "attempts ref": lambda h: _line("refs/heads/main", h.docs1, "refs/dst/attempts/sales", h.lens0),
     "remote ref outside refs/heads": lambda h: _line(
         "refs/heads/main", h.docs1, "refs/for/main", h.lens0
     ),
@@ -170,8 +170,9 @@ HANDED: dict[str, Shape] = {
     "empty stdin": lambda h: b"",
     "upper-case oid": lambda h: _main(h.docs1.upper(), h.lens0),
     "short oid": lambda h: _main(h.docs1[:12], h.lens0),
-    "a good line then a handed one": lambda h: _main(h.docs1, h.lens0)
-    + _line("refs/heads/docs", h.docs1, "refs/heads/docs", ZERO),
+    "a good line then a handed one": lambda h: (
+        _main(h.docs1, h.lens0) + _line("refs/heads/docs", h.docs1, "refs/heads/docs", ZERO)
+    ),
 }
 
 

@@ -51,7 +51,7 @@ def ask(
 ) -> int:
     """Answer a question the way production does: certified match, else generation + gates."""
     # lazy: reconciler.ask loads the engines, which `dst --help` does not need
-    from reconciler.ask import ask as serve
+    from reconciler.ask import ask as serve, serve_certified
     from reconciler.candidate import load_serving
 
     rt = runtime(repo, warehouse, environment=env)
@@ -63,18 +63,21 @@ def ask(
             raise not_serving(rt, lens)
         if show_request:
             return print_request(rt, served, question, None, fmt)
-        smart, _why = rt.smart_for(served)
         executor = rt.warehouse_for(served)
-        resp = serve(
-            served,
-            question,
-            executor,
-            rt.values_for(served, executor),
-            smart=smart,
-            max_repairs=max_repairs,
-            embedder=rt.embedder_for(served)[0],
-            command=rt.command_for(served),
-        )
+        # a certified match runs first: no tier, no dimension values, no assembly load
+        resp = serve_certified(served, question, executor)
+        if resp is None:
+            smart, _why = rt.smart_for(served)
+            resp = serve(
+                served,
+                question,
+                executor,
+                rt.values_for(served, executor),
+                smart=smart,
+                max_repairs=max_repairs,
+                embedder=rt.embedder_for(served)[0],
+                command=rt.command_for(served),
+            )
     finally:
         rt.close()
     if fmt is Format.json:

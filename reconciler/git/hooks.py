@@ -80,7 +80,8 @@ EOF
             "$2:lenses missing") [ "$remote_lenses" = "$4:lenses missing" ] || return 1 ;;
             *) return 1 ;;
         esac
-        notes="${notes}dst pre-push: $1 → $3: no lens changed (since $(printf '%.12s' "$4")), dst not started
+        since=${4%"${4#????????????}"}
+        notes="${notes}dst pre-push: $1 → $3: no lens changed (since $since), dst not started
 "
     done
     [ -n "$notes" ] || return 1

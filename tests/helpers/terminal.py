@@ -17,6 +17,16 @@ INTERRUPT = "<Ctrl-C>"
 """A reply to :func:`on_terminal` that interrupts the command at that prompt."""
 
 
+def ctrl_c_deliverable() -> None:
+    """Give the child about to exec the default SIGINT disposition (a ``preexec_fn``).
+
+    A shell without job control starts a background job (``pytest … &``) with SIGINT
+    ignored, an ignored signal stays ignored across exec, and Python then installs
+    no KeyboardInterrupt handler: the child would never see the Ctrl-C a test sends.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def on_terminal(repo: Path, args: list[str], replies: list[tuple[str, str]]) -> tuple[int, str]:
     """Run ``dst`` with a pseudo-terminal as stdin/stdout; answer each prompt in turn.
 
@@ -34,6 +44,7 @@ def on_terminal(repo: Path, args: list[str], replies: list[tuple[str, str]]) -> 
         stdin=slave,
         stdout=slave,
         stderr=slave,
+        preexec_fn=ctrl_c_deliverable,
     )
     os.close(slave)
     out = b""
@@ -72,5 +83,6 @@ def on_terminal(repo: Path, args: list[str], replies: list[tuple[str, str]]) -> 
     finally:
         if proc.poll() is None:
             proc.kill()
+            proc.wait()
         os.close(master)
     return code, out.decode("utf-8", "replace")
