@@ -151,12 +151,27 @@ def parse_query(sql: str, dialect: str) -> exp.Expr:
             brackets deeper than :data:`MAX_NESTING`, does not parse, or holds
             zero or several statements.
     """
+    # Callers may change the tree they get; the memo keeps its own.
+    return shared_query(sql, dialect).copy()
+
+
+def shared_query(sql: str, dialect: str) -> exp.Expr:
+    """:func:`parse_query`'s tree itself, parsed once per text and dialect: read, never change.
+
+    The comparator's ORDER BY reading, the probes and the gates only read a
+    statement, and a suite reads the same oracle and generated statements many
+    times over: they share the one tree the memo keeps (4,096 texts) instead of
+    each taking a deep copy. A caller that changes a tree (``set``, ``replace``,
+    making a node another's child) must use :func:`parse_query`, or ``copy()``.
+
+    Raises:
+        UnsafeSqlError: as :func:`parse_query` (a fresh error each time).
+    """
     _check_size(sql)  # first: an oversized text is never kept
     parsed = _parsed(sql, dialect)
     if isinstance(parsed, tuple):
         raise UnsafeSqlError(parsed[0], fix=parsed[1])
-    # Callers may change the tree they get; the memo keeps its own.
-    return parsed.copy()
+    return parsed
 
 
 # The suite parses each oracle several times: copying a kept tree costs less than a parse.
