@@ -64,8 +64,13 @@ lenses_unchanged() {
         done
         # not an ancestor (a force push) or not here (unseen history): dst decides
         git merge-base --is-ancestor "$4" "$2" </dev/null >/dev/null 2>&1 || return 1
-        kinds=$(printf '%s\\n' "$2" "$4" "$2:lenses" "$4:lenses" |
-            git cat-file --batch-check='%(objecttype) %(objectname)' 2>/dev/null) || return 1
+        kinds=$(git cat-file --batch-check='%(objecttype) %(objectname)' 2>/dev/null <<EOF
+$2
+$4
+$2:lenses
+$4:lenses
+EOF
+        ) || return 1
         {
             read -r local_kind
             read -r remote_kind
@@ -88,7 +93,7 @@ EOF
     printf '%s' "$notes" >&2
 }
 
-hook_dir=$(dirname -- "$0")
+case $0 in */*) hook_dir=${0%/*} ;; *) hook_dir=. ;; esac
 legacy="$hook_dir/pre-push.legacy"
 if [ -t 0 ]; then
     # Run by hand at a terminal: nothing to copy; dst says what it expects.
