@@ -17,6 +17,10 @@ INTERRUPT = "<Ctrl-C>"
 """A reply to :func:`on_terminal` that interrupts the command at that prompt."""
 
 
+READ_FIRST_S = 0.5
+"""Seconds between a prompt showing and the :data:`INTERRUPT` sent to it."""
+
+
 def ctrl_c_deliverable() -> None:
     """Give the child about to exec the default SIGINT disposition (a ``preexec_fn``).
 
@@ -69,6 +73,10 @@ def on_terminal(repo: Path, args: list[str], replies: list[tuple[str, str]]) -> 
                 seen = len(out)
                 reply = pending.pop(0)[1]
                 if reply == INTERRUPT:
+                    # A person reads the prompt before pressing Ctrl-C: a SIGINT sent the
+                    # instant the text shows can land before the prompt reads the terminal,
+                    # where the line editor may drop it and the prompt then waits for ever.
+                    time.sleep(READ_FIRST_S)
                     proc.send_signal(signal.SIGINT)  # what Ctrl-C at the prompt delivers
                 else:
                     os.write(master, reply.encode() + b"\r")
