@@ -73,9 +73,9 @@ def on_terminal(repo: Path, args: list[str], replies: list[tuple[str, str]]) -> 
                 seen = len(out)
                 reply = pending.pop(0)[1]
                 if reply == INTERRUPT:
-                    # A person reads the prompt before pressing Ctrl-C: a SIGINT sent the
-                    # instant the text shows can land before the prompt reads the terminal,
-                    # where the line editor may drop it and the prompt then waits for ever.
+                    # A person reads the prompt before pressing Ctrl-C. A SIGINT sent the
+                    # instant the text shows was seen lost now and then (the prompt then
+                    # waited for ever): it lands before the prompt reads the terminal.
                     time.sleep(READ_FIRST_S)
                     proc.send_signal(signal.SIGINT)  # what Ctrl-C at the prompt delivers
                 else:
