@@ -25,13 +25,11 @@ Nothing here writes anything: only a human certifies (``dst certify``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from reconciler.assembly.request import assemble
-from reconciler.assembly.similarity import Embedder
+from reconciler.assembly.lexicon import DimensionValues
 from reconciler.assembly.text import normalize
 from reconciler.errors import DstError
-from reconciler.generators import DimensionValues, SmartCall, TierCall, generate
 from reconciler.lens import Answer, Lens
 from reconciler.probes import Limits, probe
 from reconciler.probes.namesakes import lens_labels
@@ -45,6 +43,10 @@ from reconciler.trust import (
     first_repair,
     trust_state_from_evaluations,
 )
+
+if TYPE_CHECKING:
+    from reconciler.assembly.similarity import Embedder
+    from reconciler.generators import SmartCall, TierCall
 
 MAX_REPAIRS = 2
 ROWS_SHOWN = 50
@@ -172,6 +174,26 @@ def certified_match(lens: Lens, question: str) -> Answer | None:
     return None
 
 
+def serve_certified(lens: Lens, question: str, executor: Executor) -> AskResponse | None:
+    """Step 1 alone: the certified answer ``question`` matches, run and gated; else ``None``.
+
+    Loads neither the request assembly nor the generator tiers, so a caller that
+    tries this first (``dst ask``) pays for generation only when it generates. A
+    certified answer runs as certified whatever tiers the lens lists: its response
+    carries no "leaner than production" note.
+
+    Returns:
+        The ``certified_answer`` response, or ``None`` when no active certified
+        answer's normalized question equals ``question``'s.
+    """
+    certified = certified_match(lens, question)
+    if certified is None:
+        return None
+    resp = AskResponse(lens.name, question, "certified_answer", answer=certified.id)
+    ex = _run(lens, question, "certified_answer", certified.sql, executor, resp)
+    return _finish(resp, lens, ex)
+
+
 def ask(
     lens: Lens,
     question: str,
@@ -202,6 +224,13 @@ def ask(
         The response; warehouse and generator failures become evaluations, never
         exceptions.
     """
+    served = serve_certified(lens, question, executor)
+    if served is not None:
+        return served
+    # lazy: the assembly and the tiers load only when the question is generated
+    from reconciler.assembly.request import assemble
+    from reconciler.generators import generate
+
     resp = AskResponse(lens.name, question, "generated")
     if smart is None and "smart" in lens.config.generator.tiers:
         resp.notes.append("leaner than production: the smart tier is not configured")
@@ -209,11 +238,6 @@ def ask(
         resp.notes.append(
             "leaner than production: no local embedder (the embed extra), so retrieval is lexical"
         )
-    certified = certified_match(lens, question)
-    if certified is not None:
-        resp.route, resp.answer = "certified_answer", certified.id
-        ex = _run(lens, question, "certified_answer", certified.sql, executor, resp)
-        return _finish(resp, lens, ex)
     pre = precheck(lens, question)
     if pre is not None:
         resp.route, resp.message, resp.term = pre
@@ -280,8 +304,12 @@ def serve(
         WarehouseError: the warehouse cannot be reached.
         LensLoadError: the lens lists the command tier without a ``command:`` block.
     """
-    smart, _why = tiers.smart_for(lens)
     executor = tiers.warehouse_for(lens)
+    # a certified match runs first: no tier, no dimension values, no assembly load
+    certified = serve_certified(lens, question, executor)
+    if certified is not None:
+        return certified
+    smart, _why = tiers.smart_for(lens)
     return ask(
         lens,
         question,

@@ -18,19 +18,20 @@ from typing import TYPE_CHECKING, Any, cast
 from reconciler.errors import DstError, LensLoadError, UsageError, WarehouseError
 from reconciler.git import refs as refstore, trees as gitstate
 from reconciler.ids import Oid
-from reconciler.lens import Answer, Lens, RepoConfig
-from reconciler.lensfiles import Environment, environment_problems
+from reconciler.lensfiles import Environment, RepoConfig, environment_problems
 from reconciler.lensview import LensExecutor as LensExecutor
 from reconciler.loader import load_yaml, validate
 from reconciler.resultset import Executor
 
 if TYPE_CHECKING:
     # Only for annotations: `dst status`, `dst log` and a plan with nothing stale
-    # never score, so the suite, the generators and their caches load on first use.
+    # never score, so the suite, the generators and their caches load on first use;
+    # `dst status` loads no lens, so the lens model loads with the first lens.
     from reconciler.assembly.profiles import ProfileStore
     from reconciler.assembly.similarity import Embedder
     from reconciler.generators import DimensionValues, SmartCall, TierCall
     from reconciler.generators.cache import CacheUse, GenerationCache
+    from reconciler.lens import Answer, Lens
     from reconciler.suite import Scoring, ValueCache
 
 
@@ -467,9 +468,8 @@ class Runtime:
         self.on_answers_done()
 
     def jobs_for(self, lens: Lens) -> int:
-        """Answers of ``lens`` a suite runs at once (:func:`reconciler.suite.resolve_jobs`)."""
-        # lazy: the suite loads only when a command scores
-        from reconciler.suite import resolve_jobs
+        """Answers of ``lens`` a suite runs at once (:func:`reconciler.lens.resolve_jobs`)."""
+        from reconciler.lens import resolve_jobs  # loaded already: ``lens`` is one
 
         return resolve_jobs(self.jobs, lens)
 

@@ -440,6 +440,17 @@ def _terms(lens: Lens) -> set[tuple[str, ...]]:
     return {_term_key(t) for t in texts}
 
 
+def resolve_jobs(cli_jobs: int | None, lens: Lens) -> int:
+    """How many answers of ``lens`` run at once: ``--jobs`` > ``jobs:`` in lens.yaml > 1.
+
+    Raises:
+        ValueError: ``cli_jobs`` is outside ``1..MAX_JOBS`` (the CLI refuses it first).
+    """
+    if cli_jobs is not None and not 1 <= cli_jobs <= MAX_JOBS:
+        raise ValueError(f"jobs must be between 1 and {MAX_JOBS}, got {cli_jobs}")
+    return cli_jobs or lens.config.jobs or 1
+
+
 __all__ = [
     "LENS_NAME_RE",
     "MAX_JOBS",
@@ -465,4 +476,5 @@ __all__ = [
     "Strict",
     "Webhook",
     "load_lens",
+    "resolve_jobs",
 ]

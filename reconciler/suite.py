@@ -18,7 +18,7 @@ comparison) and mostly wait on the warehouse, so :func:`run_answers` runs up to
 connection; results come back in the order the answers were given, so reports,
 run records and bindings are the same for ``jobs=1`` and ``jobs=8``. How many at
 once: ``--jobs N`` > the lens's ``jobs:`` > 1, bounded by
-:data:`reconciler.lens.MAX_JOBS` (:func:`resolve_jobs`).
+:data:`reconciler.lens.MAX_JOBS` (:func:`reconciler.lens.resolve_jobs`).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from reconciler.generators import DimensionValues, SmartCall, TierCall
 from reconciler.generators.cache import SAMPLE
 from reconciler.generators.reuse import generate_reusing
 from reconciler.ids import AnswerId
-from reconciler.lens import MAX_JOBS, Answer, Lens
+from reconciler.lens import Answer, Lens, resolve_jobs as resolve_jobs
 from reconciler.probes.cuts import kept_a_tie
 from reconciler.probes.shown import shows_ranking
 from reconciler.resultset import Executor, ResultSet
@@ -499,17 +499,6 @@ class Scoring:
     command: TierCall | None = None
     cannot_score: str | None = None
     no_embedder: str = ""
-
-
-def resolve_jobs(cli_jobs: int | None, lens: Lens) -> int:
-    """How many answers of ``lens`` run at once: ``--jobs`` > ``jobs:`` in lens.yaml > 1.
-
-    Raises:
-        ValueError: ``cli_jobs`` is outside ``1..MAX_JOBS`` (the CLI refuses it first).
-    """
-    if cli_jobs is not None and not 1 <= cli_jobs <= MAX_JOBS:
-        raise ValueError(f"jobs must be between 1 and {MAX_JOBS}, got {cli_jobs}")
-    return cli_jobs or lens.config.jobs or 1
 
 
 def run_answers(

@@ -353,11 +353,11 @@ def _read_only_tree(sql: str, dialect: str | None) -> exp.Expr | None:
     """``sql`` parsed once per text and dialect, for gates that only read it; ``None``
     when it does not parse. A suite gates the same generations run after run (the
     fast tier is deterministic), so the tree is kept: callers must not change it. The
-    statement ran, so the guard's memo holds its tree: a copy of it is cheaper than a
-    parse (anything the guard refuses is parsed here as before)."""
+    statement ran, so the guard's memo holds its tree, which is shared as it is
+    (:func:`reconciler.guard.shared_query`); anything the guard refuses is parsed here."""
     if dialect is not None:
         try:
-            return guard.parse_query(sql, dialect)
+            return guard.shared_query(sql, dialect)
         except UnsafeSqlError:
             pass
     try:

@@ -319,9 +319,14 @@ def test_an_interrupt_while_the_program_runs_kills_it_and_its_children(tmp_path:
             time.sleep(0.05)
         os.kill(os.getpid(), signal.SIGINT)  # what Ctrl-C delivers to dst
 
-    threading.Thread(target=interrupt_once_started, daemon=True).start()
-    with pytest.raises(KeyboardInterrupt):
-        command._communicate(settings, b"{}")
+    # Under a background job SIGINT starts ignored; Ctrl-C must reach this process.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        threading.Thread(target=interrupt_once_started, daemon=True).start()
+        with pytest.raises(KeyboardInterrupt):
+            command._communicate(settings, b"{}")
+    finally:
+        signal.signal(signal.SIGINT, previous)
     child = int(log.read_text())
     assert _gone(child), f"the program's child {child} outlived the interrupt"
 

@@ -143,3 +143,45 @@ def test_the_join_grain_gate_reads_one_kept_tree_per_text_and_dialect() -> None:
     assert trust._read_only_tree(sql, "postgres") is not tree
     assert trust._read_only_tree("SELECT FROM WHERE (", "duckdb") is None
     assert tree.sql("duckdb") == "SELECT a FROM t"
+
+
+# --- one parse per text, shared read-only by the readers --------------------------------
+
+SHARED = (
+    "SELECT c.segment, count(*) AS n FROM orders AS o JOIN customers AS c "
+    "ON c.customer_id = o.customer_id WHERE o.status = 'completed' "
+    "GROUP BY c.segment ORDER BY n DESC, c.segment"
+)
+
+
+def test_the_shared_tree_is_the_memos_and_parse_query_copies_it() -> None:
+    first = guard.shared_query(SHARED, "duckdb")
+    assert guard.shared_query(SHARED, "duckdb") is first
+    copied = guard.parse_query(SHARED, "duckdb")
+    assert copied is not first and copied == first
+    assert guard._parsed.cache_info().misses == 1
+
+
+def test_every_reader_of_a_statement_shares_one_parse_and_leaves_it_unchanged() -> None:
+    from reconciler.compare.ordering import order_keys
+    from reconciler.probes.cuts import null_group_note
+    from reconciler.probes.thinning import thinning_probe
+    from reconciler.trust import Execution, _read_only_tree
+
+    _read_only_tree.cache_clear()
+    tree = guard.shared_query(SHARED, "duckdb")
+    before = tree.sql(dialect="duckdb")
+    ex = Execution(
+        "q", "generated", sql=SHARED, columns=("segment", "n"), rows=((None, 3), ("A", 2)),
+        executed=True, dialect="duckdb",
+    )  # fmt: skip
+    assert order_keys(SHARED, "duckdb")
+    assert thinning_probe(SHARED, "duckdb") is not None  # it builds a probe from the tree
+    null_group_note(ex, "duckdb")
+    assert _read_only_tree(SHARED, "duckdb") is tree
+    assert guard.checked_query(SHARED, "duckdb") is not None
+    # one parse for all of them, and none of them changed the shared tree
+    assert guard._parsed.cache_info().misses == 1
+    assert guard.shared_query(SHARED, "duckdb") is tree
+    assert tree.sql(dialect="duckdb") == before
+    assert all(node.root() is tree for node in tree.walk())  # no node was moved elsewhere

@@ -67,6 +67,14 @@ def test_status_and_log_load_neither_the_suite_nor_sqlglot(
     assert heavy(names, (*SCORING, "reconciler.results", "sqlglot")) == []
 
 
+def test_status_loads_no_lens(promoted_repo: Path) -> None:
+    # status reads the serving refs and their deployment records; no lens file is
+    # parsed, so neither the lens model nor what it validates with is imported
+    names = imported(promoted_repo, "status")
+    assert "reconciler.git.serving" in names  # it did read the refs
+    assert heavy(names, ("reconciler.lens", "reconciler.provenance", "reconciler.assembly")) == []
+
+
 def test_plan_of_serving_trees_imports_no_engine_and_no_rich(promoted_repo: Path) -> None:
     names = imported(promoted_repo, "plan")
     assert heavy(names, ENGINES + RICH) == []
@@ -128,3 +136,31 @@ def test_the_runtime_loads_no_suite_generators_or_warehouse_edge() -> None:
     names = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if "|" in line}
     assert "reconciler.context" in names
     assert heavy(names, SCORING + ENGINES + ("reconciler.assembly",)) == []
+
+
+# The generation route's own modules: the assembly of a request and the tiers.
+GENERATION = (
+    "reconciler.generators",
+    "reconciler.suite",
+    "reconciler.assembly.request",
+    "reconciler.assembly.exemplars",
+    "reconciler.assembly.retrieval",
+    "reconciler.assembly.profiles",
+)
+
+
+def test_a_certified_ask_loads_neither_the_generators_nor_the_suite(promoted_repo: Path) -> None:
+    # the certified SQL runs through the read-only guard (sqlglot) on the warehouse
+    # (duckdb) and is gated; nothing is generated, so nothing that generates loads
+    args = ("ask", "Average order value by quarter in 2023", "--lens", "sales", "--format", "json")
+    names = imported(promoted_repo, *args)
+    assert '"route": "certified_answer"' in dst(promoted_repo, *args).stdout
+    assert {"duckdb", "reconciler.trust"} <= names  # it did run and gate the SQL
+    assert heavy(names, GENERATION + SQLALCHEMY + RICH) == []
+
+
+def test_a_generated_ask_still_loads_the_generation_route(promoted_repo: Path) -> None:
+    # the guard above must be able to fail: the same names appear when generating
+    args = ("ask", "total revenue by region", "--lens", "sales", "--format", "json")
+    names = imported(promoted_repo, *args)
+    assert {"reconciler.generators", "reconciler.assembly.request"} <= names

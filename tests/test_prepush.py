@@ -541,10 +541,11 @@ def test_the_script_falls_back_to_python_when_dst_is_not_on_path(
     head = pair.rev("HEAD")
     env = {"PATH": f"{fake_bin}{os.pathsep}/usr/bin{os.pathsep}/bin"}
     script = str(hooks.hooks_dir(pair.clone) / "pre-push")
-    data = _line("refs/heads/main", head, "refs/heads/main", head)
+    # a deletion is always handed over: the script's fast path never answers it
+    data = _line("(delete)", ZERO, "refs/heads/gone", head)
     done = _run(pair.clone, script, "origin", str(pair.origin), env=env, stdin=data)
     assert done.code == 0, done.stderr
-    assert "no lens changed" in done.stderr
+    assert "refs/heads/gone: deletion: nothing to check" in done.stderr
 
 
 def test_install_is_idempotent_and_never_moves_its_own_script(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 
-from reconciler.guard import parse_query
+from reconciler.guard import shared_query
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ def order_keys(sql: str, dialect: str) -> tuple[OrderKey, ...] | None:
     Raises:
         UnsafeSqlError: the SQL does not parse as exactly one statement.
     """
-    node = parse_query(sql, dialect)
+    node = shared_query(sql, dialect)  # read only: normalized on a copy below
     order = node.args.get("order")
     # `(SELECT … ORDER BY a)` parses as a Subquery around the real query.
     while order is None and isinstance(node, exp.Subquery):

@@ -24,6 +24,7 @@ import functools
 import hashlib
 import json
 import os
+from importlib import metadata
 from pathlib import Path
 
 import reconciler
@@ -52,9 +53,12 @@ def rules_fingerprint() -> str:
     The tool and sqlglot versions and the source bytes of the guard and the lens
     loader (:data:`_RULES`): an edited rule, even within one version, misses.
     """
-    import sqlglot  # the parser the guard's verdicts rest on
-
-    sqlglot_version = str(getattr(sqlglot, "__version__", ""))
+    # the parser the guard's verdicts rest on, read from its metadata: importing
+    # sqlglot only for its version would cost a plan that parses nothing
+    try:
+        sqlglot_version = metadata.version("sqlglot")
+    except metadata.PackageNotFoundError:
+        sqlglot_version = ""
     digest = hashlib.sha256(f"{CHECKED_SCHEMA}\0{__version__}\0{sqlglot_version}".encode())
     for name in _RULES:
         digest.update(b"\0" + (_HERE / name).read_bytes())

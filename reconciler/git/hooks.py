@@ -2,7 +2,10 @@
 
 The installed hook is a short POSIX ``sh`` script (:data:`PRE_PUSH_SCRIPT`, the
 same text as ``hooks/pre-push`` in the project) that hands over to
-``dst hook-impl pre-push``. It is recognised by its :data:`MARKER` line, so
+``dst hook-impl pre-push``. When every pushed ref is a fast-forward of a branch
+whose ``lenses/`` tree is the same on both sides, the script answers by itself
+(two ``git`` calls per ref) and dst is not started; every other stdin shape goes
+to dst on the same bytes. It is recognised by its :data:`MARKER` line, so
 re-installing is idempotent and dst never mistakes its own script for someone
 else's. A hook that was already there is kept as ``pre-push.legacy``; the
 script runs it first, feeding it the very bytes git wrote to stdin, and stops
@@ -37,7 +40,60 @@ PRE_PUSH_SCRIPT = """\
 # on stdin. A hook that was here before dst is kept as pre-push.legacy and runs
 # first, on the same stdin. Bypass: DST_SKIP=1 (dst says so), or
 # `git push --no-verify` (skips every pre-push hook).
-hook_dir=$(dirname -- "$0")
+#
+# Fast path: a push whose every ref is a fast-forward of a branch with the same
+# lenses/ tree on both sides (or no lenses/ on either) changes no lens, and is let
+# through here without starting dst. Everything else goes to dst on the same
+# bytes: deletions, new refs, tags, force pushes, objects this clone lacks, refs
+# under refs/dst/, DST_SKIP, and any line not in git's exact four-field shape.
+lenses_unchanged() {
+    [ -z "${DST_SKIP:-}" ] || return 1
+    notes=
+    while :; do
+        IFS= read -r line || { [ -z "$line" ] && break; return 1; }
+        set -f
+        # shellcheck disable=SC2086 # split on purpose: git writes four fields
+        set -- $line
+        set +f
+        [ "$#" -eq 4 ] && [ "$1 $2 $3 $4" = "$line" ] || return 1
+        case $1 in refs/dst/* | refs/tags/*) return 1 ;; esac
+        case $3 in refs/dst/*) return 1 ;; refs/heads/*) ;; *) return 1 ;; esac
+        for oid in "$2" "$4"; do
+            case ${#oid} in 40 | 64) ;; *) return 1 ;; esac
+            case $oid in *[!0-9a-f]*) return 1 ;; *[!0]*) ;; *) return 1 ;; esac
+        done
+        # not an ancestor (a force push) or not here (unseen history): dst decides
+        git merge-base --is-ancestor "$4" "$2" </dev/null >/dev/null 2>&1 || return 1
+        kinds=$(git cat-file --batch-check='%(objecttype) %(objectname)' 2>/dev/null <<EOF
+$2
+$4
+$2:lenses
+$4:lenses
+EOF
+        ) || return 1
+        {
+            read -r local_kind
+            read -r remote_kind
+            read -r local_lenses
+            read -r remote_lenses
+        } <<EOF
+$kinds
+EOF
+        [ "$local_kind" = "commit $2" ] && [ "$remote_kind" = "commit $4" ] || return 1
+        case $local_lenses in
+            "tree "*) [ "$local_lenses" = "$remote_lenses" ] || return 1 ;;
+            "$2:lenses missing") [ "$remote_lenses" = "$4:lenses missing" ] || return 1 ;;
+            *) return 1 ;;
+        esac
+        since=${4%"${4#????????????}"}
+        notes="${notes}dst pre-push: $1 → $3: no lens changed (since $since), dst not started
+"
+    done
+    [ -n "$notes" ] || return 1
+    printf '%s' "$notes" >&2
+}
+
+case $0 in */*) hook_dir=${0%/*} ;; *) hook_dir=. ;; esac
 legacy="$hook_dir/pre-push.legacy"
 if [ -t 0 ]; then
     # Run by hand at a terminal: nothing to copy; dst says what it expects.
@@ -77,6 +133,10 @@ else
             echo "dst pre-push: the earlier hook pre-push.legacy failed (exit $status)" >&2
             exit "$status"
         fi
+    fi
+    if lenses_unchanged <"$refs"; then
+        rm -f -- "$refs"
+        exit 0
     fi
     # Keep the copy open as stdin, then unlink it: nothing is left behind after exec.
     exec <"$refs"

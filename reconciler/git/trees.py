@@ -12,14 +12,18 @@ import subprocess
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pygit2
 
 from reconciler import files as repofiles
 from reconciler.errors import LensLoadError, UsageError
 from reconciler.git import checked as checkmarks
-from reconciler.ids import Oid
-from reconciler.lens import LENS_NAME_RE, Lens, load_lens
+from reconciler.ids import LENS_NAME_RE, Oid
+
+if TYPE_CHECKING:
+    # the lens model loads with the first lens: `dst status` reads refs, not lenses
+    from reconciler.lens import Lens
 
 LENSES_DIR = "lenses"
 
@@ -267,6 +271,8 @@ def load_lens_at(
     Raises:
         LensLoadError: a file does not load, or the lens holds a symlink.
     """
+    from reconciler.lens import load_lens
+
     key = (lens_tree.name, str(lens_tree.tree))
     cached = _LOADED.pop(key, None)
     if cached is not None:

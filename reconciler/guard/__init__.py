@@ -47,6 +47,12 @@ from sqlglot import exp
 from sqlglot.errors import ErrorLevel, ParseError, UnsupportedError
 
 from reconciler.errors import UnsafeSqlError, UsageError
+from reconciler.guard.bounds import (
+    MAX_NESTING as MAX_NESTING,
+    MAX_SQL_CHARS as MAX_SQL_CHARS,
+    SIZE_FIX,
+    check_bounds as check_bounds,
+)
 from reconciler.guard.calls import check_call
 from reconciler.guard.comments import check_comments
 from reconciler.guard.denied import (
@@ -62,12 +68,6 @@ from reconciler.guard.variables import VARIABLE_NODES, refuse_variable
 _FIX = (
     "certified and exemplar SQL must be a single SELECT (WITH … SELECT, UNION …) and nothing else"
 )
-# Validation is bounded by bounding its input: sqlglot's time grows with length and
-# its recursion with nesting (a 32 KiB query validates well under a second here).
-MAX_SQL_CHARS = 32_768
-MAX_NESTING = 32
-
-_SIZE_FIX = "write the query shorter and flatter (CTEs instead of deep nesting)"
 _FILE_FIX = "query the warehouse's tables; load files into the embedded warehouse with `dst seed`"
 
 
@@ -160,12 +160,27 @@ def parse_query(sql: str, dialect: str) -> exp.Expr:
             brackets deeper than :data:`MAX_NESTING`, does not parse, or holds
             zero or several statements.
     """
+    # Callers may change the tree they get; the memo keeps its own.
+    return shared_query(sql, dialect).copy()
+
+
+def shared_query(sql: str, dialect: str) -> exp.Expr:
+    """:func:`parse_query`'s tree itself, parsed once per text and dialect: read, never change.
+
+    The comparator's ORDER BY reading, the probes and the gates only read a
+    statement, and a suite reads the same oracle and generated statements many
+    times over: they share the one tree the memo keeps (4,096 texts) instead of
+    each taking a deep copy. A caller that changes a tree (``set``, ``replace``,
+    making a node another's child) must use :func:`parse_query`, or ``copy()``.
+
+    Raises:
+        UnsafeSqlError: as :func:`parse_query` (a fresh error each time).
+    """
     check_bounds(sql)  # first: an oversized text is never kept
     parsed = _parsed(sql, dialect)
     if isinstance(parsed, tuple):
         raise UnsafeSqlError(parsed[0], fix=parsed[1])
-    # Callers may change the tree they get; the memo keeps its own.
-    return parsed.copy()
+    return parsed
 
 
 # The suite parses each oracle several times: copying a kept tree costs less than a parse.
@@ -183,7 +198,7 @@ def _parsed(sql: str, dialect: str) -> exp.Expr | tuple[str, str]:
         first = exc.errors[0]["description"] if exc.errors else str(exc)
         return f"SQL does not parse as {dialect}: {first}", _FIX
     except RecursionError:
-        return "SQL is nested too deeply to validate", _SIZE_FIX
+        return "SQL is nested too deeply to validate", SIZE_FIX
     if len(statements) != 1:
         return f"expected exactly one statement, found {len(statements)}", _FIX
     return statements[0]
@@ -313,36 +328,6 @@ def checked_query(sql: str, dialect: str, *, allow_functions: Collection[str] = 
     if isinstance(verdict, tuple):
         raise UnsafeSqlError(verdict[0], fix=verdict[1])
     return verdict
-
-
-def check_bounds(sql: str) -> None:
-    """Refuse text over :data:`MAX_SQL_CHARS` or nesting over :data:`MAX_NESTING`, unparsed.
-
-    Raises:
-        UnsafeSqlError: the message names the limit.
-    """
-    if len(sql) > MAX_SQL_CHARS:
-        raise UnsafeSqlError(
-            f"SQL is {len(sql)} characters long; the guard validates at most {MAX_SQL_CHARS}",
-            fix=_SIZE_FIX,
-        )
-    depth = deepest = 0
-    quote: str | None = None
-    for char in sql:
-        if quote is not None:
-            quote = None if char == quote else quote
-        elif char in "'\"`":
-            quote = char
-        elif char in "([":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif char in ")]":
-            depth -= 1
-    if deepest > MAX_NESTING:
-        raise UnsafeSqlError(
-            f"SQL nests brackets {deepest} deep; the guard validates at most {MAX_NESTING}",
-            fix=_SIZE_FIX,
-        )
 
 
 def _check_nodes(

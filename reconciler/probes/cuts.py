@@ -43,7 +43,7 @@ from reconciler.compare.cells import canon
 from reconciler.compare.diff import DivergenceKind, Verdict, compare
 from reconciler.compare.ties import AMBIGUOUS, top_level
 from reconciler.errors import DstError, UnsafeSqlError
-from reconciler.guard import parse_query
+from reconciler.guard import shared_query
 from reconciler.resultset import ResultSet
 from reconciler.trust import Evaluation, Execution, RepairAction, Severity
 
@@ -415,7 +415,7 @@ def null_group_note(ex: Execution, dialect: str) -> str | None:
     if ex.sql is None or not ex.rows:
         return None
     try:
-        node = parse_query(ex.sql, dialect)
+        node = shared_query(ex.sql, dialect)  # read only
     except UnsafeSqlError:
         return None
     while isinstance(node, exp.Subquery):

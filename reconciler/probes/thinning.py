@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from reconciler.errors import UnsafeSqlError
-from reconciler.guard import parse_query
+from reconciler.guard import shared_query
 from reconciler.resultset import ResultSet
 from reconciler.trust import Evaluation, Execution, RepairAction
 
@@ -124,7 +124,7 @@ def thinning_probe(sql: str, dialect: str) -> Thinning | None:
     only groups (module docstring).
     """
     try:
-        node = parse_query(sql, dialect)
+        node = shared_query(sql, dialect)  # read only: the probe is built from copies
     except UnsafeSqlError:
         return None
     while isinstance(node, exp.Subquery):

@@ -291,6 +291,43 @@ def bench_noop_prepush(work: Path, runs: int) -> Row:
     return Row("no-op pre-push vs import pygit2", t_hook.cpu_s, floor.cpu_s, 1.2)
 
 
+def bench_hooked_push(work: Path, runs: int) -> Row:
+    """``git push`` of a commit that touches no lens, with dst's hook installed, vs the
+    same push with ``--no-verify`` (no hook at all). The origin's branch is reset
+    before each run (not measured), so every run pushes the same commit."""
+    from reconciler.git import hooks
+
+    origin, repo = work / "push-origin.git", work / "push-clone"
+    shutil.copytree(PROJECT / "lenses", repo / "lenses")
+    env = _env(repo)
+
+    def git(cwd: Path, *args: str) -> str:
+        return subprocess.run(
+            ["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True
+        ).stdout.strip()
+
+    subprocess.run(["git", "init", "-q", "--bare", str(origin)], check=True, env=env)
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "lenses")
+    git(repo, "remote", "add", "origin", str(origin))
+    git(repo, "push", "-q", "--no-verify", "origin", "main")
+    old = git(repo, "rev-parse", "HEAD")
+    (repo / "README.md").write_text("notes\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "readme")
+    hooks.install(hooks.hooks_dir(repo))
+
+    def reset() -> None:
+        git(origin, "update-ref", "refs/heads/main", old)
+
+    push = ["git", "push", "-q", "origin", "main"]
+    hooked = Process(push, repo, prepare=reset)
+    bare = Process([*push, "--no-verify"], repo, prepare=reset)
+    t_hooked, t_bare = paired(hooked, bare, runs)
+    return Row("git push, no lens touched, hook vs no hook", t_hooked.cpu_s, t_bare.cpu_s, 1.3)
+
+
 # -- the suite on DuckDB, and its overhead over the bare statements --------------------
 
 
@@ -712,7 +749,20 @@ def main(argv: list[str] | None = None) -> list[Row]:
         default="",
         help="comma list: plan,startup,prepush,suite,apply,ask,mcp,pg,compare,watch",
     )
+    parser.add_argument(
+        "--code",
+        type=Path,
+        help="measure the dst in this checkout instead (a before/after pair of runs): "
+        "the processes run with it first on PYTHONPATH, and this process imports it",
+    )
     args = parser.parse_args(argv)
+    if args.code is not None:
+        code = str(args.code.resolve())
+        sys.path.insert(0, code)
+        os.environ["PYTHONPATH"] = os.pathsep.join(
+            p for p in (code, os.environ.get("PYTHONPATH", "")) if p
+        )
+        assert "reconciler" not in sys.modules, "--code must come before dst is imported"
     quick = args.quick
     runs = max(args.runs, 7) if not quick else min(args.runs, 3)
     only = set(filter(None, args.only.split(",")))
@@ -739,6 +789,7 @@ def main(argv: list[str] | None = None) -> list[Row]:
         if wanted("prepush"):
             print("pre-push …", flush=True)
             rows.append(bench_noop_prepush(work, runs))
+            rows.append(bench_hooked_push(work, runs))
         if wanted("suite"):
             print("suite …", flush=True)
             rows.append(bench_suite(work, 30 if quick else 200, runs))

@@ -17,6 +17,20 @@ INTERRUPT = "<Ctrl-C>"
 """A reply to :func:`on_terminal` that interrupts the command at that prompt."""
 
 
+READ_FIRST_S = 0.5
+"""Seconds between a prompt showing and the :data:`INTERRUPT` sent to it."""
+
+
+def ctrl_c_deliverable() -> None:
+    """Give the child about to exec the default SIGINT disposition (a ``preexec_fn``).
+
+    A shell without job control starts a background job (``pytest … &``) with SIGINT
+    ignored, an ignored signal stays ignored across exec, and Python then installs
+    no KeyboardInterrupt handler: the child would never see the Ctrl-C a test sends.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def on_terminal(repo: Path, args: list[str], replies: list[tuple[str, str]]) -> tuple[int, str]:
     """Run ``dst`` with a pseudo-terminal as stdin/stdout; answer each prompt in turn.
 
@@ -34,6 +48,7 @@ def on_terminal(repo: Path, args: list[str], replies: list[tuple[str, str]]) -> 
         stdin=slave,
         stdout=slave,
         stderr=slave,
+        preexec_fn=ctrl_c_deliverable,
     )
     os.close(slave)
     out = b""
@@ -58,6 +73,10 @@ def on_terminal(repo: Path, args: list[str], replies: list[tuple[str, str]]) -> 
                 seen = len(out)
                 reply = pending.pop(0)[1]
                 if reply == INTERRUPT:
+                    # A person reads the prompt before pressing Ctrl-C. A SIGINT sent the
+                    # instant the text shows was seen lost now and then (the prompt then
+                    # waited for ever): it lands before the prompt reads the terminal.
+                    time.sleep(READ_FIRST_S)
                     proc.send_signal(signal.SIGINT)  # what Ctrl-C at the prompt delivers
                 else:
                     os.write(master, reply.encode() + b"\r")
@@ -72,5 +91,6 @@ def on_terminal(repo: Path, args: list[str], replies: list[tuple[str, str]]) -> 
     finally:
         if proc.poll() is None:
             proc.kill()
+            proc.wait()
         os.close(master)
     return code, out.decode("utf-8", "replace")
