@@ -48,7 +48,7 @@ from sqlglot.dialects.dialect import Dialect
 
 from reconciler.errors import UsageError, WarehouseError
 from reconciler.resultset import ResultSet
-from reconciler.warehouse import readonly, search_path as paths
+from reconciler.warehouse import privilege, readonly, search_path as paths
 from reconciler.warehouse.duck import DuckWarehouse, plain_file
 from reconciler.warehouse.guarded import GuardedWarehouse
 from reconciler.warehouse.timeouts import WATCHDOG, Alarm
@@ -64,10 +64,6 @@ _SECRET_KEY = re.compile(r"pass|secret|token|key|credential", re.IGNORECASE)
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _PG_QUERY_CANCELED = "57014"
 _RAW_OPTIONS = {"no_parameters": True}  # no driver %-interpolation of the SQL text
-_SUPERUSER_WARNING = (
-    "warning: {url} connects as a PostgreSQL superuser, which can read server files even "
-    "in a read-only transaction; connect as a least-privilege role (README, Warehouse)"
-)
 
 
 def embedded_path(repo_root: Path) -> Path:
@@ -212,7 +208,11 @@ class Warehouse(GuardedWarehouse):
         dialect: the sqlglot dialect name of the backend (``duckdb``,
             ``postgres``, ``sqlite``, ``mysql``, ``tsql`` …).
         display_url: the redacted URL, for messages.
-        warnings: lines worth printing once about the connection (a superuser login).
+        warnings: lines worth printing once about the connection (none today; kept for
+            the callers of both warehouse kinds).
+        write_access: why the login could write, one phrase each, read once when the
+            warehouse opens (:func:`reconciler.warehouse.privilege.write_access`); ``()``
+            when it cannot. The caller refuses answer SQL on such a connection.
     """
 
     def __init__(
@@ -225,6 +225,7 @@ class Warehouse(GuardedWarehouse):
         self._backend = engine.dialect.name
         self._schemas: frozenset[str] | None = None
         self.warnings: tuple[str, ...] = ()
+        self.write_access: tuple[str, ...] = ()
 
     @classmethod
     def open(cls, url: str, *, pool_size: int | None = None) -> Warehouse | DuckWarehouse:
@@ -238,8 +239,8 @@ class Warehouse(GuardedWarehouse):
                 ``None`` keeps SQLAlchemy's default of 5.
 
         Returns:
-            An open warehouse; :attr:`warnings` holds one line when a PostgreSQL
-            login is a superuser (the caller prints it). A plain ``duckdb:///path``
+            An open warehouse; :attr:`write_access` says whether its login could
+            write (the caller decides what to do with it). A plain ``duckdb:///path``
             URL opens DuckDB directly (:class:`~reconciler.warehouse.duck.DuckWarehouse`).
 
         Raises:
@@ -297,8 +298,8 @@ class Warehouse(GuardedWarehouse):
             with engine.connect() as conn:
                 if backend == "postgresql":
                     readonly.check_postgres_session(conn, shown)
-                    if paths.is_superuser(conn):
-                        warehouse.warnings = (_SUPERUSER_WARNING.format(url=shown),)
+                warehouse.write_access = privilege.write_access(dialect, _rows_of(conn))
+                conn.rollback()
         except SQLAlchemyError as exc:
             engine.dispose()
             cause = exc.orig if isinstance(exc, DBAPIError) else exc
@@ -443,6 +444,15 @@ class _Interrupt:
             self._done = True
         if self._alarm is not None:
             self._alarm.cancel()
+
+
+def _rows_of(conn: Connection) -> privilege.Query:
+    """A :data:`~reconciler.warehouse.privilege.Query` on ``conn`` (no driver interpolation)."""
+
+    def rows(sql: str) -> Sequence[Sequence[object]]:
+        return conn.exec_driver_sql(sql, execution_options=_RAW_OPTIONS).fetchall()
+
+    return rows
 
 
 def _sqlstate(orig: BaseException | None) -> str | None:
