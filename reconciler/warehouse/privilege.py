@@ -161,8 +161,8 @@ def admit(
     else:
         fix = f"connect as a read-only role ({RECIPE})"
     raise PrivilegedWarehouse(
-        f"{where}: warehouse {display_url} can write ({reasons}); answer SQL runs only "
-        "on a connection that cannot",
+        f"{where}: warehouse {display_url} can write, and answer SQL runs only on a "
+        f"connection that cannot: {reasons}",
         fix=f"{fix}; or, knowingly, set {setting}",
     )
 
