@@ -15,10 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
+import pygit2
 import pytest
 from sqlalchemy.engine import make_url
 
+from reconciler.context import Runtime
 from reconciler.errors import PrivilegedWarehouse, WarehouseError
+from reconciler.reconcile import check_worktree
 from reconciler.warehouse import privilege
 from reconciler.warehouse.access import open_warehouse
 from reconciler.warehouse.connection import Warehouse
@@ -105,6 +108,25 @@ def test_a_superuser_is_refused_on_every_answer_sql_path(shop: Shop) -> None:
     _refused(invoke(shop.repo, *QUESTION, env={"DST_WAREHOUSE_URL": shop.owner_url}), reason)
     asked = invoke(shop.repo, *QUESTION, "--warehouse", shop.scratch.reader_url)
     assert asked.code == 0 and asked.json()["rows"] == [[3]], asked.stdout + asked.stderr
+
+
+def test_watch_refuses_a_superuser_and_checks_as_the_reader(shop: Shop) -> None:
+    promoted = invoke(shop.repo, "apply", "--warehouse", shop.scratch.reader_url)
+    assert promoted.code == 0, promoted.stdout + promoted.stderr
+    answer = shop.repo / "lenses/shop/answers/order_count.yaml"
+    answer.write_text(ANSWER.replace("COUNT(*) AS orders", "COUNT(id) AS orders"))
+    for url, refused in ((shop.owner_url, True), (shop.scratch.reader_url, False)):
+        rt = Runtime(pygit2.Repository(str(shop.repo)), warehouse_url=url, env={})
+        try:
+            if refused:
+                with pytest.raises(PrivilegedWarehouse, match="rolsuper"):
+                    check_worktree(rt)
+            else:
+                checked = check_worktree(rt)
+                assert checked.exit_code == 0
+                assert [r.action.value for r in checked.lenses] == ["promoted"]
+        finally:
+            rt.close()
 
 
 def test_a_role_that_may_insert_into_a_lens_table_is_refused(shop: Shop) -> None:

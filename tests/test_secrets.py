@@ -47,6 +47,7 @@ S_FILE = "filePW-9b8a77"
 S_KEY = "sk-keyPW-4e4e4e"
 S_OPENAI = "sk-openaiPW-1d1d1d"
 SECRETS = (S_ENV, S_CLI, S_VAR, S_FILE, S_KEY, S_OPENAI)
+ALLOWED = "allow_privileged: true\n"
 IN_FILES = (S_FILE,)  # written into the repository by the user, so in its own blobs
 
 ANSWER = """\
@@ -156,8 +157,7 @@ def test_no_output_format_or_record_reveals_a_planted_secret(
     commit(
         repo,
         {
-            "dst.yaml": f"warehouse: postgresql://postgres:{S_FILE}@{PG}\n"
-            "allow_privileged: true\n",
+            "dst.yaml": f"warehouse: postgresql://postgres:{S_FILE}@{PG}\n{ALLOWED}",
             "lenses/shop/lens.yaml": "name: shop\ndialect: postgres\n"
             f"warehouse: postgresql://postgres:${{DST_TEST_PW}}@{PG}\n",
             "lenses/shop/models/orders.yaml": MODEL.format(table=table),
