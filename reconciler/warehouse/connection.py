@@ -14,8 +14,9 @@ Every statement passes two independent defences (DESIGN §4 step 1):
                          ``statement_timeout`` first in every transaction (after a
                          query the mode can no longer be switched); results read
                          through a server-side cursor, which only admits queries; a
-                         least-privilege role (README) stops what a read-only
-                         transaction allows (file reads, signalling other sessions)
+                         read-only role (README) stops what a read-only transaction
+                         allows (file reads, signalling other sessions), and a login
+                         that could write is refused for answer SQL (:mod:`.privilege`)
    SQLite                ``mode=ro`` URI, ``PRAGMA query_only``, no ATTACH (so no
                          ``VACUUM INTO``), only reporting PRAGMAs; timeout by
                          ``interrupt()``
