@@ -43,6 +43,10 @@ provenance:
 """
 SEED = "id,amount\n1,10\n2,20\n3,5\n"
 QUESTION = ("ask", "How many orders are there?", "--lens", "shop", "--format", "json")
+MANY_TABLES = (
+    *(f"CREATE TABLE shop.t{n} (x INT)" for n in range(1, 5)),
+    "GRANT INSERT ON ALL TABLES IN SCHEMA shop TO {role}",
+)
 PASSWORD = "pw-never-shown-71"  # trust authentication ignores it; the output must not
 
 
@@ -152,6 +156,7 @@ def test_a_role_that_may_insert_into_a_lens_table_is_refused(shop: Shop) -> None
         ("roles", ("ALTER ROLE {role} CREATEROLE",), "may create roles (CREATEROLE)"),
         ("replica", ("ALTER ROLE {role} REPLICATION",), "replication role"),
         ("owner", ("ALTER TABLE shop.orders OWNER TO {role}",), "may DELETE shop.orders"),
+        ("many", MANY_TABLES, "may INSERT shop.orders, shop.t1, shop.t2 and 2 more"),
     ],
 )
 def test_each_write_capability_of_a_postgres_login_is_named(

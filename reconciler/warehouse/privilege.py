@@ -49,6 +49,7 @@ Query = Callable[[str], Sequence[Sequence[object]]]
 """Runs one read-only statement on the connection under test and returns its rows."""
 
 _SHOWN = 3  # objects named per reason; the rest are counted
+_READ = 1000  # rows read per catalog query: a login that owns 100,000 tables is one reason
 
 # Schemas PostgreSQL keeps for itself: its catalog, toast and every session's temp schema.
 _PG_OWN_SCHEMA = (
@@ -69,7 +70,7 @@ _PG_DATABASE_SQL = (
 )
 _PG_SCHEMA_SQL = (
     "SELECT n.nspname FROM pg_catalog.pg_namespace n "
-    f"WHERE {_PG_OWN_SCHEMA} AND has_schema_privilege(n.oid, 'CREATE') ORDER BY 1"
+    f"WHERE {_PG_OWN_SCHEMA} AND has_schema_privilege(n.oid, 'CREATE') ORDER BY 1 LIMIT {_READ}"
 )
 # INSERT and UPDATE may be granted per column; has_any_column_privilege also sees a
 # table-level grant. A view can be written through (an updatable view writes its table).
@@ -81,7 +82,7 @@ _PG_TABLE_SQL = (
     "AND CASE WHEN p.privilege IN ('INSERT', 'UPDATE') "
     "THEN has_any_column_privilege(c.oid, p.privilege) "
     "ELSE has_table_privilege(c.oid, p.privilege) END "
-    "ORDER BY 1, 2"
+    f"ORDER BY 1, 2 LIMIT {_READ}"
 )
 _DUCKDB_SQL = (
     "SELECT database_name, path FROM duckdb_databases() "
@@ -184,13 +185,16 @@ def postgres_write_access(query: Query) -> tuple[str, ...]:
         reasons.append(f"the login may create schemas in database {database} (CREATE)")
     schemas = [str(row[0]) for row in query(_PG_SCHEMA_SQL)]
     if schemas:
-        reasons.append(f"the login may create objects in schema {_listed(schemas)} (CREATE)")
+        listed = _listed(schemas, capped=len(schemas) >= _READ)
+        reasons.append(f"the login may create objects in schema {listed} (CREATE)")
     tables: dict[str, list[str]] = {}
-    for privilege, table in query(_PG_TABLE_SQL):
+    rows = query(_PG_TABLE_SQL)
+    for privilege, table in rows:
         tables.setdefault(str(privilege), []).append(str(table))
     for privilege in ("INSERT", "UPDATE", "DELETE", "TRUNCATE"):
         if privilege in tables:
-            reasons.append(f"the login may {privilege} {_listed(tables[privilege])}")
+            listed = _listed(tables[privilege], capped=len(rows) >= _READ)
+            reasons.append(f"the login may {privilege} {listed}")
     return tuple(reasons)
 
 
@@ -202,10 +206,13 @@ def duckdb_write_access(query: Query) -> tuple[str, ...]:
     )
 
 
-def _listed(names: Sequence[str]) -> str:
+def _listed(names: Sequence[str], *, capped: bool) -> str:
+    """``a, b, c and 4 more``; ``… and at least 997 more`` when the query hit its limit."""
     shown = ", ".join(names[:_SHOWN])
     more = len(names) - _SHOWN
-    return f"{shown} and {more} more" if more > 0 else shown
+    if more <= 0:
+        return shown
+    return f"{shown} and {'at least ' if capped else ''}{more} more"
 
 
 CHECKS: Mapping[str, Callable[[Query], tuple[str, ...]]] = {
