@@ -108,6 +108,8 @@ def test_a_superuser_is_refused_on_every_answer_sql_path(shop: Shop) -> None:
     assert "can write" not in promoted.stderr
     _refused(invoke(shop.repo, *QUESTION, *url), reason)
     _refused(invoke(shop.repo, "test", "shop", *url), reason)
+    certify = ("certify", "--lens", "shop", "--question", "What is the total amount?")
+    _refused(invoke(shop.repo, *certify, "--dry-run", *url), reason)
     # DST_WAREHOUSE_URL is refused the same way.
     _refused(invoke(shop.repo, *QUESTION, env={"DST_WAREHOUSE_URL": shop.owner_url}), reason)
     asked = invoke(shop.repo, *QUESTION, "--warehouse", shop.scratch.reader_url)
