@@ -27,6 +27,7 @@ from reconciler.warehouse.access import open_warehouse
 from reconciler.warehouse.connection import Warehouse
 from reconciler.warehouse.duck import DuckWarehouse
 from tests import pg
+from tests.figures import record
 from tests.helpers import commit, invoke
 
 LENS = "name: shop\n"
@@ -99,21 +100,28 @@ def test_a_superuser_is_refused_on_every_answer_sql_path(shop: Shop) -> None:
     url = ("--warehouse", shop.owner_url)
     shown = f"postgresql://postgres:***@127.0.0.1:5432/{shop.scratch.database}"
     reason = "the login is a superuser (rolsuper)"
+    refused: list[str] = []
     for args in (("apply", "--dry-run"), ("apply",)):
         err = _refused(invoke(shop.repo, *args, *url), reason, shown, "the default environment")
         assert "at the top level of dst.yaml" in err
+        refused.append(" ".join(args))
     # Nothing was promoted on a refused apply, so serve it with the reader first.
     promoted = invoke(shop.repo, "apply", "--warehouse", shop.scratch.reader_url)
     assert promoted.code == 0, promoted.stdout + promoted.stderr
     assert "can write" not in promoted.stderr
-    _refused(invoke(shop.repo, *QUESTION, *url), reason)
-    _refused(invoke(shop.repo, "test", "shop", *url), reason)
     certify = ("certify", "--lens", "shop", "--question", "What is the total amount?")
-    _refused(invoke(shop.repo, *certify, "--dry-run", *url), reason)
+    for args in (QUESTION, ("test", "shop"), (*certify, "--dry-run")):
+        _refused(invoke(shop.repo, *args, *url), reason, shown)
+        refused.append(args[0])
     # DST_WAREHOUSE_URL is refused the same way.
     _refused(invoke(shop.repo, *QUESTION, env={"DST_WAREHOUSE_URL": shop.owner_url}), reason)
+    refused.append("ask through DST_WAREHOUSE_URL")
     asked = invoke(shop.repo, *QUESTION, "--warehouse", shop.scratch.reader_url)
     assert asked.code == 0 and asked.json()["rows"] == [[3]], asked.stdout + asked.stderr
+    record(
+        f"privilege: a PostgreSQL superuser refused (exit 2) by {len(refused)} answer-SQL "
+        f"runs ({', '.join(refused)}); the read-only role served"
+    )
 
 
 def test_watch_refuses_a_superuser_and_checks_as_the_reader(shop: Shop) -> None:
