@@ -35,6 +35,7 @@ from reconciler.assets import asset_hashes
 from reconciler.compare.diff import Verdict, compare
 from reconciler.compare.evidence import VACUOUS as VACUOUS, oracle_notes
 from reconciler.compare.ordering import order_keys
+from reconciler.compare.shown import SHOWN_NOTE
 from reconciler.compare.ties import AMBIGUOUS as AMBIGUOUS_NOTE, LimitCut, kept_other_ties
 from reconciler.errors import DstError
 from reconciler.generators import DimensionValues, SmartCall, TierCall
@@ -43,6 +44,7 @@ from reconciler.generators.reuse import generate_reusing
 from reconciler.ids import AnswerId
 from reconciler.lens import MAX_JOBS, Answer, Lens
 from reconciler.probes.cuts import kept_a_tie
+from reconciler.probes.shown import shows_ranking
 from reconciler.resultset import Executor, ResultSet
 from reconciler.state import (
     Outcome as Outcome,  # re-exported: its home is the records
@@ -424,11 +426,15 @@ def _sample(run: _Sampling, max_attempts: int, *, sample: int = 1) -> AnswerResu
             or kept_a_tie(run.answer.sql, run.lens.config.dialect, oracle, generated, run.execute)
             is not None
         )
-        if result.verdict is Verdict.MATCH or tie:
+        shown = not (result.verdict is Verdict.MATCH or tie) and shows_ranking(
+            run.answer.sql, run.lens.config.dialect, oracle, generated, run.execute
+        )
+        if result.verdict is Verdict.MATCH or tie or shown:
             flaky = attempt > 1
             detail = "matches the oracle" + (
                 f" but for which tied rows it kept ({AMBIGUOUS_NOTE})" if tie else ""
             )
+            detail += f" ({SHOWN_NOTE})" if shown else ""
             detail += " on the second attempt (flaky)" if flaky else ""
             return AnswerResult(
                 aid,

@@ -1,16 +1,17 @@
 """Comparison filters on facts: "with amount more than 100", "quantity between 2 and 5" (pure).
 
-A fact phrase after ``with``, ``where``, ``whose`` or ``having`` (or after ``and``
-right behind another such comparison), followed by a comparison and a whole
-number that no time unit follows ("with a price of over 100" reads the same: an
-article before the fact and ``of`` after it), filters the rows the measure aggregates,
-instead of being a measure itself:
+A fact phrase after ``with``, ``where``, ``whose``, ``having`` or ``[who|that|which]
+have|has|had`` (or after ``and`` right behind another such comparison), followed by a
+comparison and a whole number that no time unit follows ("with a price of over 100"
+and "whose price is over 100" read the same: an article before the fact, and ``of``
+or ``is`` after it), filters the rows the measure aggregates, instead of being a
+measure itself:
 
 | words | SQL |
 |---|---|
-| ``more than``, ``greater than``, ``over``, ``above``, ``exceeding`` | ``>`` |
+| ``more``/``greater``/``higher``/``larger``/``bigger than``, ``over``, ``above`` … | ``>`` |
 | ``at least``, ``no less than`` | ``>=`` |
-| ``less than``, ``fewer than``, ``below``, ``under`` | ``<`` |
+| ``less``/``fewer``/``lower``/``smaller than``, ``below``, ``under`` | ``<`` |
 | ``at most``, ``no more than`` | ``<=`` |
 | ``between N and M`` | ``>= N AND <= M`` (inclusive) |
 
@@ -34,15 +35,23 @@ from reconciler.lens import Lens
 
 _INTRODUCERS = frozenset({"with", "where", "whose", "having"})
 _ARTICLES = frozenset({"a", "an", "the"})
+_RELATIVES = frozenset({"who", "that", "which"})
+_HAVE = frozenset({"have", "has", "had"})
+_IS = (("is",), ("are",), ("was",), ("were",))
 _COMPARATORS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("no", "more", "than"), "<="),
     (("no", "less", "than"), ">="),
     (("more", "than"), ">"),
     (("greater", "than"), ">"),
+    (("higher", "than"), ">"),
+    (("larger", "than"), ">"),
+    (("bigger", "than"), ">"),
     (("at", "least"), ">="),
     (("at", "most"), "<="),
     (("less", "than"), "<"),
     (("fewer", "than"), "<"),
+    (("lower", "than"), "<"),
+    (("smaller", "than"), "<"),
     (("over",), ">"),
     (("above",), ">"),
     (("exceeding",), ">"),
@@ -82,10 +91,13 @@ def split_bounds(
         start = m.start - 1 if m.start and words[m.start - 1] in _ARTICLES else m.start
         before = words[start - 1] if start else ""
         joined = before == "and" and bool(cut) and cut[-1][1] == start - 1
-        if not facts or not (before in _INTRODUCERS or joined):
+        if before in _HAVE:  # "cars (that) have a horsepower above 150"
+            start -= 2 if start >= 2 and words[start - 2] in _RELATIVES else 1
+        if not facts or not (before in _INTRODUCERS | _HAVE or joined):
             continue
-        # "with a price of over 100": the fact's "of" before its comparison
-        after = m.end + 1 if words[m.end : m.end + 1] == ("of",) else m.end
+        # "with a price of over 100": the fact's "of" before its comparison; "whose
+        # age is over 30": a verb "is" between them
+        after = m.end + 1 if words[m.end : m.end + 1] in (("of",), *_IS) else m.end
         read = _comparison(words, after)
         if read is None or (read[0] < len(words) and stem(words[read[0]]) in GRAIN_WORDS):
             continue  # "over 30 days" is a window, not a bound

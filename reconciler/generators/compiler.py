@@ -380,16 +380,25 @@ class _Renderer:
         return outer.sql(dialect=self.dialect, pretty=True)
 
     def _with_ties(self, query: exp.Select, measure: exp.Expr, key_names: list[str]) -> str:
-        """``query`` cut to the rows whose RANK() by the measure is within the first n."""
+        """``query`` cut to the rows whose RANK() by the measure is within the first n.
+
+        A group whose every key is NULL is no entity (the NULL-group gate, DESIGN §1):
+        it is left out before the rows are ranked, so it takes no place in the rank.
+        """
         assert self.plan.rank is not None
         descending, n = self.plan.rank
+        names = [s.alias_or_name for s in query.selects]
+        value = names[len(key_names)]
         window = exp.Window(
             this=exp.Anonymous(this="RANK"),
-            order=exp.Order(expressions=[exp.Ordered(this=measure.copy(), desc=descending)]),
+            order=exp.Order(expressions=[exp.Ordered(this=exp.column(value), desc=descending)]),
         )
-        names = [s.alias_or_name for s in query.selects]
-        inner = query.select(exp.alias_(window, "ranking")).subquery("ranked")
-        value = names[len(key_names)]
+        grouped = exp.select(exp.Star()).from_(query.subquery("grouped"))
+        if key_names:
+            grouped = grouped.where(
+                exp.not_(exp.and_(*(exp.column(k).is_(exp.null()) for k in key_names)))
+            )
+        inner = grouped.select(exp.alias_(window, "ranking")).subquery("ranked")
         outer = (
             exp.select(*(exp.column(name) for name in names))
             .from_(inner)

@@ -380,7 +380,8 @@ def _read_listing(lens: Lens, found: Retrieval, reading: Reading) -> _Listing | 
             or found.words[at + width : at + width + 1] in _PLURAL_VERBS  # "aircraft have"
         )
     elif (rows := named_rows(lens, found)) is not None:  # "the cities of the stations"
-        listing.model, listing.noun, listing.plural = lens.models[rows[2]], rows[:2], True
+        listing.model, listing.noun = lens.models[rows[2]], rows[:2]
+        listing.plural = plural(found, rows[1] - 1)
     starts = {m.start: m for m in found.mentions if m.start != (listing.noun or (-1,))[0]}
     values = [m for m in found.mentions if m.kind == "value"]
     qualifiers = {id(d) for v in values for d in found.mentions if _qualifies(found, d, v)}

@@ -102,6 +102,7 @@ def select_measures(
     for m in found.mentions:
         if m.kind not in ("metric", "fact"):
             continue
+        _check_counted_noun(lens, found, m)
         before = aggregate_before(found, m, reading)
         inherited = before is None and previous is not None and _listed(found, last_end, m.start)
         if inherited:
@@ -125,6 +126,34 @@ def select_measures(
     measure = next(iter(measures.values()))
     _check_words(lens, measure, reading, spent)
     return (measure,)
+
+
+_COUNTING = (("how", "many"), ("number", "of"), ("count", "of"))
+
+
+def _check_counted_noun(lens: Lens, found: Retrieval, m: Mention) -> None:
+    """Decline ``how many <noun>`` where the noun is a model's and also a metric that
+    does not count ("how many payments" beside a metric ``payments`` = SUM(amount)):
+    the words count the model's rows, the lens phrase names a sum; two readings.
+
+    Raises:
+        Declined: naming both readings and how to say either.
+    """
+    if m.kind != "metric" or found.tokens[max(m.start - 2, 0) : m.start] not in _COUNTING:
+        return
+    model = model_nouns(lens).get(found.tokens[m.start : m.end])
+    if model is None:
+        return
+    names = {t.name for t in m.targets}
+    for name in sorted(names):
+        tree = sqlglot.parse_one(lens.metrics[name].expression, read=lens.config.dialect)
+        if tree.find(exp.Count) is None:
+            phrase = phrase_of(found, m)
+            raise Declined(
+                f"{' '.join(found.words[m.start - 2 : m.end])!r} reads two ways: the number "
+                f"of {model} rows, or metric {name!r} ({tree.sql()}), which {phrase!r} also "
+                f"names; ask for {name!r} by name, or drop {phrase!r} from its synonyms"
+            )
 
 
 def _measure_of(

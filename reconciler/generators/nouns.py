@@ -46,15 +46,17 @@ def noun_dimensions(lens: Lens) -> frozenset[tuple[str, str]]:
 
 
 def named_rows(lens: Lens, found: Retrieval) -> tuple[int, int, str] | None:
-    """``(start, end, model)`` of a plural noun dimension said *of* its model's rows —
+    """``(start, end, model)`` of a noun dimension said *of* its model's rows —
     ``the cities of the stations``, where ``stations`` is both the plural of the
-    dimension ``station`` and a noun of model ``stations`` — which names the model's
-    rows, not a column to show; ``None`` when the question holds no such phrase."""
+    dimension ``station`` and a noun of model ``stations``, or ``the name of the
+    airport with code 'AKO'`` — which names the model's rows, not a column to show;
+    ``None`` when the question holds no such phrase. (A singular noun is then one
+    row: the listing declines it unless a filter names that row.)"""
     nouns, dims = model_nouns(lens), noun_dimensions(lens)
     for m in found.mentions:
         span = found.tokens[m.start : m.end]
         models = {t.model for t in m.targets if (t.model, t.name) in dims}
-        if len(models) != 1 or nouns.get(span) not in models or not plural(found, m.end - 1):
+        if len(models) != 1 or nouns.get(span) not in models:
             continue
         k = m.start - 1
         while k >= 0 and found.tokens[k] in ("the", "all"):

@@ -39,6 +39,7 @@ from reconciler.context import LensExecutor
 from reconciler.errors import DstError
 from reconciler.lens import Lens, load_lens
 from reconciler.probes.cuts import kept_a_tie
+from reconciler.probes.shown import shows_ranking
 from reconciler.resultset import ResultSet
 from reconciler.suite import ValueCache
 from reconciler.warehouse.connection import Warehouse
@@ -246,6 +247,8 @@ def score_question(
         run = functools.partial(_run_gold, warehouse)
         if kept_a_tie(sql, warehouse.dialect, oracle, resp.result, run) is not None:
             return "correct", "ambiguous gold: its LIMIT cuts a tie"
+        if shows_ranking(sql, warehouse.dialect, oracle, resp.result, run):
+            return "correct", "shows the value the gold ranks by"
     return "wrong", f"{question!r}: served {resp.sql} -- {verdicts[0].detail}"
 
 

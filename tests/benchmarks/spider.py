@@ -49,6 +49,7 @@ from reconciler.context import LensExecutor
 from reconciler.errors import DstError
 from reconciler.lens import Lens, load_lens
 from reconciler.probes.cuts import kept_a_tie
+from reconciler.probes.shown import shows_ranking
 from reconciler.resultset import Executor, ResultSet
 from reconciler.suite import ValueCache
 from reconciler.warehouse.connection import Warehouse
@@ -219,6 +220,9 @@ def _permuted(gold: ResultSet, served: ResultSet) -> list[ResultSet]:
 
 
 def _judge(expected: ResultSet, resp: AskResponse, gold: str, database: Path) -> Scored:
+    """Correct when the served result, in its own column order or another, matches the
+    gold, differs from it only at a tie the gold's LIMIT cuts, or is the gold's result
+    plus the values the gold ranks by; else wrong, with a guess at the class."""
     assert resp.result is not None
     try:
         order = order_keys(gold, "sqlite") or ()
@@ -226,17 +230,20 @@ def _judge(expected: ResultSet, resp: AskResponse, gold: str, database: Path) ->
         order = ()
     gold_rows, served_rows = _as_timestamps(expected), _as_timestamps(resp.result)
     verdict = compare(gold_rows, served_rows, order=order)
-    if verdict.verdict is Verdict.MATCH:
-        return Scored("correct", "", resp.sql or "", resp.trust_state)
-    for other in _permuted(gold_rows, served_rows):
-        if compare(gold_rows, other, order=order).verdict is Verdict.MATCH:
-            return Scored("correct", "columns in another order", resp.sql or "", resp.trust_state)
     run = functools.partial(gold_result, database)
-    if kept_a_tie(gold, "sqlite", expected, resp.result, run) is not None:
-        detail = "ambiguous gold: its LIMIT cuts a tie"
-        return Scored("correct", detail, resp.sql or "", resp.trust_state)
+    sql = resp.sql or ""
+    for i, served in enumerate([served_rows, *_permuted(gold_rows, served_rows)]):
+        moved = " (columns in another order)" if i else ""
+        if compare(gold_rows, served, order=order).verdict is Verdict.MATCH:
+            return Scored("correct", moved.strip(" ()"), sql, resp.trust_state)
+        if kept_a_tie(gold, "sqlite", expected, served, run) is not None:
+            detail = "ambiguous gold: its LIMIT cuts a tie" + moved
+            return Scored("correct", detail, sql, resp.trust_state)
+        if shows_ranking(gold, "sqlite", expected, served, run):
+            detail = "shows the value the gold ranks by" + moved
+            return Scored("correct", detail, sql, resp.trust_state)
     guess = wrong_class(gold_rows, served_rows, verdict)
-    return Scored("wrong", verdict.detail, resp.sql or "", resp.trust_state, guess)
+    return Scored("wrong", verdict.detail, sql, resp.trust_state, guess)
 
 
 def _lens_for(db: str, tables: Sequence[Table], lenses: Path | None, score: Score) -> Lens:
