@@ -25,7 +25,7 @@ Nothing here writes anything: only a human certifies (``dst certify``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 from reconciler.assembly.request import assemble
 from reconciler.assembly.similarity import Embedder
@@ -34,6 +34,7 @@ from reconciler.errors import DstError
 from reconciler.generators import DimensionValues, SmartCall, TierCall, generate
 from reconciler.lens import Answer, Lens
 from reconciler.probes import Limits, probe
+from reconciler.probes.namesakes import lens_labels
 from reconciler.resultset import Executor, ResultSet
 from reconciler.trust import (
     Evaluation,
@@ -240,6 +241,59 @@ def ask(
     return resp
 
 
+class Tiers(Protocol):
+    """What the serving path takes from a command's runtime for one lens version
+    (:class:`reconciler.context.Runtime` is one): its warehouse and its tiers."""
+
+    def warehouse_for(self, lens: Lens) -> Executor:
+        """The read-only warehouse of ``lens``."""
+        ...
+
+    def values_for(self, lens: Lens, executor: Executor) -> DimensionValues:
+        """Dimension values and join-key facts of ``lens`` on ``executor``."""
+        ...
+
+    def smart_for(self, lens: Lens) -> tuple[SmartCall | None, str]:
+        """The smart tier, or ``(None, why)``."""
+        ...
+
+    def embedder_for(self, lens: Lens) -> tuple[Embedder | None, str]:
+        """The local embedder, or ``(None, why)``."""
+        ...
+
+    def command_for(self, lens: Lens) -> TierCall | None:
+        """The command tier, when the lens lists one."""
+        ...
+
+
+def serve(
+    tiers: Tiers, lens: Lens, question: str, *, max_repairs: int = MAX_REPAIRS
+) -> AskResponse:
+    """Answer ``question`` on ``lens`` with ``tiers``'s warehouse and generators.
+
+    The one serving call of ``dst ask`` and ``dst mcp``: it resolves the smart
+    tier, the warehouse, its dimension values, the embedder and the command tier of
+    ``lens`` from ``tiers`` (each cached there, so a long-lived runtime answers warm),
+    then runs :func:`ask`.
+
+    Raises:
+        WarehouseError: the warehouse cannot be reached.
+        LensLoadError: the lens lists the command tier without a ``command:`` block.
+    """
+    smart, _why = tiers.smart_for(lens)
+    executor = tiers.warehouse_for(lens)
+    return ask(
+        lens,
+        question,
+        executor,
+        tiers.values_for(lens, executor),
+        smart=smart,
+        max_repairs=max_repairs,
+        embedder=tiers.embedder_for(lens)[0],
+        command=tiers.command_for(lens),
+    )
+
+
 def _run(
     lens: Lens,
     question: str,
@@ -272,7 +326,7 @@ def _run(
         executed=True,
         dialect=cfg.dialect,
     )
-    limits = Limits(cfg.row_cap, cfg.statement_timeout_s, cfg.pinned_as_of)
+    limits = Limits(cfg.row_cap, cfg.statement_timeout_s, cfg.pinned_as_of, lens_labels(lens))
     probed = probe(ex, result, executor, limits)
     resp.probed = probed.evaluations
     for note in probed.notes:

@@ -25,10 +25,14 @@ from reconciler.results import LensState
 
 
 def load_serving(
-    repo: gitstate.Repository, name: str, env: str | None = None
+    repo: gitstate.Repository, name: str, env: str | None = None, *, marks: bool = True
 ) -> tuple[refstore.Deployment | None, Lens | None]:
     """The serving deployment of lens ``name`` (in environment ``env``) and its lens,
     or ``(None, None)``.
+
+    With ``marks=False`` the lens loads without the ``.dst/checked/`` markers (every
+    SQL check runs, and no marker is written): for a reader that writes nothing
+    (``dst mcp``).
 
     Raises:
         ServingRefError: the serving ref does not point at a deployment whose recorded
@@ -38,13 +42,16 @@ def load_serving(
     dep = proven.read_serving(repo, name, env)
     if dep is None:
         return None, None
-    return dep, _serving_lens(repo, name, dep)
+    return dep, _serving_lens(repo, name, dep, marks=marks)
 
 
-def _serving_lens(repo: gitstate.Repository, name: str, dep: refstore.Deployment) -> Lens:
+def _serving_lens(
+    repo: gitstate.Repository, name: str, dep: refstore.Deployment, *, marks: bool = True
+) -> Lens:
     tree = gitstate.LensTree(name, dep.lens_tree)
     try:
-        return gitstate.load_lens_at(repo, tree, checked=gitstate.checked_dir(repo))
+        checked = gitstate.checked_dir(repo) if marks else None
+        return gitstate.load_lens_at(repo, tree, checked=checked)
     except LensLoadError as exc:
         raise StateError(
             f"the serving version of lens {name!r} (deployment {dep.oid[:12]}) no longer "

@@ -44,14 +44,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import sqlglot
-from sqlglot.errors import ParseError, TokenError
-
-from reconciler import guard
 from reconciler.assembly.request import assemble
 from reconciler.assembly.text import normalize
 from reconciler.assets import asset_hashes
-from reconciler.errors import LensLoadError, UnsafeSqlError, UsageError
+from reconciler.errors import LensLoadError, UsageError
 from reconciler.files import replace_file, write_new_file
 from reconciler.generators import DimensionValues, SmartCall, TierCall, generate
 from reconciler.ids import AnswerId
@@ -211,46 +207,6 @@ def propose(
     )
 
 
-def check_sql_file(name: str, sql: str, lens: Lens) -> int:
-    """The line ``--sql FILE``'s one read-only query starts on (1-based), in the lens's dialect.
-
-    Raises:
-        LensLoadError: naming ``name`` (not an answer file) and the line: the text
-            does not parse (sqlglot's line), holds no or several statements (the
-            second one's line) or the read-only guard refuses it (its first line).
-    """
-    dialect = lens.config.dialect
-    try:
-        tokens = sqlglot.Dialect.get_or_raise(dialect).tokenize(sql)
-        sqlglot.parse(sql, read=dialect)
-    except (ParseError, TokenError) as exc:
-        first = exc.errors[0] if isinstance(exc, ParseError) and exc.errors else {}
-        raise LensLoadError(
-            name,
-            f"SQL does not parse as {dialect}: {first.get('description', exc)}",
-            line=first.get("line"),
-            fix=f"correct the query (written in the lens's dialect, {dialect})",
-        ) from None
-    semi = sqlglot.TokenType.SEMICOLON
-    starts = [
-        t.line
-        for i, t in enumerate(tokens)
-        if t.token_type is not semi and (i == 0 or tokens[i - 1].token_type is semi)
-    ]
-    if len(starts) != 1:
-        raise LensLoadError(
-            name,
-            f"expected exactly one statement, found {len(starts)}",
-            line=starts[1] if len(starts) > 1 else None,
-            fix="keep one query in the file",
-        )
-    try:
-        guard.check_read_only(sql, dialect, allow_functions=lens.config.allow_functions)
-    except UnsafeSqlError as exc:
-        raise LensLoadError(name, exc.message, line=starts[0], fix=exc.fix) from None
-    return starts[0]
-
-
 def utc_now() -> str:
     """The current UTC time as ISO-8601 to the second: ``2025-03-01T14:05:09Z``."""
     return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
@@ -367,13 +323,16 @@ def replacement_target(lens: Lens, files: Mapping[str, bytes], answer_id: str) -
     """
     answer = lens.answers.get(AnswerId(answer_id))
     if answer is None:
-        close = difflib.get_close_matches(answer_id, sorted(lens.answers), n=5, cutoff=0.5)
-        known = close or sorted(lens.answers)[:5]
+        # only active answers carry a certification to replace: drafts and retired ones
+        # would be refused in turn, so they are never offered
+        active = sorted(a for a, x in lens.answers.items() if x.status == "active")
+        close = difflib.get_close_matches(answer_id, active, n=5, cutoff=0.5)
+        known = close or active[:5]
         raise UsageError(
             f"lens {lens.name!r} has no answer {answer_id!r}",
-            fix=f"pass --replace one of: {', '.join(known)}"
+            fix=f"pass --replace one of the active answers: {', '.join(known)}"
             if known
-            else "the lens has no answers yet: certify one with --question",
+            else "the lens has no active answer yet: certify one with --question",
         )
     rel = lens.sources.get(f"answers/{answer_id}", answer_path(answer_id))
     where = f"{lens.root}/{rel}"
@@ -433,7 +392,8 @@ def replace_answer(repo_root: Path, lens_root: str, target: Replacement, content
     if current != target.content:
         raise UsageError(
             f"{rel} changed while it was being re-certified: refusing to overwrite it",
-            fix="run dst certify --replace again on the file as it is now",
+            fix=f"run dst certify --replace {target.answer.id} --lens "
+            f"{lens_root.rsplit('/', 1)[-1]} again on the file as it is now",
         )
     replace_file(path, content)
     return rel
@@ -544,7 +504,8 @@ def plan_migration(
     if not legacy:
         raise UsageError(
             f"{root}/{CASES} holds no legacy value case (an entry with sql: or expected_sql:)",
-            fix="nothing to migrate; certify new answers with `dst certify`",
+            fix="nothing to migrate; certify new answers with "
+            f"`dst certify --lens {root.rsplit('/', 1)[-1]} --question QUESTION`",
         )
     doc = load_yaml(f"{root}/{CASES}", files[CASES])
     taken = {p for p in files if p.startswith("answers/")}

@@ -58,6 +58,24 @@ def _key_line(text: str, key: str) -> int | None:
     return next((n for n, line in enumerate(text.splitlines(), 1) if pattern.match(line)), None)
 
 
+def load_repo_config(raw: bytes, path: str = "dst.yaml") -> RepoConfig:
+    """``dst.yaml``'s bytes, validated as every command reads them (``dst validate`` too).
+
+    Raises:
+        LensLoadError: at the offending line of ``path``: YAML, an unknown key (with the
+            closest known one, e.g. ``enviroments``), a value of the wrong type, or an
+            environment that promotes from an unknown one, from itself or in a cycle.
+    """
+    doc = load_yaml(path, raw)
+    config = validate(RepoConfig, doc)
+    for where, problem, fix in environment_problems(config)[:1]:
+        line = doc.line_of(where)
+        if len(where) == 2:  # a bad name: the line of the key itself, not of its value
+            line = _key_line(raw.decode("utf-8"), where[1]) or line
+        raise LensLoadError(path, problem, line=line, fix=fix)
+    return config
+
+
 @dataclass
 class Runtime:
     """Per-invocation context.
@@ -81,6 +99,8 @@ class Runtime:
             unnamed default environment.
         candidate: the commit an apply or plan gates; its committed ``dst.yaml`` names
             the environments and webhooks (:meth:`committed_config`).
+        read_only: a serving process that writes nothing (``dst mcp``): column
+            profiles are read from ``.dst/profiles/`` and kept in memory, never written.
     """
 
     repo: gitstate.Repository
@@ -95,6 +115,7 @@ class Runtime:
     cache_use: CacheUse = "use"
     environment: str | None = None
     candidate: Oid | None = None
+    read_only: bool = False
     _warehouses: dict[str, Executor] = field(default_factory=dict)
     _values: dict[str, ValueCache] = field(default_factory=dict)
     _allowing: dict[str, Executor] = field(default_factory=dict)
@@ -163,13 +184,7 @@ class Runtime:
     def _config_of(self, raw: bytes) -> RepoConfig:
         if raw == self._memo.get("config", (None,))[0]:
             return self._memo["config"][1]  # type: ignore[no-any-return]  # the same bytes: checked
-        doc = load_yaml("dst.yaml", raw)
-        config = validate(RepoConfig, doc)
-        for where, problem, fix in environment_problems(config)[:1]:
-            line = doc.line_of(where)
-            if len(where) == 2:  # a bad name: the line of the key itself, not of its value
-                line = _key_line(raw.decode("utf-8"), where[1]) or line
-            raise LensLoadError("dst.yaml", problem, line=line, fix=fix)
+        config = load_repo_config(raw)
         self._memo["config"] = (raw, config)
         return config
 
@@ -344,8 +359,10 @@ class Runtime:
             version = file_version(Path(database))
             if version is None:
                 return None
-            return ProfileStore(directory, shown, f"file:{version}", ttl)
-        return ProfileStore(directory, shown, None, ttl)
+            return ProfileStore(
+                directory, shown, f"file:{version}", ttl, writable=not self.read_only
+            )
+        return ProfileStore(directory, shown, None, ttl, writable=not self.read_only)
 
     def embedder_for(self, lens: Lens) -> tuple[Embedder | None, str]:
         """The local sentence embedder when ``lens`` asks for embedding retrieval.

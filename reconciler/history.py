@@ -139,7 +139,7 @@ def _rollback_target(
         if target is None:
             raise UsageError(
                 f"lens {name!r} has no earlier deployment with other content",
-                fix="pass --to DEPLOYMENT (see `dst log`)",
+                fix=f"pass --to DEPLOYMENT (see `dst log {name}`)",
             )
         return target
     oid = gitstate.resolve_commit(rt.repo, to)
@@ -316,6 +316,34 @@ def status(rt: Runtime) -> list[LensStatus]:
         rolled = serving_rollback(rt, name) if s else None
         out.append(LensStatus(name, s, sm, a, am, r, rm, sc, ac, rolled, count, env))
     return out
+
+
+def not_serving(rt: Runtime, lens: str) -> UsageError:
+    """The error for a lens with no serving version, naming the lenses there are.
+
+    Returns:
+        A :class:`UsageError` (exit 2): "has no serving version" for a lens that
+        exists (in ``lenses/`` or with state under ``refs/dst/``), "no lens" for one
+        that does not; both list the serving lenses and those that do not serve.
+    """
+    rows = status(rt)
+    serving = [r.lens for r in rows if r.serving]
+    idle = [r.lens for r in rows if not r.serving and r.lens != lens]
+    known = (
+        f"serving: {', '.join(serving) or 'none'}; "
+        f"exist but do not serve: {', '.join(idle) or 'none'}"
+    )
+    where = f" --env {rt.environment}" if rt.environment else ""
+    if any(r.lens == lens for r in rows):
+        env = f" in environment {rt.environment}" if rt.environment else ""
+        return UsageError(
+            f"lens {lens!r} has no serving version{env} ({known})",
+            fix=f"promote it first: `dst apply --lens {lens}{where}` (see `dst status{where}`)",
+        )
+    return UsageError(
+        f"no lens {lens!r} ({known})",
+        fix="pass --lens one of the serving lenses; a new lens serves after `dst apply`",
+    )
 
 
 def environment_names(rt: Runtime) -> list[str]:

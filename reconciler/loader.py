@@ -21,7 +21,7 @@ from __future__ import annotations
 import difflib
 import re
 import typing
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
@@ -94,6 +94,15 @@ class Document:
             if loc is not None:
                 return loc.line
         return None
+
+    def key_line(self, path: Path) -> int | None:
+        """The line of the mapping key ``path[-1]`` itself (its value may start below)."""
+        loc = self.locations.get((*path, _KEY))
+        return None if loc is None else loc.line
+
+
+# The locations entry of a mapping key's own line: (*path, _KEY); no YAML key is a NUL.
+_KEY = "\0key"
 
 
 def load_yaml(path: str, content: bytes) -> Document:
@@ -281,6 +290,7 @@ def _build(
                     fix="keep one of the two entries",
                 )
             first_line[key] = key_line
+            locations[(*at, key, _KEY)] = Location(key_line)
             out[key] = _build(path, value_node, (*at, key), locations, constructor, budget)
         return out
     if isinstance(node, yaml.SequenceNode):
@@ -325,9 +335,24 @@ def validate(model: type[M], doc: Document, *, data: Any = None) -> M:
     try:
         return model.model_validate(payload)
     except ValidationError as exc:
-        err = exc.errors()[0]
+        err = _first_error(exc.errors())
         loc: Path = tuple(err["loc"])
         raise _located(doc, loc, err, model) from None
+
+
+def _first_error(errors: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
+    """The error to report: pydantic's first, except that a misspelt key beats the
+    required key it stands for (``expresion:`` is reported at its own line, with the
+    suggestion, not as "missing required key 'expression'" at the mapping's first line)."""
+    first = errors[0]
+    if first.get("type") != "missing":
+        return first
+    parent = tuple(first["loc"])[:-1]
+    for err in errors:
+        loc = tuple(err["loc"])
+        if err.get("type") == "extra_forbidden" and loc[:-1] == parent:
+            return err
+    return first
 
 
 def known_keys(model: type[BaseModel], loc: Path) -> tuple[str, ...]:
@@ -400,7 +425,7 @@ def _located(
         return LensLoadError(
             doc.path,
             f"unknown key {loc[-1]!r}",
-            line=line,
+            line=doc.key_line(loc) or line,
             fix=_unknown_key_fix(str(loc[-1]), keys),
         )
     if kind == "missing":

@@ -14,12 +14,13 @@ retry the same commit. With ``--env E`` every ref named here is E's
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from reconciler.bindings import Bindings
 from reconciler.context import Runtime
-from reconciler.errors import RefConflict
-from reconciler.git import refs as refstore
-from reconciler.ids import Oid
+from reconciler.errors import DstError, RefConflict
+from reconciler.git import refs as refstore, trees as gitstate
+from reconciler.ids import AnswerId, Oid
 from reconciler.plan import LensPlan
 from reconciler.results import Action, LensRun, LensState, meta_for, state_for
 
@@ -171,3 +172,56 @@ def _attempt(rt: Runtime, commit: Oid, run: LensRun) -> LensRun:
     except RefConflict as exc:
         return replace(run, messages=[*run.messages, f"attempt not recorded: {exc.message}"])
     return replace(run, recorded=oid)
+
+
+def newest_outcomes(rt: Runtime, plan: LensPlan) -> LensPlan:
+    """``plan`` with each removed active answer's newest recorded outcome.
+
+    The plan knows only the serving bindings' stamp ("correct at <source>"), which a later
+    blocked attempt may contradict. The newest record that ran the answer wins: the lens's
+    last attempt when it was recorded after the serving deployment, then the serving
+    deployment's own run; the stamp stays when neither ran it. Each reads
+    ``"<outcome> at <source commit, 12 hex>"``, and a failure adds the stamp's
+    ``"last correct at …"`` or ``"never reproduced"``.
+    """
+    if not plan.removed_active or plan.serving is None:
+        return plan
+    serving = refstore.read_deployment(rt.repo, plan.serving, bindings=False)
+    records: list[tuple[str, dict[str, Any]]] = []
+    attempt = refstore.ref_target(rt.repo, refstore.attempts_ref(plan.lens, rt.environment))
+    for oid in (attempt, plan.serving):
+        if oid is None:
+            continue
+        try:
+            dep = refstore.read_deployment(rt.repo, oid, bindings=False)
+            if oid == attempt and not _after(rt, dep, serving):
+                continue
+            records.append((str(dep.info.source), refstore.read_run(rt.repo, oid)))
+        except DstError:
+            continue
+    out: list[tuple[AnswerId, str]] = []
+    for aid, stamp in plan.removed_active:
+        ran = (
+            (str(r["outcome"]), source[:12])
+            for source, run in records
+            for r in [*run.get("results", []), *run.get("self_test", [])]
+            if r.get("answer") == aid and r.get("outcome")
+        )
+        newest = next(ran, None)
+        if newest is None:
+            out.append((aid, stamp))
+            continue
+        outcome, at = newest
+        # a failure keeps what the stamp knew: when it was last correct, or that it never was
+        known = stamp if stamp.startswith("never") else f"last {stamp}"
+        out.append((aid, f"{outcome} at {at}" + ("" if outcome == "correct" else f", {known}")))
+    return replace(plan, removed_active=tuple(out))
+
+
+def _after(rt: Runtime, attempt: refstore.Deployment, serving: refstore.Deployment) -> bool:
+    """The attempt was recorded after the serving deployment. Times are whole seconds; on
+    a tie it is later when it tried a commit that contains the one serving."""
+    if attempt.info.recorded_at != serving.info.recorded_at:
+        return attempt.info.recorded_at > serving.info.recorded_at
+    tried, served = attempt.info.source, serving.info.source
+    return tried != served and gitstate.contains(rt.repo, tried, served)

@@ -36,7 +36,7 @@ from reconciler.ids import Oid
 from reconciler.lens import Answer, Lens
 from reconciler.notify import announce
 from reconciler.plan import LensPlan, Planner
-from reconciler.promote import promote, record_attempts, retire_warning
+from reconciler.promote import newest_outcomes, promote, record_attempts, retire_warning
 from reconciler.results import (
     Action,
     LensRun,
@@ -95,6 +95,7 @@ def plan_step(ctx: StepContext, state: LensState) -> LensState:
     )
     if state.error:
         return replace(state, plan=plan)
+    plan = newest_outcomes(ctx.rt, plan)  # a removed answer's newest outcome, not its stamp
     if ctx.command == "plan":
         notes: list[str] = []
         if state.candidate is None and not plan.unchanged:

@@ -122,7 +122,7 @@ expression: SUM(amount)
 _ANSWER = """\
 # A certified answer: a question and the SQL a person verified (the oracle). dst re-asks
 # the question whenever a push could change its result and compares both results.
-# Certify answers with `dst certify`, which shows the SQL and its result first:
+# Certify answers with `dst certify --lens {name}`, which shows the SQL and its result:
 #   dst certify --lens {name} --question "Revenue by region"
 # This example is a draft: drafts are not certified and not re-verified. Setting
 # status: active by hand does not certify it: an active answer needs a person in
@@ -209,3 +209,213 @@ def gitignore_with_dst(current: str | None) -> str | None:
     if text and not text.endswith("\n"):
         text += "\n"
     return text + GITIGNORE_LINE + "\n"
+
+
+# ------------------------------------------------------------------ dst init --ci github
+
+WORKFLOWS_DIR = ".github/workflows"
+ACTION_PATH = ".github/actions/dst"
+
+
+@dataclass(frozen=True)
+class CiSettings:
+    """What the generated workflows need to know of ``dst.yaml``.
+
+    Attributes:
+        action: ``OWNER/REPO@REF``: the dst repository and tag (or commit) whose
+            composite action the workflows use, or ``./`` for dst's own repository.
+        webhooks: the variable names of ``notify:`` (each ``url_env``), in order.
+        environments: ``{name: seeded}`` for ``environments:``; ``seeded`` is true
+            when that environment's warehouse is a DuckDB file (or the embedded one),
+            built from the seeds in every run, false for a server the job must reach.
+        seed_default: the default environment reads the embedded warehouse
+            (``dst.yaml`` has no ``warehouse:``), so the jobs build it with ``dst seed``.
+    """
+
+    action: str
+    webhooks: tuple[str, ...] = ()
+    environments: dict[str, bool] | None = None
+    seed_default: bool = True
+
+    @property
+    def uses(self) -> str:
+        """The ``uses:`` of the action step: ``OWNER/REPO/.github/actions/dst@REF``."""
+        if self.action.startswith("./"):
+            return "./" + ACTION_PATH
+        repository, _, ref = self.action.partition("@")
+        return f"{repository}/{ACTION_PATH}@{ref}"
+
+
+def seeded_in_ci(url: str | None) -> bool:
+    """A warehouse a CI job builds from the seeds: the embedded one or a DuckDB file."""
+    return url is None or url.strip().lower().startswith("duckdb:")
+
+
+def _secrets_env(names: tuple[str, ...], indent: str) -> str:
+    lines = [f"{indent}{name}: ${{{{ secrets.{name} }}}}" for name in names]
+    return "\n".join(lines) + "\n" if lines else ""
+
+
+def _check_workflow(ci: CiSettings) -> str:
+    return f"""\
+# Pull requests: dry-run the lenses a change touches against the serving state
+# (annotations, job summary, JUnit). Written by `dst init --ci github`.
+# Read-only token and no secrets, so pull requests from forks are checked the same
+# way; a check never notifies, so no webhook secret is passed.
+name: lens check
+
+on:
+  pull_request:
+
+permissions:
+  contents: read
+
+jobs:
+  check:
+    runs-on: ubuntu-latest
+    timeout-minutes: 30
+    steps:
+      - uses: actions/checkout@v5
+        with:
+          # On purpose: `dst ci check` fetches the base and deepens the clone
+          # itself until it finds the merge base, or fails with "insufficient history".
+          fetch-depth: 1
+      - name: dst ci check
+        uses: {ci.uses}
+        with:
+          command: check
+          # build the embedded warehouse from the lenses' seeds/ first
+          seed: "{str(ci.seed_default).lower()}"
+          junit: dst-junit.xml
+      - name: Keep the JUnit report
+        if: ${{{{ !cancelled() }}}}
+        uses: actions/upload-artifact@v6
+        with:
+          name: dst-junit
+          path: dst-junit.xml
+          if-no-files-found: ignore
+"""
+
+
+def _apply_workflow(ci: CiSettings) -> str:
+    # a server warehouse is reached through the secret (it wins over dst.yaml's URL; unset,
+    # dst.yaml's applies); the embedded one is built from the seeds, so it takes none
+    reach = () if ci.seed_default else ("DST_WAREHOUSE_URL",)
+    hooks = _secrets_env((*reach, *ci.webhooks), "      ")
+    env = f"    env:\n{hooks}" if hooks else ""
+    return f"""\
+# The default branch: apply the lenses for real, then publish refs/dst/* to the
+# remote. Every deployment commit has the previous one as parent, so the push is a
+# fast-forward; a racing promoter makes it fail (never forced), and a re-run re-plans.
+# The push is atomic, like the apply itself. A lens deleted on main is retired: the
+# push sends refs/dst/retired/<lens> and deletes the remote's serving ref under a
+# lease on the deployment it retired. Written by `dst init --ci github`.
+name: lens apply
+
+on:
+  push:
+    branches: [main]
+
+permissions:
+  contents: write
+
+concurrency:
+  group: lens-apply
+  cancel-in-progress: false
+
+jobs:
+  apply:
+    if: github.ref_name == github.event.repository.default_branch
+    runs-on: ubuntu-latest
+    timeout-minutes: 30
+{env}    steps:
+      - uses: actions/checkout@v5
+        with:
+          # `dst ci apply` deepens the clone until the commit each lens serves is
+          # reachable from HEAD (the rewind check needs it).
+          fetch-depth: 1
+      - name: dst ci apply
+        uses: {ci.uses}
+        with:
+          command: apply
+          seed: "{str(ci.seed_default).lower()}"
+      - name: Publish refs/dst (blocked attempts too)
+        if: ${{{{ !cancelled() }}}}
+        run: dst sync --push
+"""
+
+
+def _promote_workflow(ci: CiSettings) -> str | None:
+    envs = ci.environments or {}
+    if not envs:
+        return None
+    options = ", ".join(envs)
+    seeded = [name for name, built in envs.items() if built]
+    seed = " || ".join(f"inputs.env == '{name}'" for name in seeded) or "false"
+    hooks = _secrets_env(("DST_WAREHOUSE_URL", *ci.webhooks), "      ")
+    return f"""\
+# Promote the default branch's lenses to one environment of dst.yaml, by hand:
+# Actions -> "lens promote" -> Run workflow. Written by `dst init --ci github`.
+# The job declares `environment:`, so GitHub's protection rules (required reviewers,
+# wait timers) decide who may run it; dst never asks. `dst ci apply --env E` refuses
+# a lens tree that E's `promote_from` environment does not serve yet.
+# An environment whose warehouse is a DuckDB file is built from the seeds in the job;
+# any other is reached through dst.yaml's URL or the environment secret
+# DST_WAREHOUSE_URL (Settings -> Environments -> E), which wins over it.
+name: lens promote
+
+on:
+  workflow_dispatch:
+    inputs:
+      env:
+        description: Environment to promote to (a name under dst.yaml environments:).
+        required: true
+        type: choice
+        options: [{options}]
+
+permissions:
+  contents: write
+
+concurrency:
+  group: lens-promote-${{{{ inputs.env }}}}
+  cancel-in-progress: false
+
+jobs:
+  promote:
+    if: github.ref_name == github.event.repository.default_branch
+    runs-on: ubuntu-latest
+    timeout-minutes: 30
+    environment: ${{{{ inputs.env }}}}
+    env:
+{hooks}    steps:
+      - uses: actions/checkout@v5
+        with:
+          fetch-depth: 1
+      - name: dst ci apply --env
+        uses: {ci.uses}
+        with:
+          command: apply
+          env: ${{{{ inputs.env }}}}
+          seed: ${{{{ {seed} }}}}
+      - name: Publish refs/dst (every environment, blocked attempts too)
+        if: ${{{{ !cancelled() }}}}
+        run: dst sync --push
+"""
+
+
+def ci_files(ci: CiSettings) -> dict[str, bytes]:
+    """The GitHub workflow files ``dst init --ci github`` writes: ``{path: bytes}``.
+
+    ``lens-check.yml`` (pull requests), ``lens-apply.yml`` (the default branch) and,
+    when ``dst.yaml`` names environments, ``lens-promote.yml`` (by hand, per
+    environment). Each runs the composite action of ``ci.action``, which installs
+    the dst beside it, so the repository needs nothing but ``lenses/`` and ``dst.yaml``.
+    """
+    out = {
+        f"{WORKFLOWS_DIR}/lens-check.yml": _check_workflow(ci),
+        f"{WORKFLOWS_DIR}/lens-apply.yml": _apply_workflow(ci),
+    }
+    promote = _promote_workflow(ci)
+    if promote is not None:
+        out[f"{WORKFLOWS_DIR}/lens-promote.yml"] = promote
+    return {path: text.encode("utf-8") for path, text in out.items()}

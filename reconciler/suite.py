@@ -465,7 +465,7 @@ def _sample(run: _Sampling, max_attempts: int, *, sample: int = 1) -> AnswerResu
         Outcome.WRONG,
         tuple(attempts),
         f"diverged from the oracle: {detail}; fix the definition, re-certify the answer "
-        f"(dst certify --replace {aid}) or retire it",
+        f"(dst certify --replace {aid} --lens {lens.name}) or retire it",
         oracle=oracle.preview(),
         generated=generated.preview() if generated else None,
         notes=notes,

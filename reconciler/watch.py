@@ -121,6 +121,7 @@ class WatchFilter(DefaultFilter):
         r"\.tmp$",  # write-then-rename saves
         r"^#.*#$",  # emacs auto-save
         r"^4913$",  # vim's probe that a directory is writable
+        r"^sed[A-Za-z0-9]{6}$",  # GNU sed -i writes its copy here, then renames it over the file
     )
 
     def __init__(self, root: Path, git_dir: Path | None = None) -> None:

@@ -2,13 +2,14 @@
 
 ``DST_TEST_POSTGRES_URL`` names a superuser connection (default the local server,
 ``postgresql://postgres@127.0.0.1:5432/test``). Tests that need it call
-:func:`admin_or_skip`, which skips with the reason printed when no server answers.
+:func:`admin_or_skip`, which skips with the reason printed when no server answers or
+``DST_TEST_SERVERS=0`` (:mod:`tests.servers`). Every database and role made here is
+named ``dst_test_…`` and dropped afterwards.
 
 Seeding and setup run as that superuser; answer SQL never does, because dst refuses
 a login that can write (``reconciler.warehouse.privilege``): a test runs it as the
 scratch database's reader role (CONNECT, USAGE and SELECT only, :func:`grant_reader`),
-or sets ``allow_privileged: true`` on purpose and says why. Every database and role
-made here is named ``dst_test_…`` with a random suffix, and only those are dropped.
+or sets ``allow_privileged: true`` on purpose and says why.
 """
 
 from __future__ import annotations
@@ -25,13 +26,9 @@ from sqlalchemy.engine import make_url
 
 from reconciler.warehouse.connection import redact
 from reconciler.warehouse.readonly import with_installed_driver
+from tests import servers
 
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/test"
-PREFIX = "dst_test_"  # every scratch database and role; nothing else is created or dropped
-
-
-def _prefixed(name: str) -> str:
-    return name if name.startswith(PREFIX) else PREFIX + name.removeprefix("dst_")
 
 
 def admin_url() -> str:
@@ -47,6 +44,7 @@ def engine(url: str, **options: object) -> sa.Engine:
 
 def admin_or_skip() -> sa.Engine:
     """An AUTOCOMMIT superuser engine, or ``pytest.skip`` naming why there is none."""
+    servers.skip_when_off("PostgreSQL")
     admin = engine(admin_url(), isolation_level="AUTOCOMMIT")
     try:
         with admin.connect():
@@ -76,26 +74,26 @@ class Scratch:
 
 
 @contextmanager
-def scratch_database(prefix: str) -> Iterator[Scratch]:
-    """Create ``dst_test_<prefix>_<random>`` and a reader role; drop both afterwards.
+def scratch_database(label: str) -> Iterator[Scratch]:
+    """Create ``dst_test_<label>_<random>`` and a reader role; drop both afterwards.
 
     The role is the README's read-only warehouse role: LOGIN, CONNECT, then USAGE and
     SELECT on every schema (granted by :func:`grant_reader` once tables exist),
     ``default_transaction_read_only = on`` and a ``statement_timeout``.
     """
     admin = admin_or_skip()
-    tag, prefix = secrets.token_hex(5), _prefixed(prefix)
-    database, reader, password = f"{prefix}_{tag}", f"{prefix}_reader_{tag}", secrets.token_hex(12)
+    database, reader = servers.scratch_name(label), servers.scratch_name(f"{label}_reader")
+    password = secrets.token_hex(12)
     base = make_url(admin_url())
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f'CREATE DATABASE "{database}"')
-        conn.exec_driver_sql(f"CREATE ROLE \"{reader}\" LOGIN PASSWORD '{password}'")
-        conn.exec_driver_sql(f'GRANT CONNECT ON DATABASE "{database}" TO "{reader}"')
-        conn.exec_driver_sql(f'ALTER ROLE "{reader}" SET default_transaction_read_only = on')
-        conn.exec_driver_sql(f"ALTER ROLE \"{reader}\" SET statement_timeout = '30s'")
     owner_url = base.set(database=database).render_as_string(hide_password=False)
     reader_url = base.set(database=database, username=reader, password=password)
-    try:
+    try:  # a failure half way through set-up still drops what was made
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f'CREATE DATABASE "{database}"')
+            conn.exec_driver_sql(f"CREATE ROLE \"{reader}\" LOGIN PASSWORD '{password}'")
+            conn.exec_driver_sql(f'GRANT CONNECT ON DATABASE "{database}" TO "{reader}"')
+            conn.exec_driver_sql(f'ALTER ROLE "{reader}" SET default_transaction_read_only = on')
+            conn.exec_driver_sql(f"ALTER ROLE \"{reader}\" SET statement_timeout = '30s'")
         yield Scratch(database, owner_url, reader, reader_url.render_as_string(hide_password=False))
     finally:
         with admin.connect() as conn:
@@ -129,7 +127,7 @@ def login_role(scratch: Scratch, name: str, grants: Sequence[str] = ()) -> Itera
             ``{role}`` in each is replaced by the role's quoted name.
     """
     admin = admin_or_skip()
-    role = f"{_prefixed(name)}_{secrets.token_hex(5)}"
+    role = servers.scratch_name(name)
     quoted = f'"{role}"'
     with admin.connect() as conn:
         conn.exec_driver_sql(f"CREATE ROLE {quoted} LOGIN")

@@ -21,7 +21,7 @@ import sqlalchemy as sa
 import yaml
 
 from reconciler.lens import load_lens
-from tests import pg
+from tests import pg, servers
 from tests.benchmarks import accuracy, defog, scores
 from tests.benchmarks.scores import IDK_FILE, Report, render
 from tests.figures import record
@@ -111,7 +111,9 @@ def test_defog_on_postgresql_scores_as_on_duckdb_and_drops_its_database(
 
 def _databases(admin: sa.Engine) -> set[str]:
     with admin.connect() as conn:
-        return {r[0] for r in conn.exec_driver_sql("SELECT datname FROM pg_database")}
+        names = {r[0] for r in conn.exec_driver_sql("SELECT datname FROM pg_database")}
+    # Only the benchmark's own names: other users of the server come and go meanwhile.
+    return {n for n in names if n.startswith(f"{servers.PREFIX}bench_")}
 
 
 def test_hand_written_lenses_name_real_tables_and_unique_keys(corpus: Path, tmp_path: Path) -> None:

@@ -86,3 +86,26 @@ def test_an_empty_allow_list_changes_no_hash() -> None:
     assert plain == empty
     assert allowed[lens_id] != plain[lens_id]
     assert {k for k in plain if plain[k] != allowed[k]} == {lens_id}
+
+
+def test_a_function_off_the_allow_list_is_refused_at_load_with_the_fix(repo: Path) -> None:
+    # current_setting() is on no deny-list: only the allow-list refuses it
+    off_list = ANSWER.replace(
+        b"SELECT COUNT(*) AS n FROM query_table('orders')",
+        b"SELECT COUNT(*) AS n FROM orders WHERE current_setting('threads') <> ''",
+    )
+    files = {
+        "lenses/shop/models/orders.yaml": ORDERS,
+        "lenses/shop/models/customers.yaml": CUSTOMERS,
+        "lenses/shop/answers/order_rows.yaml": off_list,
+        **SEEDS,
+    }
+    commit(repo, {"lenses/shop/lens.yaml": LENS, **files}, "a settings read")
+    done = invoke(repo, "validate")
+    assert done.code == 2
+    assert "lenses/shop/answers/order_rows.yaml:3" in done.stderr
+    assert "current_setting()" in done.stderr and "duckdb allow-list" in done.stderr
+    assert "allow_functions:" in done.stderr
+    allowed = LENS + b"allow_functions: [current_setting]\n"
+    commit(repo, {"lenses/shop/lens.yaml": allowed}, "named in allow_functions")
+    assert invoke(repo, "validate").code == 0

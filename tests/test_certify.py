@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import ast
 import re
+import time
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -214,6 +216,51 @@ def test_unsafe_or_over_cap_sql_is_refused(
     )
     assert done.code == 2, done.stdout + done.stderr
     assert message in done.stderr
+    assert answer_files(lens_repo) == before
+
+
+def _certify_file(repo: Path, path: Path) -> Any:
+    return invoke(
+        repo, "certify", "--lens", "sales", "--question", "How many orders are there?",
+        "--sql", str(path), "--yes", "--by", "Pat Lee",
+    )  # fmt: skip
+
+
+def test_a_trailing_comment_after_one_statement_is_one_statement(
+    lens_repo: Path, tmp_path: Path
+) -> None:
+    path = tmp_path / "count.sql"
+    path.write_text("SELECT COUNT(*) AS orders FROM orders; -- note\n")
+    done = _certify_file(lens_repo, path)
+    assert done.code == 0, done.stdout + done.stderr
+    assert invoke(lens_repo, "validate", "lenses/sales").code == 0
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        # over the file cap: refused from its size, before it is read
+        ("SELECT 1 AS x\n" + "-- padding padding padding padding\n" * 8_000, "256 KiB"),
+        # under the file cap, over what the guard validates: refused before parsing
+        ("SELECT 1" + " + 1" * 40_000 + "\n", "the guard validates at most 32768"),
+        ("SELECT " + "(" * 5_000 + "1" + ")" * 5_000 + "\n", "the guard validates at most 32"),
+        # nesting without brackets reaches sqlglot's recursion limit: still exit 2
+        ("SELECT " + "NOT " * 4_000 + "TRUE\n", "nested too deeply"),
+    ],
+    ids=["over_256_kib", "over_the_guard_length", "brackets_5000_deep", "not_4000_deep"],
+)
+def test_oversized_or_deep_sql_files_exit_2_at_the_file(
+    lens_repo: Path, tmp_path: Path, text: str, words: str
+) -> None:
+    before = answer_files(lens_repo)
+    path = tmp_path / "big.sql"
+    path.write_text(text)
+    started = time.monotonic()
+    done = _certify_file(lens_repo, path)
+    elapsed = time.monotonic() - started
+    assert done.code == 2, done.stdout[-500:] + done.stderr[-2000:]
+    assert f"{path}:" in done.stderr and words in done.stderr, done.stderr[-2000:]
+    assert elapsed < 20, f"{elapsed:.1f} s to refuse"
     assert answer_files(lens_repo) == before
 
 

@@ -113,6 +113,7 @@ def test_other_rules_miss(repo: Path, checks: list[str], monkeypatch: pytest.Mon
 def test_the_fingerprint_covers_the_guards_source() -> None:
     here = Path(guard.__file__).parent.parent  # the package root the rules are named from
     assert {"guard/__init__.py", "guard/denied.py", "lens.py"} <= set(checked._RULES)
+    assert {"guard/calls.py", "guard/names.py", "guard/allowed/duckdb.txt"} <= set(checked._RULES)
     assert all((here / name).is_file() for name in checked._RULES)
     assert len(checked.rules_fingerprint()) == 64
 

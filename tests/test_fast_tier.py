@@ -34,6 +34,7 @@ from tests.helpers.grammar import (
     ask,
     dimension_values,
     grammar_cases,
+    held,
     key_facts,
     same_rows,
 )
@@ -77,6 +78,7 @@ def test_grammar_shape_returns_the_oracle_rows(
     result = ask(shop, question, values)
     assert result.tier == "fast"
     assert result.sql is not None, result.declined
+    held("shop", question, result)
     generated = warehouse.execute(result.sql).fetchall()
     expected = warehouse.execute(oracle).fetchall()
     assert expected, "the oracle must return rows for the comparison to mean something"
@@ -140,6 +142,7 @@ def test_outside_the_grammar_is_declined(
     result = ask(shop, question, values)
     assert result.sql is None
     assert result.declined is not None and reason in result.declined, result.declined
+    held("shop", question, result)
 
 
 def test_ambiguous_dimension_is_declined(values: DimensionValues) -> None:
@@ -267,6 +270,7 @@ def test_fact_who_and_flag_shapes_return_the_oracle_rows(
 ) -> None:
     result = ask(crm, question, crm_values)
     assert result.sql is not None, result.declined
+    held("crm", question, result)
     generated = crm_warehouse.execute(result.sql).fetchall()
     expected = crm_warehouse.execute(oracle).fetchall()
     assert expected, "the oracle must return rows for the comparison to mean something"
@@ -309,6 +313,7 @@ def test_fact_who_and_flag_questions_outside_the_grammar_are_declined(
     result = ask(crm, question, crm_values)
     assert result.sql is None, result.sql
     assert result.declined is not None and reason in result.declined, result.declined
+    held("crm", question, result)
 
 
 def test_a_grain_word_in_a_fact_phrase_declines_even_without_a_key(

@@ -3,13 +3,12 @@
 Each case is asked on its small sales lens over a real DuckDB warehouse: an answer
 must return the hand-written oracle's rows with the same column count (in order
 where the case says so), a decline must give its reason.
+
+Its golden cases run in ``tests/test_fast_tier_golden.py`` (one runner for every
+fixture file); this module keeps the tests that are not golden cases.
 """
 
 from __future__ import annotations
-
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -20,22 +19,10 @@ from reconciler.lens import Lens
 from tests.helpers.grammar import GoldenFile
 
 GOLDEN = GoldenFile.read("fast_tier_cortex.yaml")
-CASES = GOLDEN.cases
 
 
 def _lens(name: str, lens_yaml: str | None = None) -> Lens:
     return GOLDEN.lens(name, {"lens.yaml": lens_yaml.encode()} if lens_yaml else None)
-
-
-@pytest.fixture(scope="module")
-def warehouses(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
-    root = tmp_path_factory.mktemp("cortex")
-    yield GOLDEN.warehouses(root)
-
-
-@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
-def test_cortex_case(warehouses: dict[str, Path], case: dict[str, Any]) -> None:
-    GOLDEN.check(warehouses, case)
 
 
 def _lens_hash(lens: Lens) -> str:

@@ -4,33 +4,28 @@ Each case of ``tests/fixtures/fast_tier_dates2.yaml`` is asked in-process on its
 (assembly, then the fast tier) over a real DuckDB warehouse: an answer must return the
 hand-written oracle's rows (in order where the case says ``ordered``), a decline must
 give its reason. With ``as_of: today`` an open period keeps its open end.
+
+Its golden cases run in ``tests/test_fast_tier_golden.py`` (one runner for every
+fixture file); this module keeps the tests that are not golden cases.
 """
 
 from __future__ import annotations
 
 from datetime import date
-from pathlib import Path
-from typing import Any
 
 import pytest
 
 from reconciler.assembly.text import tokenize, verb_root
-from reconciler.generators.periods import OPEN_STOP, period_at
 from reconciler.lens import Lens
 from reconciler.lensfiles import TODAY
-from tests.helpers.grammar import GoldenFile, check_golden_case
+from reconciler.reading.phrases.periods import OPEN_STOP, period_at
+from tests.helpers.grammar import GoldenFile
 
 GOLDEN = GoldenFile.read("fast_tier_dates2.yaml")
-CASES = GOLDEN.cases
 
 
 def _lens() -> Lens:
     return GOLDEN.lens()
-
-
-@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
-def test_dates_case(warehouse: Path, case: dict[str, Any]) -> None:
-    check_golden_case(_lens(), warehouse, case)
 
 
 def _period(question: str, as_of: str) -> tuple[object, object]:

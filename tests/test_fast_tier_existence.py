@@ -3,24 +3,25 @@
 Each case is asked on its small lens over a real DuckDB warehouse: an answer must
 return the hand-written oracle's rows with the same column count, a decline must
 give its reason.
+
+Its golden cases run in ``tests/test_fast_tier_golden.py`` (one runner for every
+fixture file); this module keeps the tests that are not golden cases.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import duckdb
 import pytest
 
-from reconciler.generators.compiler import Declined
-from reconciler.generators.existence import existence_rows
 from reconciler.lens import Lens
+from reconciler.reading.grammar.existence import existence_rows
+from reconciler.reading.ir import Declined
 from tests.helpers.grammar import GoldenFile, dimension_values
 
 GOLDEN = GoldenFile.read("fast_tier_existence.yaml")
-CASES = GOLDEN.cases
 
 
 def _lens(name: str) -> Lens:
@@ -31,11 +32,6 @@ def _lens(name: str) -> Lens:
 def warehouses(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
     root = tmp_path_factory.mktemp("existence")
     yield GOLDEN.warehouses(root)
-
-
-@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
-def test_existence_case(warehouses: dict[str, Path], case: dict[str, Any]) -> None:
-    GOLDEN.check(warehouses, case)
 
 
 @pytest.mark.parametrize(

@@ -28,6 +28,7 @@ from tests.helpers.grammar import (
     ask,
     dimension_values,
     grammar_cases,
+    held,
     same_rows,
 )
 
@@ -95,6 +96,7 @@ def test_broadened_shape_returns_the_oracle_rows(
     oracle: str,
 ) -> None:
     sql, generated = _rows(warehouse, lens, question, values)
+    held("shop_as_of", question, ask(lens, question, values))
     expected = warehouse.execute(oracle).fetchall()
     assert expected, "the oracle must return rows for the comparison to mean something"
     assert same_rows(generated, expected), (sql, generated, expected)
@@ -204,6 +206,7 @@ def test_near_misses_are_declined(
     result = ask(lens, question, values)
     assert result.sql is None, result.sql
     assert result.declined is not None and reason in result.declined, result.declined
+    held("shop_as_of", question, result)
 
 
 def test_an_aggregation_word_carries_over_a_list(tmp_path_factory: pytest.TempPathFactory) -> None:

@@ -5,26 +5,20 @@ Each case of ``tests/fixtures/fast_tier_more2.yaml`` is asked in-process on its 
 (assembly, then the fast tier) over a real DuckDB warehouse: an answer must return the
 hand-written oracle's rows (in order where the case says ``ordered``), a decline must
 give its reason.
+
+Its golden cases run in ``tests/test_fast_tier_golden.py`` (one runner for every
+fixture file); this module keeps the tests that are not golden cases.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
 import pytest
 
-from reconciler.generators.compiler import Declined
-from reconciler.generators.weekdays import split_weekdays
-from tests.helpers.grammar import GoldenFile, check_golden_case
+from reconciler.reading.ir import Declined
+from reconciler.reading.phrases.weekdays import split_weekdays
+from tests.helpers.grammar import GoldenFile
 
 GOLDEN = GoldenFile.read("fast_tier_more2.yaml")
-CASES = GOLDEN.cases
-
-
-@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
-def test_more2_case(warehouse: Path, case: dict[str, Any]) -> None:
-    check_golden_case(GOLDEN.lens(), warehouse, case)
 
 
 @pytest.mark.parametrize(

@@ -4,26 +4,19 @@ Each case of ``tests/fixtures/fast_tier_more3.yaml`` is asked in-process on its 
 (assembly, then the fast tier) over a real DuckDB warehouse: an answer must return the
 hand-written oracle's rows (in order where the case says ``ordered``), a decline must
 give its reason.
+
+Its golden cases run in ``tests/test_fast_tier_golden.py`` (one runner for every
+fixture file); this module keeps the tests that are not golden cases.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
-import pytest
 from sqlglot import exp
 
-from reconciler.generators.months import calendar_position
-from tests.helpers.grammar import GoldenFile, check_golden_case
+from reconciler.reading.phrases.months import calendar_position
+from tests.helpers.grammar import GoldenFile
 
 GOLDEN = GoldenFile.read("fast_tier_more3.yaml")
-CASES = GOLDEN.cases
-
-
-@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
-def test_more3_case(warehouse: Path, case: dict[str, Any]) -> None:
-    check_golden_case(GOLDEN.lens(), warehouse, case)
 
 
 def test_calendar_position_holds_every_full_name_and_the_stored_spellings() -> None:

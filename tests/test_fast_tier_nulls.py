@@ -5,26 +5,20 @@ Each case of ``tests/fixtures/fast_tier_nulls.yaml`` is asked in-process on its 
 hand-written oracle's rows (in order where the case says ``ordered``), a decline must
 give its reason. A yes/no flag, and a measure of a plan's joined part, meet a metric's
 filter the same way (checked on plans directly: the grammar reads neither here).
+
+Its golden cases run in ``tests/test_fast_tier_golden.py`` (one runner for every
+fixture file); this module keeps the tests that are not golden cases.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
 import pytest
 
-from reconciler.generators.metricfilters import filter_clash
-from reconciler.generators.plans import Measure, Plan
-from tests.helpers.grammar import GoldenFile, check_golden_case
+from reconciler.reading.ir import Measure, Plan
+from reconciler.reading.resolve.metricfilters import filter_clash
+from tests.helpers.grammar import GoldenFile
 
 GOLDEN = GoldenFile.read("fast_tier_nulls.yaml")
-CASES = GOLDEN.cases
-
-
-@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
-def test_nulls_case(warehouse: Path, case: dict[str, Any]) -> None:
-    check_golden_case(GOLDEN.lens(), warehouse, case)
 
 
 @pytest.mark.parametrize(

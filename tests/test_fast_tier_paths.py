@@ -5,36 +5,30 @@ Each case of ``tests/fixtures/fast_tier_paths.yaml`` is asked in-process on its 
 hand-written oracle's rows with the same number of columns (in order where the case
 says ``ordered``), a decline must give its reason. The warehouse repeats rows where a
 fan-out would change the answer, so a SUM or row COUNT through the bridge could not pass.
+
+Its golden cases run in ``tests/test_fast_tier_golden.py`` (one runner for every
+fixture file); this module keeps the tests that are not golden cases.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import duckdb
-import pytest
 
 from reconciler.assembly.grain import KeyFact, WarehouseFacts
 from reconciler.lens import Lens, load_lens
 from tests.helpers.grammar import (
     GoldenFile,
     ask,
-    check_golden_case,
     dimension_values,
 )
 
 GOLDEN = GoldenFile.read("fast_tier_paths.yaml")
-CASES = GOLDEN.cases
 
 
 def _lens() -> Lens:
     return GOLDEN.lens()
-
-
-@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
-def test_path_case(warehouse: Path, case: dict[str, Any]) -> None:
-    check_golden_case(_lens(), warehouse, case)
 
 
 def test_a_join_walked_backwards_still_needs_its_one_side_unique(warehouse: Path) -> None:

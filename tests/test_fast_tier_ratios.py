@@ -5,36 +5,30 @@ Each case of ``tests/fixtures/fast_tier_ratios.yaml`` is asked in-process on its
 an answer must return the hand-written oracle's rows with the same number of
 columns, a decline must give its reason; ``contains`` / ``lacks`` check whether an
 exemplar's own rule reached the generated SQL.
+
+Its golden cases run in ``tests/test_fast_tier_golden.py`` (one runner for every
+fixture file); this module keeps the tests that are not golden cases.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import duckdb
-import pytest
 
-from reconciler.generators.adapt import adapted_sql, skeleton
 from reconciler.lens import Lens, load_lens
+from reconciler.reading.grammar.adapt import adapted_sql, skeleton
 from tests.helpers.grammar import (
     GoldenFile,
     ask,
-    check_golden_case,
     dimension_values,
 )
 
 GOLDEN = GoldenFile.read("fast_tier_ratios.yaml")
-CASES = GOLDEN.cases
 
 
 def _lens() -> Lens:
     return GOLDEN.lens()
-
-
-@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
-def test_ratio_and_exemplar_case(warehouse: Path, case: dict[str, Any]) -> None:
-    check_golden_case(_lens(), warehouse, case)
 
 
 def test_an_exemplar_is_only_seen_through_the_request(warehouse: Path) -> None:

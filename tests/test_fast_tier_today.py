@@ -5,23 +5,24 @@ Each case of ``tests/fixtures/fast_tier_today.yaml`` is asked in-process on its 
 ``CURRENT_DATE``: an answer must return the hand-written oracle's rows, a decline must
 give its reason. Every spelling of one period must give the same SQL, and a certified
 answer with a relative date is still rejected at load under ``as_of: today``.
+
+Its golden cases run in ``tests/test_fast_tier_golden.py`` (one runner for every
+fixture file); this module keeps the tests that are not golden cases.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import duckdb
 import pytest
 
 from reconciler.errors import LensLoadError
 from reconciler.lens import load_lens
-from tests.helpers.grammar import GoldenFile, ask, check_golden_case, dimension_values
+from tests.helpers.grammar import GoldenFile, ask, dimension_values
 
 GOLDEN = GoldenFile.read("fast_tier_today.yaml")
-CASES = GOLDEN.cases
 
 SAME_PERIOD = [
     (
@@ -52,15 +53,6 @@ SAME_PERIOD = [
 @pytest.fixture(scope="module")
 def warehouses(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
     yield GOLDEN.warehouses(tmp_path_factory.mktemp("today"))
-
-
-@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
-def test_today_case(warehouses: dict[str, Path], case: dict[str, Any]) -> None:
-    if "lens_yaml" in case:
-        lens = GOLDEN.lens(case["lens"], {"lens.yaml": case["lens_yaml"].encode()})
-        check_golden_case(lens, warehouses[case["lens"]], case)
-    else:
-        GOLDEN.check(warehouses, case)
 
 
 @pytest.mark.parametrize("spellings", SAME_PERIOD, ids=[s[0] for s in SAME_PERIOD])

@@ -4,25 +4,19 @@ Each case of ``tests/fixtures/fast_tier_zero_rows.yaml`` is asked in-process on 
 lens (assembly, then the fast tier) over a real DuckDB warehouse: an answer must
 return the hand-written oracle's rows (in order where the case says ``ordered``), a
 decline must give its reason.
+
+Its golden cases run in ``tests/test_fast_tier_golden.py`` (one runner for every
+fixture file); this module keeps the tests that are not golden cases.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
 import pytest
 
-from reconciler.generators.paths import is_bridge
-from tests.helpers.grammar import GoldenFile, check_golden_case
+from reconciler.reading.resolve.paths import is_bridge
+from tests.helpers.grammar import GoldenFile
 
 GOLDEN = GoldenFile.read("fast_tier_zero_rows.yaml")
-CASES = GOLDEN.cases
-
-
-@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
-def test_zero_rows_case(warehouse: Path, case: dict[str, Any]) -> None:
-    check_golden_case(GOLDEN.lens(), warehouse, case)
 
 
 @pytest.mark.parametrize(

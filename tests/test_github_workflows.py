@@ -82,7 +82,7 @@ def test_the_composite_action_declares_what_it_reads() -> None:
     action = _load(ACTION)
     assert action["runs"]["using"] == "composite"
     declared = set(action["inputs"])
-    assert declared == {"command", "python-version", "base", "junit", "env"}
+    assert declared == {"command", "python-version", "base", "junit", "env", "seed", "extras"}
     used = set(re.findall(r"\binputs\.([\w-]+)", ACTION.read_text()))
     assert used <= declared, used - declared
     assert used == declared, f"declared but never read: {declared - used}"
@@ -126,3 +126,15 @@ def test_lens_workflows_do_what_the_design_says() -> None:
     runs = [s.get("run") for _, s in _steps(GITHUB / "workflows" / "ci.yml")]
     assert "bash .ci/run" in runs
     assert ci["permissions"] == {"contents": "read"}
+
+
+def test_the_lens_workflows_are_what_dst_init_writes() -> None:
+    """dst's own lens workflows are `dst init --ci github`'s, with the action beside them."""
+    from reconciler.scaffold import CiSettings, ci_files
+
+    expected = ci_files(CiSettings("./", (), {"staging": True, "prod": False}))
+    assert set(expected) == {
+        f".github/workflows/lens-{k}.yml" for k in ("check", "apply", "promote")
+    }
+    for rel, data in expected.items():
+        assert (PROJECT / rel).read_bytes() == data, f"{rel}: regenerate it from ci_files"

@@ -18,11 +18,12 @@ import pytest
 import yaml
 
 from reconciler.errors import LensLoadError
-from reconciler.generators.compiler import Measure, Plan, render
 from reconciler.interop.importers import ProblemKind
 from reconciler.interop.importers.dbt import import_dbt
 from reconciler.interop.importers.dbt_source import collect
 from reconciler.lens import load_lens
+from reconciler.reading.compile import render
+from reconciler.reading.ir import Measure, Plan
 from reconciler.schemas import kind_of, schema_comment
 from reconciler.warehouse.seed import run_on_seeds
 from tests.helpers import CORPORA, invoke

@@ -53,6 +53,8 @@ def test_contracts_hold_on_the_package_as_it_is(tmp_path: Path) -> None:
         ("plan.py", "import pygit2", "pygit2 only in the git edge"),
         ("suite.py", "import sqlalchemy", "only in the warehouse edge"),
         ("render/text.py", "import rich", "typer and rich only in the CLI"),
+        # the SDK is the top-level `mcp`, not the package `reconciler.mcp` it sits in
+        ("mcp/tools.py", "import mcp", "the MCP SDK only in the MCP server"),
         ("lens.py", "from reconciler import plan", "layers"),
     ],
 )

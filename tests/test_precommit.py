@@ -36,7 +36,7 @@ def _manifest_hook(hook_id: str) -> dict[str, Any]:
     return dict(hook)
 
 
-def test_the_files_pattern_selects_lens_files_only() -> None:
+def test_the_files_pattern_selects_lens_files_and_dst_yaml_only() -> None:
     pattern = re.compile(_manifest_hook("dst-validate")["files"])
     selected = [
         "lenses/shop/lens.yaml",
@@ -48,10 +48,11 @@ def test_the_files_pattern_selects_lens_files_only() -> None:
         "lenses/shop/skills/deep/dates.md",
         "lenses/shop/evals/cases.yaml",
         "analytics/lenses/shop/lens.yaml",
+        "dst.yaml",
     ]
     ignored = [
         "README.md",
-        "dst.yaml",
+        "docs/dst.yaml",
         "lenses/shop/seeds/orders.csv",
         "lenses/shop/notes.txt",
         "lenses/shop/models/orders.sql",

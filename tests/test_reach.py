@@ -222,7 +222,8 @@ def test_retiring_and_deleting_answers_says_what_the_corpus_lost(shop: Path) -> 
     assert "corpus shrinks: this change removes 1 active certified answer(s) (2 → 1)" in (
         text.stdout
     )
-    assert "happiest_basket (never reproduced)" in text.stdout
+    assert "happiest_basket (declined at " in text.stdout  # its newest outcome (issue 22)
+    assert ", never reproduced)" in text.stdout
     log = dst(shop, "log", "shop")
     assert log.stdout.count("[corpus 2 → 1]") == 2, log.stdout
     assert log.stdout.count("[corpus 1 → 2]") == 1, log.stdout

@@ -94,6 +94,9 @@ def test_an_empty_repository_is_a_usage_error_not_a_crash(tmp_path: Path) -> Non
 
 def test_not_a_repository_is_a_usage_error(tmp_path: Path) -> None:
     done = invoke(tmp_path, "status", "--repo", str(tmp_path / "nowhere"))
+    assert done.code == 2 and "nowhere: no such directory" in done.stderr  # it does not exist
+    (tmp_path / "plain").mkdir()
+    done = invoke(tmp_path, "status", "--repo", str(tmp_path / "plain"))
     assert done.code == 2 and "not inside a git repository" in done.stderr
 
 

@@ -262,9 +262,12 @@ def test_postgres_lens_schemas_and_the_superuser_refusal(lens_repo: Path) -> Non
             assert {"shop-catalog", "finance", "sales", "public"} <= wh.schemas()
             assert wh.warnings == () and wh.write_access == ()
             # the lens path goes before the session's own, for this transaction only
-            shown = wh.execute("SELECT current_setting('search_path')", row_cap=1,
-                               timeout_s=10, search_path=["shop-catalog"])  # fmt: skip
-            plain = wh.execute("SELECT current_setting('search_path')", row_cap=1, timeout_s=10)
+            # (current_setting reads a setting: off the allow-list unless named)
+            setting = ("current_setting",)
+            shown = wh.execute("SELECT current_setting('search_path')", row_cap=1, timeout_s=10,
+                               search_path=["shop-catalog"], allow_functions=setting)  # fmt: skip
+            plain = wh.execute("SELECT current_setting('search_path')", row_cap=1, timeout_s=10,
+                               allow_functions=setting)  # fmt: skip
     assert as_reader.code == 0, as_reader.stdout + as_reader.stderr
     assert as_reader.json()["rows"] == [[3]]
     assert "superuser" not in as_reader.stderr + applied.stderr

@@ -6,7 +6,6 @@ import datetime as dt
 import hashlib
 import os
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from reconciler.errors import LensLoadError, UnsafeSqlError, UsageError, Warehou
 from reconciler.warehouse import connection as warehouse
 from reconciler.warehouse.connection import Warehouse, embedded_path, redact, resolve_url
 from reconciler.warehouse.seed import SeedFile, seed
+from tests import servers
 
 ORDERS = (
     b"ID,Region,Amount,Ordered_On\n"
@@ -341,6 +341,7 @@ def _writable_engine(url: str) -> sa.Engine:
 @pytest.fixture
 def pg() -> Iterator[tuple[Warehouse, str, sa.Engine]]:
     """A read-only warehouse on PostgreSQL, a fresh schema, and a writable setup engine."""
+    servers.skip_when_off("PostgreSQL")
     url = _pg_url()
     admin = _writable_engine(url)
     try:
@@ -350,7 +351,7 @@ def pg() -> Iterator[tuple[Warehouse, str, sa.Engine]]:
         admin.dispose()
         reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
         pytest.skip(f"PostgreSQL not reachable at {redact(url)}: {reason}")
-    schema = f"dst_test_{uuid.uuid4().hex[:10]}"
+    schema = servers.scratch_name("schema")
     with admin.begin() as conn:
         conn.exec_driver_sql(f'CREATE SCHEMA "{schema}"')
         conn.exec_driver_sql(f'CREATE TABLE "{schema}".items (id integer, name text)')

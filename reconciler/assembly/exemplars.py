@@ -8,7 +8,7 @@ first — or, when that is higher, whose question reads like the asked one token
 token (:data:`MIN_SHAPE_SIMILARITY` of :class:`difflib.SequenceMatcher`'s ratio over all
 tokens, stopwords kept: "How many orders in the West region in Q1 2024?" and "… East
 region in Q3 2023?" share the shape the fast tier adapts an exemplar across, see
-:mod:`reconciler.generators.adapt`, but few content words); the embedding fold
+:mod:`reconciler.reading.grammar.adapt`, but few content words); the embedding fold
 (:mod:`reconciler.assembly.similarity`) keeps the same shape with cosine similarity.
 """
 

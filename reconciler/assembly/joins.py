@@ -13,7 +13,7 @@ hop against a join's direction (:func:`related_paths`): ``authors ← authorship
 papers``, ``reviews → businesses ← categories``. Such a path repeats the source's
 rows once per related row, so only a measure that repeated rows cannot change may
 be taken through it; the fast tier decides that
-(:func:`reconciler.generators.compiler.plan_edges`).
+(:func:`reconciler.reading.compile.plan_edges`).
 """
 
 from __future__ import annotations

@@ -164,6 +164,8 @@ class ProfileStore:
         now: the clock (seconds since the epoch).
         hits, misses: profile lookups answered from disk, and those that queried
             (key facts, :meth:`key_fact`, are not counted).
+        writable: ``False`` for a reader that writes nothing (``dst mcp``): entries
+            are read from disk and kept in memory, never written.
     """
 
     directory: Path
@@ -173,6 +175,7 @@ class ProfileStore:
     now: Callable[[], float] = time.time
     hits: int = 0
     misses: int = 0
+    writable: bool = True
     _memo: dict[str, ColumnProfile] = field(default_factory=dict)
     _facts: dict[str, KeyFact] = field(default_factory=dict)
 
@@ -261,6 +264,9 @@ class ProfileStore:
         fresh = read_profile(
             executor, table, column_sql, limit=limit, timeout_s=timeout_s, dialect=dialect
         )
+        if not self.writable:
+            self._memo[self.key(table, column_sql, limit)] = fresh
+            return fresh
         # A read-only checkout still answers; it just profiles again next run.
         with contextlib.suppress(OSError):
             self.put(table, column_sql, limit, fresh)
@@ -300,8 +306,11 @@ class ProfileStore:
                 "fetched_at": self.now(),
                 "key_fact": fresh.record(),
             }
-            with contextlib.suppress(OSError):
-                replace_file(self.path(key), json.dumps(entry, sort_keys=True, indent=1).encode())
+            if self.writable:
+                with contextlib.suppress(OSError):
+                    replace_file(
+                        self.path(key), json.dumps(entry, sort_keys=True, indent=1).encode()
+                    )
             self._facts[key] = fresh
         return fresh
 

@@ -177,7 +177,7 @@ def ordering_phrase(question: str) -> tuple[str, str | None, str | None] | None:
 
     Assembly retrieves on the question without the phrase's own words ("ordered",
     "by", "descending") but with its key, so "ordered" never selects an ``orders``
-    metric; the fast tier reads the phrase (:mod:`reconciler.generators.ordering`).
+    metric; the fast tier reads the phrase (:mod:`reconciler.reading.phrases.ordering`).
     """
     for pattern in _ORDERINGS:
         match = pattern.search(question)

@@ -23,7 +23,6 @@ import typer
 
 from reconciler.cli.common import runtime
 from reconciler.cli.options import EnvOpt, Format, FormatOpt, NoCacheOpt, RepoOpt, WarehouseOpt
-from reconciler.errors import UsageError
 
 if TYPE_CHECKING:
     from reconciler.ask import AskResponse
@@ -51,8 +50,9 @@ def ask(
 ) -> int:
     """Answer a question the way production does: certified match, else generation + gates."""
     # lazy: reconciler.ask loads the engines, which `dst --help` does not need
-    from reconciler.ask import ask as serve
+    from reconciler.ask import serve
     from reconciler.candidate import load_serving
+    from reconciler.history import not_serving
 
     rt = runtime(repo, warehouse, environment=env)
     rt.no_cache = no_cache
@@ -63,18 +63,7 @@ def ask(
             raise not_serving(rt, lens)
         if show_request:
             return print_request(rt, served, question, None, fmt)
-        smart, _why = rt.smart_for(served)
-        executor = rt.warehouse_for(served)
-        resp = serve(
-            served,
-            question,
-            executor,
-            rt.values_for(served, executor),
-            smart=smart,
-            max_repairs=max_repairs,
-            embedder=rt.embedder_for(served)[0],
-            command=rt.command_for(served),
-        )
+        resp = serve(rt, served, question, max_repairs=max_repairs)
     finally:
         rt.close()
     if fmt is Format.json:
@@ -89,9 +78,10 @@ def ask(
     else:
         for line in render_text(resp):
             print(line)
-        reason = resp.unserved_reason()
-        if reason is not None:
-            print(f"dst ask: nothing served: {reason}", file=sys.stderr, flush=True)
+    # on stderr in both formats: a script reading the JSON sees exit 1 and, here, why
+    reason = resp.unserved_reason()
+    if reason is not None:
+        print(f"dst ask: nothing served: {reason}", file=sys.stderr, flush=True)
     return resp.exit_code
 
 
@@ -133,37 +123,6 @@ def print_request(rt: Runtime, lens: Lens, question: str, answer: str | None, fm
         print(f"\n--- {tier} tier is sent:")
         print(json.dumps(payload, indent=2, ensure_ascii=False))
     return 0
-
-
-def not_serving(rt: Runtime, lens: str) -> UsageError:
-    """The error for a lens with no serving version, naming the lenses there are.
-
-    Returns:
-        A :class:`UsageError` (exit 2): "has no serving version" for a lens that
-        exists (in ``lenses/`` or with state under ``refs/dst/``), "no lens" for one
-        that does not; both list the serving lenses and those that do not serve.
-    """
-    # lazy: the serving-state readers load pygit2, which `dst --help` does not need
-    from reconciler.history import status
-
-    rows = status(rt)
-    serving = [r.lens for r in rows if r.serving]
-    idle = [r.lens for r in rows if not r.serving and r.lens != lens]
-    known = (
-        f"serving: {', '.join(serving) or 'none'}; "
-        f"exist but do not serve: {', '.join(idle) or 'none'}"
-    )
-    where = f" --env {rt.environment}" if rt.environment else ""
-    if any(r.lens == lens for r in rows):
-        env = f" in environment {rt.environment}" if rt.environment else ""
-        return UsageError(
-            f"lens {lens!r} has no serving version{env} ({known})",
-            fix=f"promote it first: `dst apply --lens {lens}{where}` (see `dst status{where}`)",
-        )
-    return UsageError(
-        f"no lens {lens!r} ({known})",
-        fix="pass --lens one of the serving lenses; a new lens serves after `dst apply`",
-    )
 
 
 def render_text(resp: AskResponse) -> list[str]:

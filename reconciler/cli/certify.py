@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from reconciler.cli.common import runtime
+from reconciler.cli.common import colour_wanted, runtime
 from reconciler.cli.options import Format, FormatOpt, RepoOpt, WarehouseOpt
 from reconciler.cli.preview import SHOWN_ROWS, previous_of, show, show_beside
 from reconciler.errors import DstError, LensLoadError, UsageError, WarehouseError
@@ -84,7 +84,11 @@ def _console(fmt: Format) -> Console:
     # lazy: rich's console loads only when certify shows a result
     from rich.console import Console
 
-    return Console(file=sys.stderr if fmt is Format.json else sys.stdout, highlight=False)
+    out = sys.stderr if fmt is Format.json else sys.stdout
+    # NO_COLOR (and a pipe) means no styling at all: rich's own no_color keeps bold and
+    # italics, so the colour system is switched off instead
+    styled = colour_wanted(out)
+    return Console(file=out, highlight=False, color_system="auto" if styled else None)
 
 
 def _git_user(rt: Any) -> str | None:
@@ -168,6 +172,7 @@ def certify(
     """Certify an answer: generate (or read) its SQL, execute it, show both, ask, write."""
     # lazy: reconciler.certify loads the engines, which `dst --help` does not need
     from reconciler import certify as cert
+    from reconciler.guard.sqlfile import check_sql_file
     from reconciler.ids import AnswerId
 
     _mode(yes, by, dry_run)
@@ -175,7 +180,11 @@ def certify(
     the_lens, files = _working_lens(rt, lens)
     target, question, aid = _subject(the_lens, files, question, answer_id, replace)
     sql = _read_sql(sql_file)
-    line = cert.check_sql_file(str(sql_file), sql, the_lens) if sql is not None else None
+    line = (
+        check_sql_file(str(sql_file), sql, the_lens.config.dialect, the_lens.config.allow_functions)
+        if sql is not None
+        else None
+    )
     try:
         executor = rt.warehouse_for(the_lens)
         values = rt.values_for(the_lens, executor) if sql is None else {}
@@ -376,10 +385,14 @@ def _working_lens(rt: Any, lens: str) -> tuple[Lens, dict[str, bytes]]:
     if lens not in names:
         raise UsageError(
             f"no lens {lens!r} in lenses/ of the working tree",
-            fix=f"use one of: {', '.join(names) or 'none (dst init creates one)'}",
+            fix=f"use one of: {', '.join(names) or 'none (create one with dst init)'}",
         )
     files = worktree_files(rt.root, lens)
     return load_lens(lens, files), files
+
+
+MAX_SQL_FILE_BYTES = 256 * 1024
+"""``--sql FILE`` is refused from its size, before it is read, above 256 KiB."""
 
 
 def _read_sql(sql_file: Path | None) -> str | None:
@@ -387,13 +400,22 @@ def _read_sql(sql_file: Path | None) -> str | None:
 
     Raises:
         UsageError: the file is missing or cannot be read.
-        LensLoadError: it is not UTF-8 (the line of the first bad byte is named).
+        LensLoadError: it is larger than :data:`MAX_SQL_FILE_BYTES` (before it is
+            read), or not UTF-8 (the line of the first bad byte is named).
     """
     if sql_file is None:
         return None
     if not sql_file.is_file():
         raise UsageError(f"{sql_file}: no such file", fix="pass --sql FILE with the query")
     try:
+        size = sql_file.stat().st_size
+        if size > MAX_SQL_FILE_BYTES:
+            raise LensLoadError(
+                str(sql_file),
+                f"the file is {size:,} bytes; --sql reads at most "
+                f"{MAX_SQL_FILE_BYTES:,} bytes ({MAX_SQL_FILE_BYTES // 1024} KiB)",
+                fix="certify one query; write it shorter (CTEs instead of repetition)",
+            )
         data = sql_file.read_bytes()
     except OSError as exc:
         raise UsageError(

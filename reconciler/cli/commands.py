@@ -93,6 +93,11 @@ TABLE: tuple[Command, ...] = (
         "Answer a question the way production does: certified match, else generation + gates.",
     ),
     Command(
+        "mcp",
+        "reconciler.cli.mcp:mcp",
+        "Serve the lenses to AI agents over MCP (stdio, or --http): warm, read-only.",
+    ),
+    Command(
         "explain",
         "reconciler.cli.explain:explain",
         "Print the request (and each tier's payload) the suite would send for ANSWER.",

@@ -2,8 +2,9 @@
 
 Writes the files of :func:`reconciler.scaffold.plan_files` into ``PATH`` (default:
 the current directory): ``lenses/<name>/`` with an example model, two metrics, a
-draft answer and a seed CSV, all of which validate; ``dst.yaml`` and
-``schemas/*.schema.json`` when missing (kept otherwise); a ``.dst/`` line in
+draft answer and a seed CSV, all of which validate; ``dst.yaml``,
+``schemas/*.schema.json`` and the command tier's ``schemas/generator/*.schema.json``
+when missing (kept otherwise); a ``.dst/`` line in
 ``.gitignore``. Then it prints the next steps. :mod:`reconciler.cli.app` registers
 :func:`init`.
 
@@ -20,9 +21,17 @@ written atomically (temporary file, then link or rename).
 With ``--warehouse URL`` the seeding step is ``dst seed --warehouse URL``: a bare
 ``dst seed`` builds only the embedded file and never writes a configured warehouse.
 
+With ``--ci github --action OWNER/REPO@REF`` init also writes the GitHub workflows of
+:func:`reconciler.scaffold.ci_files` (``.github/workflows/lens-check.yml``,
+``lens-apply.yml`` and, when ``dst.yaml`` names environments, ``lens-promote.yml``),
+each using the composite action of that dst repository and ref, with the webhook
+secrets ``dst.yaml``'s ``notify:`` names; a workflow file that exists is kept. In a
+repository that already has a lens, only the workflows are written (``"lens": null``).
+
 Exit codes: 0 scaffolded; 2 bad input (an invalid ``--lens`` name, an existing
 file, a warehouse URL that does not parse or holds a literal password, no git
-repository without ``--git``). ``--format json`` prints ``{"schema_version": 1,
+repository without ``--git``, ``--ci`` without a pinned ``--action``, a ``dst.yaml``
+that does not validate). ``--format json`` prints ``{"schema_version": 1,
 "command": "init", "root", "lens", "git_initialized", "written", "kept", "next"}``.
 """
 
@@ -30,6 +39,8 @@ from __future__ import annotations
 
 import json
 import re
+import sys
+from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -40,7 +51,7 @@ from reconciler.errors import UsageError
 from reconciler.files import replace_file, write_new_file
 
 if TYPE_CHECKING:
-    from reconciler.scaffold import Scaffold
+    from reconciler.scaffold import CiSettings, Scaffold
 
 _ENV_ONLY = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$")
 
@@ -120,6 +131,14 @@ def _check(target: Path, name: str, warehouse: str | None) -> Scaffold:
             fix="set warehouse: in dst.yaml yourself, or drop --warehouse",
         )
     scaffold = plan_files(name, dialect=dialect, warehouse=warehouse)
+    # The command tier's request and reply schemas, which the README points at
+    # (schemas/generator/); the generators are a sibling layer of the scaffold.
+    from reconciler.generators.payload import SCHEMAS_SUBDIR, schemas as tier_schemas
+    from reconciler.schemas import SCHEMAS_DIR, render
+
+    for filename, schema in tier_schemas().items():
+        rel = f"{SCHEMAS_DIR}/{SCHEMAS_SUBDIR}/{filename}"
+        scaffold.repo_files[rel] = render(schema).encode("utf-8")
     for rel in scaffold.lens_files:
         if (target / rel).exists():
             raise UsageError(
@@ -185,6 +204,79 @@ def _next_steps(name: str, warehouse: str | None = None) -> list[tuple[str, str]
     ]
 
 
+class Ci(str, Enum):
+    """CI systems ``dst init --ci`` writes workflows for."""
+
+    github = "github"
+
+
+_ACTION_RE = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+@[A-Za-z0-9_./-]+$")
+
+
+def _has_lens(target: Path) -> bool:
+    lenses = target / "lenses"
+    return lenses.is_dir() and any((d / "lens.yaml").is_file() for d in lenses.iterdir())
+
+
+def _ci_settings(target: Path, action: str | None, scaffold: Scaffold | None) -> CiSettings:
+    """What the workflows need from ``dst.yaml`` (the scaffold's when init writes it)."""
+    # lazy: validating dst.yaml loads the lens model (pydantic, sqlglot)
+    from reconciler.context import load_repo_config
+    from reconciler.scaffold import CiSettings, seeded_in_ci
+
+    if action is None or not _ACTION_RE.match(action):
+        raise UsageError(
+            "--ci github needs --action OWNER/REPO@REF: the dst repository and the tag "
+            "or commit whose composite action (and dst) the workflows pin"
+            + ("" if action is None else f"; got {action!r}"),
+            fix="pass e.g. --action acme/dst@v0.1.0 (a fork or mirror of dst, at a tag)",
+        )
+    path = target / "dst.yaml"
+    if scaffold is not None and "dst.yaml" in scaffold.repo_files and not path.exists():
+        raw = scaffold.repo_files["dst.yaml"]
+    else:
+        raw = path.read_bytes() if path.is_file() else b""
+    config = load_repo_config(raw)
+    return CiSettings(
+        action=action,
+        webhooks=tuple(dict.fromkeys(hook.url_env for hook in config.notify)),
+        environments={n: seeded_in_ci(e.warehouse) for n, e in config.environments.items()},
+        seed_default=config.warehouse is None,
+    )
+
+
+def _write_ci(target: Path, files: dict[str, bytes]) -> tuple[list[str], list[str]]:
+    written: list[str] = []
+    kept: list[str] = []
+    for rel, data in files.items():
+        try:
+            write_new_file(target / rel, data)
+            written.append(rel)
+        except FileExistsError:
+            kept.append(rel)
+    return written, kept
+
+
+def _ci_steps(ci: CiSettings) -> list[tuple[str, str]]:
+    steps = [
+        (
+            'git add .github/workflows && git commit -m "Add dst workflows"',
+            "the workflows run from the default branch",
+        )
+    ]
+    for name in ci.webhooks:
+        steps.append((f"gh secret set {name}", "the webhook URL dst.yaml's notify: reads"))
+    for env, seeded in (ci.environments or {}).items():
+        if not seeded:
+            steps.append(
+                (
+                    f"gh secret set DST_WAREHOUSE_URL --env {env}",
+                    f"a read-only URL of {env}'s warehouse (else dst.yaml's applies)",
+                )
+            )
+    return steps
+
+
 def init(
     path: Annotated[
         Path | None, typer.Argument(help="Repository root (default: current directory).")
@@ -198,21 +290,54 @@ def init(
     git: Annotated[
         bool, typer.Option("--git", help="Create a git repository when PATH is not in one.")
     ] = False,
+    ci: Annotated[
+        Ci | None,
+        typer.Option(
+            "--ci",
+            help="Also write CI workflows (github: .github/workflows/lens-*.yml); in a "
+            "repository that already has lenses, write only those.",
+        ),
+    ] = None,
+    action: Annotated[
+        str | None,
+        typer.Option(
+            "--action",
+            help="With --ci github: OWNER/REPO@REF of dst, whose action the workflows pin.",
+        ),
+    ] = None,
     fmt: FormatOpt = Format.text,
 ) -> int:
     """Scaffold a dst repository and an example lens that validates; print the next steps."""
+    # lazy: the CI templates live beside the lens scaffold
+    from reconciler.scaffold import ci_files
+
     target = (path or Path.cwd()).resolve()
+    ci_only = ci is not None and _has_lens(target)
     name = lens if lens is not None else default_lens_name(target)
-    scaffold = _check(target, name, warehouse)
+    scaffold = None if ci_only else _check(target, name, warehouse)
+    settings = _ci_settings(target, action, scaffold) if ci is not None else None
     created = _git_root(target, git)
-    written, kept = _write(target, scaffold)
-    steps = _next_steps(name, warehouse)
+    written, kept = ([], []) if scaffold is None else _write(target, scaffold)
+    steps = [] if scaffold is None else _next_steps(name, warehouse)
+    if settings is not None:
+        ci_written, ci_kept = _write_ci(target, ci_files(settings))
+        written += ci_written
+        kept += ci_kept
+        steps += _ci_steps(settings)
+        if not settings.environments:
+            print(
+                "note: dst.yaml names no environments:, so lens-promote.yml was not written; "
+                "add environments and run dst init --ci github again",
+                file=sys.stderr,
+            )
+    if ci_only:
+        name = ""
     if fmt is Format.json:
         obj = {
             "schema_version": 1,
             "command": "init",
             "root": str(target),
-            "lens": name,
+            "lens": name or None,
             "git_initialized": created,
             "written": written,
             "kept": kept,
@@ -220,13 +345,16 @@ def init(
         }
         print(json.dumps(obj, indent=2))
         return 0
-    print(f"initialized lens {name} in {target}" + (" (new git repository)" if created else ""))
+    if ci_only:
+        print(f"wrote CI workflows in {target}")
+    else:
+        print(f"initialized lens {name} in {target}" + (" (new git repository)" if created else ""))
     for rel in written:
         print(f"  wrote {rel}")
     for rel in kept:
         print(f"  kept  {rel} (exists)")
     print("next steps:")
-    width = max(len(cmd) for cmd, _ in steps)
+    width = max((len(cmd) for cmd, _ in steps), default=0)
     for cmd, why in steps:
         print(f"  {cmd:<{width}}  # {why}")
     return 0

@@ -40,7 +40,7 @@ def log(
         typer.Option(
             "--plot",
             help="Also draw accuracy and wrong-rate per deployment to this PNG "
-            "(needs: pip install 'dst-reconciler\\[plot]').",
+            "(needs matplotlib: pip install matplotlib).",
         ),
     ] = None,
     env: EnvOpt = None,

@@ -51,12 +51,42 @@ def record_invocation(ctx: typer.Context, value: E) -> E:
 RepoOpt = Annotated[Path | None, typer.Option("--repo", help="Repository path (default: cwd).")]
 FormatOpt = Annotated[
     Format,
-    typer.Option("--format", help="text or json (json on stdout).", callback=record_invocation),
+    # eager: recorded before any other option's check can fail, so that error is JSON too
+    typer.Option(
+        "--format",
+        help="text or json (json on stdout).",
+        callback=record_invocation,
+        is_eager=True,
+    ),
 ]
+
+
+def _warehouse_url(value: str | None) -> str | None:
+    """``--warehouse`` checked when parsed: a URL that does not parse is exit 2 at once,
+    even for a command that never connects (an apply with nothing stale)."""
+    if value is None:
+        return None
+    # lazy: URL parsing loads SQLAlchemy, which `dst --help` does not need
+    from reconciler.errors import UsageError
+    from reconciler.warehouse.urls import url_facts
+
+    try:
+        url_facts(value)
+    except ValueError:
+        raise UsageError(
+            "--warehouse is not a SQLAlchemy URL",
+            fix="write it as dialect+driver://user@host/database, e.g. "
+            "postgresql://analyst@db:5432/analytics or duckdb:///path/to/file.duckdb",
+        ) from None
+    return value
+
+
 WarehouseOpt = Annotated[
     str | None,
     typer.Option(
-        "--warehouse", help="SQLAlchemy URL; overrides DST_WAREHOUSE_URL, lens and dst.yaml."
+        "--warehouse",
+        help="SQLAlchemy URL; overrides DST_WAREHOUSE_URL, lens and dst.yaml.",
+        callback=_warehouse_url,
     ),
 ]
 EnvOpt = Annotated[

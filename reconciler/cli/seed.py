@@ -3,7 +3,10 @@
 Each ``lenses/<L>/seeds/<t>.csv`` becomes table ``<t>`` in schema ``<L>``, a
 repository-level ``seeds/`` folder loads into the default schema (DESIGN §2);
 ``--warehouse URL`` seeds that warehouse instead (a schema per lens, created in the
-same transaction as the tables).
+same transaction as the tables); ``--env E`` seeds the warehouse ``dst.yaml`` names for
+environment ``E`` (its own ``warehouse:``, never ``DST_WAREHOUSE_URL``), as a CI job
+does for an environment whose warehouse is a DuckDB file; without one it is a bare
+``dst seed``.
 
 A bare ``dst seed`` never writes into a configured warehouse, which may be
 production: when every lens reads another warehouse (``DST_WAREHOUSE_URL``, a
@@ -14,7 +17,8 @@ others on stderr.
 Exit codes: 0 seeded; 2 bad input (a seed that does not load, an unreachable
 warehouse, or a bare ``dst seed`` where no lens reads the embedded warehouse).
 ``--format json`` prints ``{"schema_version": 1, "command": "seed", "warehouse",
-"tables": {"<schema>.<table>": rows}, "schemas": [...], "not_seeded": [{"warehouse",
+"tables": {"<schema>.<table>": rows}, "schemas": [...], "databases": [...] (MariaDB/MySQL
+only: the database of each lens schema), "not_seeded": [{"warehouse",
 "source", "lenses"}]}``; a table of the default schema has no ``<schema>.`` prefix.
 """
 
@@ -48,6 +52,27 @@ def _refuse(others: list[Any]) -> UsageError:
     )
 
 
+def _environment_url(rt: Any, env: str) -> str | None:
+    """Environment ``env``'s own ``warehouse:`` (variables expanded, a relative DuckDB file
+    anchored at the repository root); ``None`` when it has none, so a bare seed follows."""
+    # lazy: URL resolution loads SQLAlchemy
+    from reconciler.warehouse.connection import resolve_url
+
+    config = rt.environment_config()  # exit 2 naming the environments there are
+    if config is None or config.warehouse is None:
+        return None
+    label = f"environment {env} warehouse:"
+    url, _ = resolve_url(
+        None,
+        {**rt.env, "DST_WAREHOUSE_URL": ""},
+        None,
+        None,
+        rt.root,
+        environment_url=(label, config.warehouse),
+    )
+    return url
+
+
 def seed(
     repo: RepoOpt = None,
     fmt: FormatOpt = Format.text,
@@ -55,8 +80,17 @@ def seed(
         str | None,
         typer.Option(
             "--warehouse",
-            help="Seed this SQLAlchemy URL (PostgreSQL or DuckDB) instead of the embedded "
-            "DuckDB file: a schema per lens, replacing the tables the seeds name.",
+            help="Seed this SQLAlchemy URL (PostgreSQL, MariaDB/MySQL or DuckDB) instead of "
+            "the embedded DuckDB file: a schema (on MariaDB/MySQL a database) per lens, "
+            "replacing the tables the seeds name.",
+        ),
+    ] = None,
+    env: Annotated[
+        str | None,
+        typer.Option(
+            "--env",
+            help="Seed the warehouse dst.yaml names for this environment "
+            "(environments: <E>: warehouse:), e.g. a DuckDB file a CI job builds.",
         ),
     ] = None,
 ) -> int:
@@ -64,7 +98,9 @@ def seed(
     # lazy: seeding loads SQLAlchemy and DuckDB; `dst --help` does not need them
     from reconciler.history import seed as do_seed, seed_elsewhere
 
-    rt = runtime(repo)
+    rt = runtime(repo, environment=env)
+    if warehouse is None and env is not None:
+        warehouse = _environment_url(rt, env)
     others, embedded = ([], []) if warehouse is not None else seed_elsewhere(rt)
     if others and not embedded:
         raise _refuse(others)
@@ -76,6 +112,13 @@ def seed(
             file=sys.stderr,
         )
     tables = {t.qualified: t.rows for t in result.tables}
+    if not tables:
+        print(
+            "note: no seed files found (lenses/<lens>/seeds/*.csv, seeds/*.csv): nothing was "
+            f"loaded into {result.target}; add CSV files there, or point the lenses at a "
+            "warehouse that holds the tables",
+            file=sys.stderr,
+        )
     if fmt is Format.json:
         obj = {
             "schema_version": 1,
@@ -83,6 +126,7 @@ def seed(
             "warehouse": result.target,
             "tables": tables,
             "schemas": list(result.schemas),
+            **({"databases": list(result.databases)} if result.databases else {}),
             "not_seeded": [
                 {"warehouse": o.url, "source": o.source, "lenses": list(o.lenses)} for o in others
             ],
@@ -92,4 +136,6 @@ def seed(
         for table, rows in sorted(tables.items()):
             print(f"seeded {table}: {rows} rows")
         print(f"warehouse: {result.target}")
+        if result.databases:
+            print(f"lens databases: {', '.join(result.databases)}")
     return 0

@@ -15,14 +15,17 @@ distinct key count). A table that cannot be read is an error at the model file's
 (``lenses/sales/models/orders.yaml``, as pre-commit passes them), a ``lenses/``
 folder or a directory holding one (every lens in it); with no ``PATH``, every lens
 under the nearest ``lenses/`` folder at or above ``--repo`` (default: cwd). Each
-lens is checked once however many of its files are named.
+lens is checked once however many of its files are named. ``dst.yaml`` is checked
+too, as every command reads it (unknown keys such as ``enviroments:``, types,
+environments): the one beside the ``lenses/`` folder of each lens checked, and any
+``dst.yaml`` named as a ``PATH``.
 
 ``validate_app`` is a typer app holding the one command; :mod:`reconciler.cli.app`
 merges it into the main app with ``app.add_typer(validate_app)``.
 
-Exit codes: 0 every lens is valid; 2 a lens is invalid (``file:line: message`` and
-its fix on stderr), a declared key does not hold on ``--warehouse``, or a ``PATH``
-is not in a lens.
+Exit codes: 0 every lens and ``dst.yaml`` is valid; 2 a lens or ``dst.yaml`` is
+invalid (``file:line: message`` and its fix on stderr), a declared key does not
+hold on ``--warehouse``, or a ``PATH`` is not in a lens.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ if TYPE_CHECKING:
 validate_app = typer.Typer()
 
 LENSES_DIR = "lenses"
+CONFIG_FILE = "dst.yaml"
 
 
 @dataclass(frozen=True)
@@ -193,6 +197,31 @@ def validate_paths(
     return [check_lens(d, warehouse) for d in find_lens_dirs(paths, start)]
 
 
+def config_files(paths: list[Path], start: Path, lens_dirs: list[Path]) -> list[Path]:
+    """The ``dst.yaml`` files to check: those named, and the one beside each lens's
+    ``lenses/`` folder (or beside the ``lenses/`` found from ``start``); existing only."""
+    found = {p.resolve() for p in paths if p.name == CONFIG_FILE and p.is_file()}
+    found |= {d.parent.parent / CONFIG_FILE for d in lens_dirs}
+    if not paths:
+        base = start.resolve()
+        root = next((f for f in (base, *base.parents) if (f / LENSES_DIR).is_dir()), None)
+        if root is not None:
+            found.add(root / CONFIG_FILE)
+    return sorted(p for p in found if p.is_file())
+
+
+def check_config(path: Path) -> LensLoadError | None:
+    """The first problem of one ``dst.yaml``, as ``dst plan`` would report it, or ``None``."""
+    # lazy: the runtime module loads the engines, which `dst --help` does not need
+    from reconciler.context import load_repo_config
+
+    try:
+        load_repo_config(path.read_bytes(), _display(path))
+    except LensLoadError as exc:
+        return exc
+    return None
+
+
 @validate_app.command("validate")
 def validate(
     paths: Annotated[
@@ -211,14 +240,24 @@ def validate(
 
     With --warehouse, also check every model's table is there and its primary key unique.
     """
+    given = list(paths or ())
+    start = repo or Path.cwd()
+    # dst.yaml is checked like a lens file (pre-commit passes it too), never as a lens
+    lens_paths = [p for p in given if p.name != CONFIG_FILE]
+    only_config = bool(given) and not lens_paths
     if warehouse is None:
-        checks = validate_paths(list(paths or ()), repo or Path.cwd())
+        checks = [] if only_config else validate_paths(lens_paths, start)
     else:
         # lazy: SQLAlchemy loads only when a warehouse is named
         from reconciler.warehouse.connection import Warehouse
 
         with Warehouse.open(warehouse) as opened:
-            checks = validate_paths(list(paths or ()), repo or Path.cwd(), opened)
+            checks = [] if only_config else validate_paths(lens_paths, start, opened)
+    lens_dirs = [] if only_config else find_lens_dirs(lens_paths, start)
+    configs = [(p, check_config(p)) for p in config_files(given, start, lens_dirs)]
+    for _, problem in configs:
+        if problem is not None:
+            print(f"dst validate: error: {problem.render()}", file=sys.stderr)
     for check in checks:
         for error in check.errors:
             print(f"dst validate: error: {error.render()}", file=sys.stderr)
@@ -227,9 +266,20 @@ def validate(
             "schema_version": 1,
             "command": "validate",
             "lenses": [c.record() for c in checks],
+            "configs": [
+                {
+                    "path": _display(p),
+                    "valid": e is None,
+                    "error": None if e is None else _error_record(e),
+                }
+                for p, e in configs
+            ],
         }
         print(json.dumps(obj, indent=2))
     else:
+        for path, problem in configs:
+            print(f"{_display(path)}: {'ok' if problem is None else 'invalid'}")
         for check in checks:
             print(f"{check.root}: {'ok' if check.valid else 'invalid'}")
-    return 0 if all(c.valid for c in checks) else 2
+    valid = all(c.valid for c in checks) and all(e is None for _, e in configs)
+    return 0 if valid else 2

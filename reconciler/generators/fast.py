@@ -3,7 +3,7 @@
 It understands one small grammar and declines everything else, because a wrong
 answer is worse than no answer. A question is read as
 
-* one or more measures (:mod:`reconciler.generators.measures`): a metric (name,
+* one or more measures (:mod:`reconciler.reading.grammar.measures`): a metric (name,
   label or synonym), or an aggregation word right before a model fact (``average
   deal size`` → ``AVG(amount)``; ``average``, ``mean``, ``total``, ``sum``,
   ``minimum``, ``maximum``, optionally with ``of the`` between). A phrase naming
@@ -14,17 +14,17 @@ answer is worse than no answer. A question is read as
   customers`` counts the distinct primary keys of the model the noun names (a
   period only on a date of that model the question names, "created in 2024"; a
   breakdown only after ``by``/``per``/``each``, or in a ranking;
-  :mod:`reconciler.generators.counts`);
+  :mod:`reconciler.reading.grammar.counts`);
 * optional breakdown dimensions (at most two), on the measure's model or on a model
   reached through declared joins (``orders → customers → regions``), else through one
   hop against a join's direction (a bridge model: ``papers ← paper_datasets →
-  datasets``), which only some measures survive (:mod:`reconciler.generators.paths`);
-  a person dimension also groups by its model's key (:mod:`reconciler.generators.persons`);
-  the result's key columns follow the question (:mod:`reconciler.generators.columns`);
+  datasets``), which only some measures survive (:mod:`reconciler.reading.resolve.paths`);
+  a person dimension also groups by its model's key (:mod:`reconciler.reading.phrases.persons`);
+  the result's key columns follow the question (:mod:`reconciler.reading.phrases.columns`);
 * an optional time grain (``monthly``, ``by quarter`` …) on the nearest time dimension,
   shown oldest first unless the lens says ``series_order: newest_first``; with
-  ``cumulative``, a running total over it (:mod:`reconciler.generators.cumulative`);
-* an optional period (:mod:`reconciler.generators.periods`): a year (``2024``), a
+  ``cumulative``, a running total over it (:mod:`reconciler.reading.grammar.cumulative`);
+* an optional period (:mod:`reconciler.reading.phrases.periods`): a year (``2024``), a
   quarter (``Q3 2024``, ``third quarter of 2024``), a month (``March 2024``) or a
   relative period at the lens's ``as_of`` (``last quarter``, ``this year``, ``year
   to date``), as a half-open range — or the whole span (``over the entire
@@ -39,20 +39,20 @@ answer is worse than no answer. A question is read as
   exactly one breakdown or grain;
 * optional equality filters on dimension values the warehouse holds (``values``) or
   the lens lists in ``sample_values`` (``in the West region``, ``named 'Acme'``: ``naming``);
-* optional comparisons on facts (:mod:`reconciler.generators.bounds`): ``with
+* optional comparisons on facts (:mod:`reconciler.reading.phrases.bounds`): ``with
   amount more than 100``, ``quantity between 2 and 5``; days of the week on the time
-  dimension (``on weekends``, ``on Mondays``: :mod:`reconciler.generators.weekdays`);
+  dimension (``on weekends``, ``on Mondays``: :mod:`reconciler.reading.phrases.weekdays`);
 * optional boolean flags: a boolean dimension ``is_<word>`` whose ``<word>``
   stands right before a noun naming its model (``won opportunities`` →
   ``iswon = TRUE``); the word anywhere else (``closed revenue``) declines;
-* an optional closing ordering phrase (:mod:`reconciler.generators.ordering`):
+* an optional closing ordering phrase (:mod:`reconciler.reading.phrases.ordering`):
   ``ordered by …``, ``sorted by … descending``, ``from highest to lowest``;
 * or, alone, a ranking of rows by a raw column of the noun's model: ``top 3
   products by price``, or a listing of a model's columns: ``the names and prices
-  of the products in Toys, ordered alphabetically`` (:mod:`reconciler.generators.listing`),
+  of the products in Toys, ordered alphabetically`` (:mod:`reconciler.reading.grammar.listing`),
   kept by related rows (``customers who have not made any transactions``:
-  :mod:`reconciler.generators.existence`) or by comparisons on their own facts, or a
-  ratio of two facts of each row (:mod:`reconciler.generators.rawfacts`);
+  :mod:`reconciler.reading.grammar.existence`) or by comparisons on their own facts, or a
+  ratio of two facts of each row (:mod:`reconciler.reading.grammar.rawfacts`);
 * output lists, two-measure rankings, count ratios, counts compared: ``outputs``, ``having``;
 * pronouns and orderings that restate a ranked count (``backrefs``); a whole year on a
   model dated by a year number alone (``years``);
@@ -73,7 +73,7 @@ name of a model the query uses. Anything left over — ``since``, ``not``, ``wea
 — declines, and so does a question holding one of the lens's ``exclusions`` or
 ``clarify`` terms, an ambiguous phrase, a fact without an aggregation word, or a
 dimension no safe join path reaches. This module reads the question into a
-:class:`~reconciler.generators.compiler.Plan`; :mod:`reconciler.generators.compiler`
+:class:`~reconciler.reading.compile.Plan`; :mod:`reconciler.reading.compile`
 compiles the plan into SQL.
 """
 
@@ -89,37 +89,39 @@ from reconciler.assembly.lexicon import Target, model_nouns, person_dimensions
 from reconciler.assembly.request import GenerationRequest
 from reconciler.assembly.retrieval import Mention, Retrieval, counted_model, retrieve, time_models
 from reconciler.assembly.text import normalize
-from reconciler.generators import paths
-from reconciler.generators.adapt import from_exemplars
-from reconciler.generators.backrefs import (
+from reconciler.generators.generation import DimensionValues, Generation
+from reconciler.lens import Lens
+from reconciler.reading.grammar.adapt import from_exemplars
+from reconciler.reading.grammar.backrefs import (
     every_row_ordered,
     pronoun_hint,
     restated_key,
     without_backrefs,
 )
-from reconciler.generators.bounds import Bound, split_bounds
-from reconciler.generators.columns import bucket_at
-from reconciler.generators.compiler import Declined, Measure, Plan, one_path, plan_edges
-from reconciler.generators.counts import check_entity_count, new_is_restated
-from reconciler.generators.cumulative import render_cumulative, split_cumulative
-from reconciler.generators.doubts import check_doubts, entity_breakdowns
-from reconciler.generators.generation import DimensionValues, Generation
-from reconciler.generators.grammar import Reading, phrase_of, plural, read_grammar, uninvited
-from reconciler.generators.haveflags import have_flags
-from reconciler.generators.measures import check_extras, select_measures
-from reconciler.generators.months import render
-from reconciler.generators.nouns import check_noun_breakdowns, own_rows, with_row_keys
-from reconciler.generators.ordering import order_plan, split_ordering
-from reconciler.generators.periodcounts import check_compared_count, render_period_counts
-from reconciler.generators.periods import check_unit_phrases, earlier, first_day, spell_to_date
-from reconciler.generators.persons import with_person_keys
-from reconciler.generators.shapes import claim, every_shape
-from reconciler.generators.verbs import dated_verbs
-from reconciler.generators.weekdays import split_weekdays, with_weekdays
-from reconciler.generators.when import when
-from reconciler.generators.years import year_filter
-from reconciler.generators.zeros import check_empty_groups
-from reconciler.lens import Lens
+from reconciler.reading.grammar.counts import check_entity_count, new_is_restated
+from reconciler.reading.grammar.doubts import check_doubts, entity_breakdowns
+from reconciler.reading.grammar.measures import check_extras, select_measures
+from reconciler.reading.grammar.periodcounts import check_compared_count
+from reconciler.reading.ir import Declined, DeclineKind, Measure, Plan
+from reconciler.reading.parse import one_reading
+from reconciler.reading.phrases.bounds import Bound, split_bounds
+from reconciler.reading.phrases.columns import bucket_at
+from reconciler.reading.phrases.haveflags import have_flags
+from reconciler.reading.phrases.months import render
+from reconciler.reading.phrases.nouns import check_noun_breakdowns, own_rows, with_row_keys
+from reconciler.reading.phrases.ordering import order_plan, split_ordering
+from reconciler.reading.phrases.periods import check_unit_phrases, earlier, first_day, spell_to_date
+from reconciler.reading.phrases.persons import with_person_keys
+from reconciler.reading.phrases.rankings import ranking
+from reconciler.reading.phrases.verbs import dated_verbs
+from reconciler.reading.phrases.weekdays import split_weekdays, with_weekdays
+from reconciler.reading.phrases.when import when
+from reconciler.reading.phrases.words import Reading, phrase_of, plural, read_grammar, uninvited
+from reconciler.reading.phrases.years import year_filter
+from reconciler.reading.resolve import paths
+from reconciler.reading.resolve.attributes import check_own_attribute
+from reconciler.reading.resolve.paths import one_path, plan_edges
+from reconciler.reading.resolve.zeros import check_empty_groups
 
 __all__ = ["TIER", "Declined", "Measure", "Plan", "compile_request", "parse", "render"]
 
@@ -135,11 +137,15 @@ def _resolve(lens: Lens, base: str, targets: tuple[Target, ...], what: str, phra
     places = sorted({(t.model, t.name) for t in reachable})
     if len(places) > 1:
         listed = ", ".join(f"{m}.{n}" for m, n in places)
-        raise Declined(f"{what} {phrase!r} is ambiguous: it could mean {listed}")
+        raise Declined(
+            DeclineKind.AMBIGUOUS_READING, f"{what} {phrase!r} is ambiguous: it could mean {listed}"
+        )
     chosen = [t for t in reachable if (t.model, t.name) == places[0]]
     if len({t.value for t in chosen}) > 1:
         listed = ", ".join(repr(t.value) for t in chosen)
-        raise Declined(f"{phrase!r} matches several stored values ({listed})")
+        raise Declined(
+            DeclineKind.AMBIGUOUS_READING, f"{phrase!r} matches several stored values ({listed})"
+        )
     one_path(lens, base, chosen[0].model)
     return chosen[0]
 
@@ -162,8 +168,9 @@ def _flags(
         targets = tuple(t for t in f.targets if t.model == follows)
         if not targets:
             raise Declined(
+                DeclineKind.AMBIGUOUS_READING,
                 f"{phrase_of(found, f)!r} is a yes/no column; say which rows it describes "
-                f"(e.g. '{phrase_of(found, f)} {f.targets[0].model}')"
+                f"(e.g. '{phrase_of(found, f)} {f.targets[0].model}')",
             )
         chosen = _resolve(lens, base, targets, "flag", phrase_of(found, f))
         if (chosen.model, chosen.name) not in flags:
@@ -213,7 +220,9 @@ def parse(
     check_unit_phrases(found)
     if reading.unknown:
         listed = ", ".join(repr(w) for w in reading.unknown)
-        raise Declined(f"unrecognised words: {listed}{pronoun_hint(reading.unknown)}")
+        raise Declined(
+            DeclineKind.UNKNOWN_TERM, f"unrecognised words: {listed}{pronoun_hint(reading.unknown)}"
+        )
     bases = dict.fromkeys(m.model for m in measures)
     plans = [
         _bounded(
@@ -227,8 +236,9 @@ def parse(
     for other in plans[1:]:
         if _shape(other) != _shape(plan):
             raise Declined(
+                DeclineKind.AMBIGUOUS_READING,
                 f"the question reads differently from models {plan.base!r} and "
-                f"{other.base!r}: {_shape(plan)} / {_shape(other)}"
+                f"{other.base!r}: {_shape(plan)} / {_shape(other)}",
             )
     involved: set[str] = set()
     for part in plans:
@@ -236,10 +246,13 @@ def parse(
         for here, join in plan_edges(lens, part):
             involved.add(join.to)
             if (doubt := join_doubt(values, here, join)) is not None:
-                raise Declined(doubt)
+                raise Declined(DeclineKind.NO_JOIN_PATH, doubt)
     stray = ", ".join(sorted(reading.model_nouns - involved))
     if stray:
-        raise Declined(f"the question names model(s) {stray} that the query would not use")
+        raise Declined(
+            DeclineKind.UNKNOWN_TERM,
+            f"the question names model(s) {stray} that the query would not use",
+        )
     plan = dataclasses.replace(plan, joined=tuple(plans[1:])) if len(plans) > 1 else plan
     check_empty_groups(plan, lens)
     plan = with_weekdays(lens, with_row_keys(lens, with_person_keys(lens, plan)), days)
@@ -262,7 +275,7 @@ def _shape(plan: Plan) -> tuple[object, ...]:
 
 
 def _bounded(lens: Lens, plan: Plan, bounds: tuple[Bound, ...]) -> Plan:
-    """``plan`` with the comparison filters on facts (:mod:`reconciler.generators.bounds`),
+    """``plan`` with the comparison filters on facts (:mod:`reconciler.reading.phrases.bounds`),
     each fact resolved from the plan's base along a safe join path."""
     out: list[tuple[str, str, str, str]] = []
     for bound in bounds:
@@ -290,7 +303,10 @@ def _plan(
     if counted is not None and measure.function != "count_distinct":
         words = " ".join(found.words[counted[0] : counted[2]])
         names = ", ".join(m.name for m in measures)
-        raise Declined(f"{words!r} counts {counted[3]}, but the question also names {names}")
+        raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
+            f"{words!r} counts {counted[3]}, but the question also names {names}",
+        )
     grain, period, compared, change = when(reading, len(measures))
     year = year_filter(lens, found, reading, base, (grain, period, bool(compared), bool(change)))
     if year is not None:
@@ -308,8 +324,10 @@ def _plan(
         breakdowns = [_who(lens, base, breakdowns, reading)]
         plural_breakdown = plural_breakdown or reading.who_plural
     if len(breakdowns) > MAX_DIMENSIONS:
-        raise Declined(f"more than {MAX_DIMENSIONS} breakdown dimensions")
-    rank = _rank(reading, found, grain, bool(breakdowns), plural_breakdown)
+        raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT, f"more than {MAX_DIMENSIONS} breakdown dimensions"
+        )
+    rank = ranking(reading, found, grain, bool(breakdowns), plural_breakdown)
     ranked = rank or (reading.directions and (next(iter(reading.directions)), 0)) or None
     check_noun_breakdowns(lens, found, split.mentions, ranked)
     if measure.function == "count_distinct":
@@ -318,11 +336,15 @@ def _plan(
         if compared:
             check_compared_count(measure.model, reading, bool(breakdowns), rank)
     if grain and reading.who:
-        raise Declined(f"'who' with a {grain} breakdown: one person overall, or one per {grain}?")
+        raise Declined(
+            DeclineKind.AMBIGUOUS_READING,
+            f"'who' with a {grain} breakdown: one person overall, or one per {grain}?",
+        )
     if split.time_by and grain is None:
         raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
             f"'by {split.time_by}' breaks down by a date, but names no grain: say "
-            f"'by month of {split.time_by}', 'daily' … (or drop 'by' to filter on it)"
+            f"'by month of {split.time_by}', 'daily' … (or drop 'by' to filter on it)",
         )
     time = _time_column(lens, base, split.time, grain is not None or period is not None)
     check_extras(lens, measures, reading, rank, len(breakdowns) + (grain is not None))
@@ -368,6 +390,9 @@ def _value_filters(
                 narrowed = tuple(t for t in targets if (t.model, t.name) in named) or tuple(
                     t for t in targets if t.model == noun
                 )
+                own = [t for t in targets if t.model == base]
+                if own and len(narrowed) == 1 and narrowed[0].model != base:
+                    check_own_attribute(lens, base, narrowed[0], phrase_of(found, d))
                 if narrowed:
                     targets = narrowed
                     qualifiers.add(d)
@@ -375,7 +400,10 @@ def _value_filters(
         assert chosen.value is not None
         new = (chosen.model, chosen.name, chosen.value)
         if any(f[:2] == new[:2] and f != new for f in filters):
-            raise Declined(f"several values of {chosen.model}.{chosen.name} are named")
+            raise Declined(
+                DeclineKind.AMBIGUOUS_READING,
+                f"several values of {chosen.model}.{chosen.name} are named",
+            )
         if new not in filters:
             filters.append(new)
     return filters, qualifiers
@@ -407,17 +435,21 @@ def _breakdowns(lens: Lens, found: Retrieval, base: str, dims: list[Mention]) ->
     nouns = model_nouns(lens)
     for d in dims:
         chosen = _resolve(lens, base, d.targets, "dimension", phrase_of(found, d))
+        check_own_attribute(lens, base, chosen, phrase_of(found, d))
         place = (chosen.model, chosen.name)
         named = nouns.get(found.tokens[d.start : d.end])
         if named is not None and named != chosen.model:
             raise Declined(
+                DeclineKind.AMBIGUOUS_READING,
                 f"{phrase_of(found, d)!r} names model {named!r} and also "
                 f"{chosen.model}.{chosen.name} (a name the lens gives it): say which, e.g. "
-                f"'by {chosen.name.replace('_', ' ')}', or a column of {named}"
+                f"'by {chosen.name.replace('_', ' ')}', or a column of {named}",
             )
         if chosen.kind == "time_dimension":
             if out.time not in (None, place):
-                raise Declined("the question names several time dimensions")
+                raise Declined(
+                    DeclineKind.UNSUPPORTED_CONSTRUCT, "the question names several time dimensions"
+                )
             out.time = place
             out.time_by = "" if uninvited(found, [d]) else phrase_of(found, d)
             continue
@@ -435,13 +467,19 @@ def _time_column(
     question ``named``, else the single one reachable from ``base``."""
     if named is not None:
         if not bucketed:
-            raise Declined(f"time dimension {named[1]!r} named without a grain or period")
+            raise Declined(
+                DeclineKind.UNSUPPORTED_CONSTRUCT,
+                f"time dimension {named[1]!r} named without a grain or period",
+            )
         return named
     if not bucketed:
         return None
     candidates = time_models(lens, base)
     if len(candidates) != 1:
-        raise Declined(f"no single time dimension is reachable from model {base!r}")
+        raise Declined(
+            DeclineKind.MISSING_IN_LENS,
+            f"no single time dimension is reachable from model {base!r}",
+        )
     one_path(lens, base, candidates[0])
     col = lens.models[candidates[0]].time_dimension()
     assert col is not None
@@ -454,16 +492,23 @@ def _who(
     """The person dimension an opening "who" ranks (the only breakdown it allows)."""
     persons = person_dimensions(lens)
     if not persons:
-        raise Declined("'who' asks for a person, but no dimension of the lens names one")
+        raise Declined(
+            DeclineKind.MISSING_IN_LENS,
+            "'who' asks for a person, but no dimension of the lens names one",
+        )
     person = _resolve(lens, base, persons, "person", "who")
     place = (person.model, person.name)
     others = [f"{m}.{d}" for m, d in breakdowns if (m, d) != place]
     if others:
         raise Declined(
-            f"'who' ranks {place[0]}.{place[1]}; it cannot also break down by {others[0]}"
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
+            f"'who' ranks {place[0]}.{place[1]}; it cannot also break down by {others[0]}",
         )
     if not reading.directions:
-        raise Declined("'who' needs a ranking word (highest, most, lowest …)")
+        raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
+            "'who' needs a ranking word (highest, most, lowest …)",
+        )
     return place
 
 
@@ -472,37 +517,12 @@ def _check_terms(lens: Lens, tokens: tuple[str, ...]) -> None:
     text = f" {' '.join(tokens)} "
     for term in lens.config.exclusions:
         if f" {normalize(term)} " in text:
-            raise Declined(f"the lens excludes questions about {term!r}")
+            raise Declined(DeclineKind.EXCLUDED, f"the lens excludes questions about {term!r}")
     for clarify in lens.config.clarify:
         if f" {normalize(clarify.term)} " in text:
-            raise Declined(f"{clarify.term!r} needs clarification: {clarify.ask}")
-
-
-def _rank(
-    reading: Reading, found: Retrieval, grain: str | None, has_dims: bool, plural_breakdown: bool
-) -> tuple[bool, int] | None:
-    if not reading.directions:
-        if reading.numbers:
-            raise Declined(f"the number {reading.numbers[0]} has no meaning in this question")
-        return None
-    if len(reading.directions) > 1:
-        raise Declined("the question asks for both the highest and the lowest")
-    if not has_dims and grain is None:
-        raise Declined("a top/bottom ranking needs something to rank (a dimension or grain)")
-    if len(reading.numbers) > 1:
-        raise Declined("the question names several counts")
-    descending = next(iter(reading.directions))
-    if reading.numbers:
-        n = reading.numbers[0]
-        if n < 1:
-            raise Declined("a ranking of zero rows")
-        return descending, n
-    grain_plural = grain is not None and plural(found, reading.grains[grain])
-    if plural_breakdown or (not has_dims and grain_plural):
-        if reading.ordered is descending:
-            return None  # restated by the closing ordering: every row, in that order
-        raise Declined("a top/bottom ranking without a count")
-    return descending, 1
+            raise Declined(
+                DeclineKind.EXCLUDED, f"{clarify.term!r} needs clarification: {clarify.ask}"
+            )
 
 
 def compile_request(lens: Lens, request: GenerationRequest, values: DimensionValues) -> Generation:
@@ -510,11 +530,11 @@ def compile_request(lens: Lens, request: GenerationRequest, values: DimensionVal
 
     An exemplar folded into the request whose normalized question equals the
     question is returned verbatim, one whose question differs only in slots is
-    adapted (:mod:`reconciler.generators.adapt`: one that reads like it but cannot be
+    adapted (:mod:`reconciler.reading.grammar.adapt`: one that reads like it but cannot be
     adapted without doubt declines); otherwise every reader reads it — the shapes of
-    :mod:`reconciler.generators.shapes` and the one-measure grammar (a running total by
-    :mod:`reconciler.generators.cumulative`) — and only one reading is served
-    (:func:`_one_reading`: two that differ decline, naming both).
+    :mod:`reconciler.reading.parse` and the one-measure grammar (a running total by
+    :mod:`reconciler.reading.grammar.cumulative`) — and only one reading is served
+    (:func:`~reconciler.reading.parse.one_reading`: two that differ decline, naming both).
 
     Returns:
         ``Generation(tier="fast", sql=...)``, or ``sql=None`` with the reason it declined.
@@ -523,67 +543,24 @@ def compile_request(lens: Lens, request: GenerationRequest, values: DimensionVal
     for name in request.exemplars:
         exemplar = lens.exemplars.get(name)
         if exemplar is not None and normalize(exemplar.question) == asked:
-            return Generation(TIER, exemplar.sql, exemplar=name)
+            return Generation(TIER, exemplar.sql, exemplar=name, reading=f"exemplar {name}")
     try:
         found = retrieve(lens, request.question, values)
         _check_terms(lens, found.tokens)
         adapted = from_exemplars(lens, request.question, request.exemplars, values)
         if adapted is not None:
-            return Generation(TIER, adapted[1], exemplar=adapted[0])
+            name = adapted[0]
+            return Generation(TIER, adapted[1], exemplar=name, reading=f"exemplar {name} adapted")
         question = without_backrefs(lens, request.question, values)
         if question != request.question:
             found = retrieve(lens, question, values)
-        return _one_reading(lens, question, found, values, request.metrics)
+        served = one_reading(lens, question, found, values, request.metrics, parse)
+        return Generation(
+            TIER, served.sql, served.declined, decline_kind=served.kind, reading=served.reading
+        )
     except Declined as exc:
-        return Generation(TIER, None, exc.reason)
+        return Generation(TIER, None, exc.reason, decline_kind=exc.kind)
     except SqlglotError as exc:
-        return Generation(TIER, None, f"could not build SQL: {exc}")
-
-
-def _grammar(
-    lens: Lens,
-    question: str,
-    found: Retrieval,
-    values: DimensionValues,
-    allowed: tuple[str, ...] | None,
-) -> str:
-    """The one-measure grammar's SQL (:func:`parse`), a running total or counts compared."""
-    question, running = split_cumulative(question, found)
-    plan = parse(lens, question, values, allowed_metrics=allowed)
-    if running:
-        return render_cumulative(lens, plan)
-    if plan.compared and plan.measure.function == "count_distinct":
-        return render_period_counts(lens, plan)
-    return render(lens, plan)
-
-
-def _one_reading(
-    lens: Lens,
-    question: str,
-    found: Retrieval,
-    values: DimensionValues,
-    allowed: tuple[str, ...] | None,
-) -> Generation:
-    """The one reading of ``question`` among every shape's and the grammar's, else a decline.
-
-    Every reader is asked (:func:`~reconciler.generators.shapes.every_shape`, then the
-    one-measure grammar); there is no first match. Two readers that read the question
-    into different SQL decline, naming both: which one is meant is a guess, and a
-    later rule could otherwise silently change an earlier reading. A shape that
-    recognizes the question but declines it, ahead of every reader that read it,
-    declines it (it saw something the others did not); with no reading at all, the
-    first shape's decline, else the grammar's, is the reason.
-    """
-    claims = every_shape(lens, question, found, values, allowed, parse)
-    grammar = claim("grammar", lambda: _grammar(lens, question, found, values, allowed))
-    read = [c for c in (*claims, grammar) if c is not None and c.sql is not None]
-    if len({c.sql for c in read}) > 1:
-        names = " and ".join(f"the {c.reader} reading" for c in read)
-        return Generation(TIER, None, f"two readings of the question: {names} differ")
-    first = claims[0] if claims else None
-    if first is not None and first.sql is None:
-        return Generation(TIER, None, first.declined)
-    if read:
-        return Generation(TIER, read[0].sql)
-    assert grammar is not None and grammar.declined is not None
-    return Generation(TIER, None, grammar.declined)
+        return Generation(
+            TIER, None, f"could not build SQL: {exc}", decline_kind=DeclineKind.BUILD_FAILED
+        )

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from reconciler.assembly.lexicon import DimensionValues
 from reconciler.assembly.request import GenerationRequest
 from reconciler.lens import Lens
+from reconciler.reading.ir import DeclineKind
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,10 @@ class Generation:
             unusable reply): the suite scores it ``error``, never ``declined``.
         exemplar: the exemplar whose SQL the fast tier served (as written or
             adapted), else ``None``.
+        decline_kind: the class of a ``fast`` decline
+            (:class:`~reconciler.reading.ir.DeclineKind`), else ``None``.
+        reading: the ``fast`` tier's reading of the question in its compact text form
+            (``reads_as``, :func:`reconciler.reading.parse.one_reading`), else ``None``.
     """
 
     tier: str
@@ -38,6 +43,8 @@ class Generation:
     usage: Mapping[str, object] | None = None
     error: bool = False
     exemplar: str | None = None
+    decline_kind: DeclineKind | None = None
+    reading: str | None = None
 
     def record(self) -> dict[str, object]:
         """JSON-ready record."""
@@ -48,6 +55,10 @@ class Generation:
             out["usage"] = dict(self.usage)
         if self.exemplar is not None:
             out["exemplar"] = self.exemplar
+        if self.decline_kind is not None:
+            out["decline_kind"] = self.decline_kind.value
+        if self.reading is not None:
+            out["reading"] = self.reading
         return out
 
 

@@ -109,7 +109,9 @@ class SmartGenerator:
         try:  # imported here: openai is the optional ``llm`` extra, loaded only when used
             from openai import OpenAI
         except ImportError:  # pragma: no cover - depends on the installed extras
-            raise ImportError("pip install 'dst-reconciler[llm]'") from None
+            raise ImportError(
+                "pip install openai (dst's llm extra; from a clone of dst: pip install -e '.[llm]')"
+            ) from None
         self.settings = settings
         self.cache = cache
         self._client = OpenAI(

@@ -32,7 +32,17 @@ from reconciler.files import replace_file
 
 CHECKED_SCHEMA = 1
 CHECKED_KEPT = 4096
-_RULES = ("guard/__init__.py", "guard/denied.py", "lens.py", "lensfiles.py")
+_HERE = Path(reconciler.__file__).parent
+# Every file of the guard package (its modules and its function allow-lists) and the loader.
+_RULES = (
+    *sorted(
+        p.relative_to(_HERE).as_posix()
+        for p in (_HERE / "guard").rglob("*")
+        if p.suffix in (".py", ".txt") and "__pycache__" not in p.parts
+    ),
+    "lens.py",
+    "lensfiles.py",
+)
 
 
 @functools.lru_cache(maxsize=1)
@@ -46,9 +56,8 @@ def rules_fingerprint() -> str:
 
     sqlglot_version = str(getattr(sqlglot, "__version__", ""))
     digest = hashlib.sha256(f"{CHECKED_SCHEMA}\0{__version__}\0{sqlglot_version}".encode())
-    here = Path(reconciler.__file__).parent
     for name in _RULES:
-        digest.update(b"\0" + (here / name).read_bytes())
+        digest.update(b"\0" + (_HERE / name).read_bytes())
     return digest.hexdigest()
 
 

@@ -282,6 +282,49 @@ def fetch(repo: pygit2.Repository, remote: str = "origin") -> SyncReport:
     return SyncReport(remote, tuple(results), tuple(messages))
 
 
+def pruned_here(repo: pygit2.Repository, local: Oid, theirs: Oid) -> bool:
+    """``local``'s attempts chain holds ``theirs`` as ``dst gc`` rewrote it: an attempt with
+    the same lens tree, source, action and recording time (gc keeps each attempt's content
+    and gives it a new parent), so ``local`` is a pruned copy, not another promoter's work."""
+    try:
+        wanted = refstore.read_deployment(repo, theirs, bindings=False)
+        chain = refstore.history(repo, local)
+    except (DstError, KeyError, ValueError):
+        return False
+
+    def key(d: refstore.Deployment) -> tuple[object, ...]:
+        return (d.lens_tree, d.info.source, d.info.action, d.info.recorded_at)
+
+    return any(key(d) == key(wanted) for d in chain if d.oid != theirs)
+
+
+def _pruned_fix(remote: str, ref: str, theirs: Oid, local: Oid) -> str:
+    return (
+        f"prune {remote}'s too with `git push --force-with-lease={ref}:{theirs} {remote} {ref}`, "
+        f"or take its longer chain back with `git update-ref {ref} {theirs} {local}`"
+    )
+
+
+def _pruned_refs(repo: pygit2.Repository, remote: str, ours: dict[str, Oid]) -> list[RefSync]:
+    """The attempts refs ``dst gc`` pruned here since the last fetch: never pushed (the
+    remote's longer chain is not a fast-forward of them, and sync never forces)."""
+    prefix = tracking_prefix(remote)
+    out: list[RefSync] = []
+    for rest, local in sorted(ours.items()):
+        space, kind, lens = split_rest(rest) or ("", "", "")
+        tracked = refstore.ref_target(repo, prefix + rest)
+        if kind != "attempts" or tracked is None or tracked == local:
+            continue
+        if repo.descendant_of(pygit2.Oid(hex=local), pygit2.Oid(hex=tracked)):
+            continue
+        if pruned_here(repo, local, tracked):
+            ref = DST + rest
+            msg = f"{_what(space, kind, lens)} pruned here by dst gc: not pushed"
+            fix = _pruned_fix(remote, ref, tracked, local)
+            out.append(RefSync("push", ref, lens, SyncAction.UP_TO_DATE, tracked, local, msg, fix))
+    return out
+
+
 def _compare(
     repo: pygit2.Repository, remote: str, ref: str, local: Oid | None, theirs: Oid | None
 ) -> RefSync:
@@ -310,6 +353,13 @@ def _compare(
     if repo.descendant_of(pygit2.Oid(hex=local), pygit2.Oid(hex=theirs)):
         msg = f"{what} is ahead of {remote}; `dst sync --push` sends it"
         return RefSync("fetch", ref, lens, SyncAction.AHEAD, theirs, local, msg)
+    if kind == "attempts" and pruned_here(repo, local, theirs):
+        msg = (
+            f"{what} pruned here by dst gc ({short(local)}); {remote} keeps its longer chain "
+            f"({short(theirs)}), which sync never overwrites: nothing fetched or pushed"
+        )
+        fix = _pruned_fix(remote, ref, theirs, local)
+        return RefSync("fetch", ref, lens, SyncAction.UP_TO_DATE, local, local, msg, fix)
     verb = "promoted" if kind == "serving" else "recorded attempts on"
     return RefSync(
         "fetch",
@@ -387,7 +437,12 @@ def push(repo: pygit2.Repository, remote: str = "origin") -> SyncReport:
         shown = retirements.advertised(listed.stdout)
         for space in spaces:
             leases += retirements.push_leases(repo, ours, shown, space)
+    prefix = tracking_prefix(remote)
+    pruned = _pruned_refs(repo, remote, ours)
+    skipped = {r.ref for r in pruned}
     specs = [f"{DST}{space}{kind}/*:{DST}{space}{kind}/*" for space in spaces for kind in _KINDS]
+    if skipped:  # name each ref but the pruned ones: a wildcard would send those too
+        specs = [f"{DST}{rest}:{DST}{rest}" for rest in sorted(ours) if DST + rest not in skipped]
     specs += [lease.refspec for lease in leases]
     options = [lease.option for lease in leases]
     done = _git(repo, ["push", "--porcelain", "--atomic", *options, remote, *specs])
@@ -397,8 +452,7 @@ def push(repo: pygit2.Repository, remote: str = "origin") -> SyncReport:
     lines = {line.dst: line for line in parse_porcelain(done.stdout)}
     if done.returncode != 0 and not any(line.flag == "!" for line in lines.values()):
         raise _failed(f"git push {remote}", done, remote)
-    prefix = tracking_prefix(remote)
-    results = []
+    results = list(pruned)
     for rest, local in sorted(ours.items()):
         line = lines.get(DST + rest)
         if line is None:

@@ -40,9 +40,15 @@ def open_repo(path: str | os.PathLike[str] | None) -> pygit2.Repository:
     setting that lets the user vouch for it (git-config(1), "safe.directory").
 
     Raises:
-        UsageError: no git repository there, or one owned by another user.
+        UsageError: ``path`` does not exist, no git repository there, or one owned by
+            another user.
     """
     start = os.fspath(path or ".")
+    if not os.path.exists(start):
+        raise UsageError(
+            f"{start}: no such directory",
+            fix="pass --repo the path of an existing repository (or a folder inside one)",
+        )
     found = pygit2.discover_repository(start)
     if found is None:
         raise UsageError(

@@ -3,7 +3,7 @@
 This is the statement-level half of the read-only defence; the connection-level
 half (read-only DuckDB with external access disabled, PostgreSQL read-only
 transactions, SQLite ``mode=ro``) lives in ``warehouse``. The guard is an
-allow-list at the root and a deny-list below it:
+allow-list at the root and for functions, and a deny-list below it:
 
 * the root must be a query: ``SELECT`` (DuckDB's ``FROM t`` included),
   ``WITH … SELECT``, a set operation (``UNION``/``INTERSECT``/``EXCEPT``) or a
@@ -13,9 +13,12 @@ allow-list at the root and a deny-list below it:
   — is refused, as is text that does not parse (``EXPORT DATABASE``);
 * the whole tree is walked, so a write hidden in a CTE (PostgreSQL's
   ``WITH x AS (DELETE … RETURNING *)``), ``SELECT … INTO``, row locks
-  (``FOR UPDATE``/``FOR SHARE``) and calls to functions that reach outside the
-  warehouse (``read_csv``, ``*_scan``, ``glob``, ``pg_read_file``, ``dblink`` …)
-  or have side effects (``set_config``, ``nextval`` …) are refused too;
+  (``FOR UPDATE``/``FOR SHARE``), MySQL ``@@settings`` and ``@variables`` and calls to
+  functions that reach outside the warehouse (``read_csv``, ``*_scan``, ``glob``,
+  ``pg_read_file``, ``dblink`` …) or have side effects (``set_config``, ``nextval`` …)
+  are refused too; every other call must be on the dialect's allow-list
+  (:mod:`reconciler.guard.calls`), its name read as the warehouse reads it;
+* comments MySQL would run (``/*! … */``) are refused (:mod:`reconciler.guard.comments`);
 * a table named like a file or URL (DuckDB's replacement scan,
   ``FROM 'data.csv'``) is refused;
 * validation is bounded: text over :data:`MAX_SQL_CHARS` characters or nesting
@@ -44,12 +47,17 @@ from sqlglot import exp
 from sqlglot.errors import ErrorLevel, ParseError, UnsupportedError
 
 from reconciler.errors import UnsafeSqlError, UsageError
+from reconciler.guard.calls import check_call
+from reconciler.guard.comments import check_comments
 from reconciler.guard.denied import (
     FORBIDDEN_FUNCTIONS,
     FORBIDDEN_PREFIXES,
     FORBIDDEN_SUFFIXES,
     check_escapes,
 )
+from reconciler.guard.mysql import fill_gaps as fill_mysql_gaps
+from reconciler.guard.system import check_table
+from reconciler.guard.variables import VARIABLE_NODES, refuse_variable
 
 _FIX = (
     "certified and exemplar SQL must be a single SELECT (WITH … SELECT, UNION …) and nothing else"
@@ -68,6 +76,7 @@ def _classes(*names: str) -> tuple[type[exp.Expr], ...]:
     return tuple(getattr(exp, n) for n in names if isinstance(getattr(exp, n, None), type))
 
 
+_NO_STATEMENT = _classes("Semicolon")
 _QUERY_ROOTS = _classes("Select", "SetOperation", "Union", "Intersect", "Except", "Subquery")
 _FORBIDDEN_NODES = _classes(
     "Insert", "Update", "Delete", "Merge", "Create", "Drop", "Alter", "Command", "Copy",
@@ -151,7 +160,7 @@ def parse_query(sql: str, dialect: str) -> exp.Expr:
             brackets deeper than :data:`MAX_NESTING`, does not parse, or holds
             zero or several statements.
     """
-    _check_size(sql)  # first: an oversized text is never kept
+    check_bounds(sql)  # first: an oversized text is never kept
     parsed = _parsed(sql, dialect)
     if isinstance(parsed, tuple):
         raise UnsafeSqlError(parsed[0], fix=parsed[1])
@@ -164,7 +173,12 @@ def parse_query(sql: str, dialect: str) -> exp.Expr:
 def _parsed(sql: str, dialect: str) -> exp.Expr | tuple[str, str]:
     try:
         with _quiet_sqlglot():
-            statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
+            # a comment after the last `;` parses as an empty Semicolon statement
+            statements = [
+                s
+                for s in sqlglot.parse(sql, read=dialect)
+                if s is not None and not isinstance(s, _NO_STATEMENT)
+            ]
     except ParseError as exc:
         first = exc.errors[0]["description"] if exc.errors else str(exc)
         return f"SQL does not parse as {dialect}: {first}", _FIX
@@ -199,6 +213,7 @@ def check_read_only(sql: str, dialect: str, *, allow_functions: Collection[str] 
     """
     tree = parse_query(sql, dialect)  # first: it bounds the text before it is read again
     check_escapes(sql, dialect)
+    check_comments(sql, dialect)
     if not isinstance(tree, _QUERY_ROOTS):
         # A generic Command keeps its leading keyword (CALL, LOAD, VACUUM …) in `this`;
         # an unknown bare keyword (CHECKPOINT, ABORT) parses as a column or alias.
@@ -209,7 +224,8 @@ def check_read_only(sql: str, dialect: str, *, allow_functions: Collection[str] 
         else:
             kind = tree.key
         raise UnsafeSqlError(f"{kind.upper()} statement is not a query", fix=_FIX)
-    _check_nodes(tree, what="query", allowed=frozenset(f.lower() for f in allow_functions))
+    allowed = frozenset(f.lower() for f in allow_functions)
+    _check_nodes(tree, what="query", allowed=allowed, sql=sql, dialect=dialect)
     return tree
 
 
@@ -231,6 +247,7 @@ def parse_expression(sql: str, dialect: str, *, allow_functions: Collection[str]
     """
     fix = "write a SQL expression over the model's columns"
     check_escapes(sql, dialect)
+    check_comments(sql, dialect)
     try:
         with _quiet_sqlglot():
             tree = sqlglot.parse_one(sql, read=dialect, into=exp.Condition)
@@ -243,7 +260,7 @@ def parse_expression(sql: str, dialect: str, *, allow_functions: Collection[str]
                 f"expression {sql!r} may not contain a {node.key.upper()}", fix=fix
             )
     allowed = frozenset(f.lower() for f in allow_functions)
-    _check_nodes(tree, what=f"expression {sql!r}", allowed=allowed)
+    _check_nodes(tree, what=f"expression {sql!r}", allowed=allowed, sql=sql, dialect=dialect)
     return tree
 
 
@@ -298,7 +315,12 @@ def checked_query(sql: str, dialect: str, *, allow_functions: Collection[str] = 
     return verdict
 
 
-def _check_size(sql: str) -> None:
+def check_bounds(sql: str) -> None:
+    """Refuse text over :data:`MAX_SQL_CHARS` or nesting over :data:`MAX_NESTING`, unparsed.
+
+    Raises:
+        UnsafeSqlError: the message names the limit.
+    """
     if len(sql) > MAX_SQL_CHARS:
         raise UnsafeSqlError(
             f"SQL is {len(sql)} characters long; the guard validates at most {MAX_SQL_CHARS}",
@@ -323,7 +345,9 @@ def _check_size(sql: str) -> None:
         )
 
 
-def _check_nodes(tree: exp.Expr, *, what: str, allowed: frozenset[str] = frozenset()) -> None:
+def _check_nodes(
+    tree: exp.Expr, *, what: str, allowed: frozenset[str], sql: str, dialect: str
+) -> None:
     for node in tree.walk():
         if isinstance(node, _FORBIDDEN_NODES):
             raise UnsafeSqlError(
@@ -331,6 +355,8 @@ def _check_nodes(tree: exp.Expr, *, what: str, allowed: frozenset[str] = frozens
             )
         if isinstance(node, exp.Select) and node.args.get("locks"):
             raise UnsafeSqlError(f"{what} takes row locks (FOR UPDATE/SHARE)", fix=_FIX)
+        if isinstance(node, VARIABLE_NODES):
+            raise refuse_variable(node, what=what, dialect=dialect)
         if isinstance(node, exp.Func):
             name = function_name(node)
             if name not in allowed and (
@@ -343,7 +369,9 @@ def _check_nodes(tree: exp.Expr, *, what: str, allowed: frozenset[str] = frozens
                     "runs SQL text or has side effects",
                     fix=_FILE_FIX,
                 )
+            check_call(node, sql, dialect, allowed=allowed, what=what)  # the allow-list
         if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier):
+            check_table(node, dialect, what=what)
             table = node.this.name.lower()
             if any(c in table for c in "/\\:") or table.endswith(_FILE_SUFFIXES):
                 raise UnsafeSqlError(
@@ -545,6 +573,8 @@ def _fill_gaps(tree: exp.Expr, target: str) -> exp.Expr:
     ``DATE_FROM_PARTS``, which PostgreSQL lacks; its ``MAKE_DATE`` takes integers,
     while ``EXTRACT`` (what ``YEAR()`` becomes) returns NUMERIC, hence the casts.
     """
+    if target == "mysql":
+        return fill_mysql_gaps(tree)  # reconciler.guard.mysql
     if target not in ("postgres", "redshift"):
         return tree
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import sqlglot
 
 from reconciler.errors import UnsafeSqlError
+from reconciler.guard.names import decode_unicode_escapes
 
 # Functions that read files, URLs or other databases, or change state even inside
 # a read-only transaction. Sources: DuckDB "Data Sources" / "Table Functions"
@@ -78,7 +79,7 @@ def check_escapes(sql: str, dialect: str) -> None:
         tokens = sqlglot.Dialect.get_or_raise(dialect).tokenize(sql)
     except (sqlglot.errors.TokenError, ValueError):
         return  # the parse that follows reports text it cannot read
-    for before, amp, after in zip(tokens, tokens[1:], tokens[2:], strict=False):
+    for i, (before, amp, after) in enumerate(zip(tokens, tokens[1:], tokens[2:], strict=False)):
         if (
             amp.token_type == sqlglot.TokenType.AMP
             and before.text.upper() == "U"
@@ -87,7 +88,19 @@ def check_escapes(sql: str, dialect: str) -> None:
             and after.token_type in (sqlglot.TokenType.IDENTIFIER, sqlglot.TokenType.STRING)
         ):
             raise UnsafeSqlError(
-                f"SQL uses a Unicode-escaped name or string (U&{after.text[:40]!r}), "
-                "which the guard cannot read as the warehouse would",
+                f"SQL uses a Unicode-escaped name or string (U&{after.text[:40]!r}, which "
+                f"{dialect} would read as {_decoded(after.text, tokens[i + 3 : i + 5])!r}); "
+                "the guard does not read escaped names",
                 fix=_ESCAPE_FIX,
             )
+
+
+def _decoded(body: str, following: list[sqlglot.Token]) -> str:
+    """``body`` decoded as PostgreSQL would, with a ``UESCAPE 'c'`` that follows it."""
+    escape = "\\"
+    if len(following) == 2 and following[0].text.upper() == "UESCAPE":
+        escape = following[1].text
+    try:
+        return decode_unicode_escapes(body, escape)[:40]
+    except UnsafeSqlError:
+        return "(an invalid escape)"

@@ -84,6 +84,11 @@ class Delivery:
 
     def warning(self) -> str:
         """The stderr line for a failed delivery (names the variable, never the URL)."""
+        if self.tries == 0:  # never sent: the variable is unset, not a URL, or out of time
+            return (
+                f"warning: notification {self.event} for lens {self.lens} to ${self.url_env} "
+                f"not sent: {self.error}; the verdict and exit code stand"
+            )
         return (
             f"warning: notification {self.event} for lens {self.lens} to ${self.url_env} "
             f"failed after {self.tries} tr{'y' if self.tries == 1 else 'ies'}: {self.error}; "
@@ -227,7 +232,7 @@ def deliver(
             if problem is not None:
                 out.append(Delivery(hook.url_env, event.lens, event.event, 0, None, problem))
             elif missed:
-                why = "not sent: the webhook missed its deadline for an earlier event"
+                why = "the webhook missed its deadline for an earlier event"
                 out.append(Delivery(hook.url_env, event.lens, event.event, 0, None, why))
             else:
                 sent = _send(hook, url, event, bound, sleep)

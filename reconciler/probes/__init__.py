@@ -2,7 +2,8 @@
 
 DESIGN §1 runtime gates. The pure gates of :mod:`reconciler.trust` read the SQL
 and the rows it returned; the tie and NULL-group gates (:mod:`reconciler.probes.cuts`) and
-the thinned-join gate (:mod:`reconciler.probes.thinning`) need to see rows the query did
+the thinned-join gate (:mod:`reconciler.probes.thinning`) and the namesake gate
+(:mod:`reconciler.probes.namesakes`) need to see rows the query did
 not return, so each writes one probe query, capped at the lens's ``row_cap`` and
 run on the same read-only executor with the same timeout and pinned ``as_of``.
 
@@ -26,6 +27,12 @@ from reconciler.probes.cuts import (
     judge,
     needs_probe,
     null_group_note,
+)
+from reconciler.probes.namesakes import (
+    GATE_NAMESAKE,
+    Label,
+    judge as judge_namesake,
+    namesake_probes,
 )
 from reconciler.probes.thinning import GATE_THINNED_JOIN, judge_thinning, thinning_probe
 from reconciler.resultset import Executor, ResultSet
@@ -51,15 +58,18 @@ class Probed:
 
 @dataclass(frozen=True)
 class Limits:
-    """How a probe runs: ``row_cap`` rows, ``timeout_s`` seconds, at ``as_of``."""
+    """How a probe runs: ``row_cap`` rows, ``timeout_s`` seconds, at ``as_of``; ``labels``
+    are the lens's name columns the namesake gate checks
+    (:func:`reconciler.probes.namesakes.lens_labels`)."""
 
     row_cap: int
     timeout_s: float
     as_of: str | None = None
+    labels: tuple[Label, ...] = ()
 
 
 def probe(ex: Execution, served: ResultSet, executor: Executor, limits: Limits) -> Probed:
-    """Run the tie, NULL-group and thinned-join probes on ``ex`` (module docstring).
+    """Run the tie, NULL-group, thinned-join and namesake probes on ``ex`` (module docstring).
 
     Args:
         ex: an execution that ran without error, of a generated or research route.
@@ -104,6 +114,14 @@ def probe(ex: Execution, served: ResultSet, executor: Executor, limits: Limits) 
             evaluations.append(Evaluation(GATE_THINNED_JOIN, True, "info", detail=detail))
         else:
             evaluations.append(judge_thinning(thinning, counts, ex))
+    for namesake in namesake_probes(ex.sql or "", ex.dialect, limits.labels):
+        try:
+            counted = _run(executor, namesake.probe_sql, limits)
+        except DstError as exc:
+            detail = f"the namesake probe did not run: {exc.message}"
+            evaluations.append(Evaluation(GATE_NAMESAKE, True, "info", detail=detail))
+        else:
+            evaluations.append(judge_namesake(namesake, counted, ex.route))
     return Probed(ex, result, tuple(evaluations), tuple(notes))
 
 

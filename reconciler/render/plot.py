@@ -18,7 +18,9 @@ from reconciler.render.trend import TrendPoint
 WIDTH_IN, HEIGHT_IN, DPI = 8.0, 4.0, 100
 ACCURACY_COLOUR = "#1a7f37"
 WRONG_COLOUR = "#cf222e"
-INSTALL_FIX = "pip install 'dst-reconciler[plot]'"
+INSTALL_FIX = (
+    "pip install matplotlib (dst's plot extra; from a clone of dst: pip install -e '.[plot]')"
+)
 
 
 def _pyplot() -> Any:

@@ -17,6 +17,13 @@ Every statement passes two independent defences (DESIGN §4 step 1):
                          read-only role (README) stops what a read-only transaction
                          allows (file reads, signalling other sessions), and a login
                          that could write is refused for answer SQL (:mod:`.privilege`)
+   MariaDB / MySQL       ``SET SESSION TRANSACTION READ ONLY`` on every new connection
+                         (checked with ``@@transaction_read_only`` on open), then
+                         ``START TRANSACTION READ ONLY`` with ``max_statement_time``
+                         (MariaDB) or ``max_execution_time`` (MySQL) set first; a lens's
+                         tables are named with their database (:mod:`.mysql`), and
+                         an account that could write is refused for answer SQL
+                         (:func:`.mysql.write_privilege`, through :mod:`.privilege`)
    SQLite                ``mode=ro`` URI, ``PRAGMA query_only``, no ATTACH (so no
                          ``VACUUM INTO``), only reporting PRAGMAs; timeout by
                          ``interrupt()``
@@ -49,7 +56,7 @@ from sqlglot.dialects.dialect import Dialect
 
 from reconciler.errors import UsageError, WarehouseError
 from reconciler.resultset import ResultSet
-from reconciler.warehouse import privilege, readonly, search_path as paths
+from reconciler.warehouse import mysql, privilege, readonly, search_path as paths
 from reconciler.warehouse.duck import DuckWarehouse, plain_file
 from reconciler.warehouse.guarded import GuardedWarehouse
 from reconciler.warehouse.timeouts import WATCHDOG, Alarm
@@ -194,6 +201,30 @@ def redact(url: str) -> str:
     return parsed.set(query=hidden).render_as_string(hide_password=True).replace(mark, "***")
 
 
+def _engine_options(parsed: URL, shown: str, pool_size: int | None) -> tuple[URL, dict[str, Any]]:
+    """The URL as the backend's driver should get it, and ``create_engine`` options."""
+    backend = parsed.get_backend_name()
+    options: dict[str, Any] = {}
+    if backend == "duckdb":
+        parsed, options = readonly.duckdb_options(parsed, shown)
+    elif backend == "sqlite":
+        parsed = readonly.sqlite_url(parsed)
+    elif backend == "postgresql" and parsed.get_driver_name() in ("psycopg2", "psycopg"):
+        parsed, options["connect_args"] = readonly.postgres_options(parsed)
+    elif backend in mysql.BACKENDS:
+        parsed, options["connect_args"] = mysql.connect_args(parsed)
+    if backend not in ("duckdb", "sqlite"):
+        options["pool_pre_ping"] = True
+    else:
+        # Every statement's transaction is ended by _read_only (rollback, or the
+        # connection is invalidated), so the pool's rollback on check-in would be a
+        # second one per statement: on a local database, a measurable share of a query.
+        options["pool_reset_on_return"] = None
+    if pool_size is not None and pool_size > 5:
+        options["pool_size"] = pool_size  # one pooled connection per suite worker
+    return parsed, options
+
+
 def _first_line(exc: BaseException | None, secret: str | None) -> str:
     text = str(exc).strip() if exc is not None else ""
     line = text.splitlines()[0] if text else type(exc).__name__
@@ -225,6 +256,8 @@ class Warehouse(GuardedWarehouse):
         self.display_url = display_url
         self._backend = engine.dialect.name
         self._schemas: frozenset[str] | None = None
+        self._database = engine.url.database or None
+        self._tables: dict[str, dict[str, str]] | None = None
         self.warnings: tuple[str, ...] = ()
         self.write_access: tuple[str, ...] = ()
 
@@ -268,37 +301,26 @@ class Warehouse(GuardedWarehouse):
                 f"warehouse {shown}: SQLAlchemy dialect {backend!r} has no sqlglot equivalent",
                 fix="use a warehouse whose SQL dialect sqlglot supports",
             )
-        options: dict[str, Any] = {}
-        if backend == "duckdb":
-            parsed, options = readonly.duckdb_options(parsed, shown)
-        elif backend == "sqlite":
-            parsed = readonly.sqlite_url(parsed)
-        elif backend == "postgresql" and parsed.get_driver_name() in ("psycopg2", "psycopg"):
-            parsed, options["connect_args"] = readonly.postgres_options(parsed)
-        if backend not in ("duckdb", "sqlite"):
-            options["pool_pre_ping"] = True
-        else:
-            # Every statement's transaction is ended by _read_only (rollback, or the
-            # connection is invalidated), so the pool's rollback on check-in would be a
-            # second one per statement: on a local database, a measurable share of a query.
-            options["pool_reset_on_return"] = None
-        if pool_size is not None and pool_size > 5:
-            options["pool_size"] = pool_size  # one pooled connection per suite worker
+        parsed, options = _engine_options(parsed, shown, pool_size)
         try:
             engine = sa.create_engine(parsed, **options)
         except (NoSuchModuleError, ImportError) as exc:
             raise WarehouseError(
                 f"warehouse {shown}: no driver installed ({_first_line(exc, parsed.password)})",
-                fix="install the SQLAlchemy dialect and driver for this database",
+                fix=readonly.missing_driver_fix(backend),
             ) from None
         if backend == "sqlite":
             sa.event.listen(engine, "connect", readonly.lock_down_sqlite)
+        elif backend in mysql.BACKENDS:
+            sa.event.listen(engine, "connect", mysql.lock_down)
         secret = str(parsed.password) if parsed.password else None
         warehouse = cls(engine, dialect=dialect, display_url=shown, secret=secret)
         try:
             with engine.connect() as conn:
                 if backend == "postgresql":
                     readonly.check_postgres_session(conn, shown)
+                elif backend in mysql.BACKENDS:
+                    mysql.check_session(conn, shown)
                 warehouse.write_access = privilege.write_access(dialect, _rows_of(conn))
                 conn.rollback()
         except SQLAlchemyError as exc:
@@ -336,6 +358,12 @@ class Warehouse(GuardedWarehouse):
         if self._schemas is None:
             if self._backend == "postgresql":
                 sql = "SELECT nspname FROM pg_catalog.pg_namespace"
+            elif self._backend in mysql.BACKENDS:
+                with self._read_only(30.0) as conn:
+                    held = mysql.databases(conn)
+                lenses = (mysql.lens_of(self._database, name) for name in held)
+                self._schemas = frozenset(name for name in lenses if name)
+                return self._schemas
             elif self._backend == "duckdb":
                 sql = (
                     "SELECT schema_name FROM information_schema.schemata "
@@ -355,9 +383,11 @@ class Warehouse(GuardedWarehouse):
         if row_cap < 0:
             raise ValueError(f"row_cap must be >= 0, got {row_cap}")
         started = time.monotonic()
+        if search_path and self._backend in mysql.BACKENDS:
+            sql = self._qualified(sql, search_path)
         with self._read_only(timeout_s, search_path) as conn:
             options = dict(_RAW_OPTIONS)
-            if self._backend == "postgresql":
+            if self._backend in ("postgresql", *mysql.BACKENDS):
                 options["stream_results"] = True  # server-side cursor: fetch only cap + 1
             result = conn.exec_driver_sql(sql, execution_options=options)
             if not result.returns_rows:
@@ -367,6 +397,17 @@ class Warehouse(GuardedWarehouse):
             result.close()
         rows = tuple(tuple(row) for row in fetched[:row_cap])
         return ResultSet(columns, rows, len(fetched) > row_cap, time.monotonic() - started)
+
+    def _qualified(self, sql: str, search_path: Sequence[str]) -> str:
+        """MySQL has no search path: name each table's database (:func:`mysql.qualify`)."""
+        path = [mysql.lens_database(self._database, name) for name in search_path]
+        path += [self._database] if self._database else []
+        if self._tables is None:
+            with self._read_only(30.0) as conn:
+                held = mysql.databases(conn)
+                mine = {d for d in held if mysql.lens_of(self._database, d) or d in path}
+                self._tables = mysql.tables(conn, mine)
+        return mysql.qualify(sql, path, self._tables)
 
     @contextmanager
     def _read_only(self, timeout_s: float, search_path: Sequence[str] = ()) -> Iterator[Connection]:
@@ -387,6 +428,8 @@ class Warehouse(GuardedWarehouse):
                         if search_path:
                             settings += f", {paths.postgres_search_path(search_path)}"
                         conn.exec_driver_sql(f"SELECT {settings}", _RAW_OPTIONS)
+                    elif self._backend in mysql.BACKENDS:
+                        mysql.begin(conn, timeout_s)
                     else:
                         if self._backend == "duckdb":
                             paths.set_duckdb_search_path(conn, search_path)
@@ -403,7 +446,11 @@ class Warehouse(GuardedWarehouse):
                         except SQLAlchemyError:
                             conn.invalidate()
         except DBAPIError as exc:
-            if interrupt.fired or _sqlstate(exc.orig) == _PG_QUERY_CANCELED:
+            if (
+                interrupt.fired
+                or _sqlstate(exc.orig) == _PG_QUERY_CANCELED
+                or (self._backend in mysql.BACKENDS and mysql.is_timeout(exc.orig))
+            ):
                 raise WarehouseError(
                     f"query timed out after {timeout_s:g} s on {self.display_url}",
                     fix="make the query cheaper, or raise statement_timeout_s in lens.yaml",

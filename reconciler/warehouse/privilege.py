@@ -26,6 +26,8 @@ backend's check is plugged in):
                       of dst runs inside one, and it writes no table of the warehouse.
                       ``TEMP`` is accepted: a read-only transaction refuses
                       ``CREATE TEMP TABLE``, and a temporary table ends with the session.
+``mysql``             any privilege beyond SELECT, USAGE, SHOW VIEW and SHOW DATABASES
+                      in the account's grants or its roles' (:func:`.mysql.write_privilege`)
 ``duckdb``            a file-backed database attached read-write (``duckdb_databases()``
                       ``readonly = false``). An in-memory database has no file to
                       protect and cannot be opened read-only, so it passes.
@@ -41,9 +43,12 @@ Sources: PostgreSQL manual, "Privileges" (``has_*_privilege`` and
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol, cast
 
 from reconciler.errors import PrivilegedWarehouse
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
 
 Query = Callable[[str], Sequence[Sequence[object]]]
 """Runs one read-only statement on the connection under test and returns its rows."""
@@ -215,8 +220,31 @@ def _listed(names: Sequence[str], *, capped: bool) -> str:
     return f"{shown} and {'at least ' if capped else ''}{more} more"
 
 
+class _Statements:
+    """A :data:`Query` offered as the two calls :func:`.mysql.write_privilege` makes."""
+
+    def __init__(self, query: Query) -> None:
+        self._query = query
+
+    def exec_driver_sql(self, sql: str, execution_options: object = None) -> Sequence[object]:
+        return self._query(sql)
+
+    def rollback(self) -> None:
+        return None  # MariaDB/MySQL keep the transaction usable after a failed SHOW
+
+
+def mysql_write_access(query: Query) -> tuple[str, ...]:
+    """:func:`write_access` for MariaDB/MySQL: :func:`.mysql.write_privilege` on its grants."""
+    # lazy: SQLAlchemy, which the DuckDB path never loads
+    from reconciler.warehouse.mysql import write_privilege
+
+    writes = write_privilege(cast("Connection", _Statements(query)))
+    return () if writes is None else (f"the account holds {writes}",)
+
+
 CHECKS: Mapping[str, Callable[[Query], tuple[str, ...]]] = {
     "postgres": postgres_write_access,
     "duckdb": duckdb_write_access,
+    "mysql": mysql_write_access,
 }
 """The write check of each sqlglot dialect; a backend's check is added here and only here."""

@@ -33,8 +33,46 @@ _SQLITE_READ_PRAGMAS = frozenset({
 })  # fmt: skip
 
 
+# Drivers dst's extras install, by SQLAlchemy backend: (pip package, extra).
+_DRIVERS = {
+    "postgresql": ("psycopg2-binary", "postgres"),
+    "mysql": ("PyMySQL", "mysql"),
+    "mariadb": ("PyMySQL", "mysql"),
+}
+
+
+def missing_driver_fix(backend: str) -> str:
+    """The fix for a URL whose driver is not installed: the package and dst's extra."""
+    known = _DRIVERS.get(backend)
+    if known is None:
+        return "install the SQLAlchemy dialect and driver for this database"
+    package, extra = known
+    return (
+        f"install the {backend} driver: pip install {package} (or dst with its "
+        f"{extra} extra, from a clone of dst: pip install -e '.[{extra}]')"
+    )
+
+
 def with_installed_driver(parsed: URL) -> URL:
-    """A bare ``postgresql://`` URL with psycopg (3) when installed, else psycopg2."""
+    """A bare ``postgresql://`` URL with psycopg (3) when installed, else psycopg2.
+
+    A bare ``mysql://`` or ``mariadb://`` URL (mysqlclient by default) uses PyMySQL
+    when mysqlclient is not installed and PyMySQL is.
+
+    Raises:
+        WarehouseError: the scheme is ``postgres://`` (Heroku's spelling), which
+            SQLAlchemy does not know: the fix is ``postgresql://``, not a driver.
+    """
+    if parsed.drivername.split("+")[0] == "postgres":
+        raise WarehouseError(
+            "the warehouse URL starts with postgres://, which SQLAlchemy does not know "
+            "(it is not a missing driver)",
+            fix="write it as postgresql://user@host:5432/database",
+        )
+    if parsed.drivername in ("mysql", "mariadb"):
+        if importlib.util.find_spec("MySQLdb") is None and importlib.util.find_spec("pymysql"):
+            return parsed.set(drivername=f"{parsed.drivername}+pymysql")
+        return parsed
     # SQLAlchemy 2.1 maps a bare postgresql:// to psycopg (3); many machines only
     # have psycopg2. Pick whichever is installed rather than fail on import.
     if parsed.drivername != "postgresql":

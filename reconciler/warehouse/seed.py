@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -31,6 +32,7 @@ from sqlglot import exp
 
 from reconciler.errors import LensLoadError, UnsafeSqlError, UsageError, WarehouseError
 from reconciler.interop.importers import OracleRun
+from reconciler.warehouse import mysql
 from reconciler.warehouse.connection import (
     EMBEDDED_DIR,
     EMBEDDED_FILE,
@@ -39,10 +41,10 @@ from reconciler.warehouse.connection import (
     embedded_path,
     redact,
 )
-from reconciler.warehouse.readonly import with_installed_driver
+from reconciler.warehouse.readonly import missing_driver_fix, with_installed_driver
 
 _SEED_TABLE = re.compile(r"^[a-z_][a-z0-9_]*$")
-DEFAULT_SCHEMA = {"duckdb": "main", "postgresql": "public"}
+DEFAULT_SCHEMA = {"duckdb": "main", "postgresql": "public", "mysql": "", "mariadb": ""}
 
 
 @dataclass(frozen=True)
@@ -97,12 +99,15 @@ class SeedReport:
         tables: one entry per table, sorted by schema (default schema first), then name.
         url: the redacted URL of the warehouse seeded, when it is not the embedded one.
         schemas: the lens schemas created (one per lens, seeds or not).
+        databases: on MariaDB/MySQL, the database holding each lens schema, in the order
+            of ``schemas`` (``<URL database>__<lens>``, :func:`mysql.lens_database`).
     """
 
     path: Path
     tables: tuple[SeededTable, ...]
     url: str | None = None
     schemas: tuple[str, ...] = ()
+    databases: tuple[str, ...] = ()
 
     @property
     def target(self) -> str:
@@ -140,11 +145,15 @@ def seed(
     Args:
         repo_root: the repository's working directory.
         seeds: the CSVs; one (schema, table) from two files is refused.
-        url: a SQLAlchemy URL (DuckDB or PostgreSQL) to seed instead of the embedded
-            file. The CSVs are built into a scratch DuckDB file as usual, then, all in
-            one transaction on a write engine of its own, each lens schema is created
+        url: a SQLAlchemy URL (DuckDB, PostgreSQL, MariaDB/MySQL) to seed instead of the
+            embedded file. The CSVs are built into a scratch DuckDB file as usual, then, all
+            in one transaction on a write engine of its own, each lens schema is created
             if missing and each table dropped if it exists, created with the types
             DuckDB detected and filled. Tables the seeds do not name are left alone.
+            MariaDB/MySQL has no schemas and commits DDL at once: each lens gets a
+            database ``<URL database>__<lens>`` (binary collation, so strings compare
+            as on DuckDB), every table is loaded under a scratch name, and one
+            ``RENAME TABLE`` swaps them all in.
         schemas: lens names whose schema must exist afterwards even without seeds
             (every lens of the repository), so a query of such a lens finds its schema.
 
@@ -155,8 +164,9 @@ def seed(
         WarehouseError: ``url`` does not parse, has no driver, or the copy fails
             (the driver's first line; nothing is committed).
         UsageError: a table name is not a plain lowercase identifier, one table of a
-            schema comes from two files (both named), or ``url`` names a database
-            without schemas.
+            schema comes from two files (both named), ``url`` names a database
+            without schemas, or a MariaDB/MySQL URL names no database for the
+            repository-level seeds.
         LensLoadError: a CSV is empty, does not parse, or has two columns that
             differ only in case (naming the CSV).
     """
@@ -178,7 +188,7 @@ def seed(
         chosen.setdefault(key, SeedFile(item.schema, name, item.source, item.data))
     lens_schemas = tuple(sorted({*schemas, *(s for s, _ in chosen if s)}))
     if url is not None:
-        _check_target(url, lens_schemas)
+        _check_target(url, lens_schemas, flat=any(not s for s, _ in chosen))
     folder = repo_root / EMBEDDED_DIR
     folder.mkdir(parents=True, exist_ok=True)
     ignore = folder / ".gitignore"
@@ -190,8 +200,8 @@ def seed(
         built = work / EMBEDDED_FILE
         tables = _build(built, work, [chosen[k] for k in sorted(chosen)], lens_schemas)
         if url is not None:
-            _copy_out(built, url, tables, lens_schemas)
-            return SeedReport(target, tables, redact(url), lens_schemas)
+            databases = _copy_out(built, url, tables, lens_schemas)
+            return SeedReport(target, tables, redact(url), lens_schemas, databases)
         # A write-ahead log left by a crashed writer would be replayed onto the new file.
         Path(f"{target}.wal").unlink(missing_ok=True)
         os.replace(built, target)
@@ -200,10 +210,11 @@ def seed(
     return SeedReport(target, tables, schemas=lens_schemas)
 
 
-def _check_target(url: str, lens_schemas: Sequence[str]) -> None:
+def _check_target(url: str, lens_schemas: Sequence[str], *, flat: bool) -> None:
     """Refuse, before building anything, a URL that cannot hold lens schemas."""
     try:
-        backend = make_url(url).get_backend_name()
+        parsed = with_installed_driver(make_url(url))
+        backend = parsed.get_backend_name()
     except (ArgumentError, ValueError):
         raise WarehouseError(
             "cannot seed <unparseable warehouse URL>: not a SQLAlchemy URL",
@@ -213,7 +224,13 @@ def _check_target(url: str, lens_schemas: Sequence[str]) -> None:
         raise UsageError(
             f"cannot seed {redact(url)}: lens seeds load into a schema per lens "
             f"({', '.join(lens_schemas)}), and {backend} has no schemas",
-            fix="seed a PostgreSQL or DuckDB warehouse, or load the tables yourself",
+            fix="seed a PostgreSQL, MariaDB/MySQL or DuckDB warehouse, or load the tables yourself",
+        )
+    if flat and backend in mysql.BACKENDS and not parsed.database:
+        raise UsageError(
+            f"cannot seed {redact(url)}: the repository-level seeds/ load into the URL's "
+            "database, and it names none",
+            fix="name the database in the URL: mysql+pymysql://user@host:3306/analytics",
         )
 
 
@@ -276,29 +293,34 @@ def _load_csv(
 
 def _copy_out(
     built: Path, url: str, tables: Sequence[SeededTable], lens_schemas: Sequence[str]
-) -> None:
+) -> tuple[str, ...]:
+    """Copy the scratch build into ``url``: the MariaDB/MySQL databases used, else ``()``."""
     shown = redact(url)
+    parsed = with_installed_driver(make_url(url))
+    backend = parsed.get_backend_name()
     try:
-        engine = sa.create_engine(with_installed_driver(make_url(url)))
-    except (ArgumentError, ValueError, ImportError) as exc:
+        engine = sa.create_engine(parsed)
+    except (ArgumentError, ValueError, ImportError) as exc:  # no such dialect or driver
+        fix = missing_driver_fix(backend)
+        if backend in mysql.BACKENDS:
+            fix = "pip install -e '.[mysql]' (PyMySQL), and write the URL as mysql+pymysql://"
         raise WarehouseError(
-            f"cannot seed {shown}: {_first_line(exc, None)}",
-            fix="pass a SQLAlchemy URL whose driver is installed",
+            f"cannot seed {shown}: no driver installed ({_first_line(exc, None)})", fix=fix
         ) from None
     source = duckdb.connect(str(built), read_only=True)
+    databases: tuple[str, ...] = ()
     try:
+        if backend in mysql.BACKENDS:
+            default = parsed.database or None
+            databases = tuple(mysql.lens_database(default, s) for s in lens_schemas)
+            _copy_mysql(engine, source, tables, dict(zip(lens_schemas, databases, strict=True)))
+            return databases
         with engine.begin() as conn:  # all schemas and tables or none
             for schema in lens_schemas:
                 conn.execute(sa.schema.CreateSchema(schema, if_not_exists=True))
             for seeded in tables:
                 qualified = _qualified(seeded.schema, seeded.name)
-                described = source.execute(f"DESCRIBE {qualified}").fetchall()
-                table = sa.Table(
-                    seeded.name,
-                    sa.MetaData(),
-                    *(sa.Column(str(d[0]), _column_type(str(d[1]))) for d in described),
-                    schema=seeded.schema,
-                )
+                table = _described_table(source, seeded, seeded.name, schema=seeded.schema)
                 table.drop(conn, checkfirst=True)
                 table.create(conn)
                 rows = source.execute(f"SELECT * FROM {qualified}").fetchall()
@@ -317,6 +339,88 @@ def _copy_out(
     finally:
         source.close()
         engine.dispose()
+    return databases
+
+
+def _described_table(
+    source: duckdb.DuckDBPyConnection, seeded: SeededTable, name: str, **options: Any
+) -> sa.Table:
+    """The seeded table's columns, with the types DuckDB detected, as table ``name``."""
+    described = source.execute(f"DESCRIBE {_qualified(seeded.schema, seeded.name)}").fetchall()
+    columns = (sa.Column(str(d[0]), _column_type(str(d[1]))) for d in described)
+    return sa.Table(name, sa.MetaData(), *columns, **options)
+
+
+def _copy_mysql(
+    engine: sa.Engine,
+    source: duckdb.DuckDBPyConnection,
+    tables: Sequence[SeededTable],
+    databases: Mapping[str, str],
+) -> None:
+    """Load every table under a scratch name, then swap all in with one ``RENAME TABLE``.
+
+    MySQL commits each DDL statement at once, so a transaction cannot make the copy
+    all or nothing; a multi-table ``RENAME TABLE`` is atomic, so readers see either
+    every old table or every new one, and a failure before it drops the scratch
+    tables and leaves the old ones serving.
+    """
+    tag = secrets.token_hex(4)
+    staged: list[tuple[str, str, str]] = []  # (database, scratch name, final name)
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        default = conn.exec_driver_sql("SELECT DATABASE()").scalar()
+        collation = mysql.binary_collation(conn)
+        charset = {"mysql_charset": "utf8mb4", "mysql_collate": collation} if collation else {}
+        for database in databases.values():
+            conn.execute(sa.schema.CreateSchema(database, if_not_exists=True))
+            if collation:
+                quoted = _mysql_quote(database)
+                conn.exec_driver_sql(
+                    f"ALTER DATABASE {quoted} CHARACTER SET utf8mb4 COLLATE {collation}"
+                )
+        try:
+            for seeded in tables:
+                database = str(default) if seeded.schema is None else databases[seeded.schema]
+                scratch = f"{seeded.name[:40]}__dst_{tag}"
+                table = _described_table(source, seeded, scratch, schema=database, **charset)
+                staged.append((str(database), scratch, seeded.name))
+                table.create(conn)
+                rows = source.execute(
+                    f"SELECT * FROM {_qualified(seeded.schema, seeded.name)}"
+                ).fetchall()
+                if rows:  # autocommitted; a failure drops the scratch table
+                    conn.execute(
+                        table.insert(), [dict(zip(seeded.columns, r, strict=True)) for r in rows]
+                    )
+            held = {
+                (str(s), str(t))
+                for s, t in conn.exec_driver_sql(
+                    "SELECT table_schema, table_name FROM information_schema.tables"
+                )
+            }
+            pairs: list[str] = []
+            for database, scratch, final in staged:
+                at = f"{_mysql_quote(database)}.{_mysql_quote(final)}"
+                if (database, final) in held:
+                    old = f"{_mysql_quote(database)}.{_mysql_quote(_retired(final, tag))}"
+                    pairs.append(f"{at} TO {old}")
+                pairs.append(f"{_mysql_quote(database)}.{_mysql_quote(scratch)} TO {at}")
+            if pairs:
+                conn.exec_driver_sql(f"RENAME TABLE {', '.join(pairs)}")
+            # Swapped in: what is left to drop is the tables they replaced.
+            staged = [(d, _retired(f, tag), f) for d, _, f in staged if (d, f) in held]
+        finally:
+            for database, scratch, _ in staged:
+                conn.exec_driver_sql(
+                    f"DROP TABLE IF EXISTS {_mysql_quote(database)}.{_mysql_quote(scratch)}"
+                )
+
+
+def _retired(table: str, tag: str) -> str:
+    return f"{table[:40]}__dst_old_{tag}"
+
+
+def _mysql_quote(identifier: str) -> str:
+    return exp.to_identifier(identifier, quoted=True).sql("mysql")
 
 
 _TYPES: dict[str, sa.types.TypeEngine[Any]] = {

@@ -47,6 +47,7 @@ from reconciler.warehouse.readonly import with_installed_driver
 from tests.benchmarks.autolens import lens_files, loadable
 from tests.benchmarks.scores import IDK_FILE, Report, Score, not_served
 from tests.benchmarks.sqlite_load import read_only_role
+from tests.servers import PREFIX
 
 QUESTION_FILES = ("questions_gen_postgres.csv", "instruct_basic_postgres.csv", IDK_FILE)
 MAX_SUBSET_ITEMS = 4
@@ -153,7 +154,7 @@ def postgres_database(admin_url: str, db: str, sql_text: str) -> Iterator[tuple[
         ``(the read-only role's URL, statements that failed)``; the database and the role
         are dropped on exit.
     """
-    name = f"dst_test_bench_{db}"[:55] + f"_{secrets.token_hex(3)}"
+    name = f"{PREFIX}bench_{db}"[:55] + f"_{secrets.token_hex(3)}"
     parsed = with_installed_driver(make_url(admin_url))
     admin = sa.create_engine(parsed, isolation_level="AUTOCOMMIT")
     url = parsed.set(database=name).render_as_string(hide_password=False)

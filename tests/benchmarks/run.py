@@ -710,7 +710,7 @@ def main(argv: list[str] | None = None) -> list[Row]:
     parser.add_argument(
         "--only",
         default="",
-        help="comma list: plan,startup,prepush,suite,apply,ask,pg,compare,watch",
+        help="comma list: plan,startup,prepush,suite,apply,ask,mcp,pg,compare,watch",
     )
     args = parser.parse_args(argv)
     quick = args.quick
@@ -748,6 +748,11 @@ def main(argv: list[str] | None = None) -> list[Row]:
         if wanted("ask"):
             print("ask …", flush=True)
             rows += bench_ask(work, runs)
+        if wanted("mcp"):
+            print("mcp …", flush=True)
+            from tests.benchmarks.mcp import bench_mcp  # it imports this module
+
+            rows.append(bench_mcp(work, runs, 10 if quick else 50))
         if wanted("pg"):
             print("parallelism …", flush=True)
             rows.append(bench_parallel(8 if quick else 32, 0.02 if quick else 0.05, 8, runs))

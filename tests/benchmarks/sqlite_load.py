@@ -49,6 +49,7 @@ from sqlalchemy.engine import make_url
 from sqlglot import exp
 
 from reconciler.warehouse.readonly import with_installed_driver
+from tests.servers import PREFIX
 
 _DOUBLE = ("REAL", "FLOAT", "DOUBLE", "DOUBLE PRECISION", "NUMERIC", "DECIMAL", "NUMBER")
 _TIMESTAMP = ("DATE", "DATETIME", "TIMESTAMP")
@@ -248,7 +249,7 @@ def read_only_role(admin: sa.Engine, url: str) -> Iterator[str]:
     Yields:
         The role's URL; the role and its grants are dropped on exit.
     """
-    role, password = f"dst_test_bench_reader_{secrets.token_hex(4)}", secrets.token_hex(12)
+    role, password = f"{PREFIX}bench_reader_{secrets.token_hex(4)}", secrets.token_hex(12)
     parsed = make_url(url)
     with admin.connect() as conn:
         conn.exec_driver_sql(f"CREATE ROLE \"{role}\" LOGIN PASSWORD '{password}'")
@@ -281,7 +282,7 @@ def postgres_database(admin_url: str, db: str, tables: Sequence[Table]) -> Itera
         The URL of a read-only role on it (:func:`read_only_role`); the database and the
         role are dropped on exit.
     """
-    name = f"dst_test_bench_{db}"[:55] + f"_{secrets.token_hex(3)}"
+    name = f"{PREFIX}bench_{db}"[:55] + f"_{secrets.token_hex(3)}"
     parsed = with_installed_driver(make_url(admin_url))
     admin = sa.create_engine(parsed, isolation_level="AUTOCOMMIT")
     url = parsed.set(database=name).render_as_string(hide_password=False)

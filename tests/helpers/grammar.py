@@ -9,6 +9,7 @@ warehouses. :func:`grammar_cases` reads the grammar cases of
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from decimal import Decimal
@@ -339,6 +340,28 @@ def grammar_cases(section: str, kind: str) -> list[tuple[str, str, str]]:
     return [(c["id"], c["question"], c[other]) for c in data[section][kind]]
 
 
+@functools.cache
+def _sections() -> dict[str, Any]:
+    data: dict[str, Any] = yaml.safe_load((FIXTURES / "fast_tier_cases.yaml").read_text("utf-8"))
+    return data
+
+
+def held(section: str, question: str, result: Generation) -> None:
+    """``result`` of ``question`` is read as its case in ``fast_tier_cases.yaml``'s
+    ``section`` says: a shape's ``reads_as``, a decline's ``decline_kind``."""
+    shapes, declines = _sections()[section]["shapes"], _sections()[section]["declines"]
+    for case in shapes:
+        if case["question"] == question:
+            assert result.reading == case["reads_as"], f"read as {result.reading!r}"
+            return
+    for case in declines:
+        if case["question"] == question:
+            kind = result.decline_kind.value if result.decline_kind else None
+            assert kind == case["decline_kind"], f"declined as {kind}: {result.declined}"
+            return
+    raise AssertionError(f"no case of {section!r} asks {question!r}")
+
+
 def golden_warehouses(root: Path, schemas: dict[str, str]) -> dict[str, Path]:
     """One DuckDB file per golden-case lens under ``root``, each built from its schema SQL."""
     paths: dict[str, Path] = {}
@@ -361,10 +384,14 @@ def rounded(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
 def check_golden_case(lens: Lens, warehouse: Path, case: dict[str, Any]) -> None:
     """Ask ``case["question"]`` on ``lens`` over ``warehouse`` and hold it to the case.
 
-    A case with ``reason`` must decline with that text in its reason. Otherwise the
-    generated SQL must run and return the hand-written ``oracle``'s rows (as a
-    multiset, or in order with ``ordered: true``) with the same column count, and
-    contain ``contains`` / lack ``lacks`` when the case gives them.
+    A case with ``reason`` must decline with that text in its reason, and of its
+    ``decline_kind`` (:class:`~reconciler.reading.ir.DeclineKind`). Otherwise the
+    question must be read as its ``reads_as`` says (the reading's compact form,
+    :meth:`~reconciler.reading.ir.Plan.reads_as`), and the generated SQL must run and
+    return the hand-written ``oracle``'s rows (as a multiset, or in order with
+    ``ordered: true``) with the same column count, and contain ``contains`` / lack
+    ``lacks`` when the case gives them. ``python -m tests.helpers.readings`` writes
+    a missing ``reads_as`` / ``decline_kind`` from the current code, for review.
     """
     con = duckdb.connect(str(warehouse), read_only=True)
     try:
@@ -374,8 +401,11 @@ def check_golden_case(lens: Lens, warehouse: Path, case: dict[str, Any]) -> None
             assert result.declined is not None and case["reason"] in result.declined, (
                 result.declined
             )
+            kind = result.decline_kind.value if result.decline_kind else None
+            assert kind == case["decline_kind"], f"declined as {kind}: {result.declined}"
             return
         assert result.sql is not None, result.declined
+        assert result.reading == case["reads_as"], f"read as {result.reading!r}"
         if "contains" in case:
             assert case["contains"] in result.sql, result.sql
         if "lacks" in case:
@@ -430,6 +460,8 @@ class GoldenFile:
         return golden_warehouses(root, self.schemas)
 
     def check(self, warehouses: dict[str, Path], case: dict[str, Any]) -> None:
-        """:func:`check_golden_case` of ``case`` on its lens and warehouse."""
+        """:func:`check_golden_case` of ``case`` on its lens (with the case's own
+        ``lens_yaml`` over the lens's, when it gives one) and warehouse."""
         name = case.get("lens") or next(iter(self.files))
-        check_golden_case(self.lens(name), warehouses[name], case)
+        extra = {"lens.yaml": case["lens_yaml"].encode()} if "lens_yaml" in case else None
+        check_golden_case(self.lens(name, extra), warehouses[name], case)

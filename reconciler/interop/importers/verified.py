@@ -282,7 +282,8 @@ def draft_joins_through(
     for query in hit:
         query.problems.append(
             f"it joins {through[query.id]}, which is not unique on the seeded data, so its "
-            "result may count rows several times; check it and certify it with `dst certify`"
+            "result may count rows several times; check it and certify it with "
+            "`dst certify --replace ID --lens LENS`"
         )
     if hit:
         findings.problem(

@@ -1,0 +1,588 @@
+"""Rows of one model, not aggregates: rankings and listings (pure).
+
+:func:`listed_rows` reads listing questions ("the names and prices of the products
+in Toys", "the title of the publication with the highest citations");
+:func:`ranked_rows` reads rankings of rows by a raw column, "top 3 products by price".
+
+A question of the shape ``top|bottom [n] <model noun> by <fact>`` — the ranking
+word, an optional count, a noun naming a model, ``by`` and one fact *of that same
+model*, nothing else — lists the model's rows, not an aggregate:
+
+    SELECT <label>, <fact> FROM <table> ORDER BY <fact> DESC NULLS LAST, <label> LIMIT n
+
+The label is the model's one dimension that names its rows: named like the noun
+(``product`` for ``products``), ``<noun>_name``, ``name``, ``<noun>_title`` or
+``title``, or carrying the noun
+as a synonym; a model with none or several declines ("which column names a
+product?"). A plural noun needs its count ("top products by price" declines, as
+any ranking does). Any other word — a metric, an aggregation word, a period, a
+filter — leaves the shape to the main grammar (:mod:`reconciler.generators.fast`),
+which declines a fact without an aggregation word.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass, field
+
+import sqlglot
+from sqlglot import exp
+
+from reconciler.assembly.lexicon import DimensionValues, model_nouns
+from reconciler.assembly.retrieval import Mention, Retrieval, counted_model, retrieve
+from reconciler.assembly.text import STOPWORDS, tokenize
+from reconciler.lens import Column, Lens, Model
+from reconciler.reading.ir import Declined, DeclineKind
+from reconciler.reading.lex import ASCENDING, DESCENDING, KEY_WORDS, LABEL_WORDS, NUMBER_WORDS
+from reconciler.reading.phrases.bounds import split_bounds
+from reconciler.reading.phrases.labels import row_label
+from reconciler.reading.phrases.nouns import named_rows
+from reconciler.reading.phrases.ordering import Ordering, split_ordering
+from reconciler.reading.phrases.restated import restate, split_restated
+from reconciler.reading.phrases.rowfacts import check_ranked_values, row_bounds, tied_rows
+from reconciler.reading.phrases.words import Reading, plural, read_grammar
+
+
+def ranked_rows(lens: Lens, found: Retrieval, reading: Reading) -> str | None:
+    """The SQL of a row ranking (module docstring), or ``None`` when the question
+    is not of that shape.
+
+    Raises:
+        Declined: the shape, but no single label dimension, a plural noun with no
+            count, or a count below one.
+    """
+    shape = _shape(lens, found, reading)
+    if shape is None:
+        return None
+    descending, count, (noun_at, noun_end), model, column = shape
+    noun = " ".join(found.words[noun_at:noun_end])
+    label = row_label(model, tuple(found.tokens[noun_at:noun_end]), noun)
+    if count is None and plural(found, noun_end - 1):
+        raise Declined(DeclineKind.UNSUPPORTED_CONSTRUCT, "a top/bottom ranking without a count")
+    n = 1 if count is None else count
+    if n < 1:
+        raise Declined(DeclineKind.UNSUPPORTED_CONSTRUCT, "a ranking of zero rows")
+    dialect = lens.config.dialect
+    value = sqlglot.parse_one(column.sql, read=dialect)
+    name = sqlglot.parse_one(label.sql, read=dialect)
+    query = (
+        exp.select(exp.alias_(name, label.name), exp.alias_(value, column.name))
+        .from_(exp.to_table(model.table, dialect=dialect))
+        .order_by(
+            exp.Ordered(this=value.copy(), desc=descending, nulls_first=False),
+            exp.Ordered(this=name.copy(), desc=False),
+        )
+        .limit(n)
+    )
+    return query.sql(dialect=dialect, pretty=True)
+
+
+def _shape(
+    lens: Lens, found: Retrieval, reading: Reading
+) -> tuple[bool, int | None, tuple[int, int], Model, Column] | None:
+    """``(descending, count, noun span, model, fact)`` of ``top [n] <noun> by <fact>``,
+    else ``None``."""
+    extras = (
+        reading.unknown,
+        reading.periods,
+        reading.all_time,
+        reading.comparison,
+        reading.share,
+        reading.change_grains,
+        reading.change,
+        reading.ties,
+        reading.grains,
+        reading.aggregates,
+        reading.who,
+    )
+    if any(extras) or len(reading.directions) != 1 or len(reading.numbers) > 1:
+        return None
+    toks = found.tokens
+    fact = found.mentions[-1] if found.mentions else None
+    if fact is None or fact.kind != "fact" or fact.end != len(toks) or fact.start < 3:
+        return None
+    by = fact.start - 1
+    opener = [i for i in range(by) if toks[i] != "the"][: 2 if reading.numbers else 1]
+    if toks[by] != "by" or not opener or toks[opener[0]] not in DESCENDING | ASCENDING:
+        return None
+    if len(opener) == 2 and not (toks[opener[1]].isdigit() or toks[opener[1]] in NUMBER_WORDS):
+        return None
+    noun_at = opener[-1] + 1
+    model_name = model_nouns(lens).get(toks[noun_at:by])
+    others = found.mentions[:-1]
+    noun_only = all((m.start, m.end) == (noun_at, by) and m.kind == "dimension" for m in others)
+    if model_name is None or len(others) > 1 or not noun_only:
+        return None
+    model = lens.models[model_name]
+    column = next(
+        (
+            c
+            for c in model.facts
+            for t in fact.targets
+            if t.model == model_name and t.name == c.name
+        ),
+        None,
+    )
+    if column is None:
+        return None
+    return (
+        next(iter(reading.directions)),
+        reading.numbers[0] if reading.numbers else None,
+        (noun_at, by),
+        model,
+        column,
+    )
+
+
+# Listing questions: "what are the names and prices of the products in Toys?"
+_OPENERS = frozenset({"return", "provide", "find", "display", "get", "name"})
+# A listing opens like one ("what are …", "list …", "return …") and never breaks down.
+_STARTS = _OPENERS | {"what", "which", "list", "show", "give", "tell"}
+_BREAKDOWN_WORDS = frozenset(
+    {"by", "per", "each", "every", "across", "group", "grouped", "split", "broken", "break"}
+)
+_DISTINCT = frozenset({"distinct", "unique", "different"})
+_ALPHABETICAL = re.compile(
+    r"[\s,;]*(?:(?:ordered|sorted|listed|arranged)\s+)?"
+    r"(?:alphabetically|in\s+alphabetical\s+order)[\s.?!]*$",
+    re.IGNORECASE,
+)
+_IN_DATABASE = re.compile(r"\s+in\s+the\s+(?:database|system)\b", re.IGNORECASE)
+_QUALIFY_GAP = ((), ("of",))
+_PLURAL_VERBS = (("have",), ("are",), ("were",))
+
+
+@dataclass
+class _Listing:
+    """What a listing question asks for, while it is read."""
+
+    model: Model | None = None
+    noun: tuple[int, int] | None = None
+    columns: list[tuple[str, str]] = field(default_factory=list)  # (alias, SQL)
+    filters: list[tuple[Column, str]] = field(default_factory=list)
+    distinct: bool = False
+    plural: bool = False
+    rank_at: int | None = None  # the ranking word ("top", "highest"), if any
+    rank_key: Mention | None = None  # the column it ranks by
+    rank_column: tuple[str, str] | None = None  # (alias, SQL) of that column
+    phrases: dict[tuple[str, ...], tuple[str, str]] = field(default_factory=dict)  # asked
+
+
+def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | None:
+    """The SQL of a listing question, or ``None`` when the question is not one.
+
+    A listing names columns of one model — dimensions, facts, ``name``/``title``
+    (the model's label, as in :func:`ranked_rows`) or ``id`` (its one-column
+    primary key) — optionally ``of [all] the <model noun>``, with equality filters
+    on that model's own dimension values, comparisons on its own facts ("with a
+    price of over 100": :func:`reconciler.reading.phrases.rowfacts.row_bounds`),
+    ``distinct``/``unique``, a closing "Show both A and B." naming the columns to
+    show (:mod:`reconciler.reading.phrases.restated`), and a closing
+    ordering phrase or ``alphabetically`` (the first column, ascending):
+
+        SELECT [DISTINCT] <columns> FROM <table> [WHERE …] [ORDER BY …]
+
+    A ranking word with a column after the noun ("… with the highest price", "top 3
+    … in terms of price") orders by that column and keeps ``n`` rows (1 for a
+    singular noun); asked for no columns, it lists the label and that column. "Which
+    <nouns> have the highest <column>", plural with no count, keeps every row tied at
+    the extreme (``WHERE <column> = (SELECT MAX(<column>) …)``). Every
+    other word must be a stopword, or an opener (``return``, ``provide`` …) at the
+    start; a metric, an aggregation word, a period or a word left over means another
+    shape (``None``).
+
+    Raises:
+        Declined: the shape, but a singular noun ("the name of the product": one
+            product, or all? — unless a filter names the row by its label or
+            one-column key: "the state code of Orlando International Airport"
+            lists the rows so named), a column of another model, a filter value of
+            several columns, an ordering key that is not one column, a plural
+            ranking with no count, an ordering phrase against the ranking (or on
+            rows tied at the extreme), a comparison on a fact of another model, a
+            ranking of a column's values (it needs an aggregate), or a closing
+            "Show …" item that names no column.
+    """
+    rest, restated = split_restated(_IN_DATABASE.sub("", question))
+    alphabetical = _ALPHABETICAL.search(rest)
+    if alphabetical:
+        rest = rest[: alphabetical.start()]
+    rest, ordering = split_ordering(rest)
+    rest, bounds = split_bounds(lens, rest, values)
+    found = retrieve(lens, rest, values)
+    reading = read_grammar(lens, found)
+    listing = _read_listing(lens, found, reading)
+    if listing is None or listing.model is None:
+        return None
+    if restated:
+        label = functools.partial(_word_column, listing.model, found, listing, -1)
+        shown = (listing.columns, listing.phrases)
+        listing.columns = restate(lens, listing.model, shown, restated, label, values)
+    ties = _keeps_ties(found, listing, reading)
+    limit = None if ties else _limit(listing, reading, ordering, bool(alphabetical))
+    model = listing.model
+    dialect = lens.config.dialect
+    query = exp.select(
+        *(exp.alias_(sqlglot.parse_one(sql, read=dialect), alias) for alias, sql in listing.columns)
+    ).from_(exp.to_table(model.table, dialect=dialect))
+    if listing.distinct:
+        query = query.distinct()
+    for col, value in listing.filters:
+        query = query.where(
+            exp.EQ(
+                this=sqlglot.parse_one(col.sql, read=dialect), expression=exp.Literal.string(value)
+            )
+        )
+    for condition in row_bounds(lens, model, bounds):
+        query = query.where(condition)
+    if ties:
+        assert listing.rank_column is not None
+        if ordering is not None or alphabetical:
+            raise Declined(
+                DeclineKind.AMBIGUOUS_READING,
+                "the rows tied at the extreme share one value: sorted by what? Ask for "
+                "'the top n …' or for all of them 'sorted by …'",
+            )
+        extreme = (listing.rank_column[1], next(iter(reading.directions)))
+        return query.where(tied_rows(lens, model, extreme, query)).sql(dialect=dialect, pretty=True)
+    key = _order_key(lens, model, listing, ordering, bool(alphabetical), values)
+    if listing.rank_column is not None:
+        ranked = listing.rank_column[1], next(iter(reading.directions))
+        if (
+            key is not None
+            and ordering is not None
+            and (key[0] != ranked[0] or (ordering.descending not in (None, ranked[1])))
+        ):
+            raise Declined(
+                DeclineKind.UNSUPPORTED_CONSTRUCT,
+                "a ranking with an ordering phrase that sorts otherwise",
+            )
+        key = ranked
+    if key is not None:
+        sql, descending = key
+        query = query.order_by(
+            exp.Ordered(
+                this=sqlglot.parse_one(sql, read=dialect), desc=descending, nulls_first=False
+            )
+        )
+    if limit is not None:
+        query = query.limit(limit)
+    return query.sql(dialect=dialect, pretty=True)
+
+
+def _keeps_ties(found: Retrieval, listing: _Listing, reading: Reading) -> bool:
+    """Whether a ranked listing asks for every row at the extreme: "which <nouns> have
+    the highest <fact>", plural with no count
+    (:func:`reconciler.reading.phrases.rowfacts.tied_rows`)."""
+    return (
+        listing.rank_column is not None
+        and listing.noun is not None  # the noun's own rows, not a column's values
+        and listing.plural
+        and not listing.distinct
+        and not reading.numbers
+        and found.tokens[:1] == ("which",)
+    )
+
+
+def _limit(
+    listing: _Listing, reading: Reading, ordering: Ordering | None, alphabetical: bool
+) -> int | None:
+    """The LIMIT of a ranked listing (``None``: every row)."""
+    if listing.rank_column is None:
+        if not listing.plural and not _names_its_row(listing):
+            raise Declined(
+                DeclineKind.AMBIGUOUS_READING,
+                "a listing of one row or of all of them? Say 'the names of the …s'",
+            )
+        return None
+    if alphabetical:
+        raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
+            "a ranking ordered alphabetically: the ranking fixes its own order",
+        )
+    if reading.numbers:
+        if reading.numbers[0] < 1:
+            raise Declined(DeclineKind.UNSUPPORTED_CONSTRUCT, "a ranking of zero rows")
+        return reading.numbers[0]
+    if listing.plural:
+        raise Declined(DeclineKind.UNSUPPORTED_CONSTRUCT, "a top/bottom ranking without a count")
+    return 1
+
+
+def _names_its_row(listing: _Listing) -> bool:
+    """Whether a filter names the row by its label or its one-column key ("the state
+    code of Orlando International Airport"): the rows so named, however many."""
+    model = listing.model
+    assert model is not None
+    try:
+        label = row_label(model, tokenize(model.name), model.name).name
+    except Declined:
+        label = None
+    keys = {label, *(model.primary_key if len(model.primary_key) == 1 else ())}
+    return any(col.name in keys or col.sql in keys for col, _ in listing.filters)
+
+
+def _may_list(lens: Lens, found: Retrieval, reading: Reading) -> bool:
+    """Whether the question may be a listing: it opens like one, and the grammar read
+    no period, aggregation, share, change, metric, flag or count in it."""
+    extras = (
+        reading.periods,
+        reading.all_time,
+        reading.comparison,
+        reading.share,
+        reading.change_grains,
+        reading.change,
+        reading.ties,
+        reading.grains,
+        reading.aggregates,
+        reading.who,
+    )
+    if any(extras) or len(reading.noun_at) > 1 or found.tokens[:1] not in {(w,) for w in _STARTS}:
+        return False
+    if len(reading.directions) > 1 or len(reading.numbers) > 1:
+        return False
+    if any(m.kind in ("metric", "flag") for m in found.mentions):
+        return False
+    return counted_model(lens, found) is None  # "the most customers" is a count
+
+
+def _read_listing(lens: Lens, found: Retrieval, reading: Reading) -> _Listing | None:
+    """The parts of a listing question (see :func:`listed_rows`), or ``None``."""
+    if not _may_list(lens, found, reading):
+        return None
+    listing = _Listing()
+    toks = found.tokens
+    if reading.noun_at:
+        ((at, name),) = reading.noun_at.items()
+        width = max(
+            len(k)
+            for k, v in model_nouns(lens).items()
+            if v == name and toks[at : at + len(k)] == k
+        )
+        listing.model, listing.noun = lens.models[name], (at, at + width)
+        listing.plural = (
+            plural(found, at + width - 1)
+            or toks[at - 1 : at] == ("all",)
+            or found.words[at + width : at + width + 1] in _PLURAL_VERBS  # "aircraft have"
+        )
+    elif (rows := named_rows(lens, found)) is not None:  # "the cities of the stations"
+        listing.model, listing.noun = lens.models[rows[2]], rows[:2]
+        listing.plural = plural(found, rows[1] - 1)
+    starts = {m.start: m for m in found.mentions if m.start != (listing.noun or (-1,))[0]}
+    values = [m for m in found.mentions if m.kind == "value"]
+    qualifiers = {id(d) for v in values for d in found.mentions if _qualifies(found, d, v)}
+    if _breaks_down(found, reading, qualifiers):
+        return None
+    asked: list[Mention | int] = []  # column mentions, or the index of a name/id word
+    i = 0
+    while i < len(toks):
+        mention = starts.get(i)
+        if mention is not None:
+            if mention.kind != "value" and id(mention) not in qualifiers:
+                if (
+                    listing.rank_at is not None
+                    and listing.rank_key is None
+                    and i > max(listing.rank_at, listing.noun[0] if listing.noun else -1)
+                ):
+                    listing.rank_key = mention  # "… with the highest <fact>"
+                elif listing.noun is not None and i > listing.noun[0]:
+                    return None  # a column after the noun: not a plain listing
+                else:
+                    asked.append(mention)
+            i = mention.end
+            continue
+        if listing.noun is not None and listing.noun[0] <= i < listing.noun[1]:
+            i = listing.noun[1]
+            continue
+        if not _free_word(listing, found, reading, i, asked):
+            return None
+        i += 1
+    if reading.directions and listing.rank_key is None:
+        return None
+    if not asked and (listing.rank_key is None or listing.noun is None):
+        return None
+    return _resolve_listing(lens, found, listing, asked, values)
+
+
+def _free_word(
+    listing: _Listing, found: Retrieval, reading: Reading, i: int, asked: list[Mention | int]
+) -> bool:
+    """Read the token at ``i`` outside lens phrases into ``listing`` (``False``: a word
+    no listing holds)."""
+    toks, t = found.tokens, found.tokens[i]
+    if t in _DISTINCT:
+        listing.distinct = True
+    elif t in DESCENDING | ASCENDING:
+        if listing.rank_key is not None:  # "the top 3 <column> with the highest <fact>"
+            asked.append(listing.rank_key)
+            listing.rank_key = None
+        listing.rank_at = i  # the last ranking word: its column follows it
+    elif (t.isdigit() or t in NUMBER_WORDS) and reading.directions:
+        pass  # the ranking's count
+    elif t == "term" and toks[i - 1 : i] == ("in",) and toks[i + 1 : i + 2] == ("of",):
+        pass  # "in terms of <column>"
+    elif t in LABEL_WORDS | KEY_WORDS and (listing.noun is None or i < listing.noun[0]):
+        asked.append(i)
+    else:
+        return t in STOPWORDS or (t in _OPENERS and all(k in STOPWORDS for k in toks[:i]))
+    return True
+
+
+def _breaks_down(found: Retrieval, reading: Reading, qualifiers: set[int]) -> bool:
+    """Whether a breakdown word ("by", "each" …) introduces a column or a model noun
+    ("probability by stage"), not a value ("offered by the department of Physics")."""
+    starts = {m.start: m for m in found.mentions}
+    toks = found.tokens
+    for i, t in enumerate(toks):
+        if t not in _BREAKDOWN_WORDS:
+            continue
+        k = i + 1
+        while k < len(toks) and toks[k] == "the":
+            k += 1
+        after = starts.get(k)
+        if k in reading.noun_at or (
+            after is not None and id(after) not in qualifiers and after.kind != "value"
+        ):
+            return True
+    return False
+
+
+def _qualifies(found: Retrieval, dimension: Mention, value: Mention) -> bool:
+    """Whether ``dimension`` only names the column of ``value`` ("the city of Paris")."""
+    if dimension.kind not in ("dimension", "time_dimension"):
+        return False
+    named = {(t.model, t.name) for t in dimension.targets}
+    if not any((t.model, t.name) in named for t in value.targets):
+        return False
+    return found.tokens[dimension.end : value.start] in _QUALIFY_GAP or dimension.start == value.end
+
+
+def _resolve_listing(
+    lens: Lens,
+    found: Retrieval,
+    listing: _Listing,
+    asked: list[Mention | int],
+    values: list[Mention],
+) -> _Listing | None:
+    """``listing`` with its model, columns and filters resolved."""
+    mentions = [a for a in asked if not isinstance(a, int)]
+    if listing.model is None:
+        if len(mentions) != len(asked):
+            return None  # "the names" of what?
+        shared = set.intersection(*({t.model for t in m.targets} for m in mentions))
+        if len(shared) != 1:
+            return None
+        listing.model = lens.models[shared.pop()]
+        listing.plural = plural(found, mentions[0].end - 1)
+    model = listing.model
+    listing.plural = listing.plural or listing.distinct
+    for item in asked:
+        if isinstance(item, int):
+            listing.columns.append(_word_column(model, found, listing, item))
+            continue
+        column = _mention_column(model, found, item)
+        listing.phrases[found.tokens[item.start : item.end]] = column
+        if column not in listing.columns:
+            listing.columns.append(column)
+    if listing.rank_key is not None:
+        listing.rank_column = _mention_column(model, found, listing.rank_key)
+        if not listing.columns:  # "the top 3 products with the highest price"
+            label = _word_column(model, found, listing, -1)
+            listing.columns = [label, listing.rank_column]
+        if listing.noun is None:
+            check_ranked_values(lens, model, listing.columns, listing.rank_column)
+    for v in values:
+        places = {(t.name, t.value) for t in v.targets if t.model == model.name}
+        phrase = " ".join(found.words[v.start : v.end])
+        if len(places) != 1:
+            raise Declined(
+                DeclineKind.UNKNOWN_TERM,
+                f"{phrase!r} is not one value of a column of model {model.name!r}",
+            )
+        ((name, value),) = places
+        col = next(c for c in model.dimensions if c.name == name)
+        assert value is not None
+        if any(c.name == name for c, _ in listing.filters):
+            raise Declined(
+                DeclineKind.AMBIGUOUS_READING,
+                f"several values of {model.name}.{name} are named: all of them, or any?",
+            )
+        listing.filters.append((col, value))
+    return listing
+
+
+def _mention_column(model: Model, found: Retrieval, mention: Mention) -> tuple[str, str]:
+    """``(alias, SQL)`` of the column of ``model`` that ``mention`` names."""
+    col = next(
+        (
+            c
+            for t in mention.targets
+            if t.model == model.name
+            for c in model.columns()
+            if c.name == t.name
+        ),
+        None,
+    )
+    if col is None:
+        phrase = " ".join(found.words[mention.start : mention.end])
+        raise Declined(
+            DeclineKind.UNKNOWN_TERM, f"{phrase!r} is not a column of model {model.name!r}"
+        )
+    return col.name, col.sql
+
+
+def _word_column(model: Model, found: Retrieval, listing: _Listing, at: int) -> tuple[str, str]:
+    """The column a bare ``name``/``title`` (the label; also ``at`` -1) or ``id`` (the
+    key) word asks for."""
+    if at >= 0 and found.tokens[at] in KEY_WORDS:
+        if len(model.primary_key) != 1:
+            raise Declined(
+                DeclineKind.AMBIGUOUS_READING, f"which column is the id of model {model.name!r}?"
+            )
+        return model.primary_key[0], model.primary_key[0]
+    noun = tuple(found.tokens[listing.noun[0] : listing.noun[1]]) if listing.noun else ()
+    label = row_label(
+        model, noun, " ".join(found.words[slice(*listing.noun)]) if listing.noun else model.name
+    )
+    return label.name, label.sql
+
+
+def _order_key(
+    lens: Lens,
+    model: Model,
+    listing: _Listing,
+    ordering: Ordering | None,
+    alphabetical: bool,
+    values: DimensionValues,
+) -> tuple[str, bool] | None:
+    """``(SQL, descending)`` of the listing's ORDER BY, or ``None``."""
+    if alphabetical:
+        if ordering is not None:
+            raise Declined(DeclineKind.UNSUPPORTED_CONSTRUCT, "the question asks for two orders")
+        return listing.columns[0][1], False
+    if ordering is None:
+        return None
+    if ordering.key is None:
+        raise Declined(DeclineKind.AMBIGUOUS_READING, "in which order? Name the column to sort by")
+    found = retrieve(lens, ordering.key, values)
+    loose = [t for i, t in enumerate(found.tokens) if i not in found.covered() and t != "the"]
+    places = {(t.model, t.name) for m in found.mentions for t in m.targets}
+    named = [c for c in model.columns() if (model.name, c.name) in places]
+    if loose or len(found.mentions) != 1 or len(named) != 1:
+        raise Declined(
+            DeclineKind.UNKNOWN_TERM,
+            f"ordered by {ordering.key!r}: that is not one column of {model.name!r}",
+        )
+    col = named[0]
+    if listing.distinct and (col.name, col.sql) not in listing.columns:
+        raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
+            f"a distinct list ordered by {col.name!r}, a column it does not show",
+        )
+    if ordering.descending is None and col in model.facts:
+        raise Declined(
+            DeclineKind.AMBIGUOUS_READING,
+            f"ordered by {ordering.key!r}: highest first or lowest first? "
+            "Say 'descending' or 'ascending'",
+        )
+    return col.sql, bool(ordering.descending)

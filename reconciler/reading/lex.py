@@ -1,0 +1,47 @@
+"""Word sets the ``fast`` tier's readers share, each written once (pure).
+
+A word set read by one module alone stays in that module, beside its one client;
+a set two or more readers need lives here, so that "most" means the same ranking
+to a listing, a pronoun and an exemplar.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from sqlglot import exp
+
+# Ranking words: which end of an ordering a question asks for.
+DESCENDING = frozenset({"top", "highest", "largest", "biggest", "most", "greatest", "longest"})
+ASCENDING = frozenset({"bottom", "lowest", "smallest", "least", "fewest", "shortest"})
+_NUMBERS = "one two three four five six seven eight nine ten"
+NUMBER_WORDS = {w: i for i, w in enumerate(_NUMBERS.split(), start=1)}
+# Aggregation words a question may add, and the aggregates the metric must use for
+# the word to be redundant rather than a different question ("average revenue").
+AGGREGATE_WORDS: Mapping[str, tuple[type[exp.Expr], ...]] = {
+    "total": (exp.Sum, exp.Count),
+    "sum": (exp.Sum,),
+    "number": (exp.Count, exp.Sum),
+    "count": (exp.Count,),
+    "average": (exp.Avg, exp.Div),
+    "avg": (exp.Avg, exp.Div),
+    "mean": (exp.Avg, exp.Div),
+    "minimum": (exp.Min,),
+    "min": (exp.Min,),
+    "maximum": (exp.Max,),
+    "max": (exp.Max,),
+}
+COMPARE_WORDS = frozenset({"vs", "versus", "compared", "compare", "against"})
+BREAKDOWN_WORDS = frozenset({"by", "per", "each", "every", "across"})
+# A share of a total (a ratio), and the words that show it times 100.
+SHARE_WORDS = frozenset({"share", "percentage", "percent", "proportion", "fraction", "pct"})
+PERCENT_WORDS = frozenset({"percentage", "percent", "pct"})
+# Relative periods: the one before the current one, and the current one.
+PREVIOUS_WORDS = frozenset({"last", "previous", "prior"})
+CURRENT_WORDS = frozenset({"this", "current"})
+# Possession and relative pronouns: "customers who have …", "… and how many has he".
+HAVE_WORDS = frozenset({"have", "has", "had"})
+RELATIVE_WORDS = frozenset({"who", "that", "which"})
+# A row's label and key said as a word: "the name of …", "their ids".
+LABEL_WORDS = frozenset({"name", "title"})
+KEY_WORDS = frozenset({"id", "identifier"})

@@ -1,0 +1,128 @@
+"""Comparison filters on facts: "with amount more than 100", "quantity between 2 and 5" (pure).
+
+A fact phrase after ``with``, ``where``, ``whose``, ``having`` or ``[who|that|which]
+have|has|had`` (or after ``and`` right behind another such comparison), followed by a
+comparison and a whole number that no time unit follows ("with a price of over 100"
+and "whose price is over 100" read the same: an article before the fact, and ``of``
+or ``is`` after it), filters the rows the measure aggregates, instead of being a
+measure itself:
+
+| words | SQL |
+|---|---|
+| ``more``/``greater``/``higher``/``larger``/``bigger than``, ``over``, ``above`` … | ``>`` |
+| ``at least``, ``no less than`` | ``>=`` |
+| ``less``/``fewer``/``lower``/``smaller than``, ``below``, ``under`` | ``<`` |
+| ``at most``, ``no more than`` | ``<=`` |
+| ``between N and M`` | ``>= N AND <= M`` (inclusive) |
+
+:func:`split_bounds` takes these phrases off the question before it is read; the
+fast tier resolves each fact from the measure's model along a safe join path (the
+join-grain gate applies) and puts the condition in the WHERE. A comparison
+anywhere else ("revenue more than 100", "more than 10.5") is not one of these and
+keeps its words, so the question declines.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from reconciler.assembly.lexicon import DimensionValues, Target
+from reconciler.assembly.retrieval import retrieve
+from reconciler.assembly.text import GRAIN_WORDS, stem
+from reconciler.lens import Lens
+from reconciler.reading.phrases.naming import split_names
+
+_INTRODUCERS = frozenset({"with", "where", "whose", "having"})
+_ARTICLES = frozenset({"a", "an", "the"})
+_RELATIVES = frozenset({"who", "that", "which"})
+_HAVE = frozenset({"have", "has", "had"})
+_IS = (("is",), ("are",), ("was",), ("were",))
+_COMPARATORS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("no", "more", "than"), "<="),
+    (("no", "less", "than"), ">="),
+    (("more", "than"), ">"),
+    (("greater", "than"), ">"),
+    (("higher", "than"), ">"),
+    (("larger", "than"), ">"),
+    (("bigger", "than"), ">"),
+    (("at", "least"), ">="),
+    (("at", "most"), "<="),
+    (("less", "than"), "<"),
+    (("fewer", "than"), "<"),
+    (("lower", "than"), "<"),
+    (("smaller", "than"), "<"),
+    (("over",), ">"),
+    (("above",), ">"),
+    (("exceeding",), ">"),
+    (("below",), "<"),
+    (("under",), "<"),
+)
+
+
+@dataclass(frozen=True)
+class Bound:
+    """One comparison filter: the facts its phrase may mean, and the conditions.
+
+    Attributes:
+        facts: the fact targets the phrase names (resolved against the plan's base).
+        conditions: ``((operator, whole number), ...)`` — one, or two for ``between``.
+        phrase: the words, for messages.
+    """
+
+    facts: tuple[Target, ...]
+    conditions: tuple[tuple[str, str], ...]
+    phrase: str
+
+
+def split_bounds(
+    lens: Lens, question: str, values: DimensionValues
+) -> tuple[str, tuple[Bound, ...]]:
+    """``(question without its fact comparisons, the comparisons)``; the question
+    comes back as its words joined by spaces when any were taken off. The words
+    tying a name or id to its row go first
+    (:func:`~reconciler.reading.phrases.naming.split_names`)."""
+    question = split_names(lens, question, values)
+    found = retrieve(lens, question, values)
+    words = found.words
+    cut: list[tuple[int, int]] = []
+    bounds: list[Bound] = []
+    for m in found.mentions:
+        facts = m.targets if m.kind == "fact" else m.facts
+        start = m.start - 1 if m.start and words[m.start - 1] in _ARTICLES else m.start
+        before = words[start - 1] if start else ""
+        joined = before == "and" and bool(cut) and cut[-1][1] == start - 1
+        if before in _HAVE:  # "cars (that) have a horsepower above 150"
+            start -= 2 if start >= 2 and words[start - 2] in _RELATIVES else 1
+        if not facts or not (before in _INTRODUCERS | _HAVE or joined):
+            continue
+        # "with a price of over 100": the fact's "of" before its comparison; "whose
+        # age is over 30": a verb "is" between them
+        after = m.end + 1 if words[m.end : m.end + 1] in (("of",), *_IS) else m.end
+        read = _comparison(words, after)
+        if read is None or (read[0] < len(words) and stem(words[read[0]]) in GRAIN_WORDS):
+            continue  # "over 30 days" is a window, not a bound
+        end, conditions = read
+        cut.append((start, end))
+        bounds.append(Bound(facts, conditions, " ".join(words[m.start : end])))
+    if not cut:
+        return question, ()
+    kept = [w for i, w in enumerate(words) if not any(a <= i < b for a, b in cut)]
+    return " ".join(kept), tuple(bounds)
+
+
+def _comparison(words: tuple[str, ...], i: int) -> tuple[int, tuple[tuple[str, str], ...]] | None:
+    """``(index after it, conditions)`` of a comparison starting at ``i``, else ``None``."""
+
+    def number(k: int) -> str | None:
+        return words[k] if k < len(words) and words[k].isdigit() else None
+
+    if words[i : i + 1] == ("between",):
+        low, high = number(i + 1), number(i + 3)
+        if low is not None and high is not None and words[i + 2] == "and":
+            return i + 4, ((">=", low), ("<=", high))
+        return None
+    for phrase, op in _COMPARATORS:
+        if words[i : i + len(phrase)] == phrase:
+            value = number(i + len(phrase))
+            return (i + len(phrase) + 1, ((op, value),)) if value is not None else None
+    return None

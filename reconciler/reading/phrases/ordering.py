@@ -1,0 +1,237 @@
+"""Ordering phrases of the ``fast`` tier: "ordered by", "sorted by", "in descending order" (pure).
+
+A question may end with how to order its result: ``… ordered by net revenue``,
+``… sorted by region``, ``…, order the results by month``, each optionally with a
+direction (``ascending``, ``descending``, ``asc``, ``desc``, ``in descending
+order``), or just ``… in descending order``; ``sorted in descending order by
+cost`` puts the direction first. ``from highest to lowest`` (``from lowest to
+highest``) and ``by the highest <measure> first`` order by a value: their key must
+be a measure (or, with one metric, the closing words of one of its phrases: "from
+highest to lowest participants"), and with no key the question must have exactly
+one measure.
+:func:`split_ordering` takes the phrase off the question before the rest is read
+(its words, "order" among them, would otherwise be read as lens phrases);
+:func:`order_plan` resolves the key against the plan:
+
+* the key must name one column of the result: a breakdown dimension, the time
+  bucket (its grain word or time dimension) or one of the measures (or a metric
+  computing the same aggregate on the same model with the same filters: "how many
+  publications …, ordered by the number of publications"; "the number of <noun>"
+  after a count of the noun's entities, "how many meals …") — anything else declines;
+* with no direction, a dimension or the time bucket sorts ascending; a measure
+  declines (highest first, or lowest?);
+* a dimension called a month (its name or a synonym says so) whose stored values
+  are mostly month names ("January", "Feb": at least three, and more than half) is
+  ordered in calendar order, any other value
+  after the months (:mod:`reconciler.reading.phrases.months` renders it); one whose values
+  are mostly weekday names ("Monday": which day starts the week?) declines: its
+  text sorts alphabetically, not in calendar order;
+* a direction without a key orders a time series by its bucket and a breakdown
+  by its (first) measure; "from highest to lowest" without a key orders by the one
+  measure (several measures decline: which one?);
+* an ordering phrase with a ranking, a change, a share, ties or measures on
+  several models is not read (they fix their own order).
+
+The ordered key comes first in the ORDER BY; the other keys break ties.
+An ordering phrase anywhere but at the end keeps its words and declines.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from reconciler.assembly.lexicon import DimensionValues, model_nouns
+from reconciler.assembly.retrieval import retrieve
+from reconciler.assembly.text import GRAIN_WORDS, MONTHS, canonical_sql, ordering_phrase, tokenize
+from reconciler.lens import Lens
+from reconciler.reading.ir import Declined, DeclineKind, Measure, Plan
+
+_DIRECTIONS = {"ascending": False, "asc": False, "descending": True, "desc": True}
+# Directions that rank by a value: "from highest to lowest", "the highest … first".
+_BY_VALUE = {"highest": True, "lowest": False}
+_WEEKDAYS = frozenset(
+    ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Ordering:
+    """An ordering phrase: the key's words (``None``: none named), the direction
+    (``True`` descending, ``False`` ascending, ``None`` not said), and whether the
+    phrase orders by a value ("from highest to lowest": the key must be a measure)."""
+
+    key: str | None
+    descending: bool | None
+    by_value: bool = False
+
+
+def split_ordering(question: str) -> tuple[str, Ordering | None]:
+    """``(question without its closing ordering phrase, the phrase)``, or
+    ``(question, None)`` when it closes with none
+    (:func:`reconciler.assembly.text.ordering_phrase` finds it)."""
+    found = ordering_phrase(question)
+    if found is None:
+        return question, None
+    rest, key, direction = found
+    word = direction.lower() if direction else None
+    if word in _BY_VALUE:
+        return rest, Ordering(key, _BY_VALUE[word], by_value=True)
+    return rest, Ordering(key, _DIRECTIONS[word] if word else None)
+
+
+def order_plan(lens: Lens, plan: Plan, ordering: Ordering, values: DimensionValues) -> Plan:
+    """``plan`` ordered as ``ordering`` says (rules in the module docstring).
+
+    Raises:
+        Declined: the key names no single column of the result, a measure is
+            ordered without a direction, or the plan fixes its own order.
+    """
+    fixed = {
+        "a ranking": plan.rank is not None,
+        "a change between periods": plan.change is not None,
+        "a share": plan.share is not None,
+        "measures on several models": bool(plan.joined),
+    }
+    clash = next((what for what, there in fixed.items() if there), None)
+    if clash is not None:
+        raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
+            f"an ordering phrase with {clash} is not read (it has its own order)",
+        )
+    if not plan.breakdowns and plan.grain is None:
+        raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
+            "an ordering phrase on a single value: there is nothing to order",
+        )
+    if ordering.key is None:
+        alias = plan.measure.name if ordering.by_value else plan.grain or plan.measure.name
+        if ordering.by_value and plan.extra:
+            raise Declined(
+                DeclineKind.AMBIGUOUS_READING,
+                "ordered from highest to lowest: by which of the measures?",
+            )
+        return dataclasses.replace(plan, order=(alias, bool(ordering.descending)))
+    try:
+        alias, is_measure = _key_column(lens, plan, ordering.key, values)
+    except Declined:
+        if not (ordering.by_value and _head_of_measure(lens, plan, ordering.key)):
+            raise
+        alias, is_measure = plan.measure.name, True
+    if ordering.by_value and not is_measure:
+        raise Declined(
+            DeclineKind.UNKNOWN_TERM,
+            f"ordered from highest to lowest {ordering.key!r}: that is not a measure of the result",
+        )
+    if is_measure and ordering.descending is None:
+        raise Declined(
+            DeclineKind.AMBIGUOUS_READING,
+            f"ordered by {ordering.key!r}: highest first or lowest first? "
+            "Say 'descending' or 'ascending'",
+        )
+    named = next(((m, d) for m, d in plan.breakdowns if d == alias and not is_measure), None)
+    months = _calendar_names(lens, values, *named, ordering.key) if named else ()
+    return dataclasses.replace(plan, order=(alias, bool(ordering.descending)), months=months)
+
+
+def _key_column(lens: Lens, plan: Plan, key: str, values: DimensionValues) -> tuple[str, bool]:
+    """``(output column alias, whether it is a measure)`` that ``key`` names."""
+    tokens = tuple(t for t in tokenize(key) if t != "the")
+    if plan.grain is not None and len(tokens) == 1 and GRAIN_WORDS.get(tokens[0]) == plan.grain:
+        return plan.grain, False
+    if _restated_count(lens, plan, tokens):
+        return plan.measure.name, True
+    found = retrieve(lens, key, values)
+    covered = found.covered()
+    loose = [w for i, w in enumerate(found.words) if i not in covered and found.tokens[i] != "the"]
+    if loose or len(found.mentions) != 1:
+        raise Declined(
+            DeclineKind.UNKNOWN_TERM, f"ordered by {key!r}: that is not one column of the result"
+        )
+    mention = found.mentions[0]
+    measures = {m.metric: m.name for m in (plan.measure, *plan.extra) if m.metric}
+    for target in mention.targets:
+        if target.kind == "metric" and target.name in measures:
+            return measures[target.name], True
+        if target.kind == "metric" and (same := _same_measure(lens, plan, target.name)):
+            return same, True
+        if target.kind == "dimension" and (target.model, target.name) in plan.breakdowns:
+            return target.name, False
+        if (
+            target.kind == "time_dimension"
+            and plan.grain
+            and plan.time
+            == (
+                target.model,
+                target.name,
+            )
+        ):
+            return plan.grain, False
+    raise Declined(
+        DeclineKind.UNKNOWN_TERM, f"ordered by {key!r}: that is not a column of the result"
+    )
+
+
+def _calendar_names(
+    lens: Lens, values: DimensionValues, model: str, dim: str, key: str
+) -> tuple[tuple[str, int], ...]:
+    """``(stored value, month number)`` of the month names of a dimension called a
+    month (its name or a synonym says ``month``) whose stored values are mostly month
+    names (at least three, and more than half): it is ordered in calendar order; ``()``
+    for one with few such names.
+
+    Raises:
+        Declined: the stored values are mostly weekday names (which day starts the
+            week?), or mostly month and weekday names together: their text sorts
+            April, August, December …, not in calendar order.
+    """
+    stored = [v for v in values.get((model, dim), ()) if isinstance(v, str)]
+    months = [(v, MONTHS[v.strip().lower()]) for v in stored if v.strip().lower() in MONTHS]
+    column = next(d for d in lens.models[model].dimensions if d.name == dim)
+    called = any("month" in tokenize(text) for text in (column.name, *column.synonyms))
+    if called and len(months) >= 3 and 2 * len(months) > len(stored):
+        return tuple(months)
+    names = [v for v in stored if v.lower() in MONTHS or v.lower() in _WEEKDAYS]
+    if len(names) >= 3 and 2 * len(names) > len(stored):
+        raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
+            f"ordered by {key!r}: {model}.{dim} holds names ({names[0].title()!r} …) "
+            "that sort alphabetically, not in calendar order; order by a date column instead",
+        )
+    return ()
+
+
+def _restated_count(lens: Lens, plan: Plan, tokens: tuple[str, ...]) -> bool:
+    """Whether ``tokens`` ("number of meals", "count of meals") restate the plan's one
+    measure, a count of the entities of the noun's model ("how many meals …")."""
+    measure = plan.measure
+    if plan.extra or measure.function != "count_distinct" or measure.metric is not None:
+        return False
+    if tokens[:2] not in (("number", "of"), ("count", "of")):
+        return False
+    return model_nouns(lens).get(tokens[2:]) == measure.model
+
+
+def _same_measure(lens: Lens, plan: Plan, metric: str) -> str | None:
+    """The alias of the plan's measure that computes what lens metric ``metric`` does
+    (same model, aggregate SQL and filters), else ``None``."""
+    other = Measure.of_metric(lens, metric)
+    dialect = lens.config.dialect
+
+    def same(m: Measure) -> bool:
+        return (m.model, m.filters) == (other.model, other.filters) and canonical_sql(
+            m.expression, dialect
+        ) == canonical_sql(other.expression, dialect)
+
+    return next((m.name for m in (plan.measure, *plan.extra) if same(m)), None)
+
+
+def _head_of_measure(lens: Lens, plan: Plan, key: str) -> bool:
+    """Whether ``key`` is the closing words of a phrase of the plan's one metric (its
+    name, label or a synonym): "from highest to lowest participants" for a metric
+    called "active participants"."""
+    words = tuple(t for t in tokenize(key) if t != "the")
+    if plan.extra or plan.measure.metric is None or not words:
+        return False
+    metric = lens.metrics[plan.measure.metric]
+    phrases = (metric.name, metric.label or "", *metric.synonyms)
+    return any(tokenize(p)[-len(words) :] == words for p in phrases)

@@ -1,0 +1,71 @@
+"""Two tables that hold one attribute: the measure's own column, or a joined one (pure).
+
+A breakdown phrase the lens gives a joined model's column ("region" for
+``departments.region``) while the measure's own model holds an attribute of that name
+(``doctors.doctor_region``, ``expr: region``) has two readings that disagree wherever
+the two tables do: each row's own value, or its join partner's. The fast tier then
+declines and names both, rather than read the joined one silently.
+"""
+
+from __future__ import annotations
+
+from reconciler.assembly.lexicon import Target
+from reconciler.assembly.text import tokenize
+from reconciler.lens import Column, Lens
+from reconciler.reading.ir import Declined, DeclineKind
+
+
+def _physical(column: Column) -> str:
+    """The table column a lens column reads, lower-cased (its ``expr`` or its name)."""
+    return column.sql.strip().strip('"').lower()
+
+
+def own_attribute(lens: Lens, base: str, chosen: Target, phrase: str) -> Column | None:
+    """The column of model ``base`` that holds the same attribute as the joined column
+    ``chosen`` that ``phrase`` named, else ``None``.
+
+    The same attribute: both read a table column of one name (``doctors.region`` read as
+    ``doctor_region`` beside ``departments.region``), and the phrase's words are all in
+    the own column's name or synonyms ("region" in "doctor region"). A column of one
+    generic name alone (``name`` on accounts and on opportunities) is two attributes; a
+    join key the two models share is one attribute, not two.
+    """
+    if chosen.model == base:
+        return None
+    model, other = lens.models[base], lens.models[chosen.model]
+    col = next((c for c in other.columns() if c.name == chosen.name), None)
+    if col is None:
+        return None
+    keys = {k.lower() for j in model.joins for k in j.on} | {
+        v.lower() for j in model.joins for v in j.on.values()
+    }
+    words = set(tokenize(phrase))
+    if _physical(col) in keys or not words:
+        return None
+    for own in model.dimensions:
+        named = set(tokenize(own.name.replace("_", " "))) | {
+            w for s in own.synonyms for w in tokenize(s)
+        }
+        if _physical(own) == _physical(col) and words <= named:
+            return own
+    return None
+
+
+def check_own_attribute(lens: Lens, base: str, chosen: Target, phrase: str) -> None:
+    """Decline a breakdown read from a joined model when the measure's own model holds
+    that attribute too (:func:`own_attribute`): "doctors by region" with
+    ``departments.region`` (the lens's "region") and ``doctors.doctor_region``
+    (``expr: region``, the doctor's own). Both tables then answer, differently where
+    the two disagree.
+
+    Raises:
+        Declined: naming both columns.
+    """
+    own = own_attribute(lens, base, chosen, phrase)
+    if own is not None:
+        raise Declined(
+            DeclineKind.AMBIGUOUS_READING,
+            f"{phrase!r} reads {chosen.model}.{chosen.name} through a join, but {base} "
+            f"holds its own {own.name!r}: two readings; name the one meant (e.g. "
+            f"'by {own.name.replace('_', ' ')}')",
+        )
