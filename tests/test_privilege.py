@@ -2,7 +2,8 @@
 
 A PostgreSQL superuser, a role with a write grant on a lens table (or CREATE, or a
 server-file role), and a DuckDB file attached read-write are refused with exit 2 for
-every path that runs answer SQL, naming the environment, the redacted URL and the
+every path that runs answer SQL (a MariaDB/MySQL account with more than SELECT too),
+naming the environment, the redacted URL and the
 read-only role recipe; ``allow_privileged: true`` in ``dst.yaml`` (top level for the
 default environment, per environment otherwise) accepts one with a warning; ``dst seed``
 still writes as the superuser. PostgreSQL tests skip, naming why, without a server.
@@ -26,7 +27,7 @@ from reconciler.warehouse import privilege
 from reconciler.warehouse.access import open_warehouse
 from reconciler.warehouse.connection import Warehouse
 from reconciler.warehouse.duck import DuckWarehouse
-from tests import pg
+from tests import mariadb, pg
 from tests.figures import record
 from tests.helpers import commit, invoke
 
@@ -288,3 +289,21 @@ def test_an_in_memory_duckdb_has_nothing_to_protect() -> None:
 def test_the_embedded_warehouse_serves_without_allow_privileged(lens_repo: Path) -> None:
     done = invoke(lens_repo, "apply", "--dry-run", "--lens", "sales")
     assert done.code == 0 and "can write" not in done.stderr, done.stdout + done.stderr
+
+
+# ---------------------------------------------------------------- MariaDB / MySQL
+
+
+def test_a_mariadb_account_that_can_write_is_refused_and_the_reader_served(repo: Path) -> None:
+    with mariadb.scratch_database("privilege") as scratch:
+        commit(repo, _files(), "a shop lens")
+        seeded = invoke(repo, "seed", "--warehouse", scratch.owner_url, "--format", "json")
+        assert seeded.code == 0, seeded.stdout + seeded.stderr
+        admin = mariadb.admin_or_skip()
+        with admin.connect() as conn:
+            mariadb.grant_reader(conn, scratch)
+        admin.dispose()
+        refused = invoke(repo, "apply", "--warehouse", scratch.owner_url)
+        _refused(refused, "the account holds ALL PRIVILEGES", "the default environment")
+        served = invoke(repo, "apply", "--warehouse", scratch.reader_url)
+        assert served.code == 0 and "can write" not in served.stderr, served.stdout + served.stderr
