@@ -1,12 +1,12 @@
 """Answer SQL runs only on a connection that cannot write (issue 24, item 2).
 
 A PostgreSQL superuser, a role with a write grant on a lens table (or CREATE, or a
-server-file role), and a DuckDB file attached read-write are refused with exit 2 for
-every path that runs answer SQL (a MariaDB/MySQL account with more than SELECT too),
-naming the environment, the redacted URL and the
-read-only role recipe; ``allow_privileged: true`` in ``dst.yaml`` (top level for the
-default environment, per environment otherwise) accepts one with a warning; ``dst seed``
-still writes as the superuser. PostgreSQL tests skip, naming why, without a server.
+server-file role), a MariaDB/MySQL account with more than SELECT, and a DuckDB file
+attached read-write are refused with exit 2 for every path that runs answer SQL, naming
+the environment, the redacted URL and the read-only role recipe; ``allow_privileged:
+true`` in ``dst.yaml`` (top level for the default environment, per environment
+otherwise) accepts one with a warning; ``dst seed`` still writes as the superuser.
+Server tests skip, naming why, without a server.
 """
 
 from __future__ import annotations
