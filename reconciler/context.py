@@ -15,7 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from reconciler.errors import DstError, LensLoadError, UsageError, WarehouseError
+from reconciler.errors import (
+    DstError,
+    LensLoadError,
+    PrivilegedWarehouse,
+    UsageError,
+    WarehouseError,
+)
 from reconciler.git import refs as refstore, trees as gitstate
 from reconciler.ids import Oid
 from reconciler.lensfiles import Environment, RepoConfig, environment_problems
@@ -243,19 +249,24 @@ class Runtime:
         The single place lens SQL gets its warehouse: every statement of the suite,
         the self-test, ``dst ask``, ``dst certify``, profiles and ``dst mutate`` runs
         through the executor returned here, with the lens's search path
-        (:meth:`search_path_for`). A PostgreSQL superuser login is warned about
-        once on the progress sink.
+        (:meth:`search_path_for`). A connection that could write is refused once it
+        opens, unless the environment sets ``allow_privileged: true``
+        (:func:`reconciler.warehouse.privilege.admit`; then warned about once).
 
         Raises:
             WarehouseError: it cannot be reached (the gate stands down with this),
                 or the embedded warehouse predates the lens's schema (run ``dst seed``).
+            PrivilegedWarehouse: its login could write (exit 2; never a stand-down).
         """
         # lazy: the warehouse edge loads only when a command reaches a warehouse
+        from reconciler.warehouse import privilege
         from reconciler.warehouse.access import open_warehouse
 
         url, _ = self.resolve_url(lens)
         if url not in self._warehouses:
             opened = open_warehouse(url, pool_size=self.jobs_for(lens))
+            allowed = (self.environment_config() or self.repo_config()).allow_privileged
+            privilege.admit(opened, self.environment, allowed=allowed, warn=self.progress)
             for line in opened.warnings:
                 self.progress(line)
             self._warehouses[url] = opened
@@ -499,6 +510,8 @@ class Runtime:
         cannot_score: str | None = None
         try:
             executor = self.warehouse_for(lens)
+        except PrivilegedWarehouse:
+            raise  # a configuration to fix, not a warehouse that is away
         except DstError as exc:
             if strict:
                 raise

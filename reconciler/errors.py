@@ -13,6 +13,7 @@ The tree, with the exit code each class carries (``exit_code``)::
     │   │                            (another promoter won; re-plan, like a blocked gate)
     │   └── StaleLock             2  a ref lock file a killed process left (named, with its age)
     └── WarehouseError            2  the warehouse could not be reached or queried
+        └── PrivilegedWarehouse   2  answer SQL would run on a login that can write
 
 Exit codes of the ``dst`` command line (STYLE §4, DESIGN §6): 0 ok or nothing to
 do; 1 gate blocked, stood down or divergence; 2 usage, configuration or bad input;
@@ -151,5 +152,13 @@ class StaleLock(StateError):
 
 class WarehouseError(DstError):
     """The warehouse could not be reached, or a statement failed to execute."""
+
+    exit_code = 2
+
+
+class PrivilegedWarehouse(WarehouseError):
+    """Answer SQL would run on a connection that could write (a superuser, write grants,
+    a DuckDB file open read-write) and its environment does not set
+    ``allow_privileged: true``. A configuration error: the gate never stands down on it."""
 
     exit_code = 2

@@ -77,11 +77,15 @@ class Environment(Strict):
 
     ``warehouse`` is this environment's SQLAlchemy URL (it wins over the lens's and
     ``dst.yaml``'s own ``warehouse:``); ``promote_from`` names the environment a
-    lens tree must already serve in before it may be promoted here.
+    lens tree must already serve in before it may be promoted here;
+    ``allow_privileged: true`` lets answer SQL run in this environment on a
+    connection that could write (a superuser, a role with write grants), with a
+    warning each run; without it such a connection is refused (exit 2).
     """
 
     warehouse: str | None = Field(default=None, pattern=_URL_RE)
     promote_from: str | None = None
+    allow_privileged: bool = Field(default=False, strict=True)
 
 
 class RepoConfig(Strict):
@@ -90,9 +94,12 @@ class RepoConfig(Strict):
     ``environments`` maps an environment name to its :class:`Environment`; the
     names, ``promote_from`` targets and cycles are checked by
     :func:`environment_problems` (the loader reports them at their line).
+    ``allow_privileged`` is :class:`Environment`'s, for the unnamed default
+    environment only: a named environment sets its own.
     """
 
     warehouse: str | None = Field(default=None, pattern=_URL_RE)
+    allow_privileged: bool = Field(default=False, strict=True)
     notify: tuple[Webhook, ...] = ()
     environments: dict[str, Environment] = Field(default_factory=dict)
 

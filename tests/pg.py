@@ -5,13 +5,18 @@
 :func:`admin_or_skip`, which skips with the reason printed when no server answers or
 ``DST_TEST_SERVERS=0`` (:mod:`tests.servers`). Every database and role made here is
 named ``dst_test_…`` and dropped afterwards.
+
+Seeding and setup run as that superuser; answer SQL never does, because dst refuses
+a login that can write (``reconciler.warehouse.privilege``): a test runs it as the
+scratch database's reader role (CONNECT, USAGE and SELECT only, :func:`grant_reader`),
+or sets ``allow_privileged: true`` on purpose and says why.
 """
 
 from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -72,8 +77,8 @@ class Scratch:
 def scratch_database(label: str) -> Iterator[Scratch]:
     """Create ``dst_test_<label>_<random>`` and a reader role; drop both afterwards.
 
-    The role is the README's least-privilege warehouse role: LOGIN, USAGE and
-    SELECT on ``public`` (granted by :func:`grant_reader` once tables exist),
+    The role is the README's read-only warehouse role: LOGIN, CONNECT, then USAGE and
+    SELECT on every schema (granted by :func:`grant_reader` once tables exist),
     ``default_transaction_read_only = on`` and a ``statement_timeout``.
     """
     admin = admin_or_skip()
@@ -86,6 +91,7 @@ def scratch_database(label: str) -> Iterator[Scratch]:
         with admin.connect() as conn:
             conn.exec_driver_sql(f'CREATE DATABASE "{database}"')
             conn.exec_driver_sql(f"CREATE ROLE \"{reader}\" LOGIN PASSWORD '{password}'")
+            conn.exec_driver_sql(f'GRANT CONNECT ON DATABASE "{database}" TO "{reader}"')
             conn.exec_driver_sql(f'ALTER ROLE "{reader}" SET default_transaction_read_only = on')
             conn.exec_driver_sql(f"ALTER ROLE \"{reader}\" SET statement_timeout = '30s'")
         yield Scratch(database, owner_url, reader, reader_url.render_as_string(hide_password=False))
@@ -108,3 +114,34 @@ def grant_reader(conn: sa.Connection, reader: str) -> None:
     for schema in list(schemas):
         conn.exec_driver_sql(f'GRANT USAGE ON SCHEMA "{schema}" TO "{reader}"')
         conn.exec_driver_sql(f'GRANT SELECT ON ALL TABLES IN SCHEMA "{schema}" TO "{reader}"')
+
+
+@contextmanager
+def login_role(scratch: Scratch, name: str, grants: Sequence[str] = ()) -> Iterator[str]:
+    """A further login role on ``scratch``'s database; yields its URL, drops it afterwards.
+
+    Args:
+        scratch: the database (see :func:`scratch_database`).
+        name: the role's name before its ``dst_test_`` prefix and random suffix.
+        grants: statements run as the superuser in that database once the role exists;
+            ``{role}`` in each is replaced by the role's quoted name.
+    """
+    admin = admin_or_skip()
+    role = servers.scratch_name(name)
+    quoted = f'"{role}"'
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f"CREATE ROLE {quoted} LOGIN")
+    owner = engine(scratch.owner_url, isolation_level="AUTOCOMMIT")
+    try:
+        with owner.connect() as conn:
+            for grant in grants:
+                conn.exec_driver_sql(grant.format(role=quoted))
+        url = make_url(scratch.owner_url).set(username=role, password=None)
+        yield url.render_as_string(hide_password=False)
+    finally:
+        with owner.connect() as conn:  # its grants in this database, then the role
+            conn.exec_driver_sql(f"DROP OWNED BY {quoted}")
+        owner.dispose()
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f"DROP ROLE IF EXISTS {quoted}")
+        admin.dispose()

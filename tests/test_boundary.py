@@ -41,6 +41,7 @@ EXPECTED_CODES: dict[type[errors.DstError], int] = {
     errors.RefConflict: 1,
     errors.StaleLock: 2,
     errors.WarehouseError: 2,
+    errors.PrivilegedWarehouse: 2,
 }
 
 

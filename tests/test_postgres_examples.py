@@ -107,13 +107,17 @@ def test_sql_sqlglot_cannot_carry_over_is_an_error_naming_the_file(lens_repo: Pa
     with pg.scratch_database("dst_pivot") as scratch:
         seeded = invoke(lens_repo, "seed", "--warehouse", scratch.owner_url, "--format", "json")
         assert seeded.code == 0, seeded.stdout + seeded.stderr
+        owner = pg.engine(scratch.owner_url)
+        with owner.begin() as conn:
+            pg.grant_reader(conn, scratch.reader)
+        owner.dispose()
         applied = invoke(
             lens_repo,
             "apply",
             "--lens",
             "sales",
             "--warehouse",
-            scratch.owner_url,
+            scratch.reader_url,
             "--format",
             "json",
         )

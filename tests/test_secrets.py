@@ -47,6 +47,7 @@ S_FILE = "filePW-9b8a77"
 S_KEY = "sk-keyPW-4e4e4e"
 S_OPENAI = "sk-openaiPW-1d1d1d"
 SECRETS = (S_ENV, S_CLI, S_VAR, S_FILE, S_KEY, S_OPENAI)
+ALLOWED = "allow_privileged: true\n"
 IN_FILES = (S_FILE,)  # written into the repository by the user, so in its own blobs
 
 ANSWER = """\
@@ -151,10 +152,12 @@ def test_no_output_format_or_record_reveals_a_planted_secret(
 ) -> None:
     crash_logs_before = set(Path(tempfile.gettempdir()).glob("dst-crash-*.log"))
     # The lens reads its password from the environment; dst.yaml holds one literally.
+    # The login is the superuser, allowed on purpose: the warning that allowing prints
+    # names the warehouse, so it is one more output that must not reveal a password.
     commit(
         repo,
         {
-            "dst.yaml": f"warehouse: postgresql://postgres:{S_FILE}@{PG}\n",
+            "dst.yaml": f"warehouse: postgresql://postgres:{S_FILE}@{PG}\n{ALLOWED}",
             "lenses/shop/lens.yaml": "name: shop\ndialect: postgres\n"
             f"warehouse: postgresql://postgres:${{DST_TEST_PW}}@{PG}\n",
             "lenses/shop/models/orders.yaml": MODEL.format(table=table),
@@ -233,8 +236,10 @@ def test_no_output_format_or_record_reveals_a_planted_secret(
         f"{len(leaks)} leaks"
     )
     assert not leaks, leaks
-    # The redacted form is what shows.
+    # The redacted form is what shows, in the allow_privileged warning too.
     assert "***@127.0.0.1:1" in "".join(t for _, t in rec.outputs)
+    warned = [t for w, t in rec.outputs if w.startswith("stderr") and "allow_privileged" in t]
+    assert warned and all("postgres:***@127.0.0.1:5432" in t for t in warned), warned
 
 
 def _dst_objects(repo: Path) -> list[tuple[str, str]]:

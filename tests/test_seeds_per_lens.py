@@ -234,7 +234,7 @@ def test_bare_seed_builds_the_embedded_warehouse_and_names_the_other(lens_repo: 
 # ---------------------------------------------------------------- PostgreSQL
 
 
-def test_postgres_lens_schemas_and_the_superuser_warning(lens_repo: Path) -> None:
+def test_postgres_lens_schemas_and_the_superuser_refusal(lens_repo: Path) -> None:
     commit(lens_repo, CATALOG, "a catalog lens with its own products table")
     with pg.scratch_database("seeds_pg") as scratch:
         seeded = invoke(lens_repo, "seed", "--warehouse", scratch.owner_url, "--format", "json")
@@ -260,7 +260,7 @@ def test_postgres_lens_schemas_and_the_superuser_warning(lens_repo: Path) -> Non
         as_owner = invoke(lens_repo, *question, "--warehouse", scratch.owner_url)
         with Warehouse.open(scratch.reader_url) as wh:
             assert {"shop-catalog", "finance", "sales", "public"} <= wh.schemas()
-            assert wh.warnings == ()
+            assert wh.warnings == () and wh.write_access == ()
             # the lens path goes before the session's own, for this transaction only
             # (current_setting reads a setting: off the allow-list unless named)
             setting = ("current_setting",)
@@ -271,9 +271,8 @@ def test_postgres_lens_schemas_and_the_superuser_warning(lens_repo: Path) -> Non
     assert as_reader.code == 0, as_reader.stdout + as_reader.stderr
     assert as_reader.json()["rows"] == [[3]]
     assert "superuser" not in as_reader.stderr + applied.stderr
-    assert as_owner.code == 0, as_owner.stdout + as_owner.stderr
-    warned = [ln for ln in as_owner.stderr.splitlines() if "superuser" in ln]
-    assert len(warned) == 1 and warned[0].startswith("warning:"), as_owner.stderr
-    assert "least-privilege" in warned[0]
+    # A superuser login is refused for answer SQL (tests/test_privilege.py has the rest).
+    assert as_owner.code == 2, as_owner.stdout + as_owner.stderr
+    assert "superuser (rolsuper)" in as_owner.stderr and "read-only role" in as_owner.stderr
     assert shown.rows[0][0].startswith('"shop-catalog", ') and "public" in shown.rows[0][0]
     assert not plain.rows[0][0].startswith('"shop-catalog"')

@@ -2,6 +2,7 @@
 
 URL resolution and read-only connections with statement timeouts
 (:mod:`.connection`, :mod:`.timeouts`), the per-dialect session lock-down
-(:mod:`.readonly`) and loading seeds (:mod:`.seed`). Results leave this package
+(:mod:`.readonly`), what a login could write (:mod:`.privilege`) and loading seeds
+(:mod:`.seed`). Results leave this package
 as plain :class:`reconciler.resultset.ResultSet` values.
 """

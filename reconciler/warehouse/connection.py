@@ -14,14 +14,16 @@ Every statement passes two independent defences (DESIGN §4 step 1):
                          ``statement_timeout`` first in every transaction (after a
                          query the mode can no longer be switched); results read
                          through a server-side cursor, which only admits queries; a
-                         least-privilege role (README) stops what a read-only
-                         transaction allows (file reads, signalling other sessions)
+                         read-only role (README) stops what a read-only transaction
+                         allows (file reads, signalling other sessions), and a login
+                         that could write is refused for answer SQL (:mod:`.privilege`)
    MariaDB / MySQL       ``SET SESSION TRANSACTION READ ONLY`` on every new connection
                          (checked with ``@@transaction_read_only`` on open), then
                          ``START TRANSACTION READ ONLY`` with ``max_statement_time``
                          (MariaDB) or ``max_execution_time`` (MySQL) set first; a lens's
                          tables are named with their database (:mod:`.mysql`), and
-                         a least-privilege account (README) does the rest
+                         an account that could write is refused for answer SQL
+                         (:func:`.mysql.write_privilege`, through :mod:`.privilege`)
    SQLite                ``mode=ro`` URI, ``PRAGMA query_only``, no ATTACH (so no
                          ``VACUUM INTO``), only reporting PRAGMAs; timeout by
                          ``interrupt()``
@@ -54,7 +56,7 @@ from sqlglot.dialects.dialect import Dialect
 
 from reconciler.errors import UsageError, WarehouseError
 from reconciler.resultset import ResultSet
-from reconciler.warehouse import mysql, readonly, search_path as paths
+from reconciler.warehouse import mysql, privilege, readonly, search_path as paths
 from reconciler.warehouse.duck import DuckWarehouse, plain_file
 from reconciler.warehouse.guarded import GuardedWarehouse
 from reconciler.warehouse.timeouts import WATCHDOG, Alarm
@@ -70,15 +72,6 @@ _SECRET_KEY = re.compile(r"pass|secret|token|key|credential", re.IGNORECASE)
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _PG_QUERY_CANCELED = "57014"
 _RAW_OPTIONS = {"no_parameters": True}  # no driver %-interpolation of the SQL text
-_WRITER_WARNING = (
-    "warning: {url} connects as an account that can write ({grant}); a read-only "
-    "transaction does not stop every such privilege (FILE reads server files): connect "
-    "as an account holding only SELECT (README, Warehouse)"
-)
-_SUPERUSER_WARNING = (
-    "warning: {url} connects as a PostgreSQL superuser, which can read server files even "
-    "in a read-only transaction; connect as a least-privilege role (README, Warehouse)"
-)
 
 
 def embedded_path(repo_root: Path) -> Path:
@@ -247,7 +240,11 @@ class Warehouse(GuardedWarehouse):
         dialect: the sqlglot dialect name of the backend (``duckdb``,
             ``postgres``, ``sqlite``, ``mysql``, ``tsql`` …).
         display_url: the redacted URL, for messages.
-        warnings: lines worth printing once about the connection (a superuser login).
+        warnings: lines worth printing once about the connection (none today; kept for
+            the callers of both warehouse kinds).
+        write_access: why the login could write, one phrase each, read once when the
+            warehouse opens (:func:`reconciler.warehouse.privilege.write_access`); ``()``
+            when it cannot. The caller refuses answer SQL on such a connection.
     """
 
     def __init__(
@@ -262,6 +259,7 @@ class Warehouse(GuardedWarehouse):
         self._database = engine.url.database or None
         self._tables: dict[str, dict[str, str]] | None = None
         self.warnings: tuple[str, ...] = ()
+        self.write_access: tuple[str, ...] = ()
 
     @classmethod
     def open(cls, url: str, *, pool_size: int | None = None) -> Warehouse | DuckWarehouse:
@@ -275,11 +273,9 @@ class Warehouse(GuardedWarehouse):
                 ``None`` keeps SQLAlchemy's default of 5.
 
         Returns:
-            An open warehouse; :attr:`warnings` holds one line when a PostgreSQL
-            login is a superuser, or a MariaDB/MySQL account holds a privilege that
-            can write (:func:`reconciler.warehouse.mysql.write_privilege`); the caller
-            prints it. A plain ``duckdb:///path`` URL opens DuckDB directly
-            (:class:`~reconciler.warehouse.duck.DuckWarehouse`).
+            An open warehouse; :attr:`write_access` says whether its login could
+            write (the caller decides what to do with it). A plain ``duckdb:///path``
+            URL opens DuckDB directly (:class:`~reconciler.warehouse.duck.DuckWarehouse`).
 
         Raises:
             WarehouseError: the URL does not parse, its driver is not installed,
@@ -323,13 +319,10 @@ class Warehouse(GuardedWarehouse):
             with engine.connect() as conn:
                 if backend == "postgresql":
                     readonly.check_postgres_session(conn, shown)
-                    if paths.is_superuser(conn):
-                        warehouse.warnings = (_SUPERUSER_WARNING.format(url=shown),)
                 elif backend in mysql.BACKENDS:
                     mysql.check_session(conn, shown)
-                    writes = mysql.write_privilege(conn)
-                    if writes is not None:
-                        warehouse.warnings = (_WRITER_WARNING.format(url=shown, grant=writes),)
+                warehouse.write_access = privilege.write_access(dialect, _rows_of(conn))
+                conn.rollback()
         except SQLAlchemyError as exc:
             engine.dispose()
             cause = exc.orig if isinstance(exc, DBAPIError) else exc
@@ -499,6 +492,15 @@ class _Interrupt:
             self._done = True
         if self._alarm is not None:
             self._alarm.cancel()
+
+
+def _rows_of(conn: Connection) -> privilege.Query:
+    """A :data:`~reconciler.warehouse.privilege.Query` on ``conn`` (no driver interpolation)."""
+
+    def rows(sql: str) -> Sequence[Sequence[object]]:
+        return conn.exec_driver_sql(sql, execution_options=_RAW_OPTIONS).fetchall()
+
+    return rows
 
 
 def _sqlstate(orig: BaseException | None) -> str | None:

@@ -33,6 +33,7 @@ from sqlglot import exp
 
 from reconciler.errors import WarehouseError
 from reconciler.resultset import ResultSet
+from reconciler.warehouse import privilege
 from reconciler.warehouse.guarded import GuardedWarehouse
 from reconciler.warehouse.timeouts import WATCHDOG
 
@@ -85,6 +86,9 @@ class DuckWarehouse(GuardedWarehouse):
         dialect: ``duckdb``.
         display_url: the URL as given (a plain DuckDB URL holds no credentials).
         warnings: always ``()`` (kept for the callers of ``Warehouse``).
+        write_access: why the connection could write (a file attached read-write), read
+            once on open (:func:`reconciler.warehouse.privilege.write_access`); ``()`` for
+            a file opened read-only and for an in-memory database.
     """
 
     dialect = "duckdb"
@@ -110,6 +114,19 @@ class DuckWarehouse(GuardedWarehouse):
                 f"warehouse {display_url} is not reachable: {_first_line(exc)}",
                 fix="check the URL and that no other process holds the file open for writing",
             ) from None
+        try:
+            self.write_access = privilege.write_access(self.dialect, self._rows)
+        except duckdb.Error as exc:
+            self._base.close()
+            raise WarehouseError(
+                f"warehouse {display_url}: its databases cannot be listed: {_first_line(exc)}",
+                fix="open a DuckDB file that this DuckDB version reads",
+            ) from None
+
+    def _rows(self, sql: str) -> list[tuple[object, ...]]:
+        """The rows of ``sql`` on the base connection (the open-time privilege check)."""
+        rows: list[tuple[object, ...]] = self._base.execute(sql).fetchall()
+        return rows
 
     @classmethod
     def open(cls, url: str) -> DuckWarehouse:

@@ -1,4 +1,4 @@
-"""A lens's search path on a pooled connection, and what a PostgreSQL login may do.
+"""A lens's search path on a pooled connection.
 
 Seeds are per lens (DESIGN §2): lens L's tables live in schema ``L``, and a query of
 L runs with L's schema first on the search path, then the lenses it names in
@@ -24,13 +24,6 @@ from sqlglot import exp
 
 _NO_PARAMETERS = {"no_parameters": True}
 _SEARCH_PATH = "dst_search_path"  # key in a pooled DBAPI connection's info: the path it has
-
-
-def is_superuser(conn: Connection) -> bool:
-    """Whether the PostgreSQL session's login role is a superuser."""
-    state = conn.exec_driver_sql("SHOW is_superuser", _NO_PARAMETERS).scalar()
-    conn.rollback()
-    return state == "on"
 
 
 def quoted_names(search_path: Sequence[str], separator: str = ", ") -> str:

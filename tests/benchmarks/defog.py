@@ -46,6 +46,7 @@ from reconciler.warehouse.connection import Warehouse
 from reconciler.warehouse.readonly import with_installed_driver
 from tests.benchmarks.autolens import lens_files, loadable
 from tests.benchmarks.scores import IDK_FILE, Report, Score, not_served
+from tests.benchmarks.sqlite_load import read_only_role
 from tests.servers import PREFIX
 
 QUESTION_FILES = ("questions_gen_postgres.csv", "instruct_basic_postgres.csv", IDK_FILE)
@@ -142,16 +143,18 @@ def _rows_one_by_one(con: Any, statement: exp.Expr) -> int | None:
 
 @contextmanager
 def postgres_database(admin_url: str, db: str, sql_text: str) -> Iterator[tuple[str, int]]:
-    """A new PostgreSQL database ``dst_test_bench_<db>_<token>`` loaded with the script.
+    """A new PostgreSQL database ``dst_test_bench_<db>_<token>`` loaded with the script
+    as the superuser, read through a read-only role (:func:`read_only_role`).
 
     The script runs as written, in one call; if PostgreSQL refuses it, it runs again
     statement by statement (each as sqlglot writes it back in PostgreSQL), and the
     statements that still fail are counted.
 
     Yields:
-        ``(its URL, statements that failed)``; the database is dropped on exit.
+        ``(the read-only role's URL, statements that failed)``; the database and the role
+        are dropped on exit.
     """
-    name = f"{PREFIX}bench_{db}_{secrets.token_hex(3)}"
+    name = f"{PREFIX}bench_{db}"[:55] + f"_{secrets.token_hex(3)}"
     parsed = with_installed_driver(make_url(admin_url))
     admin = sa.create_engine(parsed, isolation_level="AUTOCOMMIT")
     url = parsed.set(database=name).render_as_string(hide_password=False)
@@ -159,7 +162,9 @@ def postgres_database(admin_url: str, db: str, sql_text: str) -> Iterator[tuple[
         with admin.connect() as conn:
             conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
         try:
-            yield url, _load_postgres(url, sql_text)
+            failed = _load_postgres(url, sql_text)
+            with read_only_role(admin, url) as reader:
+                yield reader, failed
         finally:
             with admin.connect() as conn:
                 conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

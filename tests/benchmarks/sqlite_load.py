@@ -237,14 +237,52 @@ def load_duckdb(tables: Sequence[Table], target: Path) -> dict[str, int]:
 
 
 @contextmanager
-def postgres_database(admin_url: str, db: str, tables: Sequence[Table]) -> Iterator[str]:
-    """A new PostgreSQL database ``dst_test_bench_<db>_<token>`` holding ``tables`` (names folded
-    to lower case).
+def read_only_role(admin: sa.Engine, url: str) -> Iterator[str]:
+    """A login role ``dst_test_bench_reader_<token>`` with CONNECT on ``url``'s database
+    and USAGE and SELECT on every schema in it, as the README's read-only role: dst runs
+    answer SQL on no login that can write.
+
+    Args:
+        admin: an AUTOCOMMIT superuser engine (creates and drops the role).
+        url: the superuser URL of the loaded database (grants there).
 
     Yields:
-        Its URL; the database is dropped on exit.
+        The role's URL; the role and its grants are dropped on exit.
     """
-    name = f"{PREFIX}bench_{db}_{secrets.token_hex(3)}"[:63]
+    role, password = f"{PREFIX}bench_reader_{secrets.token_hex(4)}", secrets.token_hex(12)
+    parsed = make_url(url)
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f"CREATE ROLE \"{role}\" LOGIN PASSWORD '{password}'")
+    granter = sa.create_engine(parsed, isolation_level="AUTOCOMMIT")
+    try:
+        with granter.connect() as conn:
+            conn.exec_driver_sql(f'GRANT CONNECT ON DATABASE "{parsed.database}" TO "{role}"')
+            schemas = conn.exec_driver_sql(
+                "SELECT nspname FROM pg_namespace WHERE nspname !~ '^pg_' "
+                "AND nspname <> 'information_schema'"
+            ).scalars()
+            for schema in list(schemas):
+                conn.exec_driver_sql(f'GRANT USAGE ON SCHEMA "{schema}" TO "{role}"')
+                conn.exec_driver_sql(f'GRANT SELECT ON ALL TABLES IN SCHEMA "{schema}" TO "{role}"')
+        yield parsed.set(username=role, password=password).render_as_string(hide_password=False)
+    finally:
+        with granter.connect() as conn:
+            conn.exec_driver_sql(f'DROP OWNED BY "{role}"')
+        granter.dispose()
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f'DROP ROLE IF EXISTS "{role}"')
+
+
+@contextmanager
+def postgres_database(admin_url: str, db: str, tables: Sequence[Table]) -> Iterator[str]:
+    """A new PostgreSQL database ``dst_test_bench_<db>_<token>`` holding ``tables`` (names
+    folded to lower case), loaded as the superuser.
+
+    Yields:
+        The URL of a read-only role on it (:func:`read_only_role`); the database and the
+        role are dropped on exit.
+    """
+    name = f"{PREFIX}bench_{db}"[:55] + f"_{secrets.token_hex(3)}"
     parsed = with_installed_driver(make_url(admin_url))
     admin = sa.create_engine(parsed, isolation_level="AUTOCOMMIT")
     url = parsed.set(database=name).render_as_string(hide_password=False)
@@ -261,7 +299,8 @@ def postgres_database(admin_url: str, db: str, tables: Sequence[Table]) -> Itera
                             conn.exec_driver_sql(_insert_sql(t, "%s", fold=True), list(t.rows))
             finally:
                 loader.dispose()
-            yield url
+            with read_only_role(admin, url) as reader:
+                yield reader
         finally:
             with admin.connect() as conn:
                 conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
