@@ -16,7 +16,7 @@ counted. Times are wall nanoseconds of this one thread (``perf_counter_ns``) on 
 process doing nothing else; the figures are the median, p95 and max per question.
 
 Each construct's share is the time spent inside each top-level reader
-(:func:`reconciler.generators.shapes.every_shape`'s readers and the one-measure
+(:func:`reconciler.reading.parse.every_shape`'s readers and the one-measure
 grammar), measured by wrapping their ``claim`` calls (outermost calls only, so a
 reader that calls the grammar's parser is charged for it); "before the readers" is
 the rest: retrieval, exemplar adaptation, back-references.
@@ -37,8 +37,9 @@ from pathlib import Path
 from typing import Any
 
 from reconciler.assembly.request import assemble
-from reconciler.generators import fast, shapes
+from reconciler.generators import fast
 from reconciler.lens import Lens, load_lens
+from reconciler.reading import parse as shapes
 from tests.benchmarks.defog import QUESTION_FILES, question_sets, read_lens_dir
 from tests.benchmarks.scores import Report
 from tests.benchmarks.spider import questions as spider_questions
@@ -78,12 +79,10 @@ def reader_clock(costs: Costs) -> Iterator[None]:
             depth[0] -= 1
 
     shapes.claim = timed  # type: ignore[assignment]
-    fast.claim = timed  # type: ignore[attr-defined]
     try:
         yield
     finally:
         shapes.claim = original
-        fast.claim = original  # type: ignore[attr-defined]
 
 
 def _lens(corpus: str, db: str, cache: dict[tuple[str, str], Lens | None]) -> Lens | None:
