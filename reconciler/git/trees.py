@@ -271,6 +271,7 @@ def load_lens_at(
     Raises:
         LensLoadError: a file does not load, or the lens holds a symlink.
     """
+    # lazy: the lens model (pydantic) loads only when a lens is, never for `dst status`
     from reconciler.lens import load_lens
 
     key = (lens_tree.name, str(lens_tree.tree))
