@@ -332,15 +332,7 @@ def _evidence(
     cfg = lens.config
     cut = limit_cut(sql, cfg.dialect)
     if cut is not None and len(result.rows) == cut.limit:
-        try:
-            unlimited = executor.execute(
-                cut.unlimited_sql,
-                row_cap=cfg.row_cap,
-                timeout_s=cfg.statement_timeout_s,
-                as_of=cfg.pinned_as_of,
-            )
-        except DstError:
-            unlimited = None
+        unlimited = _capped(executor, lens, cut.unlimited_sql)
         found = ambiguity(cut, result, unlimited) if unlimited is not None else None
         if found is not None:
             notes.append(found + " before certifying")
@@ -366,16 +358,8 @@ def _broken_tie(executor: Executor, lens: Lens, sql: str, result: ResultSet) -> 
     cut = cut_of(sql, cfg.dialect)
     if cut is None or not cut.keys or cut.offset or len(result.rows) != cut.limit:
         return ()
-    try:
-        ranked = executor.execute(
-            cut.probe_sql,
-            row_cap=cfg.row_cap,
-            timeout_s=cfg.statement_timeout_s,
-            as_of=cfg.pinned_as_of,
-        )
-    except DstError:
-        return ()
-    if ranked.truncated or len(ranked.rows) <= cut.limit:
+    ranked = _capped(executor, lens, cut.probe_sql)
+    if ranked is None or ranked.truncated or len(ranked.rows) <= cut.limit:
         return ()
     return (
         f"tie at the cut: {len(ranked.rows)} rows rank within LIMIT {cut.limit} on "
@@ -383,6 +367,18 @@ def _broken_tie(executor: Executor, lens: Lens, sql: str, result: ResultSet) -> 
         f"{cut.limit} are kept; if the question does not name that tie-breaker, certify "
         "every tied row (RANK() OVER (ORDER BY …) <= n), as dst ask serves it",
     )
+
+
+def _capped(executor: Executor, lens: Lens, sql: str) -> ResultSet | None:
+    """``sql``'s rows, run as the oracle ran (row cap, timeout, ``as_of``); ``None``
+    when it fails (the note it would give is then left out)."""
+    cfg = lens.config
+    try:
+        return executor.execute(
+            sql, row_cap=cfg.row_cap, timeout_s=cfg.statement_timeout_s, as_of=cfg.pinned_as_of
+        )
+    except DstError:
+        return None
 
 
 def _confirmed(aid: str, lens: str, fmt: Format, *, replacing: bool = False) -> bool:

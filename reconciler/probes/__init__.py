@@ -107,22 +107,27 @@ def probe(ex: Execution, served: ResultSet, executor: Executor, limits: Limits) 
             evaluations.append(Evaluation(GATE_NULL_GROUP, True, "info", detail=note))
     thinning = thinning_probe(ex.sql, ex.dialect) if ex.sql else None
     if thinning is not None:
-        try:
-            counts = _run(executor, thinning.probe_sql, limits)
-        except DstError as exc:
-            detail = f"the thinned-join probe did not run: {exc.message}"
-            evaluations.append(Evaluation(GATE_THINNED_JOIN, True, "info", detail=detail))
-        else:
-            evaluations.append(judge_thinning(thinning, counts, ex))
+        matched = _probe_rows(executor, thinning.probe_sql, limits, GATE_THINNED_JOIN)
+        evaluations.append(
+            matched if isinstance(matched, Evaluation) else judge_thinning(thinning, matched, ex)
+        )
     for namesake in namesake_probes(ex.sql or "", ex.dialect, limits.labels):
-        try:
-            counted = _run(executor, namesake.probe_sql, limits)
-        except DstError as exc:
-            detail = f"the namesake probe did not run: {exc.message}"
-            evaluations.append(Evaluation(GATE_NAMESAKE, True, "info", detail=detail))
-        else:
-            evaluations.append(judge_namesake(namesake, counted, ex.route))
+        counted = _probe_rows(executor, namesake.probe_sql, limits, GATE_NAMESAKE)
+        evaluations.append(
+            counted
+            if isinstance(counted, Evaluation)
+            else judge_namesake(namesake, counted, ex.route)
+        )
     return Probed(ex, result, tuple(evaluations), tuple(notes))
+
+
+def _probe_rows(executor: Executor, sql: str, limits: Limits, gate: str) -> ResultSet | Evaluation:
+    """The probe's rows, or the passed ``info`` evaluation saying it did not run."""
+    try:
+        return _run(executor, sql, limits)
+    except DstError as exc:
+        detail = f"the {gate.replace('_', '-')} probe did not run: {exc.message}"
+        return Evaluation(gate, True, "info", detail=detail)
 
 
 def _run(executor: Executor, sql: str, limits: Limits) -> ResultSet:
