@@ -9,16 +9,12 @@ record, and a real local HTTP server receiving the notifications.
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pygit2
 import pytest
@@ -27,6 +23,7 @@ from reconciler.context import Runtime
 from reconciler.git import refs as refstore
 from reconciler.lens import load_lens
 from tests.helpers import command_env, commit, git, invoke
+from tests.helpers.webhook import Receiver, receiving
 
 ENVS_YAML = """\
 environments:
@@ -95,34 +92,10 @@ def staged(_staged_template: Path, tmp_path: Path) -> Path:
     return path
 
 
-class Receiver:
-    """A local webhook recording each POSTed JSON body."""
-
-    def __init__(self) -> None:
-        self.calls: list[dict[str, Any]] = []
-        calls = self.calls
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                calls.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-                self.send_response(200)
-                self.end_headers()
-
-            def log_message(self, *_args: object) -> None:
-                return None
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-
 @pytest.fixture
 def receiver() -> Iterator[Receiver]:
-    r = Receiver()
-    r.thread.start()
-    yield r
-    r.server.shutdown()
-    r.server.server_close()
+    with receiving() as r:
+        yield r
 
 
 def test_prod_refuses_what_staging_does_not_serve_then_takes_it(

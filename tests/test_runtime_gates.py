@@ -111,6 +111,8 @@ def _hold(resp: AskResponse, case: dict[str, Any]) -> None:
         assert got == want, where
     if "note" in case:
         assert any(case["note"] in n for n in resp.notes), (resp.notes, where)
+    if "reads_as" in case:  # a fast-tier case: the reading, not only the rows
+        assert resp.attempts and resp.attempts[-1].get("reading") == case["reads_as"], where
     if "sql_has" in case:
         assert resp.sql is not None and case["sql_has"] in resp.sql, where
 
