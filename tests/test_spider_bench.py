@@ -229,3 +229,58 @@ def test_columns_match_up_to_order_but_not_in_number() -> None:
     assert any(compare(gold, p).verdict is Verdict.MATCH for p in _permuted(gold, served))
     wider = ResultSet(("a", "b", "c"), ((1970, 3000.5, 1),))
     assert _permuted(gold, wider) == []
+
+
+def _towns(tmp_path: Path) -> tuple[Path, Any, Any]:
+    """A SQLite file of 1,200 towns whose ``founded`` year is stored as text, its DuckDB
+    copy and a hand-written lens typing ``founded`` as a number."""
+    from reconciler.context import LensExecutor
+    from reconciler.lens import load_lens
+    from reconciler.suite import ValueCache
+    from reconciler.warehouse.connection import Warehouse
+
+    source = tmp_path / "towns.sqlite"
+    con = sqlite3.connect(source)
+    con.execute("CREATE TABLE towns (id INTEGER PRIMARY KEY, name TEXT, founded TEXT)")
+    con.executemany(
+        "INSERT INTO towns VALUES (?, ?, ?)",
+        [(i, f"town {i}", str(1800 + i % 150)) for i in range(1200)],
+    )
+    con.commit()
+    con.close()
+    target = tmp_path / "towns.duckdb"
+    sqlite_load.load_duckdb(sqlite_load.read_sqlite(source), target)
+    model = (
+        "name: towns\ntable: towns\nprimary_key: [id]\ndimensions:\n"
+        "  - name: town_name\n    expr: name\n    synonyms: [town, name]\n"
+        "  - name: founded\n    expr: CAST(founded AS BIGINT)\n    data_type: integer\n"
+        "    synonyms: [founding year]\n"
+    )
+    files = {"lens.yaml": b"name: towns\nrow_cap: 1000\n", "models/towns.yaml": model.encode()}
+    lens = load_lens("towns", files)
+    warehouse = Warehouse.open(f"duckdb:///{target}")
+    executor = LensExecutor(warehouse, lens.config.allow_functions, lens.config.dialect)
+    return source, (lens, warehouse), ValueCache(executor, 30).for_lens(lens)
+
+
+def test_numbers_stored_as_text_compare_by_value_and_capped_results_are_run_whole(
+    tmp_path: Path,
+) -> None:
+    source, (lens, warehouse), values = _towns(tmp_path)
+    question = "List the names and founding years of the towns."
+    try:
+        # 1,200 rows on both sides, past the cap of 1,000; '1807' (text) against 1807
+        whole = spider.score_question(
+            lens, warehouse, values, question, "SELECT name, founded FROM towns", source
+        )
+        assert whole.outcome == "correct", whole.detail
+        fewer = "SELECT name, founded FROM towns WHERE id > 0"
+        short = spider.score_question(lens, warehouse, values, question, fewer, source)
+        assert (short.outcome, short.wrong_class) == ("wrong", "extra rows"), short
+        as_text = "SELECT name, founded || ' ' FROM towns"
+        spaced = spider.score_question(lens, warehouse, values, question, as_text, source)
+        assert spaced.outcome == "wrong", spaced  # '1807 ' is not a number
+    finally:
+        warehouse.close()
+    cells = ResultSet(("a",), (("07",), ("1.5",), ("1e3",), (" 2",)))
+    assert spider._as_timestamps(cells).rows == ((7,), (1.5,), ("1e3",), (" 2",))

@@ -24,14 +24,24 @@ class guessed from the difference (:func:`wrong_class`).
 SQLite has no date type: its dates are ISO text (sqlite.org/lang_datefunc.html). So
 before comparing, a cell on either side that is a date, or text in ISO form, becomes
 a timestamp; a ``TIMESTAMP`` column served from the copy then matches the text
-SQLite returns for the same value.
+SQLite returns for the same value. SQLite's column affinity also lets a file store
+numbers as text ('71', '2014' in a column declared ``TEXT``,
+sqlite.org/datatype3.html): a cell on either side that is text spelling one decimal
+number in full becomes that number, so a lens that types such a column as a number
+is compared by value. Nothing else is normalised: spaces, case and any other text
+stay as stored.
+
+When both the gold and the served result hit the row cap, they are run again with
+:data:`WIDE_ROW_CAP` rows on both sides and compared whole; past that cap the
+question is inconclusive and counted wrong.
 """
 
 from __future__ import annotations
 
-import functools
+import dataclasses
 import itertools
 import json
+import re
 import sqlite3
 import time
 from collections.abc import Sequence
@@ -67,6 +77,8 @@ from tests.benchmarks.sqlite_load import (
 
 QUESTION_FILE = "dev_questions.json"
 ROW_CAP = 1000
+WIDE_ROW_CAP = 100_000
+_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)")
 TIMEOUT_S = 30.0
 MAX_PERMUTED = 5
 _PROGRESS_STEPS = 10_000  # SQLite VM steps between deadline checks
@@ -96,11 +108,13 @@ class Scored:
     wrong_class: str = ""
 
 
-def gold_result(database: Path, query: str, *, timeout_s: float = TIMEOUT_S) -> ResultSet:
+def gold_result(
+    database: Path, query: str, *, timeout_s: float = TIMEOUT_S, row_cap: int = ROW_CAP
+) -> ResultSet:
     """Run ``query`` on the SQLite file ``database``, opened read-only.
 
     Returns:
-        At most :data:`ROW_CAP` rows (``truncated`` when there were more).
+        At most ``row_cap`` rows (``truncated`` when there were more).
 
     Raises:
         GoldError: SQLite refused the query or it ran past ``timeout_s`` seconds.
@@ -111,7 +125,7 @@ def gold_result(database: Path, query: str, *, timeout_s: float = TIMEOUT_S) -> 
     started = time.perf_counter()
     try:
         cursor = con.execute(query)
-        rows = cursor.fetchmany(ROW_CAP + 1)
+        rows = cursor.fetchmany(row_cap + 1)
         columns = tuple(d[0] for d in cursor.description or ())
     except sqlite3.Error as exc:
         raise GoldError(f"{type(exc).__name__}: {exc}") from None
@@ -119,20 +133,27 @@ def gold_result(database: Path, query: str, *, timeout_s: float = TIMEOUT_S) -> 
         con.close()
     return ResultSet(
         columns=columns,
-        rows=tuple(tuple(r) for r in rows[:ROW_CAP]),
-        truncated=len(rows) > ROW_CAP,
+        rows=tuple(tuple(r) for r in rows[:row_cap]),
+        truncated=len(rows) > row_cap,
         elapsed_s=time.perf_counter() - started,
     )
 
 
 def _as_timestamps(result: ResultSet) -> ResultSet:
-    """``result`` with dates and ISO-form text as naive timestamps (module docstring)."""
+    """``result`` with dates and ISO-form text as naive timestamps, and text spelling
+    one decimal number as that number (module docstring)."""
     return ResultSet(
         columns=result.columns,
-        rows=tuple(tuple(_timestamp(v) for v in row) for row in result.rows),
+        rows=tuple(tuple(_number(_timestamp(v)) for v in row) for row in result.rows),
         truncated=result.truncated,
         elapsed_s=result.elapsed_s,
     )
+
+
+def _number(value: Any) -> Any:
+    if isinstance(value, str) and _NUMBER.fullmatch(value):
+        return float(value) if any(c in value for c in ".") else int(value)
+    return value
 
 
 def _timestamp(value: Any) -> Any:
@@ -199,6 +220,14 @@ def score_question(
     unserved = not_served(resp)
     if unserved is not None or resp.result is None:
         return Scored("declined", unserved or "", resp.sql or "", resp.trust_state)
+    if expected.truncated and resp.result.truncated and resp.sql:
+        try:
+            expected = gold_result(database, gold, row_cap=WIDE_ROW_CAP)
+            whole = executor.execute(resp.sql, row_cap=WIDE_ROW_CAP, timeout_s=TIMEOUT_S)
+        except DstError:
+            pass  # not run whole: judged on the capped results (inconclusive)
+        else:
+            resp = dataclasses.replace(resp, result=whole)
     return _judge(expected, resp, gold, database)
 
 
@@ -230,16 +259,19 @@ def _judge(expected: ResultSet, resp: AskResponse, gold: str, database: Path) ->
         order = ()
     gold_rows, served_rows = _as_timestamps(expected), _as_timestamps(resp.result)
     verdict = compare(gold_rows, served_rows, order=order)
-    run = functools.partial(gold_result, database)
+
+    def run(sql: str) -> ResultSet:
+        return _as_timestamps(gold_result(database, sql))
+
     sql = resp.sql or ""
     for i, served in enumerate([served_rows, *_permuted(gold_rows, served_rows)]):
         moved = " (columns in another order)" if i else ""
         if compare(gold_rows, served, order=order).verdict is Verdict.MATCH:
             return Scored("correct", moved.strip(" ()"), sql, resp.trust_state)
-        if kept_a_tie(gold, "sqlite", expected, served, run) is not None:
+        if kept_a_tie(gold, "sqlite", gold_rows, served, run) is not None:
             detail = "ambiguous gold: its LIMIT cuts a tie" + moved
             return Scored("correct", detail, sql, resp.trust_state)
-        if shows_ranking(gold, "sqlite", expected, served, run):
+        if shows_ranking(gold, "sqlite", gold_rows, served, run):
             detail = "shows the value the gold ranks by" + moved
             return Scored("correct", detail, sql, resp.trust_state)
     guess = wrong_class(gold_rows, served_rows, verdict)
