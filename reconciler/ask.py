@@ -228,6 +228,7 @@ def ask(
     if served is not None:
         return served
     # lazy: the assembly and the tiers load only when the question is generated
+    from reconciler.assembly.lookup import looked_up
     from reconciler.assembly.request import assemble
     from reconciler.generators import generate
 
@@ -246,6 +247,7 @@ def ask(
     route: Route = "generated"
     hint: str | None = None
     request = assemble(lens, question, certified_matching=True, embedder=embedder)
+    values = looked_up(lens, question, executor, values)
     for attempt in range(max_repairs + 1):
         if route == "research":
             request = replace(request, models=tuple(sorted(lens.models)), tiers=("smart",))

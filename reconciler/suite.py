@@ -28,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from reconciler.assembly.lookup import looked_up
 from reconciler.assembly.profiles import ProfileStore, gather_facts
 from reconciler.assembly.request import assemble
 from reconciler.assembly.similarity import Embedder
@@ -245,7 +246,7 @@ def run_answer(
     sampling = _Sampling(
         lens,
         answer,
-        values,
+        looked_up(lens, answer.question, executor, values),
         execute,
         oracle,
         order_keys(answer.sql, cfg.dialect),

@@ -172,6 +172,7 @@ def certify(
     """Certify an answer: generate (or read) its SQL, execute it, show both, ask, write."""
     # lazy: reconciler.certify loads the engines, which `dst --help` does not need
     from reconciler import certify as cert
+    from reconciler.assembly.lookup import looked_up
     from reconciler.guard.sqlfile import check_sql_file
     from reconciler.ids import AnswerId
 
@@ -187,7 +188,11 @@ def certify(
     )
     try:
         executor = rt.warehouse_for(the_lens)
-        values = rt.values_for(the_lens, executor) if sql is None else {}
+        values = (
+            looked_up(the_lens, question, executor, rt.values_for(the_lens, executor))
+            if sql is None
+            else {}
+        )
         origin = sql_file.name if sql_file is not None else None
         smart = rt.smart_for(the_lens)[0] if sql is None else None
         command = rt.command_for(the_lens) if sql is None else None
