@@ -409,6 +409,9 @@ def judge(cut: Cut, served: ResultSet, probe: ResultSet, ex: Execution) -> Judge
 def null_group_note(ex: Execution, dialect: str) -> str | None:
     """The note for a breakdown (a grouped query with no cut) that shows its NULL group.
 
+    A ``SELECT DISTINCT`` list of values is such a breakdown too, grouped by every
+    column it shows ("the distinct specialties": a NULL among them is no specialty).
+
     Returns ``"1 group has no value for <columns>; it is shown as NULL (the rows
     whose key is missing)"`` when a served row's every group key is NULL, else ``None``.
     """
@@ -420,7 +423,9 @@ def null_group_note(ex: Execution, dialect: str) -> str | None:
         return None
     while isinstance(node, exp.Subquery):
         node = node.this
-    if not isinstance(node, exp.Select) or node.args.get("group") is None:
+    if not isinstance(node, exp.Select):
+        return None
+    if node.args.get("group") is None and node.args.get("distinct") is None:
         return None
     if node.args.get("limit") is not None:
         return None
