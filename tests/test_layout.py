@@ -116,3 +116,15 @@ def test_the_core_stays_flat_and_small() -> None:
         if (n := len(p.read_text(encoding="utf-8").splitlines())) > 600
     }
     assert not too_long, f"modules over 600 lines: {too_long}"
+
+
+def test_the_layout_figures_are_measured_from_the_tree() -> None:
+    from tests.benchmarks import layout
+
+    chain = layout.longest_chain()
+    assert chain and all(m.startswith(layout.FAST) for m in chain)
+    assert len(set(chain)) == len(chain)  # a chain, not a cycle
+    files = layout.files_per_package()
+    assert files["reconciler/reading"] >= files["reconciler/reading/grammar"] > 0
+    run = layout.modules_run(layout.QUESTION)
+    assert "reconciler.generators.fast" in run and "reconciler.reading.parse" in run
