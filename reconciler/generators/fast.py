@@ -215,7 +215,8 @@ def parse(
     reading = read_grammar(lens, found)
     negated = negations(found)
     for at in sorted(negated.words):  # read with the value they negate
-        reading.unknown.remove(found.words[at])
+        if found.words[at] in reading.unknown:
+            reading.unknown.remove(found.words[at])
     reading.ordered = None if ordering is None else ordering.descending
     ordering = ordering and restated_key(lens, question, ordering, values)
     new_is_restated(lens, found, reading)
