@@ -106,6 +106,7 @@ from reconciler.reading.ir import Declined, DeclineKind, Measure, Plan
 from reconciler.reading.parse import one_reading
 from reconciler.reading.phrases.bounds import Bound, split_bounds
 from reconciler.reading.phrases.columns import bucket_at
+from reconciler.reading.phrases.distinct import check_distinct, distinct_columns
 from reconciler.reading.phrases.haveflags import have_flags
 from reconciler.reading.phrases.months import render
 from reconciler.reading.phrases.negation import Negations, check_reach, gap, negations
@@ -217,6 +218,10 @@ def parse(
     for at in sorted(negated.words):  # read with the value they negate
         if found.words[at] in reading.unknown:
             reading.unknown.remove(found.words[at])
+    distinct = distinct_columns(found)
+    for at in distinct:  # checked against the plan's breakdowns below
+        if found.words[at] in reading.unknown:
+            reading.unknown.remove(found.words[at])
     reading.ordered = None if ordering is None else ordering.descending
     ordering = ordering and restated_key(lens, question, ordering, values)
     new_is_restated(lens, found, reading)
@@ -268,6 +273,7 @@ def parse(
         )
     plan = dataclasses.replace(plan, joined=tuple(plans[1:])) if len(plans) > 1 else plan
     check_empty_groups(plan, lens)
+    check_distinct(found, distinct, plan)
     plan = with_weekdays(lens, with_row_keys(lens, with_person_keys(lens, plan)), days)
     if ordering is None:
         return plan

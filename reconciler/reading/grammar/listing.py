@@ -33,6 +33,7 @@ from reconciler.assembly.lexicon import DimensionValues, model_nouns
 from reconciler.assembly.retrieval import Mention, Retrieval, counted_model, retrieve
 from reconciler.assembly.text import STOPWORDS, tokenize
 from reconciler.lens import Column, Lens, Model
+from reconciler.reading import lex
 from reconciler.reading.ir import Declined, DeclineKind
 from reconciler.reading.lex import ASCENDING, DESCENDING, KEY_WORDS, LABEL_WORDS, NUMBER_WORDS
 from reconciler.reading.phrases.bounds import split_bounds
@@ -143,7 +144,6 @@ _STARTS = _OPENERS | {"what", "which", "list", "show", "give", "tell"}
 _BREAKDOWN_WORDS = frozenset(
     {"by", "per", "each", "every", "across", "group", "grouped", "split", "broken", "break"}
 )
-_DISTINCT = frozenset({"distinct", "unique", "different"})
 _ALPHABETICAL = re.compile(
     r"[\s,;]*(?:(?:ordered|sorted|listed|arranged)\s+)?"
     r"(?:alphabetically|in\s+alphabetical\s+order)[\s.?!]*$",
@@ -420,7 +420,7 @@ def _free_word(
     toks, t = found.tokens, found.tokens[i]
     if i in listing.negated.words or i in listing.negated.unplaced:
         pass  # read with its value, or declined (:func:`check_placed`)
-    elif t in _DISTINCT:
+    elif t in lex.DISTINCT_WORDS:
         listing.distinct = True
     elif t in DESCENDING | ASCENDING:
         if listing.rank_key is not None:  # "the top 3 <column> with the highest <fact>"
