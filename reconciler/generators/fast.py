@@ -106,8 +106,10 @@ from reconciler.reading.ir import Declined, DeclineKind, Measure, Plan
 from reconciler.reading.parse import one_reading
 from reconciler.reading.phrases.bounds import Bound, split_bounds
 from reconciler.reading.phrases.columns import bucket_at
+from reconciler.reading.phrases.distinct import check_distinct, distinct_columns
 from reconciler.reading.phrases.haveflags import have_flags
 from reconciler.reading.phrases.months import render
+from reconciler.reading.phrases.negation import Negations, check_reach, gap, negations
 from reconciler.reading.phrases.nouns import check_noun_breakdowns, own_rows, with_row_keys
 from reconciler.reading.phrases.ordering import order_plan, split_ordering
 from reconciler.reading.phrases.periods import check_unit_phrases, earlier, first_day, spell_to_date
@@ -212,6 +214,14 @@ def parse(
     found = retrieve(lens, question, values)
     _check_terms(lens, found.tokens)
     reading = read_grammar(lens, found)
+    negated = negations(found)
+    for at in sorted(negated.words):  # read with the value they negate
+        if found.words[at] in reading.unknown:
+            reading.unknown.remove(found.words[at])
+    distinct = distinct_columns(found)
+    for at in distinct:  # checked against the plan's breakdowns below
+        if found.words[at] in reading.unknown:
+            reading.unknown.remove(found.words[at])
     reading.ordered = None if ordering is None else ordering.descending
     ordering = ordering and restated_key(lens, question, ordering, values)
     new_is_restated(lens, found, reading)
@@ -227,7 +237,14 @@ def parse(
     plans = [
         _bounded(
             lens,
-            _plan(lens, found, reading, measures, tuple(m for m in measures if m.model == b)),
+            _plan(
+                lens,
+                found,
+                reading,
+                measures,
+                tuple(m for m in measures if m.model == b),
+                negated,
+            ),
             bounds,
         )
         for b in bases
@@ -242,6 +259,7 @@ def parse(
             )
     involved: set[str] = set()
     for part in plans:
+        check_reach(lens, part)
         involved.update(part.models())
         for here, join in plan_edges(lens, part):
             involved.add(join.to)
@@ -255,6 +273,7 @@ def parse(
         )
     plan = dataclasses.replace(plan, joined=tuple(plans[1:])) if len(plans) > 1 else plan
     check_empty_groups(plan, lens)
+    check_distinct(found, distinct, plan)
     plan = with_weekdays(lens, with_row_keys(lens, with_person_keys(lens, plan)), days)
     if ordering is None:
         return plan
@@ -266,6 +285,7 @@ def _shape(plan: Plan) -> tuple[object, ...]:
     return (
         plan.breakdowns,
         plan.filters,
+        plan.excluded,
         plan.flags,
         plan.grain,
         plan.period,
@@ -290,6 +310,7 @@ def _plan(
     reading: Reading,
     measures: tuple[Measure, ...],
     group: tuple[Measure, ...],
+    negated: Negations,
 ) -> Plan:
     """The plan of ``group`` (the measures on one model) within a question asking
     for ``measures``; see :func:`parse`."""
@@ -297,7 +318,9 @@ def _plan(
     base = measure.model
     dims = [m for m in found.mentions if m.kind in ("dimension", "time_dimension")]
     had, dims = have_flags(lens, found, dims)
-    filters, qualifiers = _value_filters(lens, found, base, dims)
+    valued, qualifiers = _value_filters(lens, found, base, dims, negated)
+    excluded = [f for f, negative in valued if negative]
+    filters = [f for f, negative in valued if not negative]
     flags = [*_flags(lens, found, base, model_nouns(lens)), *had]
     counted = counted_model(lens, found)
     if counted is not None and measure.function != "count_distinct":
@@ -363,27 +386,30 @@ def _plan(
         ties=reading.ties,
         change=(change[0], change[1], first_day(period)) if change else None,
         bucket_at=bucket_at(reading, grain, split.mentions, len(split.places)),
+        excluded=tuple(excluded),
     )
 
 
 def _value_filters(
-    lens: Lens, found: Retrieval, base: str, dims: list[Mention]
-) -> tuple[list[tuple[str, str, str]], set[Mention]]:
-    """``(model, dimension, value)`` equality filters, and the dimension mentions that
-    only qualify a value.
+    lens: Lens, found: Retrieval, base: str, dims: list[Mention], negated: Negations
+) -> tuple[list[tuple[tuple[str, str, str], bool]], set[Mention]]:
+    """``((model, dimension, value), negated)`` value filters, and the dimension
+    mentions that only qualify a value.
 
     A dimension phrase right next to a value of that dimension ("the West region",
     "segment Enterprise", "the city of Paris"), or one that is also the name of the value's model
-    ("Enterprise customers"), qualifies the value instead of asking for a breakdown.
+    ("Enterprise customers"), qualifies the value instead of asking for a breakdown; so
+    does one before a negated value ("whose segment is not Enterprise",
+    :mod:`reconciler.reading.phrases.negation`). Two values of one column decline.
     """
     nouns = model_nouns(lens)
     qualifiers: set[Mention] = set()
-    filters: list[tuple[str, str, str]] = []
+    filters: list[tuple[tuple[str, str, str], bool]] = []
     for v in (m for m in found.mentions if m.kind == "value"):
         targets = v.targets
         for d in dims:
             # "the West region", "segment Enterprise", "the city of San Francisco"
-            of = found.tokens[d.end : v.start] == ("of",)
+            of = d.end < v.start and gap(found, negated, d.end, v.start) in (("of",), ())
             if d.end == v.start or d.start == v.end or of:
                 named = {(t.model, t.name) for t in d.targets}
                 noun = nouns.get(found.tokens[d.start : d.end])
@@ -398,8 +424,8 @@ def _value_filters(
                     qualifiers.add(d)
         chosen = _resolve(lens, base, targets, "value", phrase_of(found, v))
         assert chosen.value is not None
-        new = (chosen.model, chosen.name, chosen.value)
-        if any(f[:2] == new[:2] and f != new for f in filters):
+        new = ((chosen.model, chosen.name, chosen.value), v.start in negated.values)
+        if any(f[:2] == new[0][:2] and (f, n) != new for f, n in filters):
             raise Declined(
                 DeclineKind.AMBIGUOUS_READING,
                 f"several values of {chosen.model}.{chosen.name} are named",

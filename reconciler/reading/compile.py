@@ -50,7 +50,7 @@ from sqlglot import exp
 from reconciler.assembly import memo as lensmemo
 from reconciler.assembly.lexicon import model_named
 from reconciler.lens import Join, Lens, Model
-from reconciler.reading.ir import Declined, DeclineKind, Measure, Plan
+from reconciler.reading.ir import Declined, DeclineKind, Measure, Plan, null_note
 from reconciler.reading.lex import PERCENT_WORDS
 from reconciler.reading.resolve.metricfilters import filter_clash
 from reconciler.reading.resolve.paths import (
@@ -204,8 +204,7 @@ class _Renderer:
             time_col = self.column(*plan.time)
             day = day.transform(lambda n: time_col.copy() if isinstance(n, exp.Column) else n)
             conditions.append(day.isin(*(exp.Literal.number(d) for d in plan.weekdays)))
-        for model, dim, value in plan.filters:
-            conditions.append(self.column(model, dim).eq(self._literal(model, dim, value)))
+        conditions.extend(self._values(plan))
         for model, dim in plan.flags:
             conditions.append(self.column(model, dim).eq(exp.true()))
         for model, fact, op, number in plan.bounds:
@@ -403,6 +402,18 @@ class _Renderer:
             )
         )
         return outer.sql(dialect=self.dialect, pretty=True)
+
+    def _values(self, plan: Plan) -> list[exp.Expr]:
+        """The plan's value filters (``=``) and negated ones (``<>``, a comment saying
+        that a NULL is left out: :mod:`reconciler.reading.phrases.negation`)."""
+        out: list[exp.Expr] = [
+            self.column(m, d).eq(self._literal(m, d, v)) for m, d, v in plan.filters
+        ]
+        for model, dim, value in plan.excluded:
+            literal = self._literal(model, dim, value)
+            literal.add_comments([null_note(dim, value)])
+            out.append(self.column(model, dim).neq(literal))
+        return out
 
     def _literal(self, model_name: str, dim: str, value: str) -> exp.Expr:
         col = next(c for c in self.lens.models[model_name].dimensions if c.name == dim)

@@ -126,6 +126,9 @@ class Plan:
         measure: what is aggregated; its model is the FROM table (``base``).
         breakdowns: ``(model, dimension)`` pairs in question order.
         filters: ``(model, dimension, exact stored value)`` equality filters.
+        excluded: ``(model, dimension, exact stored value)`` negated value filters
+            ("not from Oslo", :mod:`reconciler.reading.phrases.negation`): ``<>``, which
+            leaves out a row whose column is NULL.
         flags: ``(model, boolean dimension)`` pairs that must be TRUE.
         time: ``(model, time dimension)`` used by the grain and the period, if any.
         grain: DATE_TRUNC unit of the time bucket, if any.
@@ -177,6 +180,7 @@ class Plan:
     bucket_at: int = 0
     weekdays: tuple[int, ...] = ()
     months: tuple[tuple[str, int], ...] = ()
+    excluded: tuple[tuple[str, str, str], ...] = ()
 
     @property
     def base(self) -> str:
@@ -189,6 +193,7 @@ class Plan:
             self.base,
             *(m for m, _ in self.breakdowns),
             *(m for m, _, _ in self.filters),
+            *(m for m, _, _ in self.excluded),
             *(m for m, _ in self.flags),
             *(m for m, _, _, _ in self.bounds),
             *((self.time[0],) if self.time else ()),
@@ -215,6 +220,7 @@ class Plan:
         if keys:
             parts.append("by " + ", ".join(keys))
         conditions = [f"{m}.{d}={v!r}" for m, d, v in self.filters]
+        conditions += [f"{m}.{d}<>{v!r}" for m, d, v in self.excluded]
         conditions += [f"{m}.{d}" for m, d in self.flags]
         conditions += [f"{m}.{f} {op} {n}" for m, f, op, n in self.bounds]
         if self.weekdays and self.time is not None:
@@ -269,6 +275,11 @@ def _day(day: Day) -> str:
         return "-inf" if day == date.min else "+inf" if day == date.max else day.isoformat()
     unit = f"{day.unit}(today)" if day.unit else "today"
     return unit if day.n == 0 else f"{unit}{day.n:+d} {day.step}"
+
+
+def null_note(column: str, value: str) -> str:
+    """The comment a ``<column> <> <value>`` condition carries: NULL rows are left out."""
+    return f" rows whose {column} is NULL are not known to differ from {value!r} and are left out "
 
 
 # The two kinds of a two-measure spelling (:class:`TwoMeasures`).

@@ -45,3 +45,5 @@ RELATIVE_WORDS = frozenset({"who", "that", "which"})
 # A row's label and key said as a word: "the name of …", "their ids".
 LABEL_WORDS = frozenset({"name", "title"})
 KEY_WORDS = frozenset({"id", "identifier"})
+# Each value once: "the different cities", "distinct names".
+DISTINCT_WORDS = frozenset({"distinct", "unique", "different"})

@@ -33,10 +33,12 @@ from reconciler.assembly.lexicon import DimensionValues, model_nouns
 from reconciler.assembly.retrieval import Mention, Retrieval, counted_model, retrieve
 from reconciler.assembly.text import STOPWORDS, tokenize
 from reconciler.lens import Column, Lens, Model
+from reconciler.reading import lex
 from reconciler.reading.ir import Declined, DeclineKind
 from reconciler.reading.lex import ASCENDING, DESCENDING, KEY_WORDS, LABEL_WORDS, NUMBER_WORDS
 from reconciler.reading.phrases.bounds import split_bounds
 from reconciler.reading.phrases.labels import row_label
+from reconciler.reading.phrases.negation import Negations, check_placed, differs, gap, negations
 from reconciler.reading.phrases.nouns import named_rows
 from reconciler.reading.phrases.ordering import Ordering, split_ordering
 from reconciler.reading.phrases.restated import restate, split_restated
@@ -142,7 +144,6 @@ _STARTS = _OPENERS | {"what", "which", "list", "show", "give", "tell"}
 _BREAKDOWN_WORDS = frozenset(
     {"by", "per", "each", "every", "across", "group", "grouped", "split", "broken", "break"}
 )
-_DISTINCT = frozenset({"distinct", "unique", "different"})
 _ALPHABETICAL = re.compile(
     r"[\s,;]*(?:(?:ordered|sorted|listed|arranged)\s+)?"
     r"(?:alphabetically|in\s+alphabetical\s+order)[\s.?!]*$",
@@ -161,6 +162,8 @@ class _Listing:
     noun: tuple[int, int] | None = None
     columns: list[tuple[str, str]] = field(default_factory=list)  # (alias, SQL)
     filters: list[tuple[Column, str]] = field(default_factory=list)
+    excluded: list[tuple[Column, str]] = field(default_factory=list)  # "not <value>"
+    negated: Negations = field(default_factory=Negations)
     distinct: bool = False
     plural: bool = False
     rank_at: int | None = None  # the ranking word ("top", "highest"), if any
@@ -174,9 +177,10 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
 
     A listing names columns of one model — dimensions, facts, ``name``/``title``
     (the model's label, as in :func:`ranked_rows`) or ``id`` (its one-column
-    primary key) — optionally ``of [all] the <model noun>``, with equality filters
-    on that model's own dimension values, comparisons on its own facts ("with a
-    price of over 100": :func:`reconciler.reading.phrases.rowfacts.row_bounds`),
+    primary key) — optionally ``of [all] the <model noun>``, with equality filters on
+    that model's own dimension values or negated ones ("whose city is not Oslo",
+    :mod:`~reconciler.reading.phrases.negation`), comparisons on its own facts ("with
+    a price of over 100": :func:`reconciler.reading.phrases.rowfacts.row_bounds`),
     ``distinct``/``unique``, a closing "Show both A and B." naming the columns to
     show (:mod:`reconciler.reading.phrases.restated`), and a closing
     ordering phrase or ``alphabetically`` (the first column, ascending):
@@ -187,10 +191,9 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
     … in terms of price") orders by that column and keeps ``n`` rows (1 for a
     singular noun); asked for no columns, it lists the label and that column. "Which
     <nouns> have the highest <column>", plural with no count, keeps every row tied at
-    the extreme (``WHERE <column> = (SELECT MAX(<column>) …)``). Every
-    other word must be a stopword, or an opener (``return``, ``provide`` …) at the
-    start; a metric, an aggregation word, a period or a word left over means another
-    shape (``None``).
+    the extreme (``WHERE <column> = (SELECT MAX(<column>) …)``). Every other word must
+    be a stopword, or an opener (``return``, ``provide`` …) at the start; a metric, an
+    aggregation word, a period or a word left over means another shape (``None``).
 
     Raises:
         Declined: the shape, but a singular noun ("the name of the product": one
@@ -200,8 +203,8 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
             several columns, an ordering key that is not one column, a plural
             ranking with no count, an ordering phrase against the ranking (or on
             rows tied at the extreme), a comparison on a fact of another model, a
-            ranking of a column's values (it needs an aggregate), or a closing
-            "Show …" item that names no column.
+            ranking of a column's values (it needs an aggregate), a closing "Show …"
+            item that names no column, or a "not" that negates no value.
     """
     rest, restated = split_restated(_IN_DATABASE.sub("", question))
     alphabetical = _ALPHABETICAL.search(rest)
@@ -233,6 +236,8 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
                 this=sqlglot.parse_one(col.sql, read=dialect), expression=exp.Literal.string(value)
             )
         )
+    for col, value in listing.excluded:
+        query = query.where(differs(col.sql, col.name, value, dialect))
     for condition in row_bounds(lens, model, bounds):
         query = query.where(condition)
     if ties:
@@ -350,7 +355,7 @@ def _read_listing(lens: Lens, found: Retrieval, reading: Reading) -> _Listing | 
     """The parts of a listing question (see :func:`listed_rows`), or ``None``."""
     if not _may_list(lens, found, reading):
         return None
-    listing = _Listing()
+    listing = _Listing(negated=negations(found))
     toks = found.tokens
     if reading.noun_at:
         ((at, name),) = reading.noun_at.items()
@@ -370,7 +375,9 @@ def _read_listing(lens: Lens, found: Retrieval, reading: Reading) -> _Listing | 
         listing.plural = plural(found, rows[1] - 1)
     starts = {m.start: m for m in found.mentions if m.start != (listing.noun or (-1,))[0]}
     values = [m for m in found.mentions if m.kind == "value"]
-    qualifiers = {id(d) for v in values for d in found.mentions if _qualifies(found, d, v)}
+    qualifiers = {
+        id(d) for v in values for d in found.mentions if _qualifies(found, d, v, listing.negated)
+    }
     if _breaks_down(found, reading, qualifiers):
         return None
     asked: list[Mention | int] = []  # column mentions, or the index of a name/id word
@@ -401,6 +408,7 @@ def _read_listing(lens: Lens, found: Retrieval, reading: Reading) -> _Listing | 
         return None
     if not asked and (listing.rank_key is None or listing.noun is None):
         return None
+    check_placed(found, listing.negated)
     return _resolve_listing(lens, found, listing, asked, values)
 
 
@@ -410,7 +418,9 @@ def _free_word(
     """Read the token at ``i`` outside lens phrases into ``listing`` (``False``: a word
     no listing holds)."""
     toks, t = found.tokens, found.tokens[i]
-    if t in _DISTINCT:
+    if i in listing.negated.words or i in listing.negated.unplaced:
+        pass  # read with its value, or declined (:func:`check_placed`)
+    elif t in lex.DISTINCT_WORDS:
         listing.distinct = True
     elif t in DESCENDING | ASCENDING:
         if listing.rank_key is not None:  # "the top 3 <column> with the highest <fact>"
@@ -447,14 +457,15 @@ def _breaks_down(found: Retrieval, reading: Reading, qualifiers: set[int]) -> bo
     return False
 
 
-def _qualifies(found: Retrieval, dimension: Mention, value: Mention) -> bool:
+def _qualifies(found: Retrieval, dimension: Mention, value: Mention, negated: Negations) -> bool:
     """Whether ``dimension`` only names the column of ``value`` ("the city of Paris")."""
     if dimension.kind not in ("dimension", "time_dimension"):
         return False
     named = {(t.model, t.name) for t in dimension.targets}
     if not any((t.model, t.name) in named for t in value.targets):
         return False
-    return found.tokens[dimension.end : value.start] in _QUALIFY_GAP or dimension.start == value.end
+    between = gap(found, negated, dimension.end, value.start)
+    return between in _QUALIFY_GAP or dimension.start == value.end
 
 
 def _resolve_listing(
@@ -502,12 +513,13 @@ def _resolve_listing(
         ((name, value),) = places
         col = next(c for c in model.dimensions if c.name == name)
         assert value is not None
-        if any(c.name == name for c, _ in listing.filters):
+        if any(c.name == name for c, _ in (*listing.filters, *listing.excluded)):
             raise Declined(
                 DeclineKind.AMBIGUOUS_READING,
                 f"several values of {model.name}.{name} are named: all of them, or any?",
             )
-        listing.filters.append((col, value))
+        negated = v.start in listing.negated.values
+        (listing.excluded if negated else listing.filters).append((col, value))
     return listing
 
 

@@ -35,6 +35,9 @@ _CHANGE_GRAINS = {"mom": "month", "qoq": "quarter", "yoy": "year"}
 _CHANGE_WORDS = frozenset({"change", "difference"})
 # Words that may open a request before its verb: "please provide", "could you provide".
 _POLITE = frozenset({"please", "can", "could", "you"})
+# Words that tie a measure to the rows it is taken over and add nothing: "the maximum
+# fee among members with …", "the corresponding number of loans", "corresponding to".
+_LINKING = frozenset({"among", "corresponding"})
 
 
 @dataclass
@@ -191,8 +194,9 @@ class _Scan:
 
     def _filler(self, i: int) -> bool:
         """``with ties`` / ``including ties``, the ``team`` of "who … in the team", the
-        ``database`` of "in the database" (every row: it adds no filter), and an opening
-        ``return the`` or ``[please | can you | could you] provide`` (a request)."""
+        ``database`` of "in the database" and a closing "are listed" (every row: they add
+        no filter), a linking word (``among``, ``corresponding``), and an opening ``return
+        the`` or ``[please | can you | could you] provide | find`` (a request)."""
         toks, t = self.toks, self.toks[i]
         if t == "database" and toks[max(i - 2, 0) : i] == ("in", "the"):
             return True
@@ -203,16 +207,26 @@ class _Scan:
             return True
         if t == "return" and i == 0 and toks[1:2] == ("the",):
             return True  # "Return the number of …": an opener, like "show me the …"
-        if t == "provide" and all(w in _POLITE for w in toks[:i]):
-            return True  # "Please provide a list of …": a request, like "give"
+        if t in ("provide", "find") and all(w in _POLITE for w in toks[:i]):
+            return True  # "Please provide a list of …", "Find the …": a request, like "give"
+        if t in _LINKING:
+            return True
+        if t == "listed" and i == len(toks) - 1 and toks[i - 1 : i] in (("are",), ("is",)):
+            return True  # "How many countries are listed?": every row, like "in the database"
         # "who … in the team": the people the person dimension ranges over
         return (
             t == "team" and self.reading.who and i > 0 and self.found.words[i - 1] in ("the", "our")
         )
 
 
+# Plurals that are their own stem: "the names of the people".
+_UNMARKED_PLURALS = frozenset({"people", "children", "men", "women"})
+
+
 def plural(found: Retrieval, index: int) -> bool:
-    return found.words[index] != found.tokens[index]
+    """Whether the word at ``index`` is plural: not its own stem, or an unmarked plural."""
+    word = found.words[index]
+    return word != found.tokens[index] or word in _UNMARKED_PLURALS
 
 
 def phrase_of(found: Retrieval, m: Mention) -> str:

@@ -72,6 +72,8 @@ def _asked(lens: Lens, plan: Plan) -> list[_Asked]:
     out: list[_Asked] = []
     for model, dim, value in plan.filters:
         out.append(_Asked(model, _column_tree(lens, model, dim), f"{dim} {value!r}", value))
+    for model, dim, value in plan.excluded:  # never the metric's own predicate
+        out.append(_Asked(model, _column_tree(lens, model, dim), f"{dim} not {value!r}"))
     for model, dim in plan.flags:
         out.append(_Asked(model, _column_tree(lens, model, dim), f"{dim} (yes)", flag=True))
     for model, fact, op, number in plan.bounds:

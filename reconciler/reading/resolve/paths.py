@@ -154,7 +154,7 @@ def reversal_doubt(
             f"{m}.{d}"
             for m, d in (
                 *plan.breakdowns,
-                *((f[0], f[1]) for f in plan.filters),
+                *((f[0], f[1]) for f in (*plan.filters, *plan.excluded)),
                 *plan.flags,
                 *((plan.time,) if plan.time else ()),
                 *((b[0], b[1]) for b in plan.bounds),
@@ -187,6 +187,7 @@ def join_kinds(plan: Plan, edges: Sequence[tuple[str, Join]]) -> tuple[str, ...]
     came = {join.to: here for here, join in edges}
     filtered = [
         *(m for m, _, _ in plan.filters),
+        *(m for m, _, _ in plan.excluded),
         *(m for m, _ in plan.flags),
         *(m for m, _, _, _ in plan.bounds),
     ]

@@ -75,7 +75,7 @@ def check_empty_groups(plan: Plan, lens: Lens) -> None:
 def _unsupported(lens: Lens, plan: Plan, model: str) -> str:
     """What in ``plan`` :func:`render_from_groups` does not cover, or ``""``."""
     on_model = [
-        *(f"{m}.{d}" for m, d, _ in plan.filters if m == model),
+        *(f"{m}.{d}" for m, d, _ in (*plan.filters, *plan.excluded) if m == model),
         *(f"{m}.{d}" for m, d in plan.flags if m == model),
         *(f"{m}.{f}" for m, f, _, _ in plan.bounds if m == model),
         *(f"{m}.{t}" for m, t in ((plan.time,) if plan.time else ()) if m == model),
