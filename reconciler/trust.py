@@ -197,7 +197,8 @@ def grounding(ex: Execution, lens: Lens) -> Evaluation:
     Tables resolve against the models' ``table`` (or model name); columns against
     the models' column names, the identifiers their expressions use, primary and
     join keys, and names the query itself defines (select aliases, CTE and
-    subquery outputs). Unparseable SQL fails. A failure is a ``warning``: the
+    subquery outputs); a star (``*``, ``d.*``) reads only what its table holds. Unparseable
+    SQL fails. A failure is a ``warning``: the
     answer may still be right, but it is not grounded in the lens.
     """
     if ex.sql is None:
@@ -219,7 +220,10 @@ def grounding(ex: Execution, lens: Lens) -> Evaluation:
         {
             c.name.lower()
             for c in tree.find_all(exp.Column)
-            if c.name and c.name.lower() not in columns and c.name.lower() not in defined
+            if c.name
+            and not isinstance(c.this, exp.Star)  # `d.*`: the table, checked above
+            and c.name.lower() not in columns
+            and c.name.lower() not in defined
         }
     )
     if not unknown_tables and not unknown_columns:

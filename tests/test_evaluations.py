@@ -101,6 +101,10 @@ def test_grounded_sql_passes_and_unknown_table_or_column_fails(sales: Lens) -> N
     assert not bad_col.passed and "margin_pct" in bad_col.detail
     garbage = grounding(Execution("q", "generated", sql="SELEC FROM ("), sales)
     assert not garbage.passed
+    star = "SELECT COUNT(*) FROM (SELECT DISTINCT o.* FROM orders AS o) AS o"
+    assert grounding(Execution("q", "generated", sql=star), sales).passed
+    elsewhere = "SELECT e.* FROM employees AS e"
+    assert "employees" in grounding(Execution("q", "generated", sql=elsewhere), sales).detail
 
 
 def test_execution_error_retries_with_the_error_as_hint(sales: Lens) -> None:
