@@ -4,6 +4,13 @@
 against a question's normalized tokens (:mod:`reconciler.assembly.text`). Phrases
 are matched longest first (``net revenue`` beats ``revenue``); at equal length a
 metric beats a dimension, a value, a model fact and a boolean flag, in that order.
+A count metric's synonym that is its model's noun ("drivers" for ``driver_count``
+of model ``drivers``) names the entities, not the metric, right after a word that
+picks rows: "which driver", "for each depot", "list the drivers", and "by" before the
+singular ("by depot"; "by rentals" ranks by the count, and "per order" is a ratio,
+weighed by the grammar). These name the entities: the model's dimension of that
+phrase if it has one, else no lens phrase (the model's noun, read by the grammar) —
+:func:`_entity_nouns`.
 What retrieval selects is the question's part of an answer's dependency set
 (DESIGN §1), so it is *precise*: an asset is selected only when the question names
 it. The fast generator tier reuses :func:`retrieve` so that what it compiles and
@@ -124,7 +131,81 @@ def retrieve(lens: Lens, question: str, values: DimensionValues | None = None) -
                 targets, facts = metrics, targets
         mentions.append(Mention(start, end, targets, facts))
     mentions.sort(key=lambda m: m.start)
-    return Retrieval(ws, toks, tuple(mentions))
+    return Retrieval(ws, toks, _entity_nouns(lens, lex, ws, toks, mentions))
+
+
+# Words right before a model's noun that pick its rows rather than count them; "by"
+# and "per" only before the singular ("by depot"; "by rentals" ranks by the count).
+_PICKING = frozenset({"which", "what", "each", "every", "list", "show", "display", "name", "names"})
+_PICKING_ONE = frozenset({"by"})
+_SKIPPED_BEFORE = frozenset({"the", "all", "of"})
+_COUNTING_BEFORE_OF = frozenset({"number", "count", "total", "amount"})
+
+
+def _entity_nouns(
+    lens: Lens,
+    lex: Mapping[tuple[str, ...], tuple[Target, ...]],
+    ws: tuple[str, ...],
+    toks: tuple[str, ...],
+    mentions: list[Mention],
+) -> tuple[Mention, ...]:
+    """``mentions`` with a count metric named by its model's noun read as the entities
+    where the question picks rows (module docstring)."""
+    nouns = model_nouns(lens)
+    kept: list[Mention] = []
+    for m in mentions:
+        model = _counted_by_noun(lens, nouns, toks[m.start : m.end], m)
+        if model is None or not _picks_rows(ws, m.start, m.end):
+            kept.append(m)
+            continue
+        own = tuple(
+            t
+            for t in lex.get(toks[m.start : m.end], ())
+            if t.kind == "dimension" and t.model == model
+        )
+        if own:
+            kept.append(Mention(m.start, m.end, own))
+    return tuple(kept)
+
+
+def _counted_by_noun(
+    lens: Lens, nouns: Mapping[tuple[str, ...], str], phrase: tuple[str, ...], m: Mention
+) -> str | None:
+    """The model whose plain row count every target of ``m`` is, when ``phrase`` is
+    that model's noun; else ``None``."""
+    if m.kind != "metric" or nouns.get(phrase) is None:
+        return None
+    model = nouns[phrase]
+    for t in m.targets:
+        metric = lens.metrics[t.name]
+        if metric.model != model or metric.filters or not _plain_count(lens, metric.expression):
+            return None
+    return model
+
+
+def _plain_count(lens: Lens, expression: str) -> bool:
+    try:
+        tree = sqlglot.parse_one(expression, read=lens.config.dialect)
+    except SqlglotError:
+        return False
+    return isinstance(tree, exp.Count) and tree.find(exp.Case, exp.Filter) is None
+
+
+def _picks_rows(ws: tuple[str, ...], start: int, end: int) -> bool:
+    """Whether the noun at ``[start, end)`` comes right after a word that picks rows
+    (skipping "the", "all", "of": "list all the drivers", "which driver", "for each
+    depot", "by depot"; "number of drivers" counts). Right after "per" it stays the
+    count: "net revenue per order" is a ratio (:mod:`reconciler.reading.grammar.ratios`
+    weighs it)."""
+    if start > 0 and ws[start - 1] == "per":
+        return False
+    singular = stem(ws[end - 1]) == ws[end - 1]
+    k = start - 1
+    while k >= 0 and ws[k] in _SKIPPED_BEFORE:
+        if ws[k] == "of" and k > 0 and ws[k - 1] in _COUNTING_BEFORE_OF:
+            return False
+        k -= 1
+    return k >= 0 and (ws[k] in _PICKING or (singular and ws[k] in _PICKING_ONE))
 
 
 def spoken(lens: Lens, said: tuple[str, ...]) -> tuple[str, ...]:

@@ -14,6 +14,13 @@ a metric, or an aggregation word and a fact):
 ``A minus B``
 ==================================  ==================================================
 
+A bare ``per`` before another model's noun ("drivers per depot", "salary per depot",
+B being that model's count) reads two ways: one row per depot (a breakdown) or the
+drivers divided by the depots (an average over all of them). It declines, naming
+both; ``per`` before the measured model's own noun ("net revenue per order") is the
+ratio. An average, minimum or maximum "per" a count ("average price per shipment") is
+a value per row already: it declines too.
+
 The spelling's words are taken out and the rest is read as the two-measure list
 ``A and B …`` by :func:`reconciler.generators.fast.parse`, so everything that holds
 for two measures side by side holds here: every other word must be accounted for,
@@ -29,9 +36,11 @@ from __future__ import annotations
 import sqlglot
 from sqlglot import exp
 
+from reconciler.assembly.lexicon import model_nouns
+from reconciler.assembly.text import tokenize
 from reconciler.lens import Lens
 from reconciler.reading.compile import render
-from reconciler.reading.ir import DIFFERENCE, Declined, DeclineKind, Plan, TwoMeasures
+from reconciler.reading.ir import DIFFERENCE, Declined, DeclineKind, Measure, Plan, TwoMeasures
 from reconciler.reading.phrases.months import unordered
 
 
@@ -65,6 +74,8 @@ def render_two_measures(lens: Lens, plan: Plan, spelling: TwoMeasures) -> str:
             DeclineKind.UNSUPPORTED_CONSTRUCT,
             f"a {spelling.kind} of two measures is not read with a ranking, share or change",
         )
+    if spelling.per:
+        _check_per(lens, spelling, measures[0], measures[1])
     a, b = (m.name for m in measures)
     inner = sqlglot.parse_one(render(lens, plan), read=lens.config.dialect)
     assert isinstance(inner, exp.Select)
@@ -101,3 +112,34 @@ def render_two_measures(lens: Lens, plan: Plan, spelling: TwoMeasures) -> str:
     if order:
         query = query.order_by(*order)
     return query.sql(dialect=lens.config.dialect, pretty=True)
+
+
+_NOT_ADDITIVE = (exp.Avg, exp.Min, exp.Max, exp.Median, exp.Quantile)
+
+
+def _check_per(lens: Lens, spelling: TwoMeasures, a: Measure, b: Measure) -> None:
+    """Decline "A per B" where A is an average, minimum or maximum ("average price per
+    shipment": already a value per row; divided by a count it means nothing), and "A
+    per <noun of another model>" (a breakdown or a ratio) — module docstring."""
+    top = sqlglot.parse_one(a.expression, read=lens.config.dialect)
+    if isinstance(top, _NOT_ADDITIVE):
+        raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
+            f"'{spelling.sides[1]} per {spelling.sides[2]}': {a.name} is "
+            f"{type(top).__name__.upper()}(…), a value per row already; it is not divided "
+            f"by {b.name} (ask for '{spelling.sides[1]}' alone, or by a breakdown)",
+        )
+    words = tuple(t for t in tokenize(spelling.sides[2]) if t not in _ARTICLES)
+    named = model_nouns(lens).get(words)
+    if named is None or named != b.model or named == a.model:
+        return
+    raise Declined(
+        DeclineKind.AMBIGUOUS_READING,
+        f"'{spelling.sides[1]} per {spelling.sides[2]}' reads two ways: one row per "
+        f"{spelling.sides[2]} (say 'by {spelling.sides[2]}' or 'for each "
+        f"{spelling.sides[2]}'), or {spelling.sides[1]} divided by the number of "
+        f"{named} (say 'the ratio of {spelling.sides[1]} to {named}')",
+    )
+
+
+_ARTICLES = frozenset({"the", "a", "an", "each", "one", "every"})
