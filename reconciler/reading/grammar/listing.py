@@ -425,6 +425,8 @@ def _free_word(
         pass  # the ranking's count
     elif t == "term" and toks[i - 1 : i] == ("in",) and toks[i + 1 : i + 2] == ("of",):
         pass  # "in terms of <column>"
+    elif t == "amount" and listing.rank_at == i - 1 and toks[i + 1 : i + 2] == ("of",):
+        pass  # "the smallest amount of <column>"
     elif t in LABEL_WORDS | KEY_WORDS and (listing.noun is None or i < listing.noun[0]):
         asked.append(i)
     else:

@@ -17,7 +17,10 @@ measure itself:
 | ``equal to N``; a bare ``of N`` or ``is N`` ("a population of 80000") | ``=`` |
 
 ``over``, ``above``, ``below`` and ``under`` may also stand *before* the fact, a
-whole number right after it and no introducer needed ("singers above age 20").
+whole number right after it and no introducer needed ("singers above age 20"); a
+comparative adjective names the fact it compares, when the lens has a fact so named:
+``older``/``younger than N`` (``age``), ``taller``/``shorter`` (``height``),
+``heavier``/``lighter`` (``weight``).
 
 :func:`split_bounds` takes these phrases off the question before it is read; the
 fast tier resolves each fact from the measure's model along a safe join path (the
@@ -62,6 +65,15 @@ _COMPARATORS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("under",), "<"),
     (("equal", "to"), "="),
 )
+# Comparative adjectives that name the fact they compare: "singers older than 30".
+_MEASURED = {
+    "older": ("age", ">"),
+    "younger": ("age", "<"),
+    "taller": ("height", ">"),
+    "shorter": ("height", "<"),
+    "heavier": ("weight", ">"),
+    "lighter": ("weight", "<"),
+}
 # One-word comparisons that may stand before the fact: "singers above age 20".
 _AHEAD = {"over": ">", "above": ">", "below": "<", "under": "<"}
 
@@ -118,10 +130,37 @@ def split_bounds(
         end, conditions = read
         cut.append((start, end))
         bounds.append(Bound(facts, conditions, " ".join(words[m.start : end])))
+    _measured(lens, words, values, cut, bounds)
     if not cut:
         return question, ()
+    cut.sort()
     kept = [w for i, w in enumerate(words) if not any(a <= i < b for a, b in cut)]
     return " ".join(kept), tuple(bounds)
+
+
+def _measured(
+    lens: Lens,
+    words: tuple[str, ...],
+    values: DimensionValues,
+    cut: list[tuple[int, int]],
+    bounds: list[Bound],
+) -> None:
+    """Add to ``cut`` and ``bounds`` each comparative adjective that says which fact it
+    compares ("older than 30": age, "taller than 200": height) followed by ``than`` and a
+    whole number, no time unit after it, when the lens has a fact so named."""
+    for i, word in enumerate(words[:-2]):
+        if word not in _MEASURED or words[i + 1] != "than" or not words[i + 2].isdigit():
+            continue
+        if i + 3 < len(words) and stem(words[i + 3]) in GRAIN_WORDS:
+            continue
+        if any(a <= i < b for a, b in cut):
+            continue
+        noun, op = _MEASURED[word]
+        named = retrieve(lens, noun, values).mentions
+        facts = tuple(t for m in named for t in (m.targets if m.kind == "fact" else m.facts))
+        if facts:
+            cut.append((i, i + 3))
+            bounds.append(Bound(facts, ((op, words[i + 2]),), " ".join(words[i : i + 3])))
 
 
 def _ahead(words: tuple[str, ...], start: int, end: int) -> tuple[tuple[str, str], ...] | None:
