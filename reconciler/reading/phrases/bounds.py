@@ -131,11 +131,21 @@ def split_bounds(
         cut.append((start, end))
         bounds.append(Bound(facts, conditions, " ".join(words[m.start : end])))
     _measured(lens, words, values, cut, bounds)
+    # "above age 30 or under age 24" is no conjunction of bounds: its words stay
+    pairs = [(c, b) for c, b in zip(cut, bounds, strict=True) if not _beside_or(words, c)]
+    cut, bounds = [c for c, _ in pairs], [b for _, b in pairs]
     if not cut:
         return question, ()
-    cut.sort()
     kept = [w for i, w in enumerate(words) if not any(a <= i < b for a, b in cut)]
     return " ".join(kept), tuple(bounds)
+
+
+def _beside_or(words: tuple[str, ...], span: tuple[int, int]) -> bool:
+    """Whether ``or`` stands right before or after the words ``span`` covers."""
+    return "or" in (
+        words[span[0] - 1] if span[0] else "",
+        words[span[1]] if span[1] < len(words) else "",
+    )
 
 
 def _measured(

@@ -9,6 +9,11 @@ name, "the model of the car with the least horsepower" the car's model. A one-to
 hop, or a join walked backwards, would repeat the listed rows: such a column is not
 the listing's (:func:`joined_column` gives ``None``).
 
+Such columns are read only when the listed rows are named by the fact ranked ("the
+car model with the highest mpg" ranks cars: :func:`rows_model`) or by a noun the
+columns are said *of* ("the names of the poker players"): a noun after a verb ("…
+that have outcomes") names other rows (:func:`reaching`).
+
 When a phrase names columns on several reachable models, it names one value when
 each further column is the join key the nearer one is joined on (``car_names.model``
 and ``car_models.model_name``, equal on the join between them): the nearest is
@@ -16,8 +21,10 @@ shown. Otherwise the listing declines (which one?).
 
 :func:`with_joins` adds the joins to the listing's query: each reached model once,
 ``LEFT JOIN`` (a listed row whose related row is missing keeps its place with NULL
-columns: never dropped, never swapped for the next row of a ranking), every column
-of the outer query qualified by its model (a subquery keeps its own table's).
+columns, never dropped by the join; a ranking's NULL-group gate then names no such
+row, and says so), every column
+of the outer query qualified by its model (a subquery keeps its own table's). A
+column expression that names its table itself is not joined (declines).
 """
 
 from __future__ import annotations
@@ -34,6 +41,9 @@ from reconciler.reading.lex import NUMBER_WORDS
 from reconciler.reading.phrases.nouns import EVERY
 
 _BEFORE_ROWS = frozenset({"the", "all", *EVERY, *NUMBER_WORDS})  # "of the 3 players"
+
+
+_OWN_TABLE = DeclineKind.UNSUPPORTED_CONSTRUCT
 
 
 def reach(lens: Lens, base: str, model: str) -> Path | None:
@@ -103,7 +113,9 @@ def qualified(sql: str, alias: str, dialect: str) -> str:
     """``sql`` with its bare columns qualified by ``alias``."""
 
     def fix(node: exp.Expr) -> exp.Expr:
-        if isinstance(node, exp.Column) and not node.table:
+        if isinstance(node, exp.Column) and node.table:
+            raise Declined(_OWN_TABLE, f"{sql!r} names its table: not joined by a listing")
+        if isinstance(node, exp.Column):
             new = node.copy()
             new.set("table", exp.to_identifier(alias))
             return new
@@ -119,8 +131,13 @@ def with_joins(lens: Lens, query: exp.Select, base: str, paths: list[Path]) -> e
     if not paths:
         return query
     dialect = lens.config.dialect
+    aliases = {base, *(join.to for path in paths for _, join in path)}
     for column in list(query.find_all(exp.Column)):
-        if not column.table and column.find_ancestor(exp.Subquery) is None:
+        if column.find_ancestor(exp.Subquery) is not None:
+            continue
+        if column.table and column.table not in aliases:
+            raise Declined(_OWN_TABLE, f"{column.sql()!r} names its table: not joined by a listing")
+        if not column.table:
             column.set("table", exp.to_identifier(base))
     table = exp.to_table(lens.models[base].table, dialect=dialect)
     query.set("from_", exp.From(this=exp.alias_(table, base, table=True)))
