@@ -137,7 +137,8 @@ def canonical_sql(sql: str, dialect: str) -> str:
 
 # A closing ordering phrase: "… ordered by net revenue", "…, sort the results by month
 # desc", "… in descending order", "… sorted in descending order by cost", "… ordered
-# from highest to lowest", "… ordered by the highest rating first", and a sentence
+# from highest to lowest", "… ordered by the highest rating first", "… sorted by rating
+# from highest to lowest", "… in descending order of rating", and a sentence
 # "Sort by …" or "Sort the names in ascending order.". A bare "order by" is not one
 # ("net revenue per order by region").
 _VERB = (
@@ -151,6 +152,7 @@ _ORDERINGS = tuple(
         r"\s+in\s+(?P<dir>ascending|descending)\s+order\s+by\s+(?P<key>[\w\s]+?)",
         r"\s+from\s+(?P<dir>highest|lowest)\s+to\s+(?:lowest|highest)(?:\s+(?P<key>[\w\s]+?))?",
         r"\s+by\s+(?:the\s+)?(?P<dir>highest|lowest)\s+(?P<key>[\w\s]+?)\s+first",
+        r"\s+by\s+(?P<key>[\w\s]+?)[\s,]+from\s+(?P<dir>highest|lowest)\s+to\s+(?:lowest|highest)",
         r"\s+by\s+(?P<key>[\w\s]+?)"
         r"(?:[\s,]+(?:in\s+)?(?P<dir>ascending|descending|asc|desc)(?:\s+order)?)?",
     )
@@ -168,6 +170,13 @@ _IN_ORDER = re.compile(
     r"\bin\s+(?P<dir>ascending|descending)\s+order\b[\s.?!]*$",
     re.IGNORECASE,
 )
+# "… in descending order of age": the key after the direction, no verb needed.
+_IN_ORDER_OF = re.compile(
+    r"[\s,;]*(?:\b(?:ordered|sorted|arranged|listed)\s+)?"
+    r"\bin\s+(?P<dir>ascending|descending)\s+order\s+of\s+(?P<key>[\w\s]+?)" + _END,
+    re.IGNORECASE,
+)
+_ORDERINGS += (_IN_ORDER_OF,)
 _FROM_TO = re.compile(r"\s+from\s+(highest|lowest)\s+to\s+(lowest|highest)\b", re.IGNORECASE)
 
 

@@ -74,6 +74,7 @@ _CONDITIONAL = (exp.Sum, exp.Avg, exp.Min, exp.Max, exp.Count)
 
 
 _COMPARISONS: Mapping[str, type[exp.Binary]] = {
+    "=": exp.EQ,
     ">": exp.GT,
     ">=": exp.GTE,
     "<": exp.LT,

@@ -66,6 +66,7 @@ from reconciler.reading.grammar.heads import Head, head_columns, noun_width, rea
 from reconciler.reading.ir import Declined, DeclineKind
 from reconciler.reading.lex import RELATIVE_WORDS
 from reconciler.reading.phrases.joinmethods import check_method, split_method
+from reconciler.reading.phrases.ordering import ALPHABETICAL
 from reconciler.reading.phrases.periods import period_at, spell_to_date
 from reconciler.reading.phrases.related import conditions, exists_clause, link
 from reconciler.reading.today import Day
@@ -98,11 +99,6 @@ _PREPOSITIONS = frozenset({"from", "to"})
 _DIRECTED = frozenset({("from",), ("to",)})  # the first word of a from_… / to_… column
 _TAIL_OPENERS = frozenset({"in", "from", "of", "at"})
 _WHOLE = re.compile(r"^(int|integer|bigint|smallint|number)$", re.IGNORECASE)
-_ALPHABETICAL = re.compile(
-    r"[\s,;]*(?:(?:ordered|sorted|listed|arranged)\s+)?"
-    r"(?:alphabetically|in\s+alphabetical\s+order)[\s.?!]*$",
-    re.IGNORECASE,
-)
 _ON_OR_AFTER = re.compile(r"\bon\s+or\s+after\b", re.IGNORECASE)
 
 
@@ -135,7 +131,7 @@ def existence_rows(lens: Lens, question: str, values: DimensionValues) -> str | 
             link :func:`~reconciler.reading.phrases.related.link` declines.
     """
     text, named, ordered = split_method(lens, question)
-    alphabetical = _ALPHABETICAL.search(text)
+    alphabetical = ALPHABETICAL.search(text)
     text = text[: alphabetical.start()] if alphabetical else text
     text = _ON_OR_AFTER.sub("since", spell_to_date(text))
     found = retrieve(lens, text, values)

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 import sqlglot
 from sqlglot import exp
 
+from reconciler.assembly.joins import Path
 from reconciler.assembly.lexicon import DimensionValues, model_nouns
 from reconciler.assembly.retrieval import Mention, Retrieval, counted_model, retrieve
 from reconciler.assembly.text import STOPWORDS, tokenize
@@ -39,11 +40,12 @@ from reconciler.reading.lex import ASCENDING, DESCENDING, KEY_WORDS, LABEL_WORDS
 from reconciler.reading.phrases.bounds import split_bounds
 from reconciler.reading.phrases.labels import row_label
 from reconciler.reading.phrases.negation import Negations, check_placed, differs, gap, negations
-from reconciler.reading.phrases.nouns import named_rows
-from reconciler.reading.phrases.ordering import Ordering, split_ordering
+from reconciler.reading.phrases.nouns import EVERY, named_rows
+from reconciler.reading.phrases.ordering import ALPHABETICAL, Ordering, split_ordering
 from reconciler.reading.phrases.restated import restate, split_restated
 from reconciler.reading.phrases.rowfacts import check_ranked_values, row_bounds, tied_rows
-from reconciler.reading.phrases.words import Reading, plural, read_grammar
+from reconciler.reading.phrases.rowjoins import listed_column, reaching, rows_model, with_joins
+from reconciler.reading.phrases.words import Reading, phrase_of, plural, read_grammar
 
 
 def ranked_rows(lens: Lens, found: Retrieval, reading: Reading) -> str | None:
@@ -144,11 +146,6 @@ _STARTS = _OPENERS | {"what", "which", "list", "show", "give", "tell"}
 _BREAKDOWN_WORDS = frozenset(
     {"by", "per", "each", "every", "across", "group", "grouped", "split", "broken", "break"}
 )
-_ALPHABETICAL = re.compile(
-    r"[\s,;]*(?:(?:ordered|sorted|listed|arranged)\s+)?"
-    r"(?:alphabetically|in\s+alphabetical\s+order)[\s.?!]*$",
-    re.IGNORECASE,
-)
 _IN_DATABASE = re.compile(r"\s+in\s+the\s+(?:database|system)\b", re.IGNORECASE)
 _QUALIFY_GAP = ((), ("of",))
 _PLURAL_VERBS = (("have",), ("are",), ("were",))
@@ -170,6 +167,7 @@ class _Listing:
     rank_key: Mention | None = None  # the column it ranks by
     rank_column: tuple[str, str] | None = None  # (alias, SQL) of that column
     phrases: dict[tuple[str, ...], tuple[str, str]] = field(default_factory=dict)  # asked
+    joins: list[Path] = field(default_factory=list)  # to models the rows reach one to one
 
 
 def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | None:
@@ -207,7 +205,7 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
             item that names no column, or a "not" that negates no value.
     """
     rest, restated = split_restated(_IN_DATABASE.sub("", question))
-    alphabetical = _ALPHABETICAL.search(rest)
+    alphabetical = ALPHABETICAL.search(rest)
     if alphabetical:
         rest = rest[: alphabetical.start()]
     rest, ordering = split_ordering(rest)
@@ -249,7 +247,8 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
                 "'the top n …' or for all of them 'sorted by …'",
             )
         extreme = (listing.rank_column[1], next(iter(reading.directions)))
-        return query.where(tied_rows(lens, model, extreme, query)).sql(dialect=dialect, pretty=True)
+        query = query.where(tied_rows(lens, model, extreme, query))
+        return with_joins(lens, query, model.name, listing.joins).sql(dialect=dialect, pretty=True)
     key = _order_key(lens, model, listing, ordering, bool(alphabetical), values)
     if listing.rank_column is not None:
         ranked = listing.rank_column[1], next(iter(reading.directions))
@@ -272,7 +271,7 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
         )
     if limit is not None:
         query = query.limit(limit)
-    return query.sql(dialect=dialect, pretty=True)
+    return with_joins(lens, query, model.name, listing.joins).sql(dialect=dialect, pretty=True)
 
 
 def _keeps_ties(found: Retrieval, listing: _Listing, reading: Reading) -> bool:
@@ -372,13 +371,13 @@ def _read_listing(lens: Lens, found: Retrieval, reading: Reading) -> _Listing | 
         )
     elif (rows := named_rows(lens, found)) is not None:  # "the cities of the stations"
         listing.model, listing.noun = lens.models[rows[2]], rows[:2]
-        listing.plural = plural(found, rows[1] - 1)
+        listing.plural = plural(found, rows[1] - 1) or toks[rows[0] - 1] in EVERY
     starts = {m.start: m for m in found.mentions if m.start != (listing.noun or (-1,))[0]}
     values = [m for m in found.mentions if m.kind == "value"]
     qualifiers = {
         id(d) for v in values for d in found.mentions if _qualifies(found, d, v, listing.negated)
     }
-    if _breaks_down(found, reading, qualifiers):
+    if _breaks_down(found, reading, qualifiers, listing.noun):
         return None
     asked: list[Mention | int] = []  # column mentions, or the index of a name/id word
     i = 0
@@ -431,6 +430,8 @@ def _free_word(
         pass  # the ranking's count
     elif t == "term" and toks[i - 1 : i] == ("in",) and toks[i + 1 : i + 2] == ("of",):
         pass  # "in terms of <column>"
+    elif t == "amount" and listing.rank_at == i - 1 and toks[i + 1 : i + 2] == ("of",):
+        pass  # "the smallest amount of <column>"
     elif t in LABEL_WORDS | KEY_WORDS and (listing.noun is None or i < listing.noun[0]):
         asked.append(i)
     else:
@@ -438,13 +439,16 @@ def _free_word(
     return True
 
 
-def _breaks_down(found: Retrieval, reading: Reading, qualifiers: set[int]) -> bool:
+def _breaks_down(
+    found: Retrieval, reading: Reading, qualifiers: set[int], noun: tuple[int, int] | None
+) -> bool:
     """Whether a breakdown word ("by", "each" …) introduces a column or a model noun
-    ("probability by stage"), not a value ("offered by the department of Physics")."""
+    ("probability by stage"), not a value ("offered by the department of Physics") nor
+    the listed rows themselves (``noun``: "the ages of every singer")."""
     starts = {m.start: m for m in found.mentions}
     toks = found.tokens
     for i, t in enumerate(toks):
-        if t not in _BREAKDOWN_WORDS:
+        if t not in _BREAKDOWN_WORDS or (t in EVERY and noun is not None and noun[0] == i + 1):
             continue
         k = i + 1
         while k < len(toks) and toks[k] == "the":
@@ -481,26 +485,31 @@ def _resolve_listing(
         if len(mentions) != len(asked):
             return None  # "the names" of what?
         shared = set.intersection(*({t.model for t in m.targets} for m in mentions))
+        key = listing.rank_key  # "the car model with the highest mpg": the cars ranked
+        if len(shared) != 1 and key is not None:
+            shared = {
+                m for m in [rows_model(lens, key.targets, [m.targets for m in mentions])] if m
+            }
         if len(shared) != 1:
             return None
         listing.model = lens.models[shared.pop()]
         listing.plural = plural(found, mentions[0].end - 1)
-    model = listing.model
+    model, joins = listing.model, listing.joins
     listing.plural = listing.plural or listing.distinct
     for item in asked:
         if isinstance(item, int):
             listing.columns.append(_word_column(model, found, listing, item))
             continue
-        column = _mention_column(model, found, item)
+        column = _mention_column(lens, model, found, item, reaching(found, listing.noun, joins))
         listing.phrases[found.tokens[item.start : item.end]] = column
         if column not in listing.columns:
             listing.columns.append(column)
     if listing.rank_key is not None:
-        listing.rank_column = _mention_column(model, found, listing.rank_key)
+        listing.rank_column = _mention_column(lens, model, found, listing.rank_key, None)
         if not listing.columns:  # "the top 3 products with the highest price"
             label = _word_column(model, found, listing, -1)
             listing.columns = [label, listing.rank_column]
-        if listing.noun is None:
+        if listing.noun is None and listing.plural:  # one row: the top row's value
             check_ranked_values(lens, model, listing.columns, listing.rank_column)
     for v in values:
         places = {(t.name, t.value) for t in v.targets if t.model == model.name}
@@ -523,24 +532,13 @@ def _resolve_listing(
     return listing
 
 
-def _mention_column(model: Model, found: Retrieval, mention: Mention) -> tuple[str, str]:
-    """``(alias, SQL)`` of the column of ``model`` that ``mention`` names."""
-    col = next(
-        (
-            c
-            for t in mention.targets
-            if t.model == model.name
-            for c in model.columns()
-            if c.name == t.name
-        ),
-        None,
-    )
-    if col is None:
-        phrase = " ".join(found.words[mention.start : mention.end])
-        raise Declined(
-            DeclineKind.UNKNOWN_TERM, f"{phrase!r} is not a column of model {model.name!r}"
-        )
-    return col.name, col.sql
+def _mention_column(
+    lens: Lens, model: Model, found: Retrieval, mention: Mention, paths: list[Path] | None
+) -> tuple[str, str]:
+    """``(alias, SQL)`` of the column ``mention`` names: of ``model``, or (``paths`` not
+    ``None``) of a model its rows reach one to one
+    (:func:`reconciler.reading.phrases.rowjoins.listed_column`)."""
+    return listed_column(lens, model, mention.targets, phrase_of(found, mention), paths)
 
 
 def _word_column(model: Model, found: Retrieval, listing: _Listing, at: int) -> tuple[str, str]:

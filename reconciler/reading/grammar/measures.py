@@ -174,6 +174,20 @@ def _check_counted_noun(lens: Lens, found: Retrieval, m: Mention) -> None:
             )
 
 
+def _fact_models(lens: Lens, found: Retrieval, m: Mention) -> list[str]:
+    """The models the fact phrase ``m`` may be of: every model it names, or the one
+    of them a noun of the question names ("countries … population")."""
+    models = sorted({t.model for t in m.targets})
+    nouns = model_nouns(lens)
+    toks = found.tokens
+    named = {
+        nouns.get(toks[i:j])
+        for i in range(len(toks))
+        for j in range(i + 1, min(i + 4, len(toks) + 1))
+    }
+    return [x for x in models if x in named] if len(named & set(models)) == 1 else models
+
+
 def _measure_of(
     lens: Lens,
     found: Retrieval,
@@ -189,10 +203,17 @@ def _measure_of(
         metric (claimed) or aggregates a fact (spent); ``None`` when it used none.
     """
     if m.kind != "metric":
+        models = _fact_models(lens, found, m)
+        if before is None and len(models) > 1:  # "populations" of cities, or of countries?
+            raise Declined(
+                DeclineKind.AMBIGUOUS_READING,
+                f"{phrase_of(found, m)!r} is a fact of several models ({', '.join(models)}): "
+                "name the one meant, and how to aggregate it (average, total, minimum, maximum)",
+            )
         if before is None:
             raise Declined(
                 DeclineKind.UNSUPPORTED_CONSTRUCT,
-                f"{phrase_of(found, m)!r} is a fact of model {m.targets[0].model!r}: say how to "
+                f"{phrase_of(found, m)!r} is a fact of model {models[0]!r}: say how to "
                 f"aggregate it (average, total, minimum, maximum)",
             )
         return fact_measure(lens, m.targets, before[1], phrase_of(found, m)), before[0]

@@ -14,6 +14,13 @@ measure itself:
 | ``less``/``fewer``/``lower``/``smaller than``, ``below``, ``under`` | ``<`` |
 | ``at most``, ``no more than`` | ``<=`` |
 | ``between N and M`` | ``>= N AND <= M`` (inclusive) |
+| ``equal to N``; a bare ``of N`` or ``is N`` ("a population of 80000") | ``=`` |
+
+``over``, ``above``, ``below`` and ``under`` may also stand *before* the fact, a
+whole number right after it and no introducer needed ("singers above age 20"); a
+comparative adjective names the fact it compares, when the lens has a fact so named:
+``older``/``younger than N`` (``age``), ``taller``/``shorter`` (``height``),
+``heavier``/``lighter`` (``weight``).
 
 :func:`split_bounds` takes these phrases off the question before it is read; the
 fast tier resolves each fact from the measure's model along a safe join path (the
@@ -56,7 +63,19 @@ _COMPARATORS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("exceeding",), ">"),
     (("below",), "<"),
     (("under",), "<"),
+    (("equal", "to"), "="),
 )
+# Comparative adjectives that name the fact they compare: "singers older than 30".
+_MEASURED = {
+    "older": ("age", ">"),
+    "younger": ("age", "<"),
+    "taller": ("height", ">"),
+    "shorter": ("height", "<"),
+    "heavier": ("weight", ">"),
+    "lighter": ("weight", "<"),
+}
+# One-word comparisons that may stand before the fact: "singers above age 20".
+_AHEAD = {"over": ">", "above": ">", "below": "<", "under": "<"}
 
 
 @dataclass(frozen=True)
@@ -88,6 +107,11 @@ def split_bounds(
     bounds: list[Bound] = []
     for m in found.mentions:
         facts = m.targets if m.kind == "fact" else m.facts
+        ahead = _ahead(words, m.start, m.end)  # "singers above age 20"
+        if facts and ahead is not None and not (cut and cut[-1][1] > m.start - 1):
+            cut.append((m.start - 1, m.end + 1))
+            bounds.append(Bound(facts, ahead, " ".join(words[m.start - 1 : m.end + 1])))
+            continue
         start = m.start - 1 if m.start and words[m.start - 1] in _ARTICLES else m.start
         before = words[start - 1] if start else ""
         joined = before == "and" and bool(cut) and cut[-1][1] == start - 1
@@ -99,15 +123,73 @@ def split_bounds(
         # age is over 30": a verb "is" between them
         after = m.end + 1 if words[m.end : m.end + 1] in (("of",), *_IS) else m.end
         read = _comparison(words, after)
+        if read is None and after > m.end:
+            read = _equal(words, after)  # "with a population of 80000", "whose age is 30"
         if read is None or (read[0] < len(words) and stem(words[read[0]]) in GRAIN_WORDS):
             continue  # "over 30 days" is a window, not a bound
         end, conditions = read
         cut.append((start, end))
         bounds.append(Bound(facts, conditions, " ".join(words[m.start : end])))
+    _measured(lens, words, values, cut, bounds)
+    # "above age 30 or under age 24" is no conjunction of bounds: its words stay
+    pairs = [(c, b) for c, b in zip(cut, bounds, strict=True) if not _beside_or(words, c)]
+    cut, bounds = [c for c, _ in pairs], [b for _, b in pairs]
     if not cut:
         return question, ()
     kept = [w for i, w in enumerate(words) if not any(a <= i < b for a, b in cut)]
     return " ".join(kept), tuple(bounds)
+
+
+def _beside_or(words: tuple[str, ...], span: tuple[int, int]) -> bool:
+    """Whether ``or`` stands right before or after the words ``span`` covers."""
+    return "or" in (
+        words[span[0] - 1] if span[0] else "",
+        words[span[1]] if span[1] < len(words) else "",
+    )
+
+
+def _measured(
+    lens: Lens,
+    words: tuple[str, ...],
+    values: DimensionValues,
+    cut: list[tuple[int, int]],
+    bounds: list[Bound],
+) -> None:
+    """Add to ``cut`` and ``bounds`` each comparative adjective that says which fact it
+    compares ("older than 30": age, "taller than 200": height) followed by ``than`` and a
+    whole number, no time unit after it, when the lens has a fact so named."""
+    for i, word in enumerate(words[:-2]):
+        if word not in _MEASURED or words[i + 1] != "than" or not words[i + 2].isdigit():
+            continue
+        if i + 3 < len(words) and stem(words[i + 3]) in GRAIN_WORDS:
+            continue
+        if any(a <= i < b for a, b in cut):
+            continue
+        noun, op = _MEASURED[word]
+        named = retrieve(lens, noun, values).mentions
+        facts = tuple(t for m in named for t in (m.targets if m.kind == "fact" else m.facts))
+        if facts:
+            cut.append((i, i + 3))
+            bounds.append(Bound(facts, ((op, words[i + 2]),), " ".join(words[i : i + 3])))
+
+
+def _ahead(words: tuple[str, ...], start: int, end: int) -> tuple[tuple[str, str], ...] | None:
+    """The condition of a one-word comparison *before* the fact at ``[start, end)`` and
+    a whole number right after it, no time unit following ("above age 20"), else ``None``."""
+    op = _AHEAD.get(words[start - 1]) if start else None
+    number = words[end] if end < len(words) and words[end].isdigit() else None
+    if op is None or number is None:
+        return None
+    if end + 1 < len(words) and stem(words[end + 1]) in GRAIN_WORDS:
+        return None
+    return ((op, number),)
+
+
+def _equal(words: tuple[str, ...], i: int) -> tuple[int, tuple[tuple[str, str], ...]] | None:
+    """``(index after it, the equality)`` of a bare whole number at ``i``, else ``None``."""
+    if i < len(words) and words[i].isdigit():
+        return i + 1, (("=", words[i]),)
+    return None
 
 
 def _comparison(words: tuple[str, ...], i: int) -> tuple[int, tuple[tuple[str, str], ...]] | None:

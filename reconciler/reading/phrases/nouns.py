@@ -31,7 +31,15 @@ from reconciler.assembly.retrieval import Mention, Retrieval
 from reconciler.assembly.text import tokenize
 from reconciler.lens import Lens, Model
 from reconciler.reading.ir import Declined, DeclineKind, Plan
+from reconciler.reading.lex import NUMBER_WORDS
 from reconciler.reading.phrases.words import plural, uninvited
+
+EVERY = frozenset({"every", "each"})
+"""Words before a singular noun that name each of its rows ("the age of every teacher")."""
+
+
+def _count(token: str) -> bool:
+    return token.isdigit() or token in NUMBER_WORDS
 
 
 def noun_dimensions(lens: Lens) -> frozenset[tuple[str, str]]:
@@ -48,7 +56,9 @@ def noun_dimensions(lens: Lens) -> frozenset[tuple[str, str]]:
 def named_rows(lens: Lens, found: Retrieval) -> tuple[int, int, str] | None:
     """``(start, end, model)`` of a noun dimension said *of* its model's rows —
     ``the cities of the stations``, where ``stations`` is both the plural of the
-    dimension ``station`` and a noun of model ``stations``, or ``the name of the
+    dimension ``station`` and a noun of model ``stations``, ``the ages of (or for)
+    every singer``, ``the countries with (or where) singers …`` (plural), ``which
+    singers …`` opening the question, or ``the name of the
     airport with code 'AKO'`` — which names the model's rows, not a column to show;
     ``None`` when the question holds no such phrase. (A singular noun is then one
     row: the listing declines it unless a filter names that row.)"""
@@ -59,9 +69,15 @@ def named_rows(lens: Lens, found: Retrieval) -> tuple[int, int, str] | None:
         if len(models) != 1 or nouns.get(span) not in models:
             continue
         k = m.start - 1
-        while k >= 0 and found.tokens[k] in ("the", "all"):
-            k -= 1
-        if k >= 0 and found.tokens[k] == "of":
+        while k >= 0 and (found.tokens[k] in ("the", "all") or _count(found.tokens[k])):
+            k -= 1  # "the names of the 3 singers with the highest …": a ranking's count
+        every = k >= 0 and found.tokens[k] in EVERY  # "the ages of (or for) every singer"
+        k -= every
+        if k >= 0 and found.tokens[k] in (("of", "for") if every else ("of",)):
+            return m.start, m.end, models.pop()
+        if k >= 0 and found.tokens[k] in ("with", "where") and plural(found, m.end - 1):
+            return m.start, m.end, models.pop()  # "the countries with singers above age 20"
+        if k == 0 and found.tokens[k] == "which":  # "which singers have the highest …"
             return m.start, m.end, models.pop()
     return None
 

@@ -39,6 +39,7 @@ An ordering phrase anywhere but at the end keeps its words and declines.
 from __future__ import annotations
 
 import dataclasses
+import re
 
 from reconciler.assembly.lexicon import DimensionValues, model_nouns
 from reconciler.assembly.retrieval import retrieve
@@ -46,6 +47,12 @@ from reconciler.assembly.text import GRAIN_WORDS, MONTHS, canonical_sql, orderin
 from reconciler.lens import Lens
 from reconciler.reading.ir import Declined, DeclineKind, Measure, Plan
 
+ALPHABETICAL = re.compile(
+    r"[\s,;]*(?:(?:ordered|sorted|listed|arranged)\s+)?"
+    r"(?:alphabetically|in\s+alphabetical\s+order)[\s.?!]*$",
+    re.IGNORECASE,
+)
+"""A closing "ordered alphabetically" / "in alphabetical order" (a listing's own order)."""
 _DIRECTIONS = {"ascending": False, "asc": False, "descending": True, "desc": True}
 # Directions that rank by a value: "from highest to lowest", "the highest … first".
 _BY_VALUE = {"highest": True, "lowest": False}

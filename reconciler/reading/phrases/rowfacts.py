@@ -104,6 +104,7 @@ def check_ranked_values(
 
 
 _COMPARE: dict[str, type[exp.Binary]] = {
+    "=": exp.EQ,
     ">": exp.GT,
     ">=": exp.GTE,
     "<": exp.LT,
