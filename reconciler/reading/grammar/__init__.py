@@ -21,6 +21,7 @@ from reconciler.assembly.retrieval import Retrieval
 from reconciler.lens import Lens
 from reconciler.reading.compile import render
 from reconciler.reading.grammar.countratios import count_ratio
+from reconciler.reading.grammar.distinctcounts import distinct_count
 from reconciler.reading.grammar.existence import existence_rows
 from reconciler.reading.grammar.having import kept_by_count
 from reconciler.reading.grammar.listing import listed_rows, ranked_rows
@@ -95,6 +96,10 @@ SHAPES: tuple[tuple[str, Shape], ...] = (
         _written(
             "ranked rows", lambda q: ranked_rows(q.lens, q.found, read_grammar(q.lens, q.found))
         ),
+    ),
+    (
+        "distinct count",
+        _written("distinct count", lambda q: distinct_count(q.lens, q.text, q.values)),
     ),
     (
         "count condition",
