@@ -25,6 +25,7 @@ from reconciler.reading.grammar.distinctcounts import distinct_count
 from reconciler.reading.grammar.existence import existence_rows
 from reconciler.reading.grammar.having import kept_by_count
 from reconciler.reading.grammar.listing import listed_rows, ranked_rows
+from reconciler.reading.grammar.mode import most_common
 from reconciler.reading.grammar.outputs import Parser, answer_outputs
 from reconciler.reading.grammar.ratios import render_two_measures
 from reconciler.reading.grammar.rawfacts import row_expression
@@ -97,6 +98,7 @@ SHAPES: tuple[tuple[str, Shape], ...] = (
             "ranked rows", lambda q: ranked_rows(q.lens, q.found, read_grammar(q.lens, q.found))
         ),
     ),
+    ("most common", lambda q: most_common(q.lens, q.text, q.values, q.parse)),
     (
         "distinct count",
         _written("distinct count", lambda q: distinct_count(q.lens, q.text, q.values)),

@@ -39,8 +39,8 @@ than n`` / ``n or fewer`` (``<=``), dropped by ``at least one``:
     WHERE (SELECT COUNT(DISTINCT related.b_key) FROM <R table> AS related
            WHERE related.a_fk = <A>.<key>) <op> n
 
-Declines (a listing: those of a count but the first, and an A whose key has
-several columns):
+Declines (a listing's the same but for the first and the fourth, since its count
+reads an A with none as 0, and with an A whose key has several columns):
 
 * ``less than``, ``fewer than``, ``at most``, ``under`` …: an A with no B at all is
   in no row of R, so "fewer than 3" has two readings (with or without them);
