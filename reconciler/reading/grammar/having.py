@@ -27,30 +27,33 @@ same number on the other side; any other bare number declines (exactly, or at le
 A composite key on B, when B itself holds the join to A, still makes each of its rows
 one B: they are counted with ``COUNT(*)``.
 
-The same comparison after a listing's head (:mod:`reconciler.reading.grammar.heads`,
-or ``find|list|show [all] <A>`` for A's label) — "the names of teams that have more
-than 2 players", "teams with fewer than 2 players", "teams having at most 1 player"
-— keeps the rows of A whose count of B passes it (:func:`kept_by_count`). The count
-is a correlated subquery on the same relation, so an A with no B counts 0: kept by
-``fewer than n`` / ``less than n`` / ``under n`` (``<``), ``at most n`` / ``no more
-than n`` / ``n or fewer`` (``<=``), dropped by ``at least one``:
+A comparison an A with no B at all passes — ``fewer than n`` / ``less than n`` /
+``under n`` (``<``), ``at most n`` / ``no more than n`` / ``n or fewer`` (``<=``),
+``at least 0``, ``exactly 0`` — counts A's own rows instead, by a correlated count
+of its B that reads such an A as 0 (R holds no row for it):
 
-    SELECT <columns> FROM <A table> AS <A>
+    SELECT COUNT(*) FROM <A table> AS <A>
     WHERE (SELECT COUNT(DISTINCT related.b_key) FROM <R table> AS related
            WHERE related.a_fk = <A>.<key>) <op> n
 
-Declines (a listing's the same but for the first and the fourth, since its count
-reads an A with none as 0, and with an A whose key has several columns):
+The same comparison after a listing's head (:mod:`reconciler.reading.grammar.heads`,
+or ``find|list|show [all] <A>`` for A's label) — "the names of teams that have more
+than 2 players", "teams with fewer than 2 players", "teams having at most 1 player"
+— keeps the rows of A whose correlated count passes it (:func:`kept_by_count`):
+``SELECT <columns> FROM <A table> AS <A> WHERE (…) <op> n``; ``at least one`` drops
+an A with none.
 
-* ``less than``, ``fewer than``, ``at most``, ``under`` …: an A with no B at all is
-  in no row of R, so "fewer than 3" has two readings (with or without them);
+Declines:
+
+* one side of a ratio with ``less than``, ``fewer than``, ``at most`` …, ``n or
+  fewer``, ``at least 0`` or ``exactly 0``: those with none are in no row of R;
 * ``<B>`` that is also a fact or a metric (``customers with more than 2 orders`` when
   customers hold an ``orders`` column): a count of rows, or a comparison on the column?
 * no declared relation, or several (``papers cite papers`` through two joins);
-* ``at least 0`` / ``exactly 0`` (those with none are in no row of R);
 * a COUNT metric with filters on A, B or the relating model (the lens counts those
   rows its own way);
-* A and B the same model; a composite key on A, or on a B another model relates.
+* A and B the same model; a composite key on a B another model relates, or on A
+  where a correlated count ties B to A's key.
 """
 
 from __future__ import annotations
@@ -63,7 +66,7 @@ from sqlglot import exp
 from reconciler.assembly.lexicon import DimensionValues, model_nouns
 from reconciler.assembly.retrieval import Retrieval, retrieve
 from reconciler.assembly.text import STOPWORDS, stems, tokenize
-from reconciler.lens import Lens
+from reconciler.lens import Lens, Model
 from reconciler.reading.grammar.heads import Head, head_columns, read_head
 from reconciler.reading.ir import RATIO, Declined, DeclineKind, TwoMeasures
 from reconciler.reading.lex import NUMBER_WORDS
@@ -116,6 +119,15 @@ def compared_count(lens: Lens, question: str, values: DimensionValues) -> str | 
     if shape is None:
         return None
     relating, a_fk, b_key = _checked(lens, found, shape)
+    if _zeros(shape):  # an A with no B passes: count A's rows by a correlated count
+        model = _keyed(lens, shape)
+        dialect = lens.config.dialect
+        query = (
+            exp.select(exp.alias_(exp.Count(this=exp.Star()), f"{shape.counted}_count"))
+            .from_(exp.alias_(exp.to_table(model.table, dialect=dialect), model.name))
+            .where(_related_count(lens, shape, (relating, a_fk, b_key)))
+        )
+        return query.sql(dialect=dialect, pretty=True)
     count = _counted(b_key)
     inner = (
         exp.select(exp.column(a_fk))
@@ -156,14 +168,45 @@ def kept_by_count(lens: Lens, question: str, values: DimensionValues) -> str | N
         return None
     op, n, noun_at = read
     shape = _Shape(head.model, related[0], op, n, (noun_at, related[1]))
-    relating, a_fk, b_key = _checked(lens, found, shape)
-    model = lens.models[head.model]
+    relation = _checked(lens, found, shape)
+    model = _keyed(lens, shape)
+    dialect = lens.config.dialect
+    columns = head_columns(model, found, head)
+    query = (
+        exp.select(
+            *(exp.alias_(sqlglot.parse_one(sql, read=dialect), alias) for alias, sql in columns)
+        )
+        .from_(exp.alias_(exp.to_table(model.table, dialect=dialect), model.name))
+        .where(_related_count(lens, shape, relation))
+    )
+    return (query.distinct() if head.distinct else query).sql(dialect=dialect, pretty=True)
+
+
+def _zeros(shape: _Shape) -> bool:
+    """Whether an A with no B at all passes the shape's comparison."""
+    return shape.op in ("<", "<=") or (shape.n == 0 and shape.op != ">")
+
+
+def _keyed(lens: Lens, shape: _Shape) -> Model:
+    """A's model, whose one-column key a correlated count ties B's rows to.
+
+    Raises:
+        Declined: A's key has several columns.
+    """
+    model = lens.models[shape.counted]
     if len(model.primary_key) != 1:
         raise Declined(
             DeclineKind.AMBIGUOUS_READING,
             f"model {model.name!r} declares no single-column primary_key to tie its "
-            f"{related[0]} to",
+            f"{shape.related} to",
         )
+    return model
+
+
+def _related_count(lens: Lens, shape: _Shape, relation: tuple[str, str, str | None]) -> exp.Expr:
+    """``(SELECT <count of B> FROM <R> AS related WHERE related.a_fk = A.key) <op> n``."""
+    relating, a_fk, b_key = relation
+    model = lens.models[shape.counted]
     dialect = lens.config.dialect
     count = (
         exp.select(_counted(b_key, "related"))
@@ -175,15 +218,7 @@ def kept_by_count(lens: Lens, question: str, values: DimensionValues) -> str | N
             )
         )
     )
-    columns = head_columns(model, found, head)
-    query = (
-        exp.select(
-            *(exp.alias_(sqlglot.parse_one(sql, read=dialect), alias) for alias, sql in columns)
-        )
-        .from_(exp.alias_(exp.to_table(model.table, dialect=dialect), model.name))
-        .where(_condition(shape, count.subquery()))
-    )
-    return (query.distinct() if head.distinct else query).sql(dialect=dialect, pretty=True)
+    return _condition(shape, count.subquery())
 
 
 def _bare_head(lens: Lens, found: Retrieval, at: int) -> Head | None:
@@ -338,25 +373,28 @@ def _read(lens: Lens, found: Retrieval, bare: bool = False) -> _Shape | None:
     i = counted[1]
     while i < len(toks) and toks[i] in _LINKS:
         i += 1
-    for words, _ in _AT_MOST:
-        after = i + len(words)
-        if (
-            toks[i:after] == words
-            and _number(toks, after) is not None
-            and _noun(lens, toks, after + 1)
-        ):
-            raise Declined(
-                DeclineKind.UNSAFE_RESULT,
-                f"'{' '.join(words)}': {counted[0]} with none at all are in no row that "
-                "relates them; counted or not? Ask for those with at least one, or none",
-            )
-    read = _operator(toks, i)
-    if read is None and bare and (n := _number(toks, i)) is not None:
-        read = "=", n, i + 1
+    if not bare:
+        read = _listing_operator(toks, i)  # an A with none counts 0 (_zeros)
+    else:
+        for words, _ in _AT_MOST:
+            after = i + len(words)
+            if (
+                toks[i:after] == words
+                and _number(toks, after) is not None
+                and _noun(lens, toks, after + 1)
+            ):
+                raise Declined(
+                    DeclineKind.UNSAFE_RESULT,
+                    f"'{' '.join(words)}': {counted[0]} with none at all are in no row that "
+                    "relates them; counted or not? Ask for those with at least one, or none",
+                )
+        read = _operator(toks, i)
+        if read is None and (n := _number(toks, i)) is not None:
+            read = "=", n, i + 1
     if read is None:
         return None
     op, n, at = read
-    if n == 0 and op != ">":
+    if bare and n == 0 and op != ">":
         raise Declined(
             DeclineKind.UNSAFE_RESULT,
             f"'{' '.join(toks[i:at])}': {counted[0]} with none are in no row to count",
