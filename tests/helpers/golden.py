@@ -79,6 +79,7 @@ def collect() -> tuple[dict[str, Lens], dict[str, str], list[Golden]]:
         ("fast_tier_more3.yaml", "calendar_shop"),
         ("fast_tier_nulls.yaml", "lending"),
         ("fast_tier_dates2.yaml", "clinic_dates"),
+        ("fast_tier_countconditions.yaml", "league"),
     ):
         data, tag = _load(fixture), fixture.removeprefix("fast_tier_").removesuffix(".yaml")
         lenses[f"g_{tag}"] = load_lens(name, {p: t.encode() for p, t in data["lens"].items()})

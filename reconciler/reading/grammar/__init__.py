@@ -21,8 +21,11 @@ from reconciler.assembly.retrieval import Retrieval
 from reconciler.lens import Lens
 from reconciler.reading.compile import render
 from reconciler.reading.grammar.countratios import count_ratio
+from reconciler.reading.grammar.distinctcounts import distinct_count
 from reconciler.reading.grammar.existence import existence_rows
+from reconciler.reading.grammar.having import kept_by_count
 from reconciler.reading.grammar.listing import listed_rows, ranked_rows
+from reconciler.reading.grammar.mode import most_common
 from reconciler.reading.grammar.outputs import Parser, answer_outputs
 from reconciler.reading.grammar.ratios import render_two_measures
 from reconciler.reading.grammar.rawfacts import row_expression
@@ -94,6 +97,15 @@ SHAPES: tuple[tuple[str, Shape], ...] = (
         _written(
             "ranked rows", lambda q: ranked_rows(q.lens, q.found, read_grammar(q.lens, q.found))
         ),
+    ),
+    ("most common", lambda q: most_common(q.lens, q.text, q.values, q.parse)),
+    (
+        "distinct count",
+        _written("distinct count", lambda q: distinct_count(q.lens, q.text, q.values)),
+    ),
+    (
+        "count condition",
+        _written("count condition", lambda q: kept_by_count(q.lens, q.text, q.values)),
     ),
     ("existence", _written("existence", lambda q: existence_rows(q.lens, q.text, q.values))),
     ("listing", _written("listing", lambda q: listed_rows(q.lens, q.text, q.values))),

@@ -24,17 +24,36 @@ both sides on one such grouping: ``CAST(COUNT(CASE WHEN c > n THEN 1 END) AS DOU
 that have 1 keyphrase") reads as exactly that many only against ``more than`` the
 same number on the other side; any other bare number declines (exactly, or at least?).
 
+A composite key on B, when B itself holds the join to A, still makes each of its rows
+one B: they are counted with ``COUNT(*)``.
+
+A comparison an A with no B at all passes — ``fewer than n`` / ``less than n`` /
+``under n`` (``<``), ``at most n`` / ``no more than n`` / ``n or fewer`` (``<=``),
+``at least 0``, ``exactly 0`` — counts A's own rows instead, by a correlated count
+of its B that reads such an A as 0 (R holds no row for it):
+
+    SELECT COUNT(*) FROM <A table> AS <A>
+    WHERE (SELECT COUNT(DISTINCT related.b_key) FROM <R table> AS related
+           WHERE related.a_fk = <A>.<key>) <op> n
+
+The same comparison after a listing's head (:mod:`reconciler.reading.grammar.heads`,
+or ``find|list|show [all] <A>`` for A's label) — "the names of teams that have more
+than 2 players", "teams with fewer than 2 players", "teams having at most 1 player"
+— keeps the rows of A whose correlated count passes it (:func:`kept_by_count`):
+``SELECT <columns> FROM <A table> AS <A> WHERE (…) <op> n``; ``at least one`` drops
+an A with none.
+
 Declines:
 
-* ``less than``, ``fewer than``, ``at most``, ``under`` …: an A with no B at all is
-  in no row of R, so "fewer than 3" has two readings (with or without them);
+* one side of a ratio with ``less than``, ``fewer than``, ``at most`` …, ``n or
+  fewer``, ``at least 0`` or ``exactly 0``: those with none are in no row of R;
 * ``<B>`` that is also a fact or a metric (``customers with more than 2 orders`` when
   customers hold an ``orders`` column): a count of rows, or a comparison on the column?
 * no declared relation, or several (``papers cite papers`` through two joins);
-* ``at least 0`` / ``exactly 0`` (those with none are in no row of R);
 * a COUNT metric with filters on A, B or the relating model (the lens counts those
   rows its own way);
-* A and B the same model, a composite key on either side.
+* A and B the same model; a composite key on a B another model relates, or on A
+  where a correlated count ties B to A's key.
 """
 
 from __future__ import annotations
@@ -46,8 +65,9 @@ from sqlglot import exp
 
 from reconciler.assembly.lexicon import DimensionValues, model_nouns
 from reconciler.assembly.retrieval import Retrieval, retrieve
-from reconciler.assembly.text import STOPWORDS, tokenize
-from reconciler.lens import Lens
+from reconciler.assembly.text import STOPWORDS, stems, tokenize
+from reconciler.lens import Lens, Model
+from reconciler.reading.grammar.heads import Head, head_columns, read_head
 from reconciler.reading.ir import RATIO, Declined, DeclineKind, TwoMeasures
 from reconciler.reading.lex import NUMBER_WORDS
 from reconciler.reading.phrases.twomeasures import find_two_measures
@@ -60,14 +80,16 @@ _OPERATORS: tuple[tuple[tuple[str, ...], str], ...] = (
     *((w, ">=") for w in _AT_LEAST),
     (("exactly",), "="),
 )
-_AT_MOST: tuple[tuple[str, ...], ...] = (
-    ("less", "than"),
-    ("fewer", "than"),
-    ("at", "most"),
-    ("under",),
-    ("no", "more", "than"),
+_AT_MOST: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("less", "than"), "<"),
+    (("fewer", "than"), "<"),
+    (("at", "most"), "<="),
+    (("under",), "<"),
+    (("no", "more", "than"), "<="),
 )
 _LINKS = frozenset({"that", "who", "which", "have", "has", "had"})
+_CLAUSE = _LINKS | {"with", "having"}
+_OPENERS = stems("return list show give find display get provide")
 
 
 @dataclass(frozen=True)
@@ -97,7 +119,16 @@ def compared_count(lens: Lens, question: str, values: DimensionValues) -> str | 
     if shape is None:
         return None
     relating, a_fk, b_key = _checked(lens, found, shape)
-    count = exp.Count(this=exp.Distinct(expressions=[exp.column(b_key)]))
+    if _zeros(shape):  # an A with no B passes: count A's rows by a correlated count
+        model = _keyed(lens, shape)
+        dialect = lens.config.dialect
+        query = (
+            exp.select(exp.alias_(exp.Count(this=exp.Star()), f"{shape.counted}_count"))
+            .from_(exp.alias_(exp.to_table(model.table, dialect=dialect), model.name))
+            .where(_related_count(lens, shape, (relating, a_fk, b_key)))
+        )
+        return query.sql(dialect=dialect, pretty=True)
+    count = _counted(b_key)
     inner = (
         exp.select(exp.column(a_fk))
         .from_(exp.to_table(lens.models[relating].table))
@@ -111,9 +142,121 @@ def compared_count(lens: Lens, question: str, values: DimensionValues) -> str | 
     return outer.sql(dialect=lens.config.dialect, pretty=True)
 
 
+def kept_by_count(lens: Lens, question: str, values: DimensionValues) -> str | None:
+    """The SQL of a listing of A kept by its number of B (module docstring), or
+    ``None`` when the question is not of that shape (a ``how many`` head is
+    :func:`compared_count`'s).
+
+    Raises:
+        Declined: an ambiguous ``<B>``, no single declared relation, a composite key
+            (module docstring).
+    """
+    found = retrieve(lens, question, values)
+    toks, covered = found.tokens, found.covered()
+    at = next((i for i in range(1, len(toks)) if toks[i] in _CLAUSE and i not in covered), None)
+    if at is None or toks[:2] == ("how", "many"):
+        return None
+    i = at
+    while i < len(toks) and toks[i] in _CLAUSE:
+        i += 1
+    read = _listing_operator(toks, i)
+    related = _noun(lens, toks, read[2]) if read else None
+    if read is None or related is None or related[1] != len(toks):
+        return None
+    head = read_head(lens, found, at) or _bare_head(lens, found, at)
+    if head is None or head.count:
+        return None
+    op, n, noun_at = read
+    shape = _Shape(head.model, related[0], op, n, (noun_at, related[1]))
+    relation = _checked(lens, found, shape)
+    model = _keyed(lens, shape)
+    dialect = lens.config.dialect
+    columns = head_columns(model, found, head)
+    query = (
+        exp.select(
+            *(exp.alias_(sqlglot.parse_one(sql, read=dialect), alias) for alias, sql in columns)
+        )
+        .from_(exp.alias_(exp.to_table(model.table, dialect=dialect), model.name))
+        .where(_related_count(lens, shape, relation))
+    )
+    return (query.distinct() if head.distinct else query).sql(dialect=dialect, pretty=True)
+
+
+def _zeros(shape: _Shape) -> bool:
+    """Whether an A with no B at all passes the shape's comparison."""
+    return shape.op in ("<", "<=") or (shape.n == 0 and shape.op != ">")
+
+
+def _keyed(lens: Lens, shape: _Shape) -> Model:
+    """A's model, whose one-column key a correlated count ties B's rows to.
+
+    Raises:
+        Declined: A's key has several columns.
+    """
+    model = lens.models[shape.counted]
+    if len(model.primary_key) != 1:
+        raise Declined(
+            DeclineKind.AMBIGUOUS_READING,
+            f"model {model.name!r} declares no single-column primary_key to tie its "
+            f"{shape.related} to",
+        )
+    return model
+
+
+def _related_count(lens: Lens, shape: _Shape, relation: tuple[str, str, str | None]) -> exp.Expr:
+    """``(SELECT <count of B> FROM <R> AS related WHERE related.a_fk = A.key) <op> n``."""
+    relating, a_fk, b_key = relation
+    model = lens.models[shape.counted]
+    dialect = lens.config.dialect
+    count = (
+        exp.select(_counted(b_key, "related"))
+        .from_(exp.alias_(exp.to_table(lens.models[relating].table, dialect=dialect), "related"))
+        .where(
+            exp.EQ(
+                this=exp.column(a_fk, table="related"),
+                expression=exp.column(model.primary_key[0], table=model.name),
+            )
+        )
+    )
+    return _condition(shape, count.subquery())
+
+
+def _bare_head(lens: Lens, found: Retrieval, at: int) -> Head | None:
+    """``find|list|show … [all] [the] <A>`` with no column named: A's label, as
+    ``which <A>`` asks for it."""
+    toks = found.tokens
+    i = 1 if toks[:1] and toks[0] in _OPENERS else 0
+    while i and i < at and toks[i] in ("all", "the", "me"):
+        i += 1
+    named = model_nouns(lens).get(toks[i:at]) if i else None
+    return Head(named, (i, at), [], False, which=True) if named else None
+
+
+def _counted(key: str | None, table: str | None = None) -> exp.Expr:
+    """``COUNT(DISTINCT key)``, or ``COUNT(*)`` when the counted rows are each one
+    entity of a model whose key has several columns (``key`` ``None``)."""
+    if key is None:
+        return exp.Count(this=exp.Star())
+    return exp.Count(this=exp.Distinct(expressions=[exp.column(key, table=table)]))
+
+
+def _listing_operator(toks: tuple[str, ...], i: int) -> tuple[str, int, int] | None:
+    """``(operator, n, index after n)`` of a listing's comparison at ``i``: those of
+    :func:`_operator`, and "fewer than n", "at most n", "n or fewer" (an A with no B
+    has 0 of them, and is kept)."""
+    n = _number(toks, i)
+    if n is not None and toks[i + 1 : i + 3] in (("or", "fewer"), ("or", "less")):
+        return "<=", n, i + 3
+    for words, op in _AT_MOST:
+        if toks[i : i + len(words)] == words:
+            n = _number(toks, i + len(words))
+            return None if n is None else (op, n, i + len(words) + 1)
+    return _operator(toks, i)
+
+
 def _condition(shape: _Shape, count: exp.Expr) -> exp.Expr:
     """``count <op> n`` of a shape."""
-    return {">": exp.GT, ">=": exp.GTE, "=": exp.EQ}[shape.op](
+    return {">": exp.GT, ">=": exp.GTE, "=": exp.EQ, "<": exp.LT, "<=": exp.LTE}[shape.op](
         this=count.copy(), expression=exp.Literal.number(shape.n)
     )
 
@@ -163,9 +306,7 @@ def _ratio(lens: Lens, two: TwoMeasures, values: DimensionValues) -> str | None:
     inner = (
         exp.select(
             exp.column(a_fk),
-            exp.alias_(
-                exp.Count(this=exp.Distinct(expressions=[exp.column(b_key)])), "related_count"
-            ),
+            exp.alias_(_counted(b_key), "related_count"),
         )
         .from_(exp.to_table(lens.models[relating].table))
         .where(exp.Not(this=exp.Is(this=exp.column(a_fk), expression=exp.Null())))
@@ -181,7 +322,7 @@ def _is_bare(found: Retrieval, shape: _Shape) -> bool:
     return shape.op == "=" and found.tokens[at : at + 1] != ("exactly",)
 
 
-def _checked(lens: Lens, found: Retrieval, shape: _Shape) -> tuple[str, str, str]:
+def _checked(lens: Lens, found: Retrieval, shape: _Shape) -> tuple[str, str, str | None]:
     """The relation of a shape, after the checks of the module docstring."""
     a, b = shape.counted, shape.related
     if a == b:
@@ -232,25 +373,28 @@ def _read(lens: Lens, found: Retrieval, bare: bool = False) -> _Shape | None:
     i = counted[1]
     while i < len(toks) and toks[i] in _LINKS:
         i += 1
-    for words in _AT_MOST:
-        after = i + len(words)
-        if (
-            toks[i:after] == words
-            and _number(toks, after) is not None
-            and _noun(lens, toks, after + 1)
-        ):
-            raise Declined(
-                DeclineKind.UNSAFE_RESULT,
-                f"'{' '.join(words)}': {counted[0]} with none at all are in no row that "
-                "relates them; counted or not? Ask for those with at least one, or none",
-            )
-    read = _operator(toks, i)
-    if read is None and bare and (n := _number(toks, i)) is not None:
-        read = "=", n, i + 1
+    if not bare:
+        read = _listing_operator(toks, i)  # an A with none counts 0 (_zeros)
+    else:
+        for words, _ in _AT_MOST:
+            after = i + len(words)
+            if (
+                toks[i:after] == words
+                and _number(toks, after) is not None
+                and _noun(lens, toks, after + 1)
+            ):
+                raise Declined(
+                    DeclineKind.UNSAFE_RESULT,
+                    f"'{' '.join(words)}': {counted[0]} with none at all are in no row that "
+                    "relates them; counted or not? Ask for those with at least one, or none",
+                )
+        read = _operator(toks, i)
+        if read is None and (n := _number(toks, i)) is not None:
+            read = "=", n, i + 1
     if read is None:
         return None
     op, n, at = read
-    if n == 0 and op != ">":
+    if bare and n == 0 and op != ">":
         raise Declined(
             DeclineKind.UNSAFE_RESULT,
             f"'{' '.join(toks[i:at])}': {counted[0]} with none are in no row to count",
@@ -292,18 +436,18 @@ def _noun(lens: Lens, toks: tuple[str, ...], i: int) -> tuple[str, int] | None:
     return None
 
 
-def _relation(lens: Lens, a: str, b: str) -> tuple[str, str, str]:
+def _relation(lens: Lens, a: str, b: str) -> tuple[str, str, str | None]:
     """``(model, column naming one A, column naming one B)`` of the one model relating
     A and B (module docstring)."""
-    found: list[tuple[str, str, str]] = []
+    found: list[tuple[str, str, str | None]] = []
     for model in lens.models.values():
         to_a = [j for j in model.joins if j.to == a and j.relationship == "many_to_one"]
         if len(to_a) != 1 or not _to_key(lens, to_a[0].on, a):
             continue
         a_fk = next(iter(to_a[0].on))
-        if model.name == b:
-            if len(model.primary_key) == 1:
-                found.append((model.name, a_fk, model.primary_key[0]))
+        if model.name == b:  # each of its rows one B: a composite key counts rows
+            key = model.primary_key
+            found.append((model.name, a_fk, key[0] if len(key) == 1 else None))
             continue
         to_b = [j for j in model.joins if j.to == b and j.relationship == "many_to_one"]
         if len(to_b) == 1 and _to_key(lens, to_b[0].on, b):

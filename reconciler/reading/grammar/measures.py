@@ -373,10 +373,11 @@ def _read_as(found: Retrieval) -> str:
 def entity_count(lens: Lens, found: Retrieval, reading: Reading) -> Measure:
     """``how many <noun>`` / ``number of <noun>`` / ``count of <noun>``, where the noun
     names a model (boolean flags may stand between: "how many active customers"):
-    ``COUNT(DISTINCT <primary key>)`` of that model, aliased ``<model>_count``.
+    ``COUNT(DISTINCT <primary key>)`` of that model, aliased ``<model>_count``; a
+    model whose key has several columns holds one entity per row: ``COUNT(*)``.
 
     Raises:
-        Declined: no such phrase; the model has no single-column ``primary_key``; a
+        Declined: no such phrase; the model has no ``primary_key``; a
             COUNT metric with filters lives on the model (the lens counts those
             entities its own way); an aggregation word other than the opener.
     """
@@ -387,10 +388,10 @@ def entity_count(lens: Lens, found: Retrieval, reading: Reading) -> Measure:
         )
     start, _, _, model = counted
     key = lens.models[model].primary_key
-    if len(key) != 1:
+    if not key:
         raise Declined(
             DeclineKind.MISSING_IN_LENS,
-            f"counting {model}: model {model!r} declares no single-column primary_key to count",
+            f"counting {model}: model {model!r} declares no primary_key to count",
         )
     for metric in lens.metrics.values():
         tree = sqlglot.parse_one(metric.expression, read=lens.config.dialect)
@@ -404,7 +405,10 @@ def entity_count(lens: Lens, found: Retrieval, reading: Reading) -> Measure:
         if pos != start:
             raise Declined(DeclineKind.UNKNOWN_TERM, f"{word!r} does not fit a count of {model}")
     dialect = lens.config.dialect
-    sql = exp.Count(this=exp.Distinct(expressions=[exp.column(key[0])])).sql(dialect=dialect)
+    # A row of a composite key is one entity: its rows are counted, and a join that
+    # repeats them is the compiler's (fanout_doubt: kept once per row, or declined).
+    one = exp.Distinct(expressions=[exp.column(key[0])]) if len(key) == 1 else exp.Star()
+    sql = exp.Count(this=one).sql(dialect=dialect)
     return Measure(f"{model}_count", model, sql, (), (model,), None, "count_distinct")
 
 
