@@ -398,7 +398,7 @@ def push(repo: pygit2.Repository, remote: str = "origin") -> SyncReport:
     messages = refstore.recover_all(repo)
     ours = _lens_refs(repo, DST)
     if not ours:
-        messages.append(f"nothing to push: no {DST}serving/, attempts/ or retired/ refs here")
+        messages.append(f"nothing to push: no {DST}serving/, attempts/, retired/ or verify/ refs")
         return SyncReport(remote, (), tuple(messages))
 
     leases: list[retirements.Lease] = []
