@@ -36,8 +36,7 @@ def gc(
     repo: RepoOpt = None,
     fmt: FormatOpt = Format.text,
 ) -> int:
-    """Prune each lens's attempts and verifications to the newest N; serving and retired
-    histories stay."""
+    """Prune attempts and verifications to the newest N; serving and retired histories stay."""
     # lazy: reconciler.history loads the engines, which `dst --help` does not need
     from reconciler.history import gc as do_gc
 

@@ -49,7 +49,7 @@ def log(
     repo: RepoOpt = None,
     fmt: FormatOpt = Format.text,
 ) -> int:
-    """Deployments and blocked attempts of a lens, newest first, with its accuracy trend."""
+    """Deployments, attempts and verifications of a lens, newest first, with its trend."""
     # lazy: reconciler.history loads the engines, which `dst --help` does not need
     from reconciler.history import timeline
     from reconciler.render.trend import corpus_marks, points, summary_lines
