@@ -296,3 +296,34 @@ def test_the_pre_push_check_takes_a_verification_and_refuses_it_elsewhere(
     assert invoke(laptop, "sync").code == 0
     fetched = sync_fetch(repository(fresh))
     assert ref_entry(fetched, "fetch", VERIFY).action is SyncAction.FETCHED
+
+
+def test_an_environment_keeps_its_own_verify_chain_and_sync_carries_it(
+    lens_repo: Path, tmp_path: Path
+) -> None:
+    staging = "duckdb:///.dst/staging.duckdb"
+    seeded = invoke(lens_repo, "seed", "--warehouse", f"duckdb:///{lens_repo}/.dst/staging.duckdb")
+    assert seeded.code == 0, seeded.stderr
+    commit(lens_repo, {"dst.yaml": f"environments:\n  staging:\n    warehouse: {staging}\n"}, "env")
+    bare = tmp_path / "origin.git"
+    git(tmp_path, "clone", "-q", "--bare", str(lens_repo), str(bare))
+    git(lens_repo, "remote", "add", "origin", str(bare))
+    applied = invoke(lens_repo, "apply", "--env", "staging", "--lens", LENS)
+    assert applied.code == 0, applied.stdout + applied.stderr
+    assert invoke(lens_repo, "sync").code == 0
+    ref = f"refs/dst/env/staging/verify/{LENS}"
+    served = ref_value(lens_repo, f"refs/dst/env/staging/serving/{LENS}")
+
+    other = Origin(bare, tmp_path).clone("other")
+    assert invoke(other, "seed", "--warehouse", f"duckdb:///{other}/.dst/staging.duckdb").code == 0
+    for clone in (lens_repo, other):
+        tested = invoke(clone, "test", LENS, "--env", "staging")
+        assert tested.code == 0, tested.stdout + tested.stderr
+        assert ref_value(clone, f"refs/dst/env/staging/serving/{LENS}") == served
+        assert ref_value(clone, VERIFY) is None  # the default environment's chain is its own
+    assert invoke(lens_repo, "sync").code == 0
+    done = invoke(other, "sync")
+    assert done.code == 0, done.stdout + done.stderr
+    assert "re-recorded on top of origin's" in done.stdout
+    assert len(first_parents(bare, ref)) == 3
+    assert ref_value(bare, f"refs/dst/env/staging/serving/{LENS}") == served
