@@ -4,9 +4,10 @@ working tree, each against what serves it now.
 :func:`commit_states` reads a revision (``dst plan``, ``dst apply``, the hook, the
 Action); :func:`worktree_states` reads ``lenses/`` on disk (watch). Either way
 each lens becomes the input :class:`~reconciler.results.LensState` of the
-reconcile's steps. A lens tree that already serves is planned without being
-opened, so the cost of a plan grows with the lenses a change touches, not with
-the repository.
+reconcile's steps; its bindings are the serving deployment's overlaid with the
+newest verification of the same lens tree (``refs/dst/verify/<lens>``). A lens tree
+that already serves is planned without being opened, so the cost of a plan grows with
+the lenses a change touches, not with the repository.
 """
 
 from __future__ import annotations
@@ -16,7 +17,12 @@ from dataclasses import replace
 
 from reconciler.context import Runtime
 from reconciler.errors import LensLoadError, StateError, UsageError
-from reconciler.git import refs as refstore, serving as proven, trees as gitstate
+from reconciler.git import (
+    refs as refstore,
+    serving as proven,
+    trees as gitstate,
+    verifications,
+)
 from reconciler.ids import Oid
 from reconciler.lens import Lens, load_lens
 from reconciler.loader import load_yaml
@@ -174,6 +180,8 @@ def commit_states(
         # the tree already serves: its plan never consults the bindings, so skip reading them
         same = oid is not None and tree is not None and refstore.deployment_tree(repo, oid) == tree
         dep = refstore.read_deployment(repo, oid, bindings=not same) if oid is not None else None
+        if dep is not None and not same:  # the newest verification's re-stamps count too
+            dep = verifications.with_verified(repo, dep, env)
         if dep is not None and dep.lens_tree == tree and dep.info.gate in ("off", "warn", "block"):
             plan = unchanged_plan(
                 name,
@@ -225,6 +233,8 @@ def worktree_states(rt: Runtime, names: Collection[str] | None) -> list[LensStat
 
 def _worktree_state(rt: Runtime, name: str, on_disk: bool) -> LensState:
     dep, serving = load_serving(rt.repo, name, rt.environment)
+    if dep is not None:  # the newest verification's re-stamps count too
+        dep = verifications.with_verified(rt.repo, dep, rt.environment)
     if not on_disk:
         return serving_state(name, dep, serving_lens=serving)
     try:

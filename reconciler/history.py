@@ -8,7 +8,7 @@ never rewritten.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,6 +21,7 @@ from reconciler.git import (
     refs as refstore,
     serving as proven,
     trees as gitstate,
+    verifications,
 )
 from reconciler.git.commits import CommitInfo, commit_info
 from reconciler.ids import LENS_NAME_RE, Oid
@@ -186,7 +187,8 @@ def _source_record(info: CommitInfo | None, oid: str | None) -> dict[str, Any] |
 
 @dataclass(frozen=True)
 class Rollback:
-    """A rollback that serves now (possibly under later ``verify`` deployments).
+    """A rollback that serves now (possibly under later ``verify`` deployments, which
+    ``dst test`` wrote onto serving refs before verifications had their own chain).
 
     Attributes:
         deployment: the rollback deployment commit.
@@ -254,6 +256,8 @@ class LensStatus:
         attempts: attempts recorded under ``refs/dst/attempts/<lens>`` (counted up to
             ``ATTEMPTS_WARN + 1``).
         environment: the environment these refs belong to, ``None`` for the default one.
+        verification: the newest verification under ``refs/dst/verify/<lens>``, if any,
+            with its meta (``verified`` names the deployment it verified).
     """
 
     lens: str
@@ -268,6 +272,8 @@ class LensStatus:
     rollback: Rollback | None = None
     attempts: int = 0
     environment: str | None = None
+    verification: Oid | None = None
+    verification_meta: dict[str, Any] = field(default_factory=dict)
 
     def record(self) -> dict[str, Any]:
         """JSON-ready form (``retired``: the retirement deployment, if the lens has one)."""
@@ -284,6 +290,8 @@ class LensStatus:
             "attempts": self.attempts,
             "retired": self.retired,
             "retired_meta": self.retired_meta,
+            "last_verification": self.verification,
+            "last_verification_meta": self.verification_meta,
         }
 
 
@@ -298,7 +306,7 @@ def status(rt: Runtime) -> list[LensStatus]:
     repo, env = rt.repo, rt.environment
     space = refstore.namespace(env)
     names: set[str] = set()
-    for kind in ("serving/", "attempts/", "retired/"):
+    for kind in ("serving/", "attempts/", "retired/", "verify/"):
         names |= set(refstore.ref_names(repo, space + kind))
     names |= set(gitstate.worktree_lens_names(rt.root))
     names = {n for n in names if LENS_NAME_RE.match(n)}
@@ -314,7 +322,10 @@ def status(rt: Runtime) -> list[LensStatus]:
         ac = _source_record(commit_info(repo, am.get("source")), am.get("source"))
         count = attemptstore.chain_length(repo, a, ATTEMPTS_WARN + 1) if a else 0
         rolled = serving_rollback(rt, name) if s else None
-        out.append(LensStatus(name, s, sm, a, am, r, rm, sc, ac, rolled, count, env))
+        v = verifications.last(repo, name, env)
+        vm = dict(v.meta) if v else {}
+        row = LensStatus(name, s, sm, a, am, r, rm, sc, ac, rolled, count, env)
+        out.append(replace(row, verification=v.oid if v else None, verification_meta=vm))
     return out
 
 
@@ -384,14 +395,16 @@ class LogEntry:
     deployment: refstore.Deployment
     attempt: bool
     source: CommitInfo | None
+    verification: bool = False
 
     def record(self) -> dict[str, Any]:
-        """JSON-ready: the stored meta plus ``deployment``, ``kind`` (``deployment`` or
-        ``attempt``), ``recorded_at_iso`` and ``source_commit``."""
+        """JSON-ready: the stored meta plus ``deployment``, ``kind`` (``deployment``,
+        ``attempt`` or ``verification``), ``recorded_at_iso`` and ``source_commit``."""
         meta = self.deployment.meta
+        kind = "attempt" if self.attempt else "deployment"
         return {
             "deployment": self.deployment.oid,
-            "kind": "attempt" if self.attempt else "deployment",
+            "kind": "verification" if self.verification else kind,
             **meta,
             "recorded_at_iso": iso_time(int(meta.get("recorded_at", 0))),
             "source_commit": _source_record(self.source, self.deployment.source),
@@ -399,8 +412,8 @@ class LogEntry:
 
 
 def timeline(rt: Runtime, name: str, limit: int = 50) -> list[LogEntry]:
-    """Deployments (:func:`log`) and attempts of lens ``name`` interleaved, newest first,
-    at most ``limit`` of each.
+    """Deployments (:func:`log`), attempts and verifications of lens ``name`` interleaved,
+    newest first, at most ``limit`` of each.
 
     Raises:
         UsageError: the lens has neither a serving (or retired) history nor attempts.
@@ -413,36 +426,51 @@ def timeline(rt: Runtime, name: str, limit: int = 50) -> list[LogEntry]:
         if not tried:
             raise
         deps = []
+    checked = refstore.ref_target(rt.repo, refstore.verify_ref(name, rt.environment))
+    verified = verifications.chain(rt.repo, checked, limit) if checked else []
     entries = [
         LogEntry(d, attempt, commit_info(rt.repo, d.source))
         for d, attempt in [*((d, False) for d in deps), *((d, True) for d in tried)]
     ]
+    entries += [LogEntry(d, False, commit_info(rt.repo, d.source), True) for d in verified]
     # Newest first; on a tie (same second) a deployment before the attempt it outlived.
     return sorted(entries, key=lambda e: (-e.deployment.info.recorded_at, e.attempt))
 
 
 def gc(rt: Runtime, keep: int, names: list[str] | None = None) -> list[attemptstore.Pruned]:
-    """Prune every lens's (or ``names``') attempts to the newest ``keep``.
+    """Prune every lens's (or ``names``') attempts and verifications to the newest ``keep``
+    of each; the newest verification of the serving lens tree is kept whatever its age
+    (a plan reads its bindings).
 
     Raises:
-        UsageError: ``keep`` < 1, or a name has no attempts.
-        RefConflict: an attempts ref moved meanwhile; nothing of that lens moved.
+        UsageError: ``keep`` < 1, or a name has neither attempts nor verifications.
+        RefConflict: an attempts or verify ref moved meanwhile; that ref did not move.
     """
     if keep < 1:
         raise UsageError(f"--keep {keep}: keep at least one attempt", fix="pass --keep 1 or more")
     rt.environment_config()  # an unknown --env is bad input before anything moves
     env = rt.environment
     refstore.recover(rt.repo, env)
-    wanted = names or refstore.ref_names(rt.repo, refstore.namespace(env) + "attempts/")
+    space = refstore.namespace(env)
+    found = {*refstore.ref_names(rt.repo, space + "attempts/")}
+    wanted = names or sorted(found | {*refstore.ref_names(rt.repo, space + "verify/")})
     out = []
     for name in wanted:
-        pruned = attemptstore.prune(rt.repo, name, keep, env)
-        if pruned is None:
+        serving = refstore.ref_target(rt.repo, refstore.serving_ref(name, env))
+        tree = refstore.deployment_tree(rt.repo, serving) if serving else None
+        must = verifications.newest_of(rt.repo, name, env, tree) if tree else None
+        ref, also = refstore.verify_ref(name, env), must.oid if must else None
+        pruned = [
+            attemptstore.prune(rt.repo, name, keep, env),
+            attemptstore.prune(rt.repo, name, keep, env, ref=ref, also=also),
+        ]
+        if pruned == [None, None]:
             raise UsageError(
-                f"lens {name!r} has no attempts under {refstore.attempts_ref(name, env)}",
+                f"lens {name!r} has no attempts under {refstore.attempts_ref(name, env)} "
+                f"and no verifications under {refstore.verify_ref(name, env)}",
                 fix="see `dst status`",
             )
-        out.append(pruned)
+        out += [p for p in pruned if p is not None]
     return out
 
 

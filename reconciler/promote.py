@@ -7,8 +7,10 @@ serving refs move in one compare-and-swap reference transaction
 (:func:`reconciler.git.refs.update_refs`). When a lens blocks, nothing serving
 moves and each blocking lens's run is recorded under ``refs/dst/attempts/``
 instead (:func:`record_attempts`), so ``dst status`` shows why and watch does not
-retry the same commit. With ``--env E`` every ref named here is E's
-(``refs/dst/env/<E>/…``) and so is the intent record.
+retry the same commit. An unchanged lens whose last attempt blocked and whose
+candidate undid that commit (a revert) gets a ``recovered`` attempt record
+(:func:`record_recoveries`), so its recovery is announced once. With ``--env E``
+every ref named here is E's (``refs/dst/env/<E>/…``) and so is the intent record.
 """
 
 from __future__ import annotations
@@ -144,8 +146,59 @@ def record_attempts(rt: Runtime, commit: Oid, runs: list[LensRun]) -> list[LensR
     return [_attempt(rt, commit, run) if run.action.blocks else run for run in runs]
 
 
-def _attempt(rt: Runtime, commit: Oid, run: LensRun) -> LensRun:
+RECOVERED = "recovered"
+"""The action of the attempt record an apply writes when a lens recovers without a new
+deployment (:func:`record_recoveries`)."""
+
+
+def record_recoveries(rt: Runtime, commit: Oid, runs: list[LensRun]) -> list[LensRun]:
+    """Record each unchanged lens that recovered as a ``recovered`` attempt (never served).
+
+    A lens recovers unchanged when its candidate lens tree is the one serving, its last
+    attempt blocked (or stood down) after that deployment was recorded, and the
+    candidate contains the commit that attempt tried: the commit that blocked was
+    reverted, so what serves is what the branch holds again. The record makes the
+    recovery known once: ``dst status`` no longer shows the block, and the next apply
+    finds a last attempt that did not block (:func:`reconciler.notify.recovered`).
+
+    Returns:
+        The runs, in order, the recovered ones with ``recorded`` set to the record.
+    """
+    return [
+        _attempt(rt, commit, run, RECOVERED) if _recovers(rt, commit, run) else run for run in runs
+    ]
+
+
+def _recovers(rt: Runtime, commit: Oid, run: LensRun) -> bool:
+    plan = run.plan
+    if run.action is not Action.UNCHANGED or plan.serving is None:
+        return False
+    attempt = refstore.ref_target(rt.repo, refstore.attempts_ref(plan.lens, rt.environment))
+    if attempt is None:
+        return False
+    try:
+        tried = refstore.read_deployment(rt.repo, attempt, bindings=False)
+        serving = refstore.read_deployment(rt.repo, plan.serving, bindings=False)
+    except DstError:
+        return False
+    blocked = tried.info.action in (Action.BLOCKED.value, Action.STOOD_DOWN.value)
+    return (
+        blocked
+        and _after(rt, tried, serving)
+        and tried.info.source != commit
+        and gitstate.contains(rt.repo, commit, tried.info.source)
+    )
+
+
+def _attempt(rt: Runtime, commit: Oid, run: LensRun, action: str | None = None) -> LensRun:
     repo, plan = rt.repo, run.plan
+    action = action or str(run.action)
+    if action == RECOVERED:
+        note = (
+            f"recovered: {commit[:12]} holds the lens tree serving since "
+            f"{str(plan.serving)[:12]} again, so the change the last attempt blocked is undone"
+        )
+        run = replace(run, messages=[note, *run.messages])
     tree = plan.candidate_tree or plan.serving_tree
     if tree is None:
         return run
@@ -163,11 +216,11 @@ def _attempt(rt: Runtime, commit: Oid, run: LensRun) -> LensRun:
                 lens_tree=tree,
                 bindings=Bindings(),
                 run=record,
-                meta=meta_for(run, run.action, commit, last),
-                message=f"{run.action} {plan.lens} {commit[:12]} score "
+                meta=meta_for(run, action, commit, last),
+                message=f"{action} {plan.lens} {commit[:12]} score "
                 f"{run.score['correct']}/{run.score['total']}{refstore.env_note(rt.environment)}",
             ),
-            reason=f"dst apply {commit[:12]} ({run.action})",
+            reason=f"dst apply {commit[:12]} ({action})",
         )
     except RefConflict as exc:
         return replace(run, messages=[*run.messages, f"attempt not recorded: {exc.message}"])

@@ -36,7 +36,13 @@ from reconciler.ids import Oid
 from reconciler.lens import Answer, Lens
 from reconciler.notify import announce
 from reconciler.plan import LensPlan, Planner
-from reconciler.promote import newest_outcomes, promote, record_attempts, retire_warning
+from reconciler.promote import (
+    newest_outcomes,
+    promote,
+    record_attempts,
+    record_recoveries,
+    retire_warning,
+)
 from reconciler.results import (
     Action,
     LensRun,
@@ -487,6 +493,7 @@ def reconcile(
             report.messages.append("dry run: no ref moved")
         return report
     report.lenses = promote(rt, commit, list(zip(runs, states, strict=True)))
+    report.lenses = record_recoveries(rt, commit, report.lenses)
     announce(rt, report)
     return report
 

@@ -108,11 +108,14 @@ class DeploymentMeta(_State):
     Attributes:
         tool_version: the dst version that wrote it.
         recorded_at: when, in seconds since the epoch.
-        action: what was recorded: ``promote``, ``verify``, ``rollback``,
-            ``retired`` (deployments) or ``blocked`` / ``stood_down`` (attempts).
+        action: what was recorded: ``promote``, ``rollback``, ``retired`` (deployments;
+            ``verify`` in serving histories written before verifications had their own
+            chain), ``verify`` (verifications, under ``refs/dst/verify/<lens>``) or
+            ``blocked`` / ``stood_down`` / ``recovered`` (attempts).
         lens: the lens name.
         source: the source commit the deployment serves (or the attempt tried).
-        previous: the deployment serving before (attempts: the previous attempt).
+        previous: the deployment serving before (attempts: the previous attempt;
+            verifications: the previous verification).
         score: the lens's standing score after the run.
         previous_score: the score of the deployment it replaced.
         gate: the gate mode (``off`` / ``warn`` / ``block``).
@@ -123,6 +126,7 @@ class DeploymentMeta(_State):
         flake_rates: the answers of the run that were flaky (some generations
             correct, some not), with their flaky and total samples (absent when
             none was).
+        verified: for a verification, the serving deployment it verified.
     """
 
     tool_version: str = ""
@@ -138,6 +142,7 @@ class DeploymentMeta(_State):
     reach: Reach | None = None
     rollback_to: Oid | None = None
     flake_rates: Flakes | None = None
+    verified: Oid | None = None
 
 
 class RunRecord(_State):

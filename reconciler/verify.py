@@ -4,9 +4,12 @@ Each serving lens goes through :data:`VERIFY_STEPS` — the full-corpus plan, th
 same suite and cases steps the reconcile runs (one scoring set-up:
 :meth:`reconciler.context.Runtime.scoring_for`), and the re-stamp — so green
 answers re-stamp, failures keep their old stamp and are reported, and the run
-is recorded as a ``verify`` deployment (same lens tree, new state) by
-compare-and-swap, so the accuracy trend accrues in
-``git log --first-parent refs/dst/serving/<lens>``.
+is recorded as a *verification* on ``refs/dst/verify/<lens>`` by compare-and-swap
+(:mod:`reconciler.git.verifications`), so the accuracy trend accrues in ``dst log``
+while the serving ref never moves: a clone's serving ref stays equal to the remote's
+it came from, and ``dst sync`` carries the verification like an attempt. The run
+starts from the serving deployment's bindings overlaid with the newest verification
+of its lens tree, so each re-stamp builds on the last.
 
 It follows the apply gate's rule for declines (DESIGN §5): an answer the generator
 never reproduced (no green stamp) that still declines is *unreached*, listed loudly
@@ -24,7 +27,7 @@ from reconciler.bindings import select_stale
 from reconciler.candidate import serving_state
 from reconciler.context import Runtime
 from reconciler.gate import UNREACHED, flaky_lines, unreached_answers
-from reconciler.git import refs as refstore, trees as gitstate
+from reconciler.git import refs as refstore, trees as gitstate, verifications
 from reconciler.git.crash import crash_point
 from reconciler.history import serving_or_fail
 from reconciler.ids import AnswerId
@@ -64,11 +67,12 @@ def full_corpus_plan(ctx: StepContext, state: LensState) -> LensState:
 
 
 def restamp(ctx: StepContext, state: LensState) -> LensState:
-    """Say what failed, then record the run as a ``verify`` deployment (compare-and-swap);
-    a run that stood down (its generation budget would not fit) records nothing.
+    """Say what failed, then record the run as a verification of the serving deployment
+    (compare-and-swap on ``refs/dst/verify/<lens>``; the serving ref never moves); a run
+    that stood down (its generation budget would not fit) records nothing.
 
     Raises:
-        RefConflict: the serving ref moved during the run (re-run).
+        RefConflict: the verify ref kept moving through every try (re-run).
     """
     unreached = tuple(r.answer for r in unreached_answers(state.planned, state.results, ()))
     state = replace(state, unreached=unreached)
@@ -93,27 +97,23 @@ def restamp(ctx: StepContext, state: LensState) -> LensState:
     notes += flaky_lines(state.results, _policy(state))
     state = replace(state, messages=(*state.messages, *notes))
     if scoring is not None and scoring.cannot_score is not None:
-        return state  # nothing was verified: no verify deployment
-    source, serving, tree = state.serving_source, state.serving, state.serving_tree
-    if source is None or serving is None or tree is None:
+        return state  # nothing was verified: no verification
+    source, serving = state.serving_source, state.serving
+    if source is None or serving is None:
         raise RuntimeError(f"lens {state.name}: dst test needs a serving version")
     bindings, record = state_for(state, source, state.candidate, state.serving_bindings)
     s = state.score
     crash_point("restamp-before")
-    oid = refstore.advance(
+    deployment = refstore.read_deployment(ctx.rt.repo, serving, bindings=False)
+    oid = verifications.record(
         ctx.rt.repo,
-        refstore.serving_ref(state.name, ctx.rt.environment),
-        serving,
-        refstore.NewDeployment(
-            lens=state.name,
-            source=source,
-            lens_tree=tree,
-            bindings=bindings,
-            run=record,
-            meta=meta_for(state, "verify", source, serving),
-            message=f"verify {state.name} {source[:12]} score {s['correct']}/{s['total']}"
-            + refstore.env_note(ctx.rt.environment),
-        ),
+        deployment,
+        env=ctx.rt.environment,
+        bindings=bindings,
+        run=record,
+        meta=meta_for(state, "verify", source, None),
+        message=f"verify {state.name} {source[:12]} score {s['correct']}/{s['total']}"
+        + refstore.env_note(ctx.rt.environment),
         reason=f"dst test {state.name}",
     )
     crash_point("restamp-after")
@@ -154,7 +154,7 @@ def verify(rt: Runtime, names: list[str]) -> RunReport:
     """Re-verify every active answer of each named lens's serving version.
 
     Green answers re-stamp; failures keep their old stamp and are reported. The
-    run is recorded as a ``verify`` deployment by compare-and-swap.
+    run is recorded as a verification on ``refs/dst/verify/<lens>`` by compare-and-swap.
 
     Returns:
         The report; exit code 1 when any answer (unreached ones and, under
@@ -164,7 +164,7 @@ def verify(rt: Runtime, names: list[str]) -> RunReport:
     Raises:
         UsageError: a lens has no serving version.
         WarehouseError: the warehouse cannot be reached.
-        RefConflict: the serving ref moved during the run (re-run).
+        RefConflict: the verify ref kept moving through every try (re-run).
     """
     rt.environment_config()  # an unknown --env is bad input before anything runs
     report = RunReport(
@@ -174,7 +174,7 @@ def verify(rt: Runtime, names: list[str]) -> RunReport:
         report.messages.append("nothing is serving yet: promote a lens with `dst apply` first")
     ctx = StepContext(rt, "test")
     for name in names:
-        dep = serving_or_fail(rt, name)
+        dep = verifications.with_verified(rt.repo, serving_or_fail(rt, name), rt.environment)
         lens = gitstate.load_lens_at(rt.repo, gitstate.LensTree(name, dep.lens_tree))
         state = serving_state(name, dep, candidate=lens, serving_lens=lens)
         state = run_steps(ctx, state, VERIFY_STEPS)
@@ -185,9 +185,7 @@ def verify(rt: Runtime, names: list[str]) -> RunReport:
             and all(c.passed for c in state.cases)
         )
         action = Action.VERIFIED if passed else Action.FAILED
-        report.lenses.append(
-            LensRun.of(state, action, serving_after=state.recorded or state.serving)
-        )
+        report.lenses.append(LensRun.of(state, action, serving_after=state.serving))
         if not passed:
             report.exit_code = 1
     return report

@@ -13,7 +13,7 @@
   checked: the loop is a controller, not an editor companion.
 * **a schedule** — every ``interval_hours`` (``DST_EVAL_INTERVAL_HOURS``, read by
   the CLI: default 24, 0 disables) the whole active corpus of every serving lens
-  re-runs as a ``verify`` deployment, so the accuracy trend accrues in ``dst log``.
+  re-runs as a verification (``refs/dst/verify/``), so the trend accrues in ``dst log``.
 
 Events come from watchfiles: OS notifications, or polling where they do not work
 (network and FUSE mounts, read from ``/proc/mounts``, or ``--poll``). Git's own
@@ -304,7 +304,7 @@ def scheduled_verify(rt: Runtime) -> RunReport | None:
     """Re-verify every serving lens's whole active corpus; ``None`` when nothing serves.
 
     Each lens is verified on its own, so one lens whose warehouse is down does
-    not keep the others from recording their ``verify`` deployment.
+    not keep the others from recording their verification (never the serving ref).
     """
     names = refstore.served_lenses(rt.repo)
     if not names:

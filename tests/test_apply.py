@@ -256,13 +256,14 @@ def test_rollback_restores_earlier_content_as_a_new_deployment(promoted_repo: Pa
     )
 
 
-def test_dst_test_verifies_and_records_a_verify_deployment(promoted_repo: Path) -> None:
+def test_dst_test_verifies_and_records_a_verification(promoted_repo: Path) -> None:
     before = serving(promoted_repo, "finance")
     done = invoke(promoted_repo, "test", "finance", "--format", "json")
     assert done.code == 0, done.stdout + done.stderr
     fin = done.lens("finance")
     assert fin["score"]["correct"] == fin["score"]["total"] >= 15
-    after = serving(promoted_repo, "finance")
-    assert after != before
-    assert git(promoted_repo, "log", "-1", "--format=%P", after).split()[0] == before
-    assert deployment_json(promoted_repo, str(after), "state/meta.json")["action"] == "verify"
+    assert serving(promoted_repo, "finance") == before == fin["serving_after"]
+    verified = git(promoted_repo, "rev-parse", "refs/dst/verify/finance")
+    assert git(promoted_repo, "log", "-1", "--format=%P", verified).split()[1] == before
+    meta = deployment_json(promoted_repo, verified, "state/meta.json")
+    assert (meta["action"], meta["verified"]) == ("verify", before)

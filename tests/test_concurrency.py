@@ -1,4 +1,4 @@
-"""Eight processes race promote, rollback and test-restamp on one lens: no update is lost.
+"""Eight processes race promote, rollback and test-verify on one lens: no update is lost.
 
 Eight command streams (``tests/warm_launcher.py`` forks, eight warm processes)
 run ``DST_RACE_ROUNDS`` rounds each against one repository (5 by default; 50 under
@@ -6,12 +6,16 @@ run ``DST_RACE_ROUNDS`` rounds each against one repository (5 by default; 50 und
 RNG, ``dst apply --lens shop --to C --allow-rewind`` for one of several
 candidate commits, ``dst rollback shop`` or ``dst test shop``, with ``--format
 json``. A round that moved the serving ref records ``serving_before →
-serving_after`` (the value it planned against and the deployment it wrote). Then:
+serving_after`` (the value it planned against and the deployment it wrote); a
+``dst test`` round never moves it and records a verification under
+``refs/dst/verify/shop`` instead. Then:
 
 - every winner's deployment has the value it planned against as first parent;
 - the first-parent history of ``refs/dst/serving/shop`` is exactly the winners'
   deployments, one after another, down to the one serving before the race: no
   update lost, none unaccounted for, no fork;
+- the verify chain holds one verification per ``dst test`` round, each of a
+  deployment that served (a winner's, or the one serving before the race);
 - every loser exited 1 with "re-plan" in stderr (a lock held by a peer is
   waited out with a bounded backoff first); nothing else failed.
 
@@ -32,7 +36,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from reconciler.git import refs as refstore
+from reconciler.git import refs as refstore, verifications
 from reconciler.ids import Oid
 from tests.crashkit import Launcher, commit_variant, new_repo, stress_size
 from tests.figures import record
@@ -65,6 +69,9 @@ def _round(launcher: Launcher, path: Path, rng: random.Random, candidates: list[
     assert done.status == 0, f"(seed {SEED}) {detail}"
     lens = next(x for x in json.loads(done.stdout)["lenses"] if x["lens"] == "shop")
     before, after = lens["serving_before"], lens["serving_after"]
+    if op == "test":  # a verification never moves the serving ref
+        assert before == after and lens["action"] == "verified", detail
+        return "test", None, None, detail
     if before == after:
         assert op == "apply" and lens["action"] == "unchanged", detail
         return "noop", None, None, detail
@@ -122,6 +129,10 @@ def test_eight_processes_racing_lose_no_update(tmp_path: Path) -> None:
     lost_updates = set(won) - set(chain)
     assert not lost_updates, f"(seed {SEED}) lost updates: {sorted(lost_updates)}"
     assert set(chain) == set(won) and len(chain) == len(won), "unaccounted deployments"
+    checked = refstore.ref_target(repo, refstore.verify_ref("shop"))
+    verified = verifications.chain(repo, checked) if checked else []
+    assert len(verified) == kinds["test"], f"(seed {SEED}) a verification was lost"
+    assert {v.info.verified for v in verified} <= set(won) | {base}
     assert refstore.ref_target(repo, refstore.APPLYING) is None
     assert not list(Path(repo.path).rglob("*.lock"))
     rounds = len(outcomes)

@@ -198,6 +198,13 @@ def _check_refs(template: Template, path: Path, command: str, where: str) -> str
         gitstate.load_lens_at(repo, gitstate.LensTree(lens, dep.lens_tree))
         chain = refstore.history(repo, cur)
         assert chain[-1].previous is None, where
+    if command == "test":  # a verification moves refs/dst/verify/<lens> alone
+        checked = refstore.ref_target(repo, refstore.verify_ref("shop"))
+        if checked is not None:
+            verified = refstore.read_deployment(repo, checked)
+            assert verified.info.verified == template.old["shop"], where
+            assert verified.previous is None and verified.meta["action"] == "verify", where
+            state["shop"] = "new"
     if command == "apply" and intent is None:
         assert len(set(state.values())) == 1, f"{where}: half-applied without intent {state}"
     git(path, "fsck", "--no-progress", "--no-dangling")

@@ -198,12 +198,16 @@ def test_rollback_in_staging_leaves_prod_alone(staged: Path) -> None:
 
 def test_test_and_plan_take_env(staged: Path) -> None:
     prod_before = ref(staged, "refs/dst/env/prod/serving/finance")
+    staging_before = ref(staged, "refs/dst/env/staging/serving/finance")
     tested = invoke(staged, "test", "finance", "--env", "staging", "--format", "json")
     assert tested.code == 0, tested.stdout + tested.stderr
     assert tested.json()["environment"] == "staging"
-    verified = ref(staged, "refs/dst/env/staging/serving/finance")
+    assert ref(staged, "refs/dst/env/staging/serving/finance") == staging_before
+    verified = ref(staged, "refs/dst/env/staging/verify/finance")
     assert git(staged, "log", "-1", "--format=%s", str(verified)).startswith("verify finance")
     assert ref(staged, "refs/dst/env/prod/serving/finance") == prod_before
+    assert ref(staged, "refs/dst/env/prod/verify/finance") is None
+    assert ref(staged, "refs/dst/verify/finance") is None
 
     plan = invoke(staged, "plan", "--env", "prod", "--format", "json")
     assert plan.code == 0, plan.stderr

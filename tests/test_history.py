@@ -93,7 +93,7 @@ def test_status_names_a_serving_rollback_until_apply_rolls_forward(promoted_repo
         if x["lens"] == "sales"
     )
     assert row["serving_rollback"]["rollback_to"] == first
-    # a verify deployment on top keeps serving the rollback's content
+    # a verification (refs/dst/verify/) leaves the rollback serving
     assert invoke(promoted_repo, "test", "sales").code == 0
     assert "serving a rollback to" in invoke(promoted_repo, "status").stdout
 

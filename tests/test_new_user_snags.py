@@ -297,11 +297,6 @@ def test_the_retirement_warning_gives_the_newest_outcome(shop: Path) -> None:
     assert f"revenue_by_region (wrong at {broke[:12]}, last correct at {promoted_at[:12]})" in line
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="not built yet: dst test (and watch's schedule) still record a verify deployment on "
-    "the serving ref; DESIGN §5 wants refs/dst/verify/<lens>, synced like attempts",
-)
 def test_a_verification_never_moves_the_serving_ref_away_from_the_remotes(
     shop: Path, tmp_path: Path
 ) -> None:

@@ -29,6 +29,7 @@ from reconciler.notify.webhooks import BACKOFF_S, DEADLINE_S, deliver
 from reconciler.watch import Follower, follow
 from tests.helpers import commit, git, invoke
 from tests.helpers.examples import answers_bound_to, double_metric, serving
+from tests.helpers.webhook import receiving
 
 HOOK_ENV = "DST_TEST_WEBHOOK"
 
@@ -148,6 +149,53 @@ def test_promote_block_and_recovery_each_send_one_event(
     later = _apply(promoted_repo, receiver.url)
     assert later.code == 0, later.stdout + later.stderr
     assert receiver.events()[2:] == [("sales", "promoted")]
+
+
+def test_reverting_the_commit_that_blocked_sends_recovered_once(promoted_repo: Path) -> None:
+    _configure(promoted_repo)
+    serving_before = serving(promoted_repo, "sales")
+    with receiving() as hook:
+        blocked_at = double_metric(promoted_repo, "units_sold")
+        assert _apply(promoted_repo, hook.url).code == 1
+        git(promoted_repo, "revert", "--no-edit", blocked_at)  # the lens tree serving, again
+        reverted_at = git(promoted_repo, "rev-parse", "HEAD")
+        back = _apply(promoted_repo, hook.url, "--format", "json")
+        assert back.code == 0, back.stdout + back.stderr
+        assert back.lens("sales")["action"] == "unchanged"
+        assert [(c["lens"], c["action"]) for c in hook.calls] == [
+            ("sales", "blocked"),
+            ("sales", "recovered"),
+        ]
+        sent = hook.calls[1]
+        assert sent["source"]["commit"] == reverted_at
+        assert sent["deployment"] == serving_before == serving(promoted_repo, "sales")
+        assert sent["failing"] == [] and "recovered after a block" in sent["text"]
+        assert "recovered" in back.lens("sales")["messages"][0]
+        # the recovery is recorded (never served), so it is announced once
+        attempt = git(promoted_repo, "rev-parse", "refs/dst/attempts/sales")
+        assert git(promoted_repo, "show", "-s", "--format=%s", attempt).startswith("recovered")
+        assert _apply(promoted_repo, hook.url).code == 0
+        assert len(hook.calls) == 2
+        # and the next real promotion is an ordinary one
+        metric = promoted_repo / "lenses/sales/metrics/units_sold.yaml"
+        commit(
+            promoted_repo, {str(metric.relative_to(promoted_repo)): metric.read_text() + "#\n"}, "c"
+        )
+        assert _apply(promoted_repo, hook.url).code == 0
+        assert [c["action"] for c in hook.calls[2:]] == ["promoted"]
+
+
+def test_an_older_commit_with_the_serving_tree_is_no_recovery(promoted_repo: Path) -> None:
+    _configure(promoted_repo)
+    with receiving() as hook:
+        double_metric(promoted_repo, "units_sold")
+        assert _apply(promoted_repo, hook.url).code == 1
+        # applying the commit before the block is not a revert of it: the block stands
+        earlier = _apply(promoted_repo, hook.url, "--to", "HEAD~1")
+        assert earlier.code == 0, earlier.stdout + earlier.stderr
+        assert [c["action"] for c in hook.calls] == ["blocked"]
+        attempt = git(promoted_repo, "rev-parse", "refs/dst/attempts/sales")
+        assert git(promoted_repo, "show", "-s", "--format=%s", attempt).startswith("blocked")
 
 
 def test_only_the_subscribed_events_are_sent(promoted_repo: Path, receiver: Receiver) -> None:

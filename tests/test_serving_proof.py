@@ -80,16 +80,18 @@ def test_verify_and_rollback_records_prove_their_gate_through_what_they_follow(
     assert invoke(promoted_repo, "apply").code == 0
     tested = invoke(promoted_repo, "test", "sales")
     assert tested.code == 0, tested.stdout + tested.stderr
-    verified = serving(promoted_repo, "sales")
-    assert git(promoted_repo, "show", "-s", "--format=%s", str(verified)).startswith("verify")
+    verified = git(promoted_repo, "rev-parse", "refs/dst/verify/sales")
+    assert git(promoted_repo, "show", "-s", "--format=%s", verified).startswith("verify")
     assert invoke(promoted_repo, "ask", QUESTION, "--lens", "sales").code == 0
+    # a verification proves nothing as a serving ref: it belongs on refs/dst/verify/
+    repo = pygit2.Repository(str(promoted_repo))
+    assert "which never serves" in str(proven.why_not(repo, "sales", proven.Oid(verified)))
 
     rolled = invoke(promoted_repo, "rollback", "sales", "--to", str(first))
     assert rolled.code == 0, rolled.stdout + rolled.stderr
     assert invoke(promoted_repo, "ask", QUESTION, "--lens", "sales").code == 0
     assert invoke(promoted_repo, "status").code == 0
 
-    repo = pygit2.Repository(str(promoted_repo))
     rollback = serving(promoted_repo, "sales")
     assert rollback is not None
     assert proven.why_not(repo, "sales", proven.Oid(rollback)) is None

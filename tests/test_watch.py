@@ -471,10 +471,16 @@ def test_the_schedule_re_verifies_every_serving_lens(promoted: Path) -> None:
         "finance": "verified",
         "sales": "verified",
     }
-    assert _serving(promoted, "finance") != before
+    assert _serving(promoted, "finance") == before  # a verification never moves it
     log = invoke(promoted, "log", "finance", "--format", "json")
     assert log.code == 0, log.stderr
-    assert log.json()["deployments"][0]["action"] == "verify"
+    newest = log.json()["history"][0]
+    assert (newest["kind"], newest["action"], newest["verified"]) == (
+        "verification",
+        "verify",
+        before,
+    )
+    assert log.json()["deployments"][0]["action"] == "promote"
 
 
 def test_reconcile_mode_refuses_a_missing_branch(promoted: Path) -> None:

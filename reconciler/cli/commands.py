@@ -75,12 +75,12 @@ TABLE: tuple[Command, ...] = (
     Command(
         "log",
         "reconciler.cli.log:log",
-        "Deployments and blocked attempts of a lens, newest first, with its accuracy trend.",
+        "Deployments, attempts and verifications of a lens, newest first, with its trend.",
     ),
     Command(
         "gc",
         "reconciler.cli.gc:gc",
-        "Prune each lens's attempts to the newest N; serving and retired histories stay.",
+        "Prune attempts and verifications to the newest N; serving and retired histories stay.",
     ),
     Command(
         "certify",

@@ -2,10 +2,12 @@
 
 The history is the first-parent walk of ``refs/dst/serving/<lens>`` (DESIGN
 §3) interleaved with the blocked and stood-down attempts under
-``refs/dst/attempts/<lens>`` (marked ✗, never served), newest first. Each entry
+``refs/dst/attempts/<lens>`` (marked ✗, never served) and the verifications of what
+served under ``refs/dst/verify/<lens>`` (``dst test``, watch's schedule; marked ○),
+newest first. Each entry
 shows when it was recorded (UTC, and how long ago), the action, score, accuracy,
 wrong-rate and reach, and the source commit's subject and author. The text form
-ends with accuracy and wrong-rate sparklines over the deployments
+ends with accuracy and wrong-rate sparklines over the deployments and verifications
 (oldest → newest); ``--plot out.png`` also draws both lines with matplotlib
 (the optional ``plot`` extra). Each line also shows the deployment's reach and,
 where the active corpus changed size since the deployment before, a
@@ -47,7 +49,7 @@ def log(
     repo: RepoOpt = None,
     fmt: FormatOpt = Format.text,
 ) -> int:
-    """Deployments and blocked attempts of a lens, newest first, with its accuracy trend."""
+    """Deployments, attempts and verifications of a lens, newest first, with its trend."""
     # lazy: reconciler.history loads the engines, which `dst --help` does not need
     from reconciler.history import timeline
     from reconciler.render.trend import corpus_marks, points, summary_lines
@@ -101,7 +103,7 @@ def _log_object(lens: str, entries: list[LogEntry], marks: dict[str, str]) -> di
         "schema_version": 1,
         "command": "log",
         "lens": lens,
-        "deployments": [obj(e) for e in entries if not e.attempt],
+        "deployments": [obj(e) for e in entries if not (e.attempt or e.verification)],
         "history": [obj(e) for e in entries],
     }
 
@@ -117,9 +119,12 @@ def _entry_lines(e: LogEntry, marks: dict[str, str], now: float) -> list[str]:
     accuracy, wrong = rates(meta.get("score"))
     reach = d.info.reach
     action = str(meta.get("action", ""))
+    what = f"{action.upper()} (attempt)" if e.attempt else action
+    if e.verification:
+        what = f"{action} (verification)"
     head = (
-        f"{'✗' if e.attempt else '●'} {d.oid[:12]}  "
-        f"{(action.upper() + ' (attempt)') if e.attempt else action:<20} "
+        f"{'✗' if e.attempt else '○' if e.verification else '●'} {d.oid[:12]}  "
+        f"{what:<20} "
         f"{iso_time(at)} ({ago(at, now)})  score {short_score(meta.get('score'))}, "
         f"accuracy {percent(accuracy)}, wrong {percent(wrong)}"
         + (f", reach {reach.get('reached', 0)}/{reach.get('total', 0)}" if reach else "")

@@ -2,7 +2,8 @@
 
 ``status`` lists each lens's serving deployment (when it was recorded, and the
 source commit's subject and author), says when a rollback serves, and, when newer,
-its last attempt with the reason; it warns when a lens has more than
+its last attempt with the reason, and its last verification (``dst test``, watch's
+schedule: ``refs/dst/verify/<lens>``) with its score; it warns when a lens has more than
 ``ATTEMPTS_WARN`` attempts (``dst gc``) and lists any lock file left under
 ``refs/dst/``; ``rollback`` writes a new deployment commit whose content is an
 older one's (DESIGN §3). ``--env E`` shows (or rolls back) environment E alone;
@@ -96,7 +97,8 @@ def _commit_line(what: str, meta: dict[str, Any], commit: Any, now: float) -> st
 
 def _status_lines(r: Any, known: bool, unknown: str) -> list[str]:
     """One lens of ``dst status``: what serves (or retired it), when and from what commit,
-    a rollback serving, then a newer last attempt and a long attempts chain."""
+    a rollback serving, then a newer last attempt, the last verification and a long
+    attempts chain."""
     # lazy: reconciler.history loads the engines, which `dst --help` does not need
     from reconciler.history import ATTEMPTS_WARN
 
@@ -131,6 +133,14 @@ def _status_lines(r: Any, known: bool, unknown: str) -> list[str]:
             f"{str(am.get('source', ''))[:12]} — {am.get('reason', '')}"
         )
         lines.append("  " + _commit_line("attempted", am, r.attempt_commit, now))
+    vm = r.verification_meta
+    if r.verification and r.serving:
+        of = "" if vm.get("verified") == r.serving else f" of {str(vm.get('verified'))[:12]}"
+        lines.append(
+            _commit_line("last verified", vm, None, now)
+            + f"{of}: score {short_score(vm.get('score'))}{_reach(vm.get('reach'))}"
+            + f" ({_space(r.environment)}verify/{r.lens} {r.verification[:12]})"
+        )
     if r.attempts > ATTEMPTS_WARN:
         lines.append(
             f"  more than {ATTEMPTS_WARN} attempts recorded under "

@@ -184,8 +184,8 @@ def watch(
 
     Nothing is promoted unless --reconcile is given. The full suite of every
     serving lens re-runs every DST_EVAL_INTERVAL_HOURS (default 24, 0 disables)
-    and is recorded as a verify deployment. With --format json every run prints
-    one JSON line.
+    and is recorded under refs/dst/verify/ (never moving a serving ref). With
+    --format json every run prints one JSON line.
     """
     # lazy: the reconcile loads the engines, which `dst --help` does not need
     from reconciler.reconcile import check_worktree

@@ -22,7 +22,7 @@ Steps (where they sit):
 ``recover-rolled``      :func:`refstore.recover` rolled an interrupted apply's
                         refs forward and has not yet removed its intent record
 ``restamp-before``      ``dst test`` ran the suite, no re-stamped deployment written
-``restamp-after``       ``dst test`` moved the serving ref to its verify deployment
+``restamp-after``       ``dst test`` moved ``refs/dst/verify/<lens>`` to its verification
 =====================  ==========================================================
 """
 

@@ -23,9 +23,10 @@ line                                  what is checked
 deletion (local oid all zeros)        nothing
 ``refs/dst/*`` on the remote side     the record, not the lenses: a serving ref must
                                       point at a deployment whose gate passed (or a
-                                      rollback to one), an attempts ref at a blocked
-                                      or stood-down attempt, a retired ref at a
-                                      retirement, each of its own lens; anything
+                                      rollback to one), an attempts ref at a blocked,
+                                      stood-down or recovered attempt, a retired ref
+                                      at a retirement, a verify ref at a
+                                      verification, each of its own lens; anything
                                       else under ``refs/dst/`` is refused
 ``refs/dst/*`` on the local side only nothing: a record pushed to a branch or a tag
 remote oid present locally            lenses whose tree differs, remote → local
@@ -391,7 +392,11 @@ def scope_ref(repo: pygit2.Repository, pushed: PushedRef, remote: str | None) ->
     return RefCheck(label, oid, lenses, f"lens(es) changed: {', '.join(lenses)} ({how})")
 
 
-_RECORD_ACTIONS = {"attempts": ("blocked", "stood_down"), "retired": ("retired",)}
+_RECORD_ACTIONS = {
+    "attempts": ("blocked", "stood_down", "recovered"),
+    "retired": ("retired",),
+    "verify": ("verify",),
+}
 
 
 def _record_problem(repo: pygit2.Repository, ref: str, oid: str) -> str | None:
@@ -405,8 +410,8 @@ def _record_problem(repo: pygit2.Repository, ref: str, oid: str) -> str | None:
     kind, _, lens = rest.partition("/")
     if kind not in ("serving", *_RECORD_ACTIONS) or not lens or "/" in lens:
         return (
-            f"{ref} is not a ref dst shares (only serving/, attempts/ and retired/ refs of a "
-            "lens, per environment, leave a repository)"
+            f"{ref} is not a ref dst shares (only serving/, attempts/, retired/ and verify/ "
+            "refs of a lens, per environment, leave a repository)"
         )
     # lazy: the state models (pydantic) load only when serving state is pushed
     from reconciler.errors import DstError

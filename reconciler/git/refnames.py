@@ -6,6 +6,7 @@ import pygit2
 
 SERVING = "refs/dst/serving/"
 ATTEMPTS = "refs/dst/attempts/"
+VERIFY = "refs/dst/verify/"
 RETIRED = "refs/dst/retired/"
 APPLYING = "refs/dst/applying"
 ENVIRONMENTS = "refs/dst/env/"
@@ -24,6 +25,12 @@ def serving_ref(lens: str, env: str | None = None) -> str:
 def attempts_ref(lens: str, env: str | None = None) -> str:
     """``refs/dst/attempts/<lens>`` (``refs/dst/env/<env>/attempts/<lens>`` in ``env``)."""
     return namespace(env) + "attempts/" + lens
+
+
+def verify_ref(lens: str, env: str | None = None) -> str:
+    """``refs/dst/verify/<lens>`` (``refs/dst/env/<env>/verify/<lens>`` in ``env``): the chain
+    of verifications of what serves (``dst test``, watch's schedule), never served."""
+    return namespace(env) + "verify/" + lens
 
 
 def retired_ref(lens: str, env: str | None = None) -> str:

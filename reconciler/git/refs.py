@@ -40,6 +40,7 @@ from reconciler.git.refnames import (
     ENVIRONMENTS as ENVIRONMENTS,
     RETIRED as RETIRED,
     SERVING as SERVING,
+    VERIFY as VERIFY,
     applying_ref as applying_ref,
     attempts_ref as attempts_ref,
     env_note as env_note,
@@ -47,6 +48,7 @@ from reconciler.git.refnames import (
     namespace as namespace,
     retired_ref as retired_ref,
     serving_ref as serving_ref,
+    verify_ref as verify_ref,
 )
 from reconciler.ids import Oid
 from reconciler.state import (
@@ -565,7 +567,9 @@ def attempt_of(repo: pygit2.Repository, source: Oid, env: str | None = None) -> 
     """The lens whose ``refs/dst/attempts/<lens>`` (in ``env``) records ``source`` as its
     source, if any.
 
-    An attempt commit that does not read as a deployment is passed over.
+    An attempt commit that does not read as a deployment, and a ``recovered`` record (a
+    revert that made the serving tree current again, not a try that failed), are passed
+    over.
     """
     prefix = namespace(env) + "attempts/"
     for name in sorted(r for r in repo.references if r.startswith(prefix)):
@@ -576,7 +580,7 @@ def attempt_of(repo: pygit2.Repository, source: Oid, env: str | None = None) -> 
             dep = read_deployment(repo, oid)
         except DstError:
             continue
-        if dep.source == source:
+        if dep.source == source and dep.info.action != "recovered":
             return name[len(prefix) :]
     return None
 

@@ -10,12 +10,14 @@ the commit it points at         proves its gate when
                                 source commit the meta names (the shape
                                 :func:`reconciler.git.refs.write_deployment` writes)
 ``verify`` deployment           the deployment it follows (its first parent) proves
-                                its gate and holds the same lens tree (``dst test``
-                                re-stamps what serves; it never changes the tree)
+                                its gate and holds the same lens tree (what ``dst
+                                test`` wrote before verifications had their own chain)
 ``rollback`` deployment         the deployment it serves again (``rollback_to``) is
                                 one of its ancestors, holds the same lens tree and
                                 proves its gate
-anything else                   never: a ``blocked`` or ``stood_down`` attempt, a
+anything else                   never: a ``blocked``, ``stood_down`` or ``recovered``
+                                attempt, a verification (``verified`` set: it
+                                belongs on ``refs/dst/verify/<lens>``), a
                                 ``retired`` record, a branch commit, a tag
 ==============================  =====================================================
 
@@ -24,7 +26,7 @@ serving ref, is refused by ``dst ask``, ``dst mcp``, ``dst status``, ``dst test`
 ``dst plan`` and ``dst apply`` alike (:class:`ServingRefError`, exit 2), and by the
 pre-push hook before it reaches a remote. The check reads each record's
 ``state/meta.json`` alone (a few hundred bytes), so a promote costs one blob read and
-a verify chain one per ``dst test`` since its promotion; a commit once proven is
+an old verify chain one per ``dst test`` since its promotion; a commit once proven is
 remembered for the process (commits never change).
 
 This is a check of shape, not a signature: anyone who can write ``refs/dst/*``
@@ -120,6 +122,10 @@ def why_not(repo: pygit2.Repository, lens: str, oid: Oid) -> str | None:
             if len(parents) < 2 or parents[1] != meta.source:
                 return f"whose promote record does not name its source as a parent ({here})"
             break
+        if action == "verify" and meta.verified is not None:
+            return "a verification (refs/dst/verify/), which never serves" + (
+                "" if current == oid else f" ({here.removesuffix(',')})"
+            )
         if action not in FOLLOWS:
             what = {"blocked": "a blocked attempt", "stood_down": "a stood-down attempt"}
             return f"{what.get(action, f'a {action!r} record')}" + (

@@ -9,8 +9,13 @@ that does not exist), by compare-and-swap. It never overwrites a local ref
 that has deployments the remote lacks: when both sides moved on from a common
 deployment, the lens is *diverged* and has to be re-planned.
 
+Verifications (``refs/dst/verify/<lens>``, :mod:`reconciler.git.verifications`) travel
+too, but never conflict: when two clones each appended to the chain, the verifications
+recorded here are re-recorded on top of the remote's (``rebased``), and a push that
+loses a race on a verify ref alone fetches and pushes again.
+
 Every environment's refs travel the same way: ``refs/dst/env/<E>/serving/<lens>``
-and its ``attempts/`` and ``retired/`` siblings are fetched, compared and pushed
+and its ``attempts/``, ``retired/`` and ``verify/`` siblings are fetched, compared and pushed
 exactly like the default environment's, each environment decided on its own;
 intent records (``applying``) never leave the repository.
 
@@ -47,22 +52,31 @@ from collections.abc import Sequence
 import pygit2
 
 from reconciler.errors import DstError, StateError, UsageError
-from reconciler.git import refs as refstore, retire as retirements
+from reconciler.git import (
+    attempts as attemptstore,
+    refs as refstore,
+    retire as retirements,
+    verifications,
+)
 from reconciler.git.sync_report import (
     DST,
+    KINDS,
     PushLine,
     RefSync,
     SyncAction,
     SyncReport,
+    env_flag,
     parse_porcelain,
+    rejected,
     short,
+    split_rest,
     tally,
+    what_of,
 )
-from reconciler.ids import LENS_NAME_RE, Oid
+from reconciler.ids import Oid
 
 TRACKING = "refs/dst-remote/"
 UNKNOWN_STATE = "serving state unknown — run dst sync --fetch"
-_KINDS = ("serving", "attempts", "retired")
 _RANGE = re.compile(r"^(?P<old>[0-9a-f]{4,64})\.{2,3}(?P<new>[0-9a-f]{4,64})$")
 _URL_USERINFO = re.compile(r"(://)[^/@\s]+@")
 
@@ -155,24 +169,6 @@ def require_known(repo: pygit2.Repository) -> None:
         )
 
 
-def split_rest(rest: str) -> tuple[str, str, str] | None:
-    """``(space, kind, lens)`` of a ref name below ``refs/dst/``, ``None`` for other refs.
-
-    ``space`` is ``""`` for the default environment and ``"env/<E>/"`` for
-    environment E; ``kind`` is ``serving``, ``attempts`` or ``retired``.
-    """
-    space = ""
-    if rest.startswith("env/"):
-        env, _, rest = rest[len("env/") :].partition("/")
-        if not LENS_NAME_RE.match(env):
-            return None
-        space = f"env/{env}/"
-    kind, _, lens = rest.partition("/")
-    if kind in _KINDS and LENS_NAME_RE.match(lens):
-        return space, kind, lens
-    return None
-
-
 def _lens_refs(repo: pygit2.Repository, prefix: str) -> dict[str, Oid]:
     """``{"[env/<E>/]<serving|attempts|retired>/<lens>": oid}`` for refs under ``prefix``."""
     out: dict[str, Oid] = {}
@@ -191,12 +187,6 @@ def _spaces(*sides: dict[str, Oid]) -> list[str]:
     """The environments' key prefixes present on any side (``""`` always first)."""
     found = {parts[0] for side in sides for rest in side if (parts := split_rest(rest))}
     return ["", *sorted(found - {""})]
-
-
-def _what(space: str, kind: str, lens: str) -> str:
-    """``lens L: serving`` (``lens L (env E): serving`` in environment E)."""
-    where = f" (env {space[len('env/') : -1]})" if space else ""
-    return f"lens {lens}{where}: {kind}"
 
 
 def _workdir(repo: pygit2.Repository) -> str:
@@ -276,33 +266,10 @@ def fetch(repo: pygit2.Repository, remote: str = "origin") -> SyncReport:
     for space in _spaces(ours, theirs):
         compared = retirements.on_fetch(repo, remote, compared, ours, theirs, space)
     results = list(compared.values())
-    moves = (SyncAction.FETCHED, SyncAction.FAST_FORWARDED, SyncAction.RETIRED)
+    moves = (SyncAction.FETCHED, SyncAction.FAST_FORWARDED, SyncAction.RETIRED, SyncAction.REBASED)
     updates = [refstore.RefUpdate(r.ref, r.old, r.new) for r in results if r.action in moves]
     refstore.update_refs(repo, updates, reason=f"dst sync --fetch {remote}")
     return SyncReport(remote, tuple(results), tuple(messages))
-
-
-def pruned_here(repo: pygit2.Repository, local: Oid, theirs: Oid) -> bool:
-    """``local``'s attempts chain holds ``theirs`` as ``dst gc`` rewrote it: an attempt with
-    the same lens tree, source, action and recording time (gc keeps each attempt's content
-    and gives it a new parent), so ``local`` is a pruned copy, not another promoter's work."""
-    try:
-        wanted = refstore.read_deployment(repo, theirs, bindings=False)
-        chain = refstore.history(repo, local)
-    except (DstError, KeyError, ValueError):
-        return False
-
-    def key(d: refstore.Deployment) -> tuple[object, ...]:
-        return (d.lens_tree, d.info.source, d.info.action, d.info.recorded_at)
-
-    return any(key(d) == key(wanted) for d in chain if d.oid != theirs)
-
-
-def _pruned_fix(remote: str, ref: str, theirs: Oid, local: Oid) -> str:
-    return (
-        f"prune {remote}'s too with `git push --force-with-lease={ref}:{theirs} {remote} {ref}`, "
-        f"or take its longer chain back with `git update-ref {ref} {theirs} {local}`"
-    )
 
 
 def _pruned_refs(repo: pygit2.Repository, remote: str, ours: dict[str, Oid]) -> list[RefSync]:
@@ -313,14 +280,14 @@ def _pruned_refs(repo: pygit2.Repository, remote: str, ours: dict[str, Oid]) -> 
     for rest, local in sorted(ours.items()):
         space, kind, lens = split_rest(rest) or ("", "", "")
         tracked = refstore.ref_target(repo, prefix + rest)
-        if kind != "attempts" or tracked is None or tracked == local:
+        if kind not in ("attempts", "verify") or tracked is None or tracked == local:
             continue
         if repo.descendant_of(pygit2.Oid(hex=local), pygit2.Oid(hex=tracked)):
             continue
-        if pruned_here(repo, local, tracked):
+        if attemptstore.pruned_here(repo, local, tracked):
             ref = DST + rest
-            msg = f"{_what(space, kind, lens)} pruned here by dst gc: not pushed"
-            fix = _pruned_fix(remote, ref, tracked, local)
+            msg = f"{what_of(space, kind, lens)} pruned here by dst gc: not pushed"
+            fix = attemptstore.pruned_fix(remote, ref, tracked, local)
             out.append(RefSync("push", ref, lens, SyncAction.UP_TO_DATE, tracked, local, msg, fix))
     return out
 
@@ -329,7 +296,7 @@ def _compare(
     repo: pygit2.Repository, remote: str, ref: str, local: Oid | None, theirs: Oid | None
 ) -> RefSync:
     space, kind, lens = split_rest(ref[len(DST) :]) or ("", "", "")
-    what = _what(space, kind, lens)
+    what = what_of(space, kind, lens)
     if local == theirs:
         return RefSync(
             "fetch", ref, lens, SyncAction.UP_TO_DATE, local, local, f"{what} up to date"
@@ -353,13 +320,25 @@ def _compare(
     if repo.descendant_of(pygit2.Oid(hex=local), pygit2.Oid(hex=theirs)):
         msg = f"{what} is ahead of {remote}; `dst sync --push` sends it"
         return RefSync("fetch", ref, lens, SyncAction.AHEAD, theirs, local, msg)
-    if kind == "attempts" and pruned_here(repo, local, theirs):
+    rebased = verifications.rebase(repo, local, theirs) if kind == "verify" else None
+    if rebased is not None:
+        msg = (
+            f"{what}: the verifications recorded here were re-recorded on top of {remote}'s "
+            f"({short(theirs)} → {short(rebased)}); `dst sync --push` sends them"
+        )
+        return RefSync("fetch", ref, lens, SyncAction.REBASED, local, rebased, msg)
+    if kind in ("attempts", "verify") and attemptstore.pruned_here(repo, local, theirs):
         msg = (
             f"{what} pruned here by dst gc ({short(local)}); {remote} keeps its longer chain "
             f"({short(theirs)}), which sync never overwrites: nothing fetched or pushed"
         )
-        fix = _pruned_fix(remote, ref, theirs, local)
+        fix = attemptstore.pruned_fix(remote, ref, theirs, local)
         return RefSync("fetch", ref, lens, SyncAction.UP_TO_DATE, local, local, msg, fix)
+    if kind == "verify":  # every verification here is in the remote's chain already
+        msg = (
+            f"{what} took {remote}'s chain {short(local)} → {short(theirs)} (it holds all of ours)"
+        )
+        return RefSync("fetch", ref, lens, SyncAction.FAST_FORWARDED, local, theirs, msg)
     verb = "promoted" if kind == "serving" else "recorded attempts on"
     return RefSync(
         "fetch",
@@ -384,19 +363,13 @@ def _adopt_fix(
     try:
         source = str(refstore.read_deployment(repo, theirs).source)
     except DstError:
-        replan = f"dst apply{_env_flag(ref)} --lens {lens}"
+        replan = f"dst apply{env_flag(ref)} --lens {lens}"
         return f"{take}, then re-plan with `{replan}` and `dst sync --push`"
     # The winner's source commit may be on no branch; the fetched deployment keeps it.
     return (
         f"{take}, bring in what it serves with `git merge --no-edit {source}`, then re-plan "
-        f"with `dst apply{_env_flag(ref)} --lens {lens}` and `dst sync --push`"
+        f"with `dst apply{env_flag(ref)} --lens {lens}` and `dst sync --push`"
     )
-
-
-def _env_flag(ref: str) -> str:
-    """`` --env E`` for a ref of environment E, ``""`` for the default environment's."""
-    space = (split_rest(ref[len(DST) :]) or ("",))[0]
-    return f" --env {space[len('env/') : -1]}" if space else ""
 
 
 def push(repo: pygit2.Repository, remote: str = "origin") -> SyncReport:
@@ -425,7 +398,7 @@ def push(repo: pygit2.Repository, remote: str = "origin") -> SyncReport:
     messages = refstore.recover_all(repo)
     ours = _lens_refs(repo, DST)
     if not ours:
-        messages.append(f"nothing to push: no {DST}serving/, attempts/ or retired/ refs here")
+        messages.append(f"nothing to push: no {DST}serving/, attempts/, retired/ or verify/ refs")
         return SyncReport(remote, (), tuple(messages))
 
     leases: list[retirements.Lease] = []
@@ -440,7 +413,7 @@ def push(repo: pygit2.Repository, remote: str = "origin") -> SyncReport:
     prefix = tracking_prefix(remote)
     pruned = _pruned_refs(repo, remote, ours)
     skipped = {r.ref for r in pruned}
-    specs = [f"{DST}{space}{kind}/*:{DST}{space}{kind}/*" for space in spaces for kind in _KINDS]
+    specs = [f"{DST}{space}{kind}/*:{DST}{space}{kind}/*" for space in spaces for kind in KINDS]
     if skipped:  # name each ref but the pruned ones: a wildcard would send those too
         specs = [f"{DST}{rest}:{DST}{rest}" for rest in sorted(ours) if DST + rest not in skipped]
     specs += [lease.refspec for lease in leases]
@@ -490,57 +463,17 @@ def _pushed(
     line: PushLine,
 ) -> RefSync:
     space, kind, lens = split_rest(ref[len(DST) :]) or ("", "", "")
-    what = _what(space, kind, lens)
+    what = what_of(space, kind, lens)
     if line.flag == "=":
         return RefSync("push", ref, lens, SyncAction.UP_TO_DATE, local, local, f"{what} up to date")
     if line.flag == "!":
-        return _rejected(remote, ref, lens, kind, local, tracked, line)
+        return rejected(remote, ref, lens, kind, local, tracked, line)
     old: Oid | None = None
     if line.flag != "*":
         m = _RANGE.match(line.summary)
         old = (_expand(repo, m["old"]) if m else None) or tracked
     msg = f"{what} pushed to {remote}: {short(old)} → {short(local)}"
     return RefSync("push", ref, lens, SyncAction.PUSHED, old, local, msg)
-
-
-def _rejected(
-    remote: str,
-    ref: str,
-    lens: str,
-    kind: str,
-    local: Oid,
-    tracked: Oid | None,
-    line: PushLine,
-) -> RefSync:
-    reason = line.reason or line.summary
-    fix = (
-        f"run `dst sync --fetch --remote {remote}` and follow what it says for lens {lens}, "
-        f"then re-plan with `dst apply{_env_flag(ref)} --lens {lens}`"
-    )
-    if line.reason == "atomic push failed":
-        msg = (
-            f"rejected: lens {lens} ({kind}) was not pushed because another ref of this "
-            f"atomic push was rejected — re-plan"
-        )
-    elif line.summary == "[remote rejected]":
-        msg = f"rejected: {remote} refused lens {lens} ({kind}): {reason} — re-plan"
-        fix = f"see why {remote} refused the push ({reason}), then `dst sync` again"
-    elif kind == "serving":
-        msg = (
-            f"rejected: another promoter won lens {lens} — run dst sync --fetch and re-plan "
-            f"({reason})"
-        )
-    elif kind == "retired":
-        msg = (
-            f"rejected: lens {lens} was retired differently on {remote} — run dst sync "
-            f"--fetch and re-plan ({reason})"
-        )
-    else:
-        msg = (
-            f"rejected: another promoter recorded an attempt on lens {lens} — run dst sync "
-            f"--fetch and re-plan ({reason})"
-        )
-    return RefSync("push", ref, lens, SyncAction.REJECTED, tracked, local, msg, fix)
 
 
 def synchronize(
@@ -575,8 +508,29 @@ def synchronize(
         if fetched.failed and do_push:
             messages.append("push skipped: re-plan the diverged lenses first")
             do_push = False
-    if do_push:
+    for tried in range(VERIFY_RACES + 1) if do_push else ():
         pushed = push(repo, remote)
+        if not (do_fetch and tried < VERIFY_RACES and _lost_verify_race(pushed)):
+            break
+        # Another clone's verification landed first: take it, re-record ours, push again.
+        messages.append(f"a verification reached {remote} first; fetching and pushing again")
+        again = fetch(repo, remote)
+        if again.failed:
+            pushed = again
+            break
+    if do_push:
         refs += pushed.refs
         messages += pushed.messages
     return SyncReport(remote, tuple(refs), tuple(messages))
+
+
+VERIFY_RACES = 3
+"""How often :func:`synchronize` fetches and pushes again after losing a race on verify refs."""
+
+
+def _lost_verify_race(report: SyncReport) -> bool:
+    """The push was rejected only because of verify refs (the others failed with them)."""
+    own = [r for r in report.failed if "another ref of this atomic push" not in r.message]
+    return bool(own) and all(
+        (split_rest(r.ref[len(DST) :]) or ("", ""))[1] == "verify" for r in own
+    )

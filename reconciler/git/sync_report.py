@@ -13,9 +13,11 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from reconciler.ids import Oid
+from reconciler.ids import LENS_NAME_RE, Oid
 
 DST = "refs/dst/"
+KINDS = ("serving", "attempts", "retired", "verify")
+"""The lens refs ``dst sync`` shares, under ``refs/dst/`` and each ``refs/dst/env/<E>/``."""
 _PORCELAIN = re.compile(
     r"^(?P<flag>[ +\-*!=])\t(?P<src>[^\t]*):(?P<dst>[^\t]+)\t(?P<summary>.*?)"
     r"(?: \((?P<reason>[^()]*)\))?$"
@@ -33,7 +35,9 @@ class SyncAction(str, Enum):
     have deployments the other lacks, so nothing moved; ``retired`` a serving
     ref was deleted because its lens was retired (fetch: the local one, by a
     retirement from the remote; push: the remote's, by a local retirement —
-    see :mod:`reconciler.git.retire`).
+    see :mod:`reconciler.git.retire`); ``rebased`` the verifications recorded here were
+    re-recorded on top of the remote's verify chain (:mod:`reconciler.git.verifications`),
+    so the push that follows is a fast-forward.
     """
 
     FETCHED = "fetched"
@@ -44,6 +48,7 @@ class SyncAction(str, Enum):
     REJECTED = "rejected"
     DIVERGED = "diverged"
     RETIRED = "retired"
+    REBASED = "rebased"
 
 
 _FAILED = (SyncAction.REJECTED, SyncAction.DIVERGED)
@@ -55,7 +60,7 @@ class RefSync:
 
     Attributes:
         phase: ``fetch`` (the local ref moves) or ``push`` (the remote's moves).
-        ref: the local ref, ``refs/dst/{serving,attempts,retired}/<lens>``.
+        ref: the local ref, ``refs/dst/{serving,attempts,retired,verify}/<lens>``.
         lens: the lens name.
         action: what happened.
         old: the moving side's value before (``None``: it did not exist); for
@@ -79,7 +84,7 @@ class RefSync:
 
     @property
     def kind(self) -> str:
-        """``serving``, ``attempts`` or ``retired``."""
+        """``serving``, ``attempts``, ``retired`` or ``verify``."""
         return self.ref[len(DST) :].split("/", 1)[0]
 
     def record(self) -> dict[str, Any]:
@@ -181,3 +186,79 @@ def tally(report: SyncReport) -> Mapping[str, int]:
     for r in report.refs:
         counts[r.action.value] = counts.get(r.action.value, 0) + 1
     return counts
+
+
+def split_rest(rest: str) -> tuple[str, str, str] | None:
+    """``(space, kind, lens)`` of a ref name below ``refs/dst/``, ``None`` for other refs.
+
+    ``space`` is ``""`` for the default environment and ``"env/<E>/"`` for
+    environment E; ``kind`` is ``serving``, ``attempts`` or ``retired``.
+    """
+    space = ""
+    if rest.startswith("env/"):
+        env, _, rest = rest[len("env/") :].partition("/")
+        if not LENS_NAME_RE.match(env):
+            return None
+        space = f"env/{env}/"
+    kind, _, lens = rest.partition("/")
+    if kind in KINDS and LENS_NAME_RE.match(lens):
+        return space, kind, lens
+    return None
+
+
+def what_of(space: str, kind: str, lens: str) -> str:
+    """``lens L: serving`` (``lens L (env E): serving`` in environment E)."""
+    where = f" (env {space[len('env/') : -1]})" if space else ""
+    return f"lens {lens}{where}: {kind}"
+
+
+def env_flag(ref: str) -> str:
+    """`` --env E`` for a ref of environment E, ``""`` for the default environment's."""
+    space = (split_rest(ref[len(DST) :]) or ("",))[0]
+    return f" --env {space[len('env/') : -1]}" if space else ""
+
+
+def rejected(
+    remote: str,
+    ref: str,
+    lens: str,
+    kind: str,
+    local: Oid,
+    tracked: Oid | None,
+    line: PushLine,
+) -> RefSync:
+    reason = line.reason or line.summary
+    fix = (
+        f"run `dst sync --fetch --remote {remote}` and follow what it says for lens {lens}, "
+        f"then re-plan with `dst apply{env_flag(ref)} --lens {lens}`"
+    )
+    if line.reason == "atomic push failed":
+        msg = (
+            f"rejected: lens {lens} ({kind}) was not pushed because another ref of this "
+            f"atomic push was rejected — re-plan"
+        )
+    elif line.summary == "[remote rejected]":
+        msg = f"rejected: {remote} refused lens {lens} ({kind}): {reason} — re-plan"
+        fix = f"see why {remote} refused the push ({reason}), then `dst sync` again"
+    elif kind == "serving":
+        msg = (
+            f"rejected: another promoter won lens {lens} — run dst sync --fetch and re-plan "
+            f"({reason})"
+        )
+    elif kind == "retired":
+        msg = (
+            f"rejected: lens {lens} was retired differently on {remote} — run dst sync "
+            f"--fetch and re-plan ({reason})"
+        )
+    elif kind == "verify":
+        msg = (
+            f"rejected: another clone recorded a verification of lens {lens} meanwhile — "
+            f"run dst sync again: it re-records this clone's on top ({reason})"
+        )
+        fix = f"run `dst sync --remote {remote}` again"
+    else:
+        msg = (
+            f"rejected: another promoter recorded an attempt on lens {lens} — run dst sync "
+            f"--fetch and re-plan ({reason})"
+        )
+    return RefSync("push", ref, lens, SyncAction.REJECTED, tracked, local, msg, fix)

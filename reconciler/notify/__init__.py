@@ -80,9 +80,11 @@ def events_of(rt: Runtime, report: RunReport) -> list[LensEvent]:
         source_oid = run.plan.candidate
         info = commit_info(rt.repo, source_oid)
         source: dict[str, object] = info.record() if info else {"commit": source_oid}
+        # an unchanged lens recovered when the apply recorded it (a revert of the block)
+        unblocked = run.action is Action.UNCHANGED and run.recorded is not None
         event = lens_event(
             run,
-            recovered=is_promotion and recovered(rt, run),
+            recovered=unblocked or (is_promotion and recovered(rt, run)),
             source=source,
             environment=rt.environment,
         )

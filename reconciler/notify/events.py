@@ -2,10 +2,13 @@
 
 One apply yields at most one event per lens: ``promoted`` (``recovered`` when
 the lens's last attempt since its previous deployment was blocked or stood
-down), ``blocked`` or ``stood_down``. Unchanged, skipped, retired and
-unloadable lenses yield none. The payload is documented in the README
-("Notifications"); its ``text`` is Slack's incoming-webhook field, so a Slack
-URL works as it is and other receivers read the structured keys.
+down), ``blocked`` or ``stood_down``; an unchanged lens yields ``recovered`` when
+the apply recorded its recovery (the commit that blocked was reverted, so the
+tree serving is the candidate's again; its ``deployment`` is the one serving).
+Other unchanged, skipped, retired and unloadable lenses yield none. The payload
+is documented in the README ("Notifications"); its ``text`` is Slack's
+incoming-webhook field, so a Slack URL works as it is and other receivers read the
+structured keys.
 """
 
 from __future__ import annotations
@@ -83,7 +86,7 @@ class LensEvent:
         where = f"{self.lens}" + (f" ({self.environment})" if self.environment else "")
         verb = {
             "promoted": "promoted",
-            "recovered": "recovered: promoted after a block",
+            "recovered": "recovered after a block",
             "blocked": "BLOCKED",
             "stood_down": "gate STOOD DOWN",
         }[self.event]
@@ -117,6 +120,8 @@ def event_name(run: LensRun, recovered: bool) -> EventName | None:
     """The event a lens's run makes, or ``None`` (unchanged, skipped, retired, error)."""
     if run.action is Action.PROMOTED:
         return "recovered" if recovered else "promoted"
+    if run.action is Action.UNCHANGED and recovered:  # a revert: what serves is back
+        return "recovered"
     if run.action is Action.BLOCKED:
         return "blocked"
     if run.action is Action.STOOD_DOWN:
@@ -169,7 +174,7 @@ def lens_event(
         event=name,
         lens=run.plan.lens,
         environment=environment,
-        deployment=run.recorded,
+        deployment=run.serving_after if run.action is Action.UNCHANGED else run.recorded,
         source=source,
         score=run.score,
         previous_score=run.previous_score,
