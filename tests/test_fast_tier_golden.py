@@ -7,6 +7,10 @@ served case must be read as its ``reads_as`` says and return the oracle's rows, 
 declined one must give its reason and its ``decline_kind``. Test ids are
 ``<file>::<case id>`` (the file without its ``fast_tier_`` prefix and ``.yaml``).
 
+Each of a case's ``paraphrases`` is asked the same way and must be read as the case
+is or decline (:func:`~tests.helpers.grammar.check_paraphrase`), test id
+``<file>::<case id>::p<n>``; one marked ``xfail`` is a strict expected failure.
+
 A standing check asks every reader of every golden question, as the tier does
 (:func:`reconciler.reading.parse.every_claim`), and holds that at most one SQL comes
 out — two only where the case itself declines as ``two_readings``: a new reader
@@ -28,12 +32,23 @@ from reconciler.generators import fast
 from reconciler.reading.grammar.backrefs import without_backrefs
 from reconciler.reading.ir import Declined
 from reconciler.reading.parse import every_claim
-from tests.helpers.grammar import GoldenFile, dimension_values
+from tests.helpers.grammar import GoldenFile, dimension_values, paraphrases
 from tests.helpers.readings import golden_files
 
 FILES = {name: GoldenFile.read(name) for name in golden_files()}
 CASES = [(name, case) for name, golden in FILES.items() for case in golden.cases]
 IDS = [f"{name.removeprefix('fast_tier_').removesuffix('.yaml')}::{c['id']}" for name, c in CASES]
+PARAPHRASES = [
+    pytest.param(
+        name,
+        case,
+        question,
+        id=f"{case_id}::p{n}",
+        marks=[pytest.mark.xfail(strict=True, reason=xfail)] if xfail else [],
+    )
+    for case_id, (name, case) in zip(IDS, CASES, strict=True)
+    for n, (question, xfail) in enumerate(paraphrases(case), start=1)
+]
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +67,13 @@ def warehouses(tmp_path_factory: pytest.TempPathFactory) -> Any:
 @pytest.mark.parametrize(("name", "case"), CASES, ids=IDS)
 def test_golden_case(warehouses: Any, name: str, case: dict[str, Any]) -> None:
     FILES[name].check(warehouses(name), case)
+
+
+@pytest.mark.parametrize(("name", "case", "question"), PARAPHRASES)
+def test_paraphrase_reads_the_same_or_declines(
+    warehouses: Any, name: str, case: dict[str, Any], question: str
+) -> None:
+    FILES[name].check_paraphrase(warehouses(name), case, question)
 
 
 @pytest.mark.parametrize(("name", "case"), CASES, ids=IDS)

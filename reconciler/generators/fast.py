@@ -114,7 +114,7 @@ from reconciler.reading.phrases.nouns import check_noun_breakdowns, own_rows, wi
 from reconciler.reading.phrases.ordering import order_plan, split_ordering
 from reconciler.reading.phrases.periods import check_unit_phrases, earlier, first_day, spell_to_date
 from reconciler.reading.phrases.persons import with_person_keys
-from reconciler.reading.phrases.rankings import ranking
+from reconciler.reading.phrases.rankings import check_which_have, ranking
 from reconciler.reading.phrases.verbs import dated_verbs
 from reconciler.reading.phrases.weekdays import split_weekdays, with_weekdays
 from reconciler.reading.phrases.when import when
@@ -353,6 +353,7 @@ def _plan(
     rank = ranking(reading, found, grain, bool(breakdowns), plural_breakdown)
     ranked = rank or (reading.directions and (next(iter(reading.directions)), 0)) or None
     check_noun_breakdowns(lens, found, split.mentions, ranked)
+    check_which_have(found, split.mentions, ranked)
     if measure.function == "count_distinct":
         check_entity_count(lens, found, measure, split.mentions,
                            (grain, period, bool(compared)), split.time, ranked)  # fmt: skip

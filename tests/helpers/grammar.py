@@ -405,24 +405,60 @@ def check_golden_case(lens: Lens, warehouse: Path, case: dict[str, Any]) -> None
             assert kind == case["decline_kind"], f"declined as {kind}: {result.declined}"
             return
         assert result.sql is not None, result.declined
-        assert result.reading == case["reads_as"], f"read as {result.reading!r}"
         if "contains" in case:
             assert case["contains"] in result.sql, result.sql
         if "lacks" in case:
             assert case["lacks"] not in result.sql, result.sql
-        generated = con.execute(result.sql)
-        columns = len(generated.description or ())
-        rows = generated.fetchall()
-        oracle = con.execute(case["oracle"])
-        expected = oracle.fetchall()
-        assert expected, "the oracle must return rows for the comparison to mean something"
-        assert columns == len(oracle.description or ()), f"column count differs:\n{result.sql}"
-        if case.get("ordered"):
-            assert rounded(rows) == rounded(expected), f"{result.sql}\n{rows} != {expected}"
-        else:
-            assert same_rows(rows, expected), f"{result.sql}\n{rows} != {expected}"
+        _holds_served(con, case, result)
     finally:
         con.close()
+
+
+def check_paraphrase(lens: Lens, warehouse: Path, case: dict[str, Any], question: str) -> None:
+    """Ask ``question``, a paraphrase of ``case``, on the case's lens and warehouse.
+
+    It must decline (of any :class:`~reconciler.reading.ir.DeclineKind`) or be served
+    exactly as the case is: its ``reads_as`` and its oracle's rows. A paraphrase of a
+    declined case must decline. Never a different served reading.
+    """
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        result = ask(lens, question, dimension_values(con, lens))
+        if result.sql is None:
+            assert result.decline_kind is not None, f"declined with no kind: {result.declined}"
+            return
+        assert "reason" not in case, f"served what the case declines:\n{result.sql}"
+        _holds_served(con, case, result)
+    finally:
+        con.close()
+
+
+def _holds_served(con: duckdb.DuckDBPyConnection, case: dict[str, Any], result: Generation) -> None:
+    """``result`` is read as ``case``'s ``reads_as`` and returns its oracle's rows."""
+    assert result.sql is not None
+    assert result.reading == case["reads_as"], f"read as {result.reading!r}"
+    generated = con.execute(result.sql)
+    columns = len(generated.description or ())
+    rows = generated.fetchall()
+    oracle = con.execute(case["oracle"])
+    expected = oracle.fetchall()
+    assert expected, "the oracle must return rows for the comparison to mean something"
+    assert columns == len(oracle.description or ()), f"column count differs:\n{result.sql}"
+    if case.get("ordered"):
+        assert rounded(rows) == rounded(expected), f"{result.sql}\n{rows} != {expected}"
+    else:
+        assert same_rows(rows, expected), f"{result.sql}\n{rows} != {expected}"
+
+
+def paraphrases(case: dict[str, Any]) -> list[tuple[str, str | None]]:
+    """``(question, xfail reason or None)`` of each of ``case``'s ``paraphrases``."""
+    out: list[tuple[str, str | None]] = []
+    for item in case.get("paraphrases", ()):
+        if isinstance(item, str):
+            out.append((item, None))
+        else:
+            out.append((item["question"], item.get("xfail")))
+    return out
 
 
 @dataclass(frozen=True)
@@ -432,6 +468,12 @@ class GoldenFile:
     Either ``lenses: {name: {files: {path: text}, schema: SQL}}`` with cases naming
     their ``lens``, or one ``lens: {path: text}`` with its ``schema`` (the lens named
     by its ``lens.yaml``); ``cases`` is the list of cases either way.
+
+    A case may list ``paraphrases``: other wordings of its question, each a string or
+    ``{question: …, xfail: reason}``. Each is asked on the case's lens and must read
+    the same (the case's ``reads_as`` and oracle rows) or decline, never be served
+    another reading (:func:`check_paraphrase`); ``xfail`` names a known misreading,
+    which the runner expects to fail, strictly.
     """
 
     files: dict[str, dict[str, bytes]]
@@ -465,3 +507,12 @@ class GoldenFile:
         name = case.get("lens") or next(iter(self.files))
         extra = {"lens.yaml": case["lens_yaml"].encode()} if "lens_yaml" in case else None
         check_golden_case(self.lens(name, extra), warehouses[name], case)
+
+    def check_paraphrase(
+        self, warehouses: dict[str, Path], case: dict[str, Any], question: str
+    ) -> None:
+        """:func:`check_paraphrase` of ``question``, a paraphrase of ``case``, on the
+        case's lens and warehouse."""
+        name = case.get("lens") or next(iter(self.files))
+        extra = {"lens.yaml": case["lens_yaml"].encode()} if "lens_yaml" in case else None
+        check_paraphrase(self.lens(name, extra), warehouses[name], case, question)

@@ -157,10 +157,12 @@ def _check_counted_noun(lens: Lens, found: Retrieval, m: Mention) -> None:
     counted = found.tokens[max(m.start - 2, 0) : m.start] in _COUNTING
     if not counted and (m.start == 0 or found.tokens[m.start - 1] not in _RANKING):
         return
+    names = {t.name for t in m.targets}
     model = model_nouns(lens).get(found.tokens[m.start : m.end])
     if model is None:
+        if counted:
+            _check_counting_metric(lens, found, m, names)
         return
-    names = {t.name for t in m.targets}
     for name in sorted(names):
         tree = sqlglot.parse_one(lens.metrics[name].expression, read=lens.config.dialect)
         if tree.find(exp.Count) is None:
@@ -186,6 +188,42 @@ def _fact_models(lens: Lens, found: Retrieval, m: Mention) -> list[str]:
         for j in range(i + 1, min(i + 4, len(toks) + 1))
     }
     return [x for x in models if x in named] if len(named & set(models)) == 1 else models
+
+
+def _check_counting_metric(lens: Lens, found: Retrieval, m: Mention, names: set[str]) -> None:
+    """Decline ``how many <noun>`` where the noun names a metric that does not count and
+    the lens also says ``number of <noun>`` (or ``<noun> count``) for a counting metric
+    ("how many sales" beside ``sales`` = SUM(amount) and ``sale_count``, "number of
+    sales"): the words ask the count; the metric the noun names is a sum.
+
+    Raises:
+        Declined: naming both metrics.
+    """
+    noun = found.tokens[m.start : m.end]
+    spellings = {("number", "of", *noun), (*noun, "count")}
+    counting = sorted(
+        name
+        for name, metric in lens.metrics.items()
+        if name not in names
+        and any(tokenize(p) in spellings for p in (metric.label or "", *metric.synonyms))
+        and sqlglot.parse_one(metric.expression, read=lens.config.dialect).find(exp.Count)
+    )
+    summed = sorted(
+        name
+        for name in names
+        if sqlglot.parse_one(lens.metrics[name].expression, read=lens.config.dialect).find(
+            exp.Count
+        )
+        is None
+    )
+    if counting and summed:
+        words = " ".join(found.words[m.start - 2 : m.end])
+        raise Declined(
+            DeclineKind.AMBIGUOUS_READING,
+            f"{words!r} counts, but {phrase_of(found, m)!r} names metric {summed[0]!r}, "
+            f"which does not count; {counting[0]!r} is the lens's number of them: ask for "
+            f"{counting[0]!r} or {summed[0]!r} by name",
+        )
 
 
 def _measure_of(

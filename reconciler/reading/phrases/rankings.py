@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reconciler.assembly.retrieval import Retrieval
+from reconciler.assembly.retrieval import Mention, Retrieval
 from reconciler.reading.ir import Declined, DeclineKind
 from reconciler.reading.phrases.words import Reading, plural
 
@@ -50,3 +50,30 @@ def ranking(
             return None  # restated by the closing ordering: every row, in that order
         raise Declined(DeclineKind.UNSUPPORTED_CONSTRUCT, "a top/bottom ranking without a count")
     return descending, 1
+
+
+def check_which_have(found: Retrieval, breakdowns: list[Mention], ranked: object) -> None:
+    """Decline ``which <X> have|has|had … <measure>`` with no ranking word ("Which
+    patient IDs have had a cancelled treatment?", "Which regions have orders?"): it asks
+    for the X that have some, a list, not the measure broken down by X (a figure per X,
+    and a group for X missing) — another reading that ``<measure> by <X>`` states.
+
+    Raises:
+        Declined: naming the breakdown reading to ask for instead.
+    """
+    if ranked or found.tokens[:1] != ("which",):
+        return
+    opening = [
+        m for m in breakdowns if m.start in (1, 2) and found.tokens[1 : m.start] in ((), ("the",))
+    ]
+    if opening and found.tokens[opening[0].end : opening[0].end + 1] in (
+        ("have",),
+        ("has",),
+        ("had",),
+    ):
+        words = " ".join(found.words[opening[0].start : opening[0].end])
+        raise Declined(
+            DeclineKind.AMBIGUOUS_READING,
+            f"'which {words} have …' asks for the {words} that have some, not a figure per "
+            f"{words}: ask '… by {words}' for the breakdown",
+        )
