@@ -284,3 +284,9 @@ def test_numbers_stored_as_text_compare_by_value_and_capped_results_are_run_whol
         warehouse.close()
     cells = ResultSet(("a",), (("07",), ("1.5",), ("1e3",), (" 2",)))
     assert spider._as_timestamps(cells).rows == ((7,), (1.5,), ("1e3",), (" 2",))
+    dates = ResultSet(
+        ("d",), (("August 8, 1986",), ("8 Aug 1986",), ("08/08/1986",), ("May 40, 1986",))
+    )
+    assert spider._as_timestamps(dates).rows == (
+        (datetime(1986, 8, 8),), (datetime(1986, 8, 8),), ("08/08/1986",), ("May 40, 1986",),
+    )  # fmt: skip

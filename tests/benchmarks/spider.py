@@ -23,13 +23,14 @@ class guessed from the difference (:func:`wrong_class`).
 
 SQLite has no date type: its dates are ISO text (sqlite.org/lang_datefunc.html). So
 before comparing, a cell on either side that is a date, or text in ISO form, becomes
-a timestamp; a ``TIMESTAMP`` column served from the copy then matches the text
-SQLite returns for the same value. SQLite's column affinity also lets a file store
-numbers as text ('71', '2014' in a column declared ``TEXT``,
-sqlite.org/datatype3.html): a cell on either side that is text spelling one decimal
-number in full becomes that number, so a lens that types such a column as a number
-is compared by value. Nothing else is normalised: spaces, case and any other text
-stay as stored.
+a timestamp, and so does text spelling a date with its month's English name
+('September 24, 2007', '8 August 1986': one reading only); a ``TIMESTAMP`` column
+served from the copy then matches the text SQLite returns for the same value.
+SQLite's column affinity also lets a file store numbers as text ('71', '2014' in a
+column declared ``TEXT``, sqlite.org/datatype3.html): a cell on either side that is
+text spelling one decimal number in full becomes that number, so a lens that types
+such a column as a number is compared by value. Nothing else is normalised: spaces,
+case and any other text stay as stored.
 
 When both the gold and the served result hit the row cap, they are run again with
 :data:`WIDE_ROW_CAP` rows on both sides and compared whole; past that cap the
@@ -78,6 +79,9 @@ from tests.benchmarks.sqlite_load import (
 QUESTION_FILE = "dev_questions.json"
 ROW_CAP = 1000
 WIDE_ROW_CAP = 100_000
+# A date spelled with its month's English name: one reading only (no day/month swap).
+_SPELLED_DATE = re.compile(r"[A-Za-z]{3,9}\.? \d{1,2}, \d{4}|\d{1,2} [A-Za-z]{3,9} \d{4}")
+_DATE_SPELLINGS = ("%B %d, %Y", "%b %d, %Y", "%b. %d, %Y", "%d %B %Y", "%d %b %Y")
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)")
 TIMEOUT_S = 30.0
 MAX_PERMUTED = 5
@@ -166,6 +170,12 @@ def _timestamp(value: Any) -> Any:
             return datetime.fromisoformat(value)
         except ValueError:
             return value
+    if isinstance(value, str) and _SPELLED_DATE.fullmatch(value.strip()):
+        for spelling in _DATE_SPELLINGS:
+            try:
+                return datetime.strptime(value.strip(), spelling)
+            except ValueError:
+                continue
     return value
 
 
