@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from reconciler.cli.boundary import silence_stdout
-from reconciler.cli.options import Format
+from reconciler.cli.formats import Format
 
 if TYPE_CHECKING:
     from reconciler.render.text import Line
