@@ -7,14 +7,18 @@ before typer prints and exits as the typer command does.
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import typer.main
 
+from reconciler.cli.app import COMMANDS
 from reconciler.cli.formats import Format
-from reconciler.cli.lean import parse
+from reconciler.cli.lean import SPECS, parse
 from tests.helpers import command_env, dst
 
 Q = "total revenue by region"
@@ -102,3 +106,28 @@ def _through_typer(repo: Path, *args: str) -> tuple[int, str, str]:
 def test_a_plain_shape_prints_what_typer_prints(promoted_repo: Path, args: tuple[str, ...]) -> None:
     lean = dst(promoted_repo, *args)
     assert (lean.code, lean.stdout, lean.stderr) == _through_typer(promoted_repo, *args)
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_the_plain_shape_names_the_typer_commands_options_and_defaults(name: str) -> None:
+    # a drift guard: what lean.parse accepts is the typer command's, and the body's
+    # defaults are the command's, so an argument left out means the same either way
+    module, attribute = dict(COMMANDS)[name].split(":")
+    command_fn = getattr(importlib.import_module(module), attribute)
+    spec = SPECS[name]
+    body_module, body_attribute = spec.target.split(":")
+    body = getattr(importlib.import_module(body_module), body_attribute)
+    single = typer.Typer()
+    single.command()(command_fn)
+    params = {p.name: p for p in typer.main.get_command(single).params}
+    options = {opt: p.name for p in params.values() for opt in p.opts if opt.startswith("--")}
+    for opt, (keyword, _) in spec.valued.items():
+        assert options[opt] == keyword, opt
+    for opt, keyword in spec.flags.items():
+        assert options[opt] == keyword, opt
+    assert list(inspect.signature(body).parameters) == list(
+        inspect.signature(command_fn).parameters
+    )
+    for keyword, parameter in inspect.signature(body).parameters.items():
+        if keyword not in spec.positional and keyword not in spec.required:
+            assert parameter.default == params[keyword].default, keyword
