@@ -51,7 +51,7 @@ class Strict(BaseModel):
     unquoted ``NO`` or ``1.10`` where text is expected is an error, not a silent cast.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class Webhook(Strict):

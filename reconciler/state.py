@@ -88,7 +88,7 @@ def score(results: Iterable[_Scored]) -> dict[str, int]:
 
 
 class _State(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="allow")
+    model_config = ConfigDict(frozen=True, extra="allow", defer_build=True)
 
     schema_version: Literal[1] = 1
 
@@ -175,7 +175,7 @@ class RunRecord(_State):
 class IntentUpdate(BaseModel):
     """One lens ref an apply moves: from ``old`` to ``new`` (``None``: absent / removed)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     ref: str
     old: Oid | None

@@ -22,7 +22,7 @@ import typer
 
 import reconciler.cli.boundary
 import reconciler.cli.hook
-import reconciler.cli.serving
+import reconciler.cli.oneshot
 from reconciler import errors
 from reconciler.cli import entry
 from reconciler.cli.boundary import Invocation, guard
@@ -105,7 +105,7 @@ def test_each_error_class_maps_to_its_exit_code_through_the_app(
     tmp_path: Path,
 ) -> None:
     exc = _instance(cls)
-    monkeypatch.setattr(reconciler.cli.serving, "runtime", _raising(exc))
+    monkeypatch.setattr(reconciler.cli.oneshot, "runtime", _raising(exc))
     code = _main(["status", "--repo", str(tmp_path), "--format", "json"])
     out, err = capsys.readouterr()
     assert code == EXPECTED_CODES[cls]
@@ -122,7 +122,7 @@ def test_each_error_class_maps_to_its_exit_code_through_the_app(
 def test_text_format_prints_the_error_on_stderr_only(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(reconciler.cli.serving, "runtime", _raising(_instance(errors.UsageError)))
+    monkeypatch.setattr(reconciler.cli.oneshot, "runtime", _raising(_instance(errors.UsageError)))
     assert _main(["status", "--repo", str(tmp_path)]) == 2
     out, err = capsys.readouterr()
     assert out == ""
@@ -155,7 +155,7 @@ def test_an_unexpected_error_writes_one_crash_log_and_exits_3(
     tmp_path: Path,
     crash_dir: Path,
 ) -> None:
-    monkeypatch.setattr(reconciler.cli.serving, "runtime", _raising(RuntimeError("boom")))
+    monkeypatch.setattr(reconciler.cli.oneshot, "runtime", _raising(RuntimeError("boom")))
     assert _main(["status", "--repo", str(tmp_path)]) == 3
     out, err = capsys.readouterr()
     logs = sorted(crash_dir.glob("dst-crash-*.log"))
@@ -173,7 +173,7 @@ def test_interrupt_exits_130(
     tmp_path: Path,
     crash_dir: Path,
 ) -> None:
-    monkeypatch.setattr(reconciler.cli.serving, "runtime", _raising(KeyboardInterrupt()))
+    monkeypatch.setattr(reconciler.cli.oneshot, "runtime", _raising(KeyboardInterrupt()))
     assert _main(["status", "--repo", str(tmp_path)]) == 130
     assert capsys.readouterr().err == "interrupted\n"
     assert list(crash_dir.iterdir()) == []
@@ -188,7 +188,7 @@ def test_ctrl_c_at_a_prompt_is_an_interrupt_too(
         except KeyboardInterrupt:
             raise typer.Abort() from None  # what typer.confirm does with Ctrl-C
 
-    monkeypatch.setattr(reconciler.cli.serving, "runtime", prompt)
+    monkeypatch.setattr(reconciler.cli.oneshot, "runtime", prompt)
     assert _main(["status", "--repo", str(tmp_path)]) == 130
     assert capsys.readouterr().err == "interrupted\n"
 
@@ -197,7 +197,7 @@ def test_a_broken_pipe_ends_quietly_with_0() -> None:
     # The stdout reader going away is the end of the output, not a failure (`dst status | head`).
     # In-process the boundary would point this process's stdout at /dev/null: use a child.
     program = (
-        "import reconciler.cli.serving as s\n"
+        "import reconciler.cli.oneshot as s\n"
         "from reconciler.cli import entry\n"
         "def broken(*a, **k):\n"
         "    raise BrokenPipeError(32, 'Broken pipe')\n"

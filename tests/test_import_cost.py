@@ -125,6 +125,35 @@ def test_ask_on_the_embedded_warehouse_opens_duckdb_without_sqlalchemy(
     assert heavy(names, SQLALCHEMY + RICH + ("openai",)) == []
 
 
+# What building a command through typer loads; the top-level help needs none of it either.
+TYPER = ("typer", "click", "rich")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("status",),
+        ("status", "--format", "json"),
+        ("ask", "Average order value by quarter in 2023", "--lens", "sales", "--format", "json"),
+        ("ask", "total revenue by region", "--lens=sales"),
+    ],
+)
+def test_status_and_ask_of_a_plain_shape_run_before_typer(
+    promoted_repo: Path, args: tuple[str, ...]
+) -> None:
+    # reconciler.cli.lean runs them: their own work costs less than typer's command building
+    names = imported(promoted_repo, *args)
+    assert {"reconciler.cli.lean", "reconciler.history"} <= names  # it ran the command there
+    assert heavy(names, TYPER) == []
+
+
+def test_status_with_an_option_typer_must_word_still_loads_typer(promoted_repo: Path) -> None:
+    # the guard above must be able to fail: an unknown option is typer's to report
+    done = dst(promoted_repo, "status", "--no-such-flag", env={"PYTHONPROFILEIMPORTTIME": "1"})
+    assert done.code == 2
+    assert "| typer" in done.stderr
+
+
 def test_the_runtime_loads_no_suite_generators_or_warehouse_edge() -> None:
     # reconciler.context is what every command holding a repository imports first.
     done = subprocess.run(

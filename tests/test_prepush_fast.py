@@ -268,3 +268,31 @@ def test_dst_hooks_install_writes_the_project_script(repo: Path) -> None:
     text = (hooks.hooks_dir(repo) / "pre-push").read_text()
     assert text == (PROJECT / "hooks" / "pre-push").read_text() == hooks.PRE_PUSH_SCRIPT
     assert "lenses_unchanged <" in text
+
+
+def test_a_lenses_file_is_not_a_lenses_tree(history: History) -> None:
+    # the one-git route compares `lenses/` trees only: a file named lenses, equal on
+    # both sides, goes the slow way and reaches dst as before
+    repo = history.repo
+    git(repo, "checkout", "-q", "-b", "filed", history.plain1)
+    file0 = commit(repo, {"lenses": "not a folder\n"}, "a file named lenses")
+    file1 = commit(repo, {"README.md": "four\n"}, "docs")
+    ran = _run_hook(history, _line("refs/heads/filed", file1, "refs/heads/filed", file0))
+    assert ran.handed is not None, ran.stderr
+
+
+def test_a_fast_forward_that_changes_no_lens_asks_git_once(history: History) -> None:
+    # the common push pays one git process per pushed ref, not one per fact
+    where = history.repo.parent
+    real = subprocess.run(["sh", "-c", "command -v git"], capture_output=True, text=True)
+    log = where / "git.log"
+    bin_dir = where / "gitbin"
+    bin_dir.mkdir()
+    wrapper = bin_dir / "git"
+    wrapper.write_text(f'#!/bin/sh\necho "$1" >> "{log}"\nexec {real.stdout.strip()} "$@"\n')
+    wrapper.chmod(0o755)
+    path = os.pathsep.join([str(bin_dir), str(where / "bin"), os.environ.get("PATH", "")])
+    data = _main(history.docs1, history.lens0) + _main(history.docs3, history.lens2)
+    ran = _run_hook(history, data, env={"PATH": path})
+    assert ran.code == 0 and ran.handed is None, ran.stderr
+    assert log.read_text().split() == ["rev-parse", "rev-parse"]

@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from reconciler.cli.common import colour_wanted, runtime
+from reconciler.cli.common import colour_wanted, ctrl_c_interrupts, runtime
 from reconciler.cli.options import Format, FormatOpt, RepoOpt, WarehouseOpt
 from reconciler.cli.preview import SHOWN_ROWS, previous_of, show, show_beside
 from reconciler.errors import DstError, LensLoadError, UsageError, WarehouseError
@@ -252,11 +252,12 @@ def certify(
         _emit(fmt, {**base, "status": "not_confirmed", "path": None}, "not certified")
         return 1
     if not yes and not expect_empty and not result.rows:
-        expect_empty = typer.confirm(
-            "The result is empty. Is an empty result the answer (mark it expect_empty: true)?",
-            default=False,
-            err=fmt is Format.json,
-        )
+        with ctrl_c_interrupts():
+            expect_empty = typer.confirm(
+                "The result is empty. Is an empty result the answer (mark it expect_empty: true)?",
+                default=False,
+                err=fmt is Format.json,
+            )
     person = _person(rt, by, fmt)
     return _write(rt, dataclasses.replace(draft, result=result), person, fmt, base, expect_empty)
 
@@ -393,14 +394,16 @@ def _confirmed(aid: str, lens: str, fmt: Format, *, replacing: bool = False) -> 
         if replacing
         else f"Certify this SQL as the answer {aid!r} of lens {lens!r}?"
     )
-    return typer.confirm(question, default=False, err=fmt is Format.json)
+    with ctrl_c_interrupts():
+        return typer.confirm(question, default=False, err=fmt is Format.json)
 
 
 def _person(rt: Any, by: str | None, fmt: Format) -> str:
     """Who certifies: ``--by``, else ``git config user.name``, else asked on the terminal."""
     person = by if by is not None else _git_user(rt)
     if person is None:
-        person = typer.prompt("Certified by (your name)", err=fmt is Format.json)
+        with ctrl_c_interrupts():
+            person = typer.prompt("Certified by (your name)", err=fmt is Format.json)
     return str(person)
 
 

@@ -6,14 +6,17 @@ Commands import these (and :mod:`reconciler.cli.options`), never
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from reconciler.cli.boundary import silence_stdout
-from reconciler.cli.options import Format
+from reconciler.cli.formats import Format
 
 if TYPE_CHECKING:
     from reconciler.render.text import Line
@@ -129,3 +132,28 @@ def short_score(score: Any) -> str:
     if not score:
         return "n/a"
     return f"{score.get('correct', 0)}/{score.get('total', 0)}"
+
+
+@contextlib.contextmanager
+def ctrl_c_interrupts() -> Iterator[None]:
+    """Around a prompt on the terminal: Ctrl-C interrupts even when SIGINT came in ignored.
+
+    A process started with SIGINT ignored (by a launcher, or a shell script run in
+    the background, which then hands the terminal over) gets no KeyboardInterrupt
+    from Python, so Ctrl-C at a prompt did nothing and the prompt kept waiting. The
+    terminal sends SIGINT to its foreground process group only: a Ctrl-C that
+    reaches a process waiting at its prompt was meant for it. So the default
+    handler is installed for the prompt and the inherited disposition restored
+    after it; outside prompts nothing changes.
+    """
+    if (
+        signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
+        or threading.current_thread() is not threading.main_thread()
+    ):
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

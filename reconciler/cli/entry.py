@@ -6,7 +6,9 @@ sqlglot there would cost more than the work of a push that touches no lens. So
 Both paths run inside the one error boundary (:mod:`reconciler.cli.boundary`).
 ``dst --help`` (and ``dst`` alone) is printed here too, from the command table
 (:mod:`reconciler.cli.commands`), without typer: drawing it through typer's rich
-help cost three times the import of typer.
+help cost three times the import of typer. ``dst status`` and ``dst ask`` of a
+plain argument shape run before typer too (:mod:`reconciler.cli.lean`): building
+a command through typer cost more than their own work.
 """
 
 from __future__ import annotations
@@ -39,6 +41,10 @@ def main(argv: list[str] | None = None) -> None:
         sys.stdout.flush()
         # as a command-line framework does: asked for help, 0; no command at all, a usage error
         sys.exit(0 if args else 2)
+    # lazy: `dst status` and `dst ask` of a plain shape run here, before typer builds them
+    from reconciler.cli.lean import main as lean_main
+
+    lean_main(args)
     # lazy: importing the app loads typer and every command module; the hook needs neither
     from reconciler.cli.app import app
 

@@ -14,8 +14,8 @@ from typing import Annotated
 
 import typer
 
-from reconciler.cli.ask import print_request
 from reconciler.cli.common import runtime
+from reconciler.cli.oneshot import print_request
 from reconciler.cli.options import Format, FormatOpt, RepoOpt
 from reconciler.errors import UsageError
 from reconciler.ids import AnswerId

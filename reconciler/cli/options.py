@@ -14,17 +14,12 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
+from reconciler.cli.formats import Format as Format
+
 COMMAND_KEY = "dst.command"
 FORMAT_KEY = "dst.format"
 
 E = TypeVar("E", bound=Enum)
-
-
-class Format(str, Enum):
-    """Output format."""
-
-    text = "text"
-    json = "json"
 
 
 def command_name(ctx: typer.Context) -> str:

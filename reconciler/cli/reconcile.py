@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from reconciler.cli.common import emit, runtime
+from reconciler.cli.common import ctrl_c_interrupts, emit, runtime
 from reconciler.cli.options import (
     EnvOpt,
     Format,
@@ -140,7 +140,9 @@ def confirm_rollforward(rt: Runtime, to: str, lens: str | None, yes: bool) -> No
         )
     if not pending or yes or not sys.stdin.isatty():
         return
-    if not typer.confirm("roll forward?", default=False, err=True):
+    with ctrl_c_interrupts():
+        confirmed = typer.confirm("roll forward?", default=False, err=True)
+    if not confirmed:
         names = ", ".join(name for name, _ in pending)
         raise UsageError(
             f"not rolled forward: {names} keep serving the rollback",

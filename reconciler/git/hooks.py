@@ -46,6 +46,12 @@ PRE_PUSH_SCRIPT = """\
 # through here without starting dst. Everything else goes to dst on the same
 # bytes: deletions, new refs, tags, force pushes, objects this clone lacks, refs
 # under refs/dst/, DST_SKIP, and any line not in git's exact four-field shape.
+note() {
+    since=${4%"${4#????????????}"}
+    notes="${notes}dst pre-push: $1 → $3: no lens changed (since $since), dst not started
+"
+}
+
 lenses_unchanged() {
     [ -z "${DST_SKIP:-}" ] || return 1
     notes=
@@ -62,6 +68,33 @@ lenses_unchanged() {
             case ${#oid} in 40 | 64) ;; *) return 1 ;; esac
             case $oid in *[!0-9a-f]*) return 1 ;; *[!0]*) ;; *) return 1 ;; esac
         done
+        # One git for the common case: both ids as commits, both lenses/ trees (the
+        # slash: a tree only), and their merge bases (the remote's id is one when it is
+        # an ancestor).
+        seen=$(git rev-parse "$2^{commit}" "$4^{commit}" "$2:lenses/" "$4:lenses/" \\
+            "$4...$2" </dev/null 2>/dev/null) && {
+            {
+                read -r local_commit
+                read -r remote_commit
+                read -r local_lenses
+                read -r remote_lenses
+            } <<EOF
+$seen
+EOF
+            [ "$local_commit" = "$2" ] && [ "$remote_commit" = "$4" ] || return 1
+            [ "$local_lenses" = "$remote_lenses" ] || return 1
+            case "
+$seen
+" in
+                *"
+^$4
+"*) ;;
+                *) return 1 ;; # not a fast-forward: dst decides
+            esac
+            note "$@"
+            continue
+        }
+        # It failed: an object missing, or no lenses/ tree on a side. One fact at a time.
         # not an ancestor (a force push) or not here (unseen history): dst decides
         git merge-base --is-ancestor "$4" "$2" </dev/null >/dev/null 2>&1 || return 1
         kinds=$(git cat-file --batch-check='%(objecttype) %(objectname)' 2>/dev/null <<EOF
@@ -85,9 +118,7 @@ EOF
             "$2:lenses missing") [ "$remote_lenses" = "$4:lenses missing" ] || return 1 ;;
             *) return 1 ;;
         esac
-        since=${4%"${4#????????????}"}
-        notes="${notes}dst pre-push: $1 → $3: no lens changed (since $since), dst not started
-"
+        note "$@"
     done
     [ -n "$notes" ] || return 1
     printf '%s' "$notes" >&2
