@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -121,6 +122,7 @@ def test_two_clones_that_verified_meanwhile_both_land_without_conflict(origin: O
     a, b = origin.clone("a"), origin.clone("b")
     promoted = origin.ref(SERVING)
     assert invoke(a, "test", LENS).code == 0
+    _next_second()
     assert invoke(b, "test", LENS).code == 0
     mine = ref_value(b, VERIFY)
     assert invoke(a, "sync").code == 0
@@ -151,6 +153,7 @@ def test_a_push_rejected_on_a_verification_says_to_sync_again_and_sync_settles_i
     a, b = origin.clone("a"), origin.clone("b")
     assert invoke(a, "test", LENS).code == 0
     assert invoke(a, "sync").code == 0
+    _next_second()
     assert invoke(b, "test", LENS).code == 0
     # b has not fetched a's verification: its push alone is rejected, and says what to do
     done = invoke(b, "sync", "--push")
@@ -254,6 +257,7 @@ def test_gc_prunes_verifications_but_keeps_the_newest_of_the_serving_tree(
 ) -> None:
     laptop = origin.clone("laptop")
     for _ in range(3):
+        _next_second()
         assert invoke(laptop, "test", LENS).code == 0
     assert invoke(laptop, "sync").code == 0
     newest = refstore.read_deployment(repository(laptop), ref_value(laptop, VERIFY) or "")
@@ -273,6 +277,7 @@ def test_gc_prunes_verifications_but_keeps_the_newest_of_the_serving_tree(
     assert "pruned here by dst gc" in out and "diverged" not in out
     assert len(first_parents(origin.bare, VERIFY)) == 4
     # a later verification re-records on top of the remote's chain and is pushed
+    _next_second()
     assert invoke(laptop, "test", LENS).code == 0
     again = invoke(laptop, "sync")
     assert again.code == 0, again.stdout + again.stderr
@@ -317,6 +322,7 @@ def test_an_environment_keeps_its_own_verify_chain_and_sync_carries_it(
     other = Origin(bare, tmp_path).clone("other")
     assert invoke(other, "seed", "--warehouse", f"duckdb:///{other}/.dst/staging.duckdb").code == 0
     for clone in (lens_repo, other):
+        _next_second()
         tested = invoke(clone, "test", LENS, "--env", "staging")
         assert tested.code == 0, tested.stdout + tested.stderr
         assert ref_value(clone, f"refs/dst/env/staging/serving/{LENS}") == served
@@ -327,3 +333,10 @@ def test_an_environment_keeps_its_own_verify_chain_and_sync_carries_it(
     assert "re-recorded on top of origin's" in done.stdout
     assert len(first_parents(bare, ref)) == 3
     assert ref_value(bare, f"refs/dst/env/staging/serving/{LENS}") == served
+
+
+def _next_second() -> None:
+    """Wait for the clock's next second: two clones that record the same verification
+    in one second write the very same commit (same tree, parents and time), which is
+    nothing to re-record; the tests want two different records."""
+    time.sleep(1.0 - time.time() % 1.0 + 0.01)
