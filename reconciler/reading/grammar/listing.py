@@ -38,6 +38,7 @@ from reconciler.reading import lex
 from reconciler.reading.ir import Declined, DeclineKind
 from reconciler.reading.lex import ASCENDING, DESCENDING, KEY_WORDS, LABEL_WORDS, NUMBER_WORDS
 from reconciler.reading.phrases.bounds import split_bounds
+from reconciler.reading.phrases.distinct import distinct_values, values_asked
 from reconciler.reading.phrases.labels import row_label
 from reconciler.reading.phrases.negation import Negations, check_placed, differs, gap, negations
 from reconciler.reading.phrases.nouns import EVERY, named_rows
@@ -226,8 +227,8 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
     query = exp.select(
         *(exp.alias_(sqlglot.parse_one(sql, read=dialect), alias) for alias, sql in listing.columns)
     ).from_(exp.to_table(model.table, dialect=dialect))
-    if listing.distinct:
-        query = query.distinct()
+    if listing.distinct or values_asked(model, listing.columns, question):
+        query = distinct_values(query, listing.columns, dialect)
     for col, value in listing.filters:
         query = query.where(
             exp.EQ(
