@@ -491,3 +491,21 @@ def test_a_program_path_outside_the_repository_or_through_a_symlink_is_refused(
         assert "lenses/shop/lens.yaml" in done.stderr and words in done.stderr, done.stderr
         assert not (tmp_path / "l").exists(), "the program ran"
         assert git(repo, "for-each-ref", "refs/dst/") == ""
+
+
+def test_the_mcp_catalogue_asks_the_command_tier_and_writes_nothing(
+    served: tuple[Path, dict[str, str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from reconciler.mcp.tools import Catalogue
+
+    repo, env = served
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    dst = repo / ".dst"
+    before = {p: p.stat().st_mtime_ns for p in dst.rglob("*") if p.is_file()}
+    catalogue = Catalogue(repo, None, None, lambda _line: None)
+    answered = catalogue.ask("What is the net revenue?", "shop")  # a question never cached
+    assert answered.route == "generated", answered
+    assert len(calls(tmp_path / "calls.log")) == 2  # the program was asked
+    after = {p: p.stat().st_mtime_ns for p in dst.rglob("*") if p.is_file()}
+    assert after == before  # no cache entry, no call log, no profile, no marker

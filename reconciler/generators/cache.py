@@ -246,6 +246,7 @@ class GenerationCache:
         directory: Path,
         *,
         read: bool = True,
+        write: bool = True,
         budget: Budget | None = None,
         use: CacheUse = "use",
         warn: Callable[[str], None] | None = None,
@@ -253,6 +254,7 @@ class GenerationCache:
     ) -> None:
         self.directory = directory
         self.read = read
+        self.write = write
         self.budget = budget or Budget()
         self.use = use
         self.hits = 0
@@ -424,9 +426,10 @@ class GenerationCache:
         """Write ``generation`` under ``key`` atomically; failures are never stored.
 
         A cache that cannot be written (read-only checkout, full disk) is skipped:
-        it costs a call next time, never a verdict.
+        it costs a call next time, never a verdict; one opened with ``write=False`` (a
+        serving process that writes nothing, ``dst mcp``) stores nothing.
         """
-        if generation.error:
+        if generation.error or not self.write:
             return
         gen = {
             "sql": generation.sql,
