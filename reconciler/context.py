@@ -11,7 +11,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -100,10 +100,8 @@ class Runtime:
             unnamed default environment.
         candidate: the commit an apply or plan gates; its committed ``dst.yaml`` names
             the environments and webhooks (:meth:`committed_config`).
-        read_only: a serving process that writes nothing (``dst mcp``): column
-            profiles are read from ``.dst/profiles/`` and kept in memory, never written;
-            generations are read from ``.dst/cache/`` and never stored; the command
-            tier keeps no call log under ``.dst/logs/``.
+        read_only: a serving process that writes nothing (``dst mcp``): no column profile,
+            generation-cache entry or command call log is written under ``.dst/``.
     """
 
     repo: gitstate.Repository
@@ -440,13 +438,9 @@ class Runtime:
             budget, use = Budget.from_env(self.env), self.cache_use
             path = self.root / ".dst" / "cache"
             self._cache = GenerationCache(
-                path,
-                read=not self.no_cache,
-                write=not self.read_only,
-                budget=budget,
-                use=use,
-                warn=self.progress,
+                path, read=not self.no_cache, budget=budget, use=use, warn=self.progress
             )
+            self._cache.write = not self.read_only
         return self._cache
 
     def command_for(self, lens: Lens) -> TierCall | None:
@@ -460,7 +454,7 @@ class Runtime:
         # lazy: the subprocess runner, only with a command tier
         from reconciler.generators import command
 
-        settings, why = command.resolve(lens, self.root, self.env)
+        settings, why = command.resolve(lens, self.root, self.env, log=not self.read_only)
         if settings is None:
             raise LensLoadError(
                 f"{lens.root}/lens.yaml",
@@ -468,8 +462,6 @@ class Runtime:
                 fix="add `command: {run: [python3, gen.py]}` under generator:, "
                 "or drop `command` from tiers",
             )
-        if self.read_only:  # a serving process that writes nothing keeps no call log
-            settings = replace(settings, root=None)
         key = (str(settings.cwd), str(settings.timeout_s), *settings.run)
         if key not in self._command:
             self._command[key] = command.CommandGenerator(settings, self.generation_cache())

@@ -108,10 +108,14 @@ class CommandSettings:
         return out
 
 
-def resolve(lens: Lens, root: Path, env: Mapping[str, str]) -> tuple[CommandSettings | None, str]:
+def resolve(
+    lens: Lens, root: Path, env: Mapping[str, str], *, log: bool = True
+) -> tuple[CommandSettings | None, str]:
     """The command tier's settings for ``lens`` in the working tree at ``root``, or ``(None, why)``.
 
-    ``root`` is the repository's working tree; the program runs in ``root/<lens dir>``.
+    ``root`` is the repository's working tree; the program runs in ``root/<lens dir>``, and
+    what it prints is kept under ``root/.dst/logs/`` unless ``log`` is false (a serving
+    process that writes nothing).
 
     Raises:
         LensLoadError: an argument names a file outside the repository, through a
@@ -124,7 +128,8 @@ def resolve(lens: Lens, root: Path, env: Mapping[str, str]) -> tuple[CommandSett
             "`generator.command: {run: [program, ...]}` block"
         )
     check_program(cfg.run, root, lens.root)
-    return CommandSettings(cfg.run, root / lens.root, cfg.timeout_s, dict(env), root), ""
+    kept = root if log else None
+    return CommandSettings(cfg.run, root / lens.root, cfg.timeout_s, dict(env), kept), ""
 
 
 def check_program(run: tuple[str, ...], root: Path, lens_root: str) -> None:
