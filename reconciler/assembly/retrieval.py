@@ -135,7 +135,8 @@ def retrieve(lens: Lens, question: str, values: DimensionValues | None = None) -
 
 
 # Words right before a model's noun that pick its rows rather than count them; "by"
-# and "per" only before the singular ("by depot"; "by rentals" ranks by the count).
+# only before the singular ("by depot"; "by rentals" ranks by the count), and never
+# right after "per" (a ratio or a breakdown: the grammar weighs it).
 _PICKING = frozenset({"which", "what", "each", "every", "list", "show", "display", "name", "names"})
 _PICKING_ONE = frozenset({"by"})
 _SKIPPED_BEFORE = frozenset({"the", "all", "of"})
