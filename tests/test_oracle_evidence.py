@@ -205,22 +205,17 @@ def test_expect_empty_on_sql_that_returns_rows_is_exit_2_and_writes_nothing(
 
 
 def test_certify_names_a_tie_a_later_key_breaks(promoted_repo: Path, tmp_path: Path) -> None:
+    def dry_run(rows: str) -> str:
+        sql = tmp_path / "oracle.sql"
+        sql.write_text(
+            f"SELECT name FROM (VALUES {rows}) AS t(name, n)\nORDER BY n DESC, name LIMIT 1\n"
+        )
+        args = ["certify", "--lens", "sales", "--question", "The most n", "--sql", str(sql)]
+        shown = invoke(promoted_repo, *args, "--dry-run")
+        assert shown.code == 0, shown.stderr
+        return shown.stdout
+
     # 'a' and 'b' tie on n; the name decides which one LIMIT 1 keeps
-    broken = tmp_path / "broken.sql"
-    broken.write_text(
-        "SELECT name FROM (VALUES ('a', 2), ('b', 2), ('c', 1)) AS t(name, n)\n"
-        "ORDER BY n DESC, name LIMIT 1\n"
-    )
-    args = ["certify", "--lens", "sales", "--question", "The most n", "--sql", str(broken)]
-    shown = invoke(promoted_repo, *args, "--dry-run")
-    assert shown.code == 0, shown.stderr
-    assert "tie at the cut: 2 rows rank within LIMIT 1 on n DESC" in shown.stdout
-    untied = tmp_path / "untied.sql"
-    untied.write_text(
-        "SELECT name FROM (VALUES ('a', 3), ('b', 2), ('c', 1)) AS t(name, n)\n"
-        "ORDER BY n DESC, name LIMIT 1\n"
-    )
-    args = ["certify", "--lens", "sales", "--question", "The most n", "--sql", str(untied)]
-    shown = invoke(promoted_repo, *args, "--dry-run")
-    assert shown.code == 0, shown.stderr
-    assert "tie at the cut" not in shown.stdout
+    tied = dry_run("('a', 2), ('b', 2), ('c', 1)")
+    assert "tie at the cut: 2 rows rank within LIMIT 1 on n DESC" in tied
+    assert "tie at the cut" not in dry_run("('a', 3), ('b', 2), ('c', 1)")

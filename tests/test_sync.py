@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import json
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -21,7 +20,14 @@ from reconciler.git.sync import SyncAction
 from reconciler.history import status
 from reconciler.ids import Oid
 from tests.helpers import PROJECT, commit, git, invoke
-from tests.helpers.sync import first_parents, hermetic_git, ref_entry, ref_value, repository
+from tests.helpers.sync import (
+    Origin,
+    first_parents,
+    hermetic_git,
+    ref_entry,
+    ref_value,
+    repository,
+)
 
 __all__ = ["hermetic_git"]  # autouse: every test here runs git hermetically
 
@@ -38,26 +44,6 @@ def _sync_wired() -> bool:
 needs_cli = pytest.mark.skipif(
     not _sync_wired(), reason="`dst sync` is not registered in reconciler/cli/app.py yet"
 )
-
-
-@dataclass
-class Origin:
-    """A bare origin holding the example lenses, and a place for its clones."""
-
-    bare: Path
-    base: Path
-
-    def clone(self, name: str, *options: str, url: str | None = None) -> Path:
-        """``git clone`` the origin into ``name`` and seed its warehouse."""
-        git(self.base, "clone", "-q", *options, url or str(self.bare), name)
-        path = self.base / name
-        seeded = invoke(path, "seed")
-        assert seeded.code == 0, seeded.stderr
-        return path
-
-    def ref(self, name: str) -> str | None:
-        """The origin's value of ``name``."""
-        return ref_value(self.bare, name)
 
 
 @pytest.fixture

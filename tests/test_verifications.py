@@ -13,7 +13,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import pygit2
@@ -27,7 +27,14 @@ from reconciler.git.sync import SyncAction, fetch as sync_fetch
 from reconciler.state import DeploymentMeta, RunRecord
 from reconciler.watch import scheduled_verify
 from tests.helpers import command_env, commit, dst, git, invoke
-from tests.helpers.sync import first_parents, hermetic_git, ref_entry, ref_value, repository
+from tests.helpers.sync import (
+    Origin,
+    first_parents,
+    hermetic_git,
+    ref_entry,
+    ref_value,
+    repository,
+)
 
 __all__ = ["hermetic_git"]  # autouse: every test here runs git hermetically
 
@@ -36,24 +43,12 @@ SERVING = f"refs/dst/serving/{LENS}"
 VERIFY = f"refs/dst/verify/{LENS}"
 
 
-@dataclass
-class Origin:
-    """A bare origin whose serving state a CI clone promoted and pushed."""
-
-    bare: Path
-    base: Path
-
-    def clone(self, name: str) -> Path:
-        """A clone of the origin with its serving state fetched and its warehouse seeded."""
-        git(self.base, "clone", "-q", str(self.bare), name)
-        path = self.base / name
-        assert invoke(path, "seed").code == 0
-        fetched = invoke(path, "sync", "--fetch")
-        assert fetched.code == 0, fetched.stdout + fetched.stderr
-        return path
-
-    def ref(self, name: str) -> str | None:
-        return ref_value(self.bare, name)
+def _clone(origin: Origin, name: str) -> Path:
+    """A clone of the origin with its warehouse seeded and its serving state fetched."""
+    path = origin.clone(name)
+    fetched = invoke(path, "sync", "--fetch")
+    assert fetched.code == 0, fetched.stdout + fetched.stderr
+    return path
 
 
 @pytest.fixture
@@ -61,7 +56,7 @@ def origin(lens_repo: Path, tmp_path: Path) -> Origin:
     bare = tmp_path / "origin.git"
     git(tmp_path, "clone", "-q", "--bare", str(lens_repo), str(bare))
     made = Origin(bare, tmp_path)
-    ci = made.clone("ci")
+    ci = _clone(made, "ci")
     applied = invoke(ci, "apply", "--lens", LENS)
     assert applied.code == 0, applied.stdout + applied.stderr
     pushed = invoke(ci, "sync")
@@ -82,7 +77,7 @@ def _scheduled(path: Path) -> None:
 
 
 def test_a_scheduled_verification_keeps_the_serving_ref_the_remotes(origin: Origin) -> None:
-    laptop = origin.clone("laptop")
+    laptop = _clone(origin, "laptop")
     promoted = origin.ref(SERVING)
     assert ref_value(laptop, SERVING) == promoted
     for _ in range(3):
@@ -119,7 +114,7 @@ def test_a_scheduled_verification_keeps_the_serving_ref_the_remotes(origin: Orig
 
 
 def test_two_clones_that_verified_meanwhile_both_land_without_conflict(origin: Origin) -> None:
-    a, b = origin.clone("a"), origin.clone("b")
+    a, b = _clone(origin, "a"), _clone(origin, "b")
     promoted = origin.ref(SERVING)
     assert invoke(a, "test", LENS).code == 0
     _next_second()
@@ -150,7 +145,7 @@ def test_two_clones_that_verified_meanwhile_both_land_without_conflict(origin: O
 def test_a_push_rejected_on_a_verification_says_to_sync_again_and_sync_settles_it(
     origin: Origin,
 ) -> None:
-    a, b = origin.clone("a"), origin.clone("b")
+    a, b = _clone(origin, "a"), _clone(origin, "b")
     assert invoke(a, "test", LENS).code == 0
     assert invoke(a, "sync").code == 0
     _next_second()
@@ -167,7 +162,7 @@ def test_a_push_rejected_on_a_verification_says_to_sync_again_and_sync_settles_i
 
 
 def test_two_verifications_in_one_clone_at_once_both_record(origin: Origin) -> None:
-    laptop = origin.clone("laptop")
+    laptop = _clone(origin, "laptop")
     promoted = ref_value(laptop, SERVING)
     env = command_env(laptop)
     running = [
@@ -196,7 +191,7 @@ def test_two_verifications_in_one_clone_at_once_both_record(origin: Origin) -> N
 def test_a_verification_killed_between_steps_leaves_the_refs_consistent(
     origin: Origin, step: str
 ) -> None:
-    laptop = origin.clone("laptop")
+    laptop = _clone(origin, "laptop")
     promoted = ref_value(laptop, SERVING)
     killed = dst(laptop, "test", LENS, env={"DST_CRASH_AT": step})
     assert killed.code == -9, killed.stdout + killed.stderr
@@ -222,7 +217,7 @@ def test_a_verification_killed_between_steps_leaves_the_refs_consistent(
 
 
 def test_plan_and_apply_read_the_bindings_of_the_newest_verification(origin: Origin) -> None:
-    laptop = origin.clone("laptop")
+    laptop = _clone(origin, "laptop")
     repo = repository(laptop)
     serving = refstore.read_deployment(repo, ref_value(laptop, SERVING) or "")
     answer = sorted(serving.bindings.answers)[0]
@@ -255,7 +250,7 @@ def test_plan_and_apply_read_the_bindings_of_the_newest_verification(origin: Ori
 def test_gc_prunes_verifications_but_keeps_the_newest_of_the_serving_tree(
     origin: Origin,
 ) -> None:
-    laptop = origin.clone("laptop")
+    laptop = _clone(origin, "laptop")
     for _ in range(3):
         _next_second()
         assert invoke(laptop, "test", LENS).code == 0
@@ -287,7 +282,7 @@ def test_gc_prunes_verifications_but_keeps_the_newest_of_the_serving_tree(
 def test_the_pre_push_check_takes_a_verification_and_refuses_it_elsewhere(
     origin: Origin,
 ) -> None:
-    laptop = origin.clone("laptop")
+    laptop = _clone(origin, "laptop")
     assert invoke(laptop, "test", LENS).code == 0
     oid = ref_value(laptop, VERIFY)
     assert oid is not None
@@ -296,7 +291,7 @@ def test_the_pre_push_check_takes_a_verification_and_refuses_it_elsewhere(
     assert "which never serves" in str(_record_problem(repo, SERVING, oid))
     assert _record_problem(repo, f"refs/dst/attempts/{LENS}", oid) is not None
     # the fetch side takes an unknown remote's chain as a plain fetch
-    fresh = origin.clone("fresh")
+    fresh = _clone(origin, "fresh")
     assert ref_value(fresh, VERIFY) is None
     assert invoke(laptop, "sync").code == 0
     fetched = sync_fetch(repository(fresh))
@@ -319,7 +314,7 @@ def test_an_environment_keeps_its_own_verify_chain_and_sync_carries_it(
     ref = f"refs/dst/env/staging/verify/{LENS}"
     served = ref_value(lens_repo, f"refs/dst/env/staging/serving/{LENS}")
 
-    other = Origin(bare, tmp_path).clone("other")
+    other = _clone(Origin(bare, tmp_path), "other")
     assert invoke(other, "seed", "--warehouse", f"duckdb:///{other}/.dst/staging.duckdb").code == 0
     for clone in (lens_repo, other):
         _next_second()

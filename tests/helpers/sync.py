@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import pygit2
 import pytest
 
 from reconciler.git import refs as refstore, sync
-from tests.helpers import GIT_ENV, git
+from tests.helpers import GIT_ENV, git, invoke
 
 
 @pytest.fixture(autouse=True)
@@ -38,3 +39,23 @@ def ref_entry(report: sync.SyncReport, phase: str, ref: str) -> sync.RefSync:
 def first_parents(path: Path, ref: str) -> list[str]:
     """The first-parent history of ``ref``, newest first."""
     return git(path, "log", "--first-parent", "--format=%H", ref).splitlines()
+
+
+@dataclass
+class Origin:
+    """A bare origin holding the example lenses, and a place for its clones."""
+
+    bare: Path
+    base: Path
+
+    def clone(self, name: str, *options: str, url: str | None = None) -> Path:
+        """``git clone`` the origin into ``name`` and seed its warehouse."""
+        git(self.base, "clone", "-q", *options, url or str(self.bare), name)
+        path = self.base / name
+        seeded = invoke(path, "seed")
+        assert seeded.code == 0, seeded.stderr
+        return path
+
+    def ref(self, name: str) -> str | None:
+        """The origin's value of ``name``."""
+        return ref_value(self.bare, name)
