@@ -290,3 +290,43 @@ def test_numbers_stored_as_text_compare_by_value_and_capped_results_are_run_whol
     assert spider._as_timestamps(dates).rows == (
         (datetime(1986, 8, 8),), (datetime(1986, 8, 8),), ("08/08/1986",), ("May 40, 1986",),
     )  # fmt: skip
+
+
+def test_every_gold_note_names_a_question_of_the_corpus(corpus: Path) -> None:
+    notes = spider.gold_notes()
+    assert notes, "tests/benchmarks/spider_gold_notes.yaml holds no note"
+    asked = {(i["db_id"], i["question"]) for i in _questions(corpus)}
+    assert not [key for key in notes if key not in asked]
+    assert all(reason.strip() for reason in notes.values())
+
+
+def test_a_disputed_gold_stays_wrong_and_a_stale_note_is_reported(
+    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    items = [i for i in _questions(corpus) if i["db_id"] == "battle_death"]
+    note = (tmp_path / "notes.yaml", "List the name, date and result of each battle.")
+    picked = [i for i in items if i["question"] == note[1]]
+    if not picked:
+        pytest.skip("the battle_death question the notes name is not in this corpus")
+    other = next(i for i in items if i["question"] != note[1])
+    note[0].write_text(
+        f"- {{database: battle_death, question: {json.dumps(note[1])}, reason: drops a column}}\n"
+        f"- {{database: battle_death, question: {json.dumps(other['question'])}, reason: x}}\n"
+    )
+    notes = spider.gold_notes(note[0])
+    assert len(notes) == 2
+    (tmp_path / "bad.yaml").write_text("- {database: battle_death}\n")
+    with pytest.raises(ValueError, match="needs database, question and reason"):
+        spider.gold_notes(tmp_path / "bad.yaml")
+    root = _linked_corpus(tmp_path / "c", corpus, [*picked, other])
+    monkeypatch.setattr(spider, "GOLD_NOTES", note[0])
+    (tmp_path / "w").mkdir()
+    report = spider.run_spider(root, tmp_path / "w", lenses=accuracy.SPIDER_LENSES)
+    score = report.scores[0]
+    outcome = {o["question"]: o["outcome"] for o in score.outcomes}
+    if outcome[note[1]] != "wrong":
+        pytest.skip("the noted question is no longer answered wrong; the note is stale")
+    assert score.files[spider.QUESTION_FILE]["wrong"] >= 1
+    assert score.disputed == [f"{note[1]!r}: drops a column"]
+    stale = [m for m in report.skipped if "stale gold note" in m]
+    assert (outcome[other["question"]] == "wrong") or stale

@@ -34,6 +34,9 @@ class Score:
             (and whatever else the scorer recorded for it, e.g. ``sql``).
         wrong_classes: wrong answers by the kind of difference (Spider: see
             :func:`tests.benchmarks.spider.wrong_class`).
+        disputed: of the wrong answers, those whose gold SQL a reviewed note says
+            contradicts its question, one ``"'question': reason"`` line each (Spider:
+            ``tests/benchmarks/spider_gold_notes.yaml``); they stay counted as wrong.
     """
 
     corpus: str
@@ -45,6 +48,7 @@ class Score:
     declines: Counter[str] = field(default_factory=Counter)
     outcomes: list[dict[str, str]] = field(default_factory=list)
     wrong_classes: Counter[str] = field(default_factory=Counter)
+    disputed: list[str] = field(default_factory=list)
 
     def count(
         self,
@@ -93,6 +97,7 @@ class Score:
             "wrong_examples": self.wrong_examples,
             "declines": dict(self.declines.most_common()),
             "wrong_classes": dict(self.wrong_classes.most_common()),
+            "gold_disputed": self.disputed,
         }
         if details:
             out["questions"] = self.outcomes
@@ -181,6 +186,7 @@ class Report:
             "overall": {k: {o: v[o] for o in OUTCOMES} for k, v in t.items()},
             "declines": dict(self.declines().most_common()),
             "wrong_classes": dict(self.wrong_classes().most_common()),
+            "gold_disputed": sum(len(s.disputed) for s in self.scores),
             "skipped": self.skipped,
             "additions": self.additions,
             "elapsed_s": round(elapsed_s, 1),
@@ -225,6 +231,13 @@ def render(report: Report, elapsed_s: float) -> list[str]:
     classes = report.wrong_classes().most_common()
     if classes:
         lines.append("wrong answers by difference: " + "; ".join(f"{c} ({n})" for c, n in classes))
+    disputed = [f"{s.name}: {line}" for s in report.scores for line in s.disputed]
+    if disputed:
+        lines.append(
+            f"of the {q['wrong']} wrong, {len(disputed)} differ from a gold SQL that a reviewed "
+            "note says contradicts its question (still counted wrong):"
+        )
+        lines += [f"  {line}" for line in disputed]
     top = report.declines().most_common(TOP_REASONS)
     if top:
         lines.append("most frequent decline reasons: " + "; ".join(f"{r} ({n})" for r, n in top))

@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
+import yaml
 
 from reconciler.ask import AskResponse, ask
 from reconciler.compare.diff import Comparison, DivergenceKind, Verdict, compare
@@ -77,6 +78,7 @@ from tests.benchmarks.sqlite_load import (
 )
 
 QUESTION_FILE = "dev_questions.json"
+GOLD_NOTES = Path(__file__).with_name("spider_gold_notes.yaml")
 ROW_CAP = 1000
 WIDE_ROW_CAP = 100_000
 # A date spelled with its month's English name: one reading only (no day/month swap).
@@ -141,6 +143,31 @@ def gold_result(
         truncated=len(rows) > row_cap,
         elapsed_s=time.perf_counter() - started,
     )
+
+
+def gold_notes(path: Path | None = None) -> dict[tuple[str, str], str]:
+    """The reviewed notes on gold SQL that contradicts its question.
+
+    Returns:
+        ``{(db_id, question): reason}``, read from ``path`` (default
+        :data:`GOLD_NOTES`; a YAML list of ``{database, question, reason}``); empty
+        when the file is absent.
+
+    Raises:
+        ValueError: an entry lacks one of the three keys or names a question twice.
+    """
+    path = GOLD_NOTES if path is None else path
+    if not path.is_file():
+        return {}
+    notes: dict[tuple[str, str], str] = {}
+    for n, entry in enumerate(yaml.safe_load(path.read_text("utf-8")) or [], start=1):
+        if not isinstance(entry, dict) or {"database", "question", "reason"} - entry.keys():
+            raise ValueError(f"{path.name}: entry {n} needs database, question and reason")
+        key = (str(entry["database"]), str(entry["question"]))
+        if key in notes:
+            raise ValueError(f"{path.name}: entry {n} repeats {key[1]!r} of {key[0]}")
+        notes[key] = str(entry["reason"])
+    return notes
 
 
 def _as_timestamps(result: ResultSet) -> ResultSet:
@@ -343,6 +370,7 @@ def run_spider(
         report.skipped.append(f"spider: no database/ folder under {corpus.name}")
         return report
     items = questions(corpus, report)
+    notes = gold_notes()
     for folder in sorted(p for p in (corpus / "database").iterdir() if p.is_dir()):
         db = folder.name
         if databases is not None and db not in databases:
@@ -358,12 +386,29 @@ def run_spider(
         except (DstError, sqlite3.Error, sa.exc.SQLAlchemyError) as exc:
             report.skipped.append(f"spider: {db} skipped: {str(exc).splitlines()[0]}")
             continue
+        _mark_disputed(score, db, notes, report)
         report.scores.append(score)
     known = {p.name for p in (corpus / "database").iterdir()}
     orphans = sorted({i["db_id"] for i in items} - known)
     if orphans:
         report.skipped.append(f"spider: questions for databases not found: {', '.join(orphans)}")
     return report
+
+
+def _mark_disputed(
+    score: Score, db: str, notes: dict[tuple[str, str], str], report: Report
+) -> None:
+    """Name each wrong answer of ``db`` that a gold note disputes; report stale notes."""
+    wrong = {o["question"] for o in score.outcomes if o["outcome"] == "wrong"}
+    for (note_db, question), reason in notes.items():
+        if note_db != db:
+            continue
+        if question in wrong:
+            score.disputed.append(f"{question!r}: {reason}")
+        else:
+            report.skipped.append(
+                f"spider: stale gold note ({db}): {question!r} is no longer answered wrong"
+            )
 
 
 def _run_one(
