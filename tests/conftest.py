@@ -94,8 +94,25 @@ def promoted_repo(_promoted_template: Path, tmp_path: Path) -> Path:
     return path
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """On a pytest-xdist worker, hand the figures it recorded to the controller."""
+    from tests.figures import recorded
+
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:
+        output["dst_figures"] = recorded()
+
+
+def pytest_testnodedown(node: object, error: object) -> None:
+    """On the pytest-xdist controller, keep the figures of a worker that finished."""
+    from tests.figures import record
+
+    for line in getattr(node, "workeroutput", {}).get("dst_figures", []):
+        record(line)
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """Print the figures tests recorded with ``tests.figures.record``."""
+    """Print the figures tests recorded with ``tests.figures.record`` (every worker's)."""
     from tests.figures import recorded
 
     lines = recorded()
