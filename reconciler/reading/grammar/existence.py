@@ -21,7 +21,9 @@ A question of this shape is a *head*, a *relative clause* or a *tail*, optionall
   others), a quantifier (``a``, ``an``, ``any``, ``some``), then the related rows:
   *B*'s noun (the first model noun that is not a value's own phrase), ``records``,
   yes/no flags of *B* right before its noun, a date bound on *B*'s time dimension
-  (``since …``, ``on or after …``, ``before …``, ``in 2023``), and values. A value
+  (``since …``, ``on or after …``, ``before …``, ``in 2023``; on rows dated by a
+  year number alone, one whole year is that number:
+  :func:`~reconciler.reading.phrases.years.year_of`), and values. A value
   is of the model a noun or dimension beside it names (``the keyphrase "Machine
   Learning"``, ``the Computer Science program``), else of *B* (``a 'buy'
   transaction``; ``from LAX to ORD`` picks the ``from_…`` / ``to_…`` column); a
@@ -69,6 +71,7 @@ from reconciler.reading.phrases.joinmethods import check_method, split_method
 from reconciler.reading.phrases.ordering import ALPHABETICAL
 from reconciler.reading.phrases.periods import period_at, spell_to_date
 from reconciler.reading.phrases.related import conditions, exists_clause, link
+from reconciler.reading.phrases.years import year_of
 from reconciler.reading.today import Day
 
 # Verbs that say no more than "has related rows" in this frame (stemmed phrases).
@@ -445,7 +448,11 @@ def _check_rows(lens: Lens, found: Retrieval, rows: _Rows, pending: list[Mention
                 DeclineKind.AMBIGUOUS_READING,
                 f"which date of {rows.model!r} does the period bound?",
             )
-        if model.time_dimension() is None:
+        year = year_of(model, rows.span) if model.time_dimension() is None else None
+        if year is not None:  # "a concert in 2014" of rows dated by a year number
+            rows.numbers.append(year)
+            rows.span = None
+        elif model.time_dimension() is None:
             raise Declined(
                 DeclineKind.MISSING_IN_LENS, f"{rows.model!r} has no date for the period to bound"
             )

@@ -31,7 +31,7 @@ from typing import NamedTuple
 
 from reconciler.assembly.retrieval import Mention, Retrieval
 from reconciler.assembly.text import tokenize
-from reconciler.lens import Column, Lens
+from reconciler.lens import Column, Lens, Model
 from reconciler.reading.ir import Declined, DeclineKind
 from reconciler.reading.phrases.words import Reading
 from reconciler.reading.resolve.paths import one_path, reachable
@@ -73,6 +73,26 @@ def _one_year(period: tuple[Day, Day]) -> int | None:
         return None
     whole = start.month == start.day == 1 and end == date(start.year + 1, 1, 1)
     return start.year if whole and start != date.min else None
+
+
+def year_of(model: Model, period: tuple[Day, Day]) -> tuple[str, str] | None:
+    """``(year dimension, year)`` of ``period`` on ``model``'s rows when they carry one
+    year dimension and the period is one whole year ("concerts in 2014"), else ``None``.
+
+    Raises:
+        Declined: a period shorter than a year, on a model dated by its year alone.
+    """
+    years = [c.name for c in model.dimensions if _is_year(c)]
+    if len(years) != 1:
+        return None
+    year = _one_year(period)
+    if year is None:
+        raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
+            f"{model.name} are dated by year only ({model.name}.{years[0]}): ask for a whole "
+            "year, not a part of one",
+        )
+    return years[0], str(year)
 
 
 def year_filter(
