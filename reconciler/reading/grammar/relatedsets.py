@@ -49,6 +49,7 @@ from reconciler.lens import Lens
 from reconciler.reading.ir import Declined, DeclineKind
 from reconciler.reading.phrases.bounds import Bound, split_bounds
 from reconciler.reading.phrases.related import qualified
+from reconciler.reading.phrases.relatedclauses import Restated, member_link, restate
 
 Reader = Callable[[Lens, str, DimensionValues], "str | None"]
 """A related-rows reader: ``(lens, question, values) -> SQL`` or ``None``."""
@@ -87,14 +88,36 @@ def related_sets(lens: Lens, question: str, values: DimensionValues, read: Reade
     Raises:
         Declined: the shape, but a reading that is not one (module docstring).
     """
-    sets = _split(lens, question, values)
+    restated = restate(lens, retrieve(lens, question, values))
+    text = question if restated is None else restated.text
+    sets = _split(lens, text, values)
     if sets is None:
-        return _bounded(lens, question, values, read, alone=True)
-    first = _bounded(lens, sets.first, values, read, alone=False)
-    second = _bounded(lens, sets.second, values, read, alone=False)
-    if first is None or second is None:
-        return None
-    return _combine(lens, sets.op, first, second)
+        sql = _bounded(lens, text, values, read, alone=restated is None)
+    else:
+        first = _bounded(lens, sets.first, values, read, alone=False)
+        second = _bounded(lens, sets.second, values, read, alone=False)
+        if first is None or second is None:
+            return None
+        sql = _combine(lens, sets.op, first, second)
+    return sql if sql is None or restated is None else _settle(lens, sql, restated, values)
+
+
+def _settle(lens: Lens, sql: str, restated: Restated, values: DimensionValues) -> str:
+    """``sql`` read from a restated question: a membership clause's link held
+    (:func:`~reconciler.reading.phrases.relatedclauses.member_link`), an ``except``
+    clause's condition negated."""
+    dialect = lens.config.dialect
+    tree = parse_one(sql, read=dialect)
+    where = tree.args.get("where")
+    source = tree.args.get("from") or tree.args.get("from_")
+    table = source.find(exp.Table) if source is not None else None
+    if where is None or table is None:
+        return sql
+    if restated.member is not None:
+        member_link(lens, table.alias_or_name, restated.member, values)
+    if restated.negated:
+        tree.set("where", exp.Where(this=exp.Not(this=exp.paren(where.this))))
+    return tree.sql(dialect=dialect, pretty=True)
 
 
 def _split(lens: Lens, question: str, values: DimensionValues) -> _Sets | None:
