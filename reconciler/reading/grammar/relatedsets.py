@@ -30,14 +30,19 @@ A comparison on a fact of *B* after *B*'s noun ("songs with sales more than 3000
 ``EXISTS``: a related row must pass it to count. A fact that is not of the related
 rows (a fact of *A*, or of two models the subquery reads) is not read here.
 
+``both`` / ``either`` before a whole phrase, and its ``and`` / ``or`` before another
+that ends the question, make the two parts too ("visitors who visited both a museum
+opened before 2009 and a museum opened after 2011"). Parts read into different
+listings ("show both the name and the id") are not this shape.
+
 Declines: a set of related rows inside a negated clause ("airlines that have no
-flights from both LAX and JFK": none from either, or not from both?), parts read
-into different listings, a comparison whose fact two models of the subquery hold, or
-a comparison next to a nested ``EXISTS``.
+flights from both LAX and JFK": none from either, or not from both?), or a
+comparison whose fact two models of the subquery hold.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -48,7 +53,7 @@ from reconciler.assembly.retrieval import Mention, Retrieval, retrieve
 from reconciler.lens import Lens
 from reconciler.reading.ir import Declined, DeclineKind
 from reconciler.reading.phrases.bounds import Bound, split_bounds
-from reconciler.reading.phrases.related import qualified
+from reconciler.reading.phrases.related import compared
 from reconciler.reading.phrases.relatedclauses import Restated, member_link, restate
 
 Reader = Callable[[Lens, str, DimensionValues], "str | None"]
@@ -57,13 +62,6 @@ Reader = Callable[[Lens, str, DimensionValues], "str | None"]
 _MARKERS = {"and": "both", "or": "either"}
 _PREPOSITIONS = frozenset({"from", "to", "in", "at", "of", "on", "with", "by", "for"})
 _REACH = 3  # words "both" / "either" may stand before the first value
-_COMPARE: dict[str, type[exp.Binary]] = {
-    ">": exp.GT,
-    ">=": exp.GTE,
-    "<": exp.LT,
-    "<=": exp.LTE,
-    "=": exp.EQ,
-}
 
 
 @dataclass(frozen=True)
@@ -161,6 +159,39 @@ def _split(lens: Lens, question: str, values: DimensionValues) -> _Sets | None:
         first = [said[i] for i in kept]
         op = "but not" if but_not else t
         return _Sets(op, " ".join(first), " ".join(second))
+    return _phrases(found, question)
+
+
+def _phrases(found: Retrieval, question: str) -> _Sets | None:
+    """The two parts of ``both <phrase> and <phrase>`` or ``either <phrase> or
+    <phrase>`` ending the question ("visitors who visited both a museum opened before
+    2009 and a museum opened after 2011"): each part is the words before the marker
+    and one phrase, cut from the question as asked (a verb the lens's vocabulary
+    drops still says the rows did something)."""
+    toks, covered = found.tokens, found.covered()
+    for b, t in enumerate(toks):
+        joiner = next((j for j, w in _MARKERS.items() if w == t), None)
+        if joiner is None or b in covered:
+            continue
+        j = next(
+            (k for k in range(b + 2, len(toks)) if toks[k] == joiner and k not in covered), None
+        )
+        if j is None or j + 1 >= len(toks):
+            return None
+        before = sum(1 for k in range(b + 1, j) if toks[k] == joiner)
+        marker = list(re.finditer(rf"\b{t}\b", question, re.IGNORECASE))
+        joins = [m for m in re.finditer(rf"\b{joiner}\b", question, re.IGNORECASE)]
+        if len(marker) != 1:
+            return None
+        after = [m for m in joins if m.start() > marker[0].end()]
+        if len(after) <= before:
+            return None
+        cut = after[before]
+        head = question[: marker[0].start()]
+        first = head + question[marker[0].end() : cut.start()]
+        return _Sets(
+            joiner, " ".join(first.split()), " ".join((head + question[cut.end() :]).split())
+        )
     return None
 
 
@@ -254,12 +285,8 @@ def _bounded(
         ((model, name),) = places
         if not _after_noun(lens, said, bound, model):
             return None
-        sql_of = next(f.sql for f in lens.models[model].facts if f.name == name)
-        column = qualified(sql_of, model, dialect)
         for op, number in bound.conditions:
-            inner.where(
-                _COMPARE[op](this=column.copy(), expression=exp.Literal.number(number)), copy=False
-            )
+            inner.where(compared(lens, model, name, op, number), copy=False)
     return tree.sql(dialect=dialect, pretty=True)
 
 
@@ -274,7 +301,7 @@ def _after_noun(lens: Lens, found: Retrieval, bound: Bound, model: str) -> bool:
     return any(found.tokens[i : i + len(n)] == n for n in nouns for i in range(start))
 
 
-def _combine(lens: Lens, op: str, first: str, second: str) -> str:
+def _combine(lens: Lens, op: str, first: str, second: str) -> str | None:
     """The listing ``first`` with its WHERE put together with ``second``'s by ``op``."""
     dialect = lens.config.dialect
     a, b = parse_one(first, read=dialect), parse_one(second, read=dialect)
@@ -289,9 +316,7 @@ def _combine(lens: Lens, op: str, first: str, second: str) -> str:
     for q in bare:
         q.set("where", None)
     if bare[0].sql(dialect=dialect) != bare[1].sql(dialect=dialect):
-        raise Declined(
-            DeclineKind.AMBIGUOUS_READING, "the two parts of the question list different rows"
-        )
+        return None  # "both the name and the id": not two sets of one listing's rows
     x, y = (w.this for w in wheres if w is not None)
     if op == "or":
         joined: exp.Expr = exp.or_(x, y)
