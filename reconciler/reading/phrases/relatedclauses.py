@@ -2,7 +2,7 @@
 
 :mod:`reconciler.reading.grammar.relatedsets` reads a listing kept by related rows
 through the existence reader, whose clause is ``who`` / ``that`` / ``which`` / ``with``
-and ``have``. :func:`restate` says three other spellings of that clause in its words,
+and ``have``. :func:`restate` says four other spellings of that clause in its words,
 each meaning exactly the rows the clause keeps:
 
 * membership: ``<A> who|that|which are|is [not] [a|an] <B>`` at the end of the
@@ -12,6 +12,8 @@ each meaning exactly the rows the clause keeps:
 * ``having`` right after a model noun opens the clause as ``that have`` does
   ("countries having a car maker"; "having at least one car maker" is a count
   condition, :mod:`reconciler.reading.grammar.having`'s);
+* ``where there is [not a single | no | not any | a] <B>`` after a noun of *A*
+  ("countries where there is not a single car maker") is ``that have [no | a] <B>``;
 * ``except [for] [the] <A> <clause>`` right after a noun of the same model *A*
   ("all stadiums except for stadiums having a concert in 2014") keeps the rows the
   clause does not: the clause is read and negated (:attr:`Restated.negated`).
@@ -69,6 +71,9 @@ def restate(lens: Lens, found: Retrieval) -> Restated | None:
     )
     if having is not None:
         edits.append((having, having + 1, ["that", "have"]))
+    there = _there_at(toks, covered, nouns)
+    if there is not None:
+        edits.append(there)
     membership = _membership(toks, nouns) if excepted is None else None
     member = None
     if membership is not None:
@@ -82,6 +87,31 @@ def restate(lens: Lens, found: Retrieval) -> Restated | None:
             return None  # two spellings over the same words
         said[a:b] = words
     return Restated(" ".join(said), excepted is not None, member)
+
+
+_NONE = (("not", "a", "single"), ("not", "any"), ("not", "a"), ("not", "an"), ("no",))
+_SOME = (("a",), ("an",), ("some",), ("any",))
+
+
+def _there_at(
+    toks: list[str], covered: frozenset[int], nouns: dict[tuple[str, ...], str]
+) -> tuple[int, int, list[str]] | None:
+    """``where there is [not a single | no | a] …`` after a model noun, as the edit
+    to ``that have [no | a] …``; ``None`` when there is none."""
+    for i in range(1, len(toks) - 3):
+        if toks[i : i + 2] != ["where", "there"] or toks[i + 2] not in _COPULAS:
+            continue
+        if i in covered or not _noun_before(toks, i, nouns):
+            return None
+        k = i + 3
+        for words, said in ((w, ["that", "have", "no"]) for w in _NONE):
+            if tuple(toks[k : k + len(words)]) == words:
+                return i, k + len(words), said
+        for words in _SOME:
+            if tuple(toks[k : k + len(words)]) == words:
+                return i, k + 1, ["that", "have", "a"]
+        return None
+    return None
 
 
 def _noun_before(toks: list[str], i: int, nouns: dict[tuple[str, ...], str]) -> bool:
