@@ -23,7 +23,7 @@ so no related row repeats a row of *A*, and a NULL in *B*'s column never drops o
 ``'JFK'``) or whole numbers (``2014``, ``2015``); ``both`` and ``either`` stand at most
 three words before *X*, and the words between (``airports``, ``the years of``) are
 kept for both parts. ``and`` with no ``both`` ("flights from LAX and JFK": every one,
-or any?) is not read here: the existence reader declines it.
+or any?) is not read here, and the question declines.
 
 A comparison on a fact of *B* after *B*'s noun ("songs with sales more than 300000",
 :func:`~reconciler.reading.phrases.bounds.split_bounds`) goes inside *B*'s
@@ -34,6 +34,12 @@ rows (a fact of *A*, or of two models the subquery reads) is not read here.
 that ends the question, make the two parts too ("visitors who visited both a museum
 opened before 2009 and a museum opened after 2011"). Parts read into different
 listings ("show both the name and the id") are not this shape.
+
+A clause said another way ("people that are not poker players", "stadiums having a
+concert", "all stadiums except for stadiums having …", "countries where there is not a
+single car maker") is restated first
+(:func:`~reconciler.reading.phrases.relatedclauses.restate`); an ``except`` clause's
+condition is negated, a membership clause must ride a direct join from *B* to *A*.
 
 Declines: a set of related rows inside a negated clause ("airlines that have no
 flights from both LAX and JFK": none from either, or not from both?), or a
