@@ -29,6 +29,7 @@ from reconciler.reading.grammar.mode import most_common
 from reconciler.reading.grammar.outputs import Parser, answer_outputs
 from reconciler.reading.grammar.ratios import render_two_measures
 from reconciler.reading.grammar.rawfacts import row_expression
+from reconciler.reading.grammar.relatedsets import related_sets
 from reconciler.reading.ir import Read, TwoMeasures, sql_form
 from reconciler.reading.phrases.twomeasures import measure_follows_per
 from reconciler.reading.phrases.words import read_grammar
@@ -106,6 +107,10 @@ SHAPES: tuple[tuple[str, Shape], ...] = (
     (
         "count condition",
         _written("count condition", lambda q: kept_by_count(q.lens, q.text, q.values)),
+    ),
+    (
+        "related sets",
+        _written("related sets", lambda q: related_sets(q.lens, q.text, q.values, existence_rows)),
     ),
     ("existence", _written("existence", lambda q: existence_rows(q.lens, q.text, q.values))),
     ("listing", _written("listing", lambda q: listed_rows(q.lens, q.text, q.values))),

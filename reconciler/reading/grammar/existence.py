@@ -21,7 +21,9 @@ A question of this shape is a *head*, a *relative clause* or a *tail*, optionall
   others), a quantifier (``a``, ``an``, ``any``, ``some``), then the related rows:
   *B*'s noun (the first model noun that is not a value's own phrase), ``records``,
   yes/no flags of *B* right before its noun, a date bound on *B*'s time dimension
-  (``since …``, ``on or after …``, ``before …``, ``in 2023``), and values. A value
+  (``since …``, ``on or after …``, ``before …``, ``in 2023``; on rows dated by a
+  year number alone, one whole year is that number:
+  :func:`~reconciler.reading.phrases.years.year_of`), and values. A value
   is of the model a noun or dimension beside it names (``the keyphrase "Machine
   Learning"``, ``the Computer Science program``), else of *B* (``a 'buy'
   transaction``; ``from LAX to ORD`` picks the ``from_…`` / ``to_…`` column); a
@@ -68,7 +70,8 @@ from reconciler.reading.lex import RELATIVE_WORDS
 from reconciler.reading.phrases.joinmethods import check_method, split_method
 from reconciler.reading.phrases.ordering import ALPHABETICAL
 from reconciler.reading.phrases.periods import period_at, spell_to_date
-from reconciler.reading.phrases.related import conditions, exists_clause, link
+from reconciler.reading.phrases.related import compared, conditions, exists_clause, link
+from reconciler.reading.phrases.years import year_of
 from reconciler.reading.today import Day
 
 # Verbs that say no more than "has related rows" in this frame (stemmed phrases).
@@ -114,6 +117,7 @@ class _Rows:
     span: tuple[Day, Day] | None = None
     prepositions: dict[int, str] = field(default_factory=dict)  # value start → from / to
     numbers: list[tuple[str, str]] = field(default_factory=list)  # whole-number equalities
+    years: list[tuple[str, str, str]] = field(default_factory=list)  # (year dimension, op, year)
     method: frozenset[str] = frozenset()  # the models a method phrase names
 
 
@@ -145,8 +149,8 @@ def existence_rows(lens: Lens, question: str, values: DimensionValues) -> str | 
     bare = found.tokens[at] not in RELATIVE_WORDS and found.tokens[at] not in ("with", "without")
     start = at if head.which or bare else at + 1
     rows = _read_clause(lens, found, start, head.which, named, dropped)
-    if rows is None:
-        return None
+    if rows is None or (rows.model == head.model and found.tokens[at] == "with"):
+        return None  # "episodes with the episode 'Pilot'": a value of their own (a listing)
     chosen = link(lens, head.model, rows.model, values)
     check_method(named, ordered, chosen)
     where = exists_clause(lens, chosen, _filters(lens, found, rows, values), rows.negated)
@@ -445,7 +449,11 @@ def _check_rows(lens: Lens, found: Retrieval, rows: _Rows, pending: list[Mention
                 DeclineKind.AMBIGUOUS_READING,
                 f"which date of {rows.model!r} does the period bound?",
             )
-        if model.time_dimension() is None:
+        year = year_of(model, rows.span) if model.time_dimension() is None else None
+        if year is not None:  # "a concert in 2014" of rows dated by a year number
+            rows.years = [(year[0], op, number) for op, number in year[1]]
+            rows.span = None
+        elif model.time_dimension() is None:
             raise Declined(
                 DeclineKind.MISSING_IN_LENS, f"{rows.model!r} has no date for the period to bound"
             )
@@ -496,6 +504,7 @@ def _filters(
         place.append((name, value))
     flags = [next(t.name for t in f.targets if t.model == rows.model) for f in rows.flags]
     out = conditions(lens, rows.model, own, tuple(flags), rows.span)
+    out.extend(compared(lens, rows.model, name, op, year) for name, op, year in rows.years)
     for model, equalities in others.items():
         chosen = link(lens, rows.model, model, values)
         if reached and chosen.outer[0] != rows.model:

@@ -66,7 +66,7 @@ def read_head(lens: Lens, found: Retrieval, at: int) -> Head | None:
     if toks[:2] == ("how", "many"):
         named = nouns.get(toks[2:at])
         return Head(named, (2, at), [], False, count=True) if named else None
-    if toks[:2] == ("what", "are"):
+    if toks[:2] in (("what", "are"), ("what", "is"), ("what", "were"), ("what", "was")):
         i = 2
     elif toks[:1] and toks[0] in _OPENERS:
         i = 1

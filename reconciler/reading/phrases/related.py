@@ -223,3 +223,20 @@ def conditions(
         if span[1] != date.max:
             out.append(column(time.name) < stop)
     return out
+
+
+_COMPARE: dict[str, type[exp.Binary]] = {
+    ">": exp.GT,
+    ">=": exp.GTE,
+    "<": exp.LT,
+    "<=": exp.LTE,
+    "=": exp.EQ,
+}
+
+
+def compared(lens: Lens, model: str, name: str, op: str, number: str) -> exp.Expr:
+    """``<model>.<column name> <op> <number>``, the column qualified by the model's name
+    (``op`` one of ``>``, ``>=``, ``<``, ``<=``, ``=``; ``number`` a whole number)."""
+    sql = next(c.sql for c in lens.models[model].columns() if c.name == name)
+    column = qualified(sql, model, lens.config.dialect)
+    return _COMPARE[op](this=column, expression=exp.Literal.number(number))

@@ -31,7 +31,7 @@ from typing import NamedTuple
 
 from reconciler.assembly.retrieval import Mention, Retrieval
 from reconciler.assembly.text import tokenize
-from reconciler.lens import Column, Lens
+from reconciler.lens import Column, Lens, Model
 from reconciler.reading.ir import Declined, DeclineKind
 from reconciler.reading.phrases.words import Reading
 from reconciler.reading.resolve.paths import one_path, reachable
@@ -73,6 +73,35 @@ def _one_year(period: tuple[Day, Day]) -> int | None:
         return None
     whole = start.month == start.day == 1 and end == date(start.year + 1, 1, 1)
     return start.year if whole and start != date.min else None
+
+
+def year_of(
+    model: Model, period: tuple[Day, Day]
+) -> tuple[str, tuple[tuple[str, str], ...]] | None:
+    """``(year dimension, ((operator, year), ...))`` of ``period`` on ``model``'s rows
+    when they carry one year dimension and the period is one whole year ("concerts in
+    2014": ``=``) or runs from or to a year's start ("museums opened before 2009":
+    ``<``, "after 2011": ``>=`` 2012); else ``None``.
+
+    Raises:
+        Declined: a period that starts or ends inside a year, on a model dated by its
+            year alone.
+    """
+    years = [c.name for c in model.dimensions if _is_year(c)]
+    if len(years) != 1:
+        return None
+    year = _one_year(period)
+    if year is not None:
+        return years[0], (("=", str(year)),)
+    start, stop = period
+    ends = [(d, op) for d, op in ((start, ">="), (stop, "<")) if d not in (date.min, date.max)]
+    if ends and all(isinstance(d, date) and d.month == d.day == 1 for d, _ in ends):
+        return years[0], tuple((op, str(d.year)) for d, op in ends if isinstance(d, date))
+    raise Declined(
+        DeclineKind.UNSUPPORTED_CONSTRUCT,
+        f"{model.name} are dated by year only ({model.name}.{years[0]}): ask for a whole "
+        "year, not a part of one",
+    )
 
 
 def year_filter(
