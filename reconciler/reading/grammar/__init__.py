@@ -20,6 +20,7 @@ from reconciler.assembly.lexicon import DimensionValues
 from reconciler.assembly.retrieval import Retrieval
 from reconciler.lens import Lens
 from reconciler.reading.compile import render
+from reconciler.reading.grammar.aggregatelists import aggregate_list
 from reconciler.reading.grammar.countratios import count_ratio
 from reconciler.reading.grammar.distinctcounts import distinct_count
 from reconciler.reading.grammar.existence import existence_rows
@@ -99,6 +100,10 @@ SHAPES: tuple[tuple[str, Shape], ...] = (
         ),
     ),
     ("most common", lambda q: most_common(q.lens, q.text, q.values, q.parse)),
+    (
+        "aggregate list",
+        lambda q: aggregate_list(q.lens, q.text, q.values, q.allowed, q.parse),
+    ),
     (
         "distinct count",
         _written("distinct count", lambda q: distinct_count(q.lens, q.text, q.values)),
