@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from reconciler.assembly.aggregatelists import spelled_lists
 from reconciler.assembly.exemplars import lexical_fold
 from reconciler.assembly.joins import join_index
 from reconciler.assembly.lexicon import person_dimensions
@@ -106,6 +107,16 @@ class GenerationRequest:
             ids = sorted(self.used_assets() | {AssetId(f"lens/{self.lens}")})
             out["assets"] = {aid: asset_hashes.get(aid) for aid in ids}
         return out
+
+
+def _named_metrics(lens: Lens, question: str, found: Retrieval) -> tuple[str, ...]:
+    """The metrics the question names, a list of aggregation words spelled out
+    ("the average and maximum age": "average age" may be a metric of its own;
+    :mod:`reconciler.assembly.aggregatelists`)."""
+    spelled = spelled_lists(lens, question)
+    if spelled is None:
+        return found.metrics()
+    return tuple(sorted({*found.metrics(), *retrieve(lens, spelled[0]).metrics()}))
 
 
 def _select_models(lens: Lens, found: Retrieval) -> tuple[str, ...]:
@@ -205,7 +216,7 @@ def assemble(
         lens=lens.name,
         question=question,
         tiers=tuple(lens.config.generator.tiers),
-        metrics=found.metrics(),
+        metrics=_named_metrics(lens, question, found),
         models=_select_models(lens, found),
         exemplars=lexical_fold(lens, found.tokens, exclude_answer),
         skills=tuple(sorted(lens.skills)),

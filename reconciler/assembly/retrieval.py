@@ -295,8 +295,10 @@ def counted_model(lens: Lens, found: Retrieval) -> tuple[int, int, int, str] | N
     """The first "how many <model noun>" of the question, else ``None``.
 
     Openers: "how many", "number of", "count of", "share of" (and the other share
-    words), "most", "fewest"; boolean flags may stand between ("how many active
-    customers"), and the word "new" (left for the fast tier to read or decline). The
+    words), "most", "fewest"; boolean flags and dimension values may stand between
+    ("how many active customers", "the number of JetBlue flights": the value is a
+    filter the caller reads), then the word "new" (left for the fast tier to read or
+    decline), then "the" ("the number of the cars with …"). The
     noun is a model or table name outside lens phrases, or a dimension phrase of
     that same model spelled like it (a ``customer`` dimension of model ``customers``).
 
@@ -313,7 +315,7 @@ def counted_model(lens: Lens, found: Retrieval) -> tuple[int, int, int, str] | N
         if m.kind == "dimension"
         and nouns.get(found.tokens[m.start : m.end]) in {t.model for t in m.targets}
     }
-    flag_starts = {m.end: m.start for m in found.mentions if m.kind == "flag"}
+    flag_starts = {m.end: m.start for m in found.mentions if m.kind in ("flag", "value")}
     toks = found.tokens
     for i in range(len(toks)):
         n = next(
@@ -332,6 +334,8 @@ def counted_model(lens: Lens, found: Retrieval) -> tuple[int, int, int, str] | N
             k = flag_starts[k]
         if k > 0 and toks[k - 1] == "new" and k - 1 not in covered:
             k -= 1  # "how many new accounts …": the counted rows; "new" is read by the caller
+        if k > 0 and toks[k - 1] == "the" and k - 1 not in covered:
+            k -= 1  # "the number of the cars …"
         for width in (2, 1):
             at = k - width
             if at >= 0 and toks[at:k] in COUNT_OPENERS and not covered & set(range(at, k)):

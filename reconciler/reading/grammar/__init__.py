@@ -20,6 +20,7 @@ from reconciler.assembly.lexicon import DimensionValues
 from reconciler.assembly.retrieval import Retrieval
 from reconciler.lens import Lens
 from reconciler.reading.compile import render
+from reconciler.reading.grammar.aggregatelists import aggregate_list
 from reconciler.reading.grammar.countratios import count_ratio
 from reconciler.reading.grammar.distinctcounts import distinct_count
 from reconciler.reading.grammar.existence import existence_rows
@@ -30,6 +31,7 @@ from reconciler.reading.grammar.outputs import Parser, answer_outputs
 from reconciler.reading.grammar.ratios import render_two_measures
 from reconciler.reading.grammar.rawfacts import row_expression
 from reconciler.reading.grammar.relatedsets import related_sets
+from reconciler.reading.grammar.sharedvalues import shared_values
 from reconciler.reading.ir import Read, TwoMeasures, sql_form
 from reconciler.reading.phrases.twomeasures import measure_follows_per
 from reconciler.reading.phrases.words import read_grammar
@@ -101,6 +103,10 @@ SHAPES: tuple[tuple[str, Shape], ...] = (
     ),
     ("most common", lambda q: most_common(q.lens, q.text, q.values, q.parse)),
     (
+        "aggregate list",
+        lambda q: aggregate_list(q.lens, q.text, q.values, q.allowed, q.parse),
+    ),
+    (
         "distinct count",
         _written("distinct count", lambda q: distinct_count(q.lens, q.text, q.values)),
     ),
@@ -114,5 +120,6 @@ SHAPES: tuple[tuple[str, Shape], ...] = (
     ),
     ("existence", _written("existence", lambda q: existence_rows(q.lens, q.text, q.values))),
     ("listing", _written("listing", lambda q: listed_rows(q.lens, q.text, q.values))),
+    ("shared values", lambda q: shared_values(q.lens, q.text, q.values)),
 )
 """Every question shape, by name, in the order its decline is weighed."""

@@ -114,6 +114,8 @@ def select_measures(
         _check_counted_noun(lens, found, m)
         before = aggregate_before(found, m, reading)
         inherited = before is None and previous is not None and _listed(found, last_end, m.start)
+        # "minimum age and maximum age": a phrase that says its own word inherits none
+        inherited = inherited and found.words[m.start] not in AGGREGATE_WORDS
         if inherited:
             before = previous  # "average deal size and cycle length": both averaged
         measure, used = _measure_of(lens, found, m, before, inherited)
