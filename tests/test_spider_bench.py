@@ -328,5 +328,7 @@ def test_a_disputed_gold_stays_wrong_and_a_stale_note_is_reported(
         pytest.skip("the noted question is no longer answered wrong; the note is stale")
     assert score.files[spider.QUESTION_FILE]["wrong"] >= 1
     assert score.disputed == [f"{note[1]!r}: drops a column"]
-    stale = [m for m in report.skipped if "stale gold note" in m]
-    assert (outcome[other["question"]] == "wrong") or stale
+    assert not report.skipped
+    assert (outcome[other["question"]] == "wrong") or report.stale_notes == [
+        f"battle_death: {other['question']!r} is no longer answered wrong"
+    ]

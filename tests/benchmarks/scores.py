@@ -135,12 +135,14 @@ def reasons(message: str) -> list[str]:
 
 @dataclass
 class Report:
-    """A whole run: scores, the pieces of the corpus that were missing and skipped, and
-    the lens author's additions written on top of imported lenses (one line each)."""
+    """A whole run: scores, the pieces of the corpus that were missing and skipped, the
+    lens author's additions written on top of imported lenses, and the gold notes that no
+    longer match a wrong answer (one line each)."""
 
     scores: list[Score] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     additions: list[str] = field(default_factory=list)
+    stale_notes: list[str] = field(default_factory=list)
 
     def by_corpus(self) -> dict[str, dict[str, Counter[str]]]:
         """``{corpus: {question file: Counter(outcome)}}``, summed over databases."""
@@ -187,6 +189,7 @@ class Report:
             "declines": dict(self.declines().most_common()),
             "wrong_classes": dict(self.wrong_classes().most_common()),
             "gold_disputed": sum(len(s.disputed) for s in self.scores),
+            "stale_gold_notes": self.stale_notes,
             "skipped": self.skipped,
             "additions": self.additions,
             "elapsed_s": round(elapsed_s, 1),
@@ -228,6 +231,7 @@ def render(report: Report, elapsed_s: float) -> list[str]:
     ]
     lines += [f"skipped: {m}" for m in report.skipped]
     lines += [f"additions: {m}" for m in report.additions]
+    lines += [f"stale gold note: {m}" for m in report.stale_notes]
     classes = report.wrong_classes().most_common()
     if classes:
         lines.append("wrong answers by difference: " + "; ".join(f"{c} ({n})" for c, n in classes))

@@ -406,9 +406,7 @@ def _mark_disputed(
         if question in wrong:
             score.disputed.append(f"{question!r}: {reason}")
         else:
-            report.skipped.append(
-                f"spider: stale gold note ({db}): {question!r} is no longer answered wrong"
-            )
+            report.stale_notes.append(f"{db}: {question!r} is no longer answered wrong")
 
 
 def _run_one(
