@@ -29,6 +29,7 @@ from reconciler.reading.grammar.mode import most_common
 from reconciler.reading.grammar.outputs import Parser, answer_outputs
 from reconciler.reading.grammar.ratios import render_two_measures
 from reconciler.reading.grammar.rawfacts import row_expression
+from reconciler.reading.grammar.rowpicks import picked_rows
 from reconciler.reading.ir import Read, TwoMeasures, sql_form
 from reconciler.reading.phrases.twomeasures import measure_follows_per
 from reconciler.reading.phrases.words import read_grammar
@@ -108,6 +109,7 @@ SHAPES: tuple[tuple[str, Shape], ...] = (
         _written("count condition", lambda q: kept_by_count(q.lens, q.text, q.values)),
     ),
     ("existence", _written("existence", lambda q: existence_rows(q.lens, q.text, q.values))),
+    ("row pick", _written("row pick", lambda q: picked_rows(q.lens, q.text, q.values))),
     ("listing", _written("listing", lambda q: listed_rows(q.lens, q.text, q.values))),
 )
 """Every question shape, by name, in the order its decline is weighed."""

@@ -573,7 +573,9 @@ def _order_key(
         return listing.columns[0][1], False
     if ordering is None:
         return None
-    if ordering.key is None:
+    if ordering.key is None and len(listing.columns) == 1 and ordering.descending is not None:
+        return listing.columns[0][1], ordering.descending  # "the earnings … in descending order"
+    if ordering.key is None:  # several columns shown: which one?
         raise Declined(DeclineKind.AMBIGUOUS_READING, "in which order? Name the column to sort by")
     found = retrieve(lens, ordering.key, values)
     loose = [t for i, t in enumerate(found.tokens) if i not in found.covered() and t != "the"]
