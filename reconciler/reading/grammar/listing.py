@@ -42,7 +42,7 @@ from reconciler.reading.phrases.distinct import distinct_values, values_asked
 from reconciler.reading.phrases.labels import row_label
 from reconciler.reading.phrases.negation import Negations, check_placed, differs, gap, negations
 from reconciler.reading.phrases.nouns import EVERY, named_rows
-from reconciler.reading.phrases.ordering import ALPHABETICAL, Ordering, split_ordering
+from reconciler.reading.phrases.ordering import Ordering, split_alphabetical, split_ordering
 from reconciler.reading.phrases.restated import restate, split_restated
 from reconciler.reading.phrases.rowfacts import check_ranked_values, row_bounds, tied_rows
 from reconciler.reading.phrases.rowjoins import listed_column, reaching, rows_model, with_joins
@@ -182,7 +182,8 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
     a price of over 100": :func:`reconciler.reading.phrases.rowfacts.row_bounds`),
     ``distinct``/``unique``, a closing "Show both A and B." naming the columns to
     show (:mod:`reconciler.reading.phrases.restated`), and a closing
-    ordering phrase or ``alphabetically`` (the first column, ascending):
+    ordering phrase or ``alphabetically`` (the first column, ascending; "in reverse
+    alphabetical order" descending):
 
         SELECT [DISTINCT] <columns> FROM <table> [WHERE …] [ORDER BY …]
 
@@ -206,9 +207,7 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
             item that names no column, or a "not" that negates no value.
     """
     rest, restated = split_restated(_IN_DATABASE.sub("", question))
-    alphabetical = ALPHABETICAL.search(rest)
-    if alphabetical:
-        rest = rest[: alphabetical.start()]
+    rest, alphabetical = split_alphabetical(rest)
     rest, ordering = split_ordering(rest)
     rest, bounds = split_bounds(lens, rest, values)
     found = retrieve(lens, rest, values)
@@ -221,7 +220,7 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
         shown = (listing.columns, listing.phrases)
         listing.columns = restate(lens, listing.model, shown, restated, label, values)
     ties = _keeps_ties(found, listing, reading)
-    limit = None if ties else _limit(listing, reading, ordering, bool(alphabetical))
+    limit = None if ties else _limit(listing, reading, ordering, alphabetical is not None)
     model = listing.model
     dialect = lens.config.dialect
     query = exp.select(
@@ -241,7 +240,7 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
         query = query.where(condition)
     if ties:
         assert listing.rank_column is not None
-        if ordering is not None or alphabetical:
+        if ordering is not None or alphabetical is not None:
             raise Declined(
                 DeclineKind.AMBIGUOUS_READING,
                 "the rows tied at the extreme share one value: sorted by what? Ask for "
@@ -250,7 +249,8 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
         extreme = (listing.rank_column[1], next(iter(reading.directions)))
         query = query.where(tied_rows(lens, model, extreme, query))
         return with_joins(lens, query, model.name, listing.joins).sql(dialect=dialect, pretty=True)
-    key = _order_key(lens, model, listing, ordering, bool(alphabetical), values)
+    key = _order_key(lens, model, listing, ordering, alphabetical is not None, values)
+    key = (key[0], alphabetical) if key is not None and alphabetical is not None else key
     if listing.rank_column is not None:
         ranked = listing.rank_column[1], next(iter(reading.directions))
         if (

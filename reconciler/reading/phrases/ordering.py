@@ -55,6 +55,28 @@ ALPHABETICAL = re.compile(
     re.IGNORECASE,
 )
 """A closing "ordered alphabetically" / "in alphabetical order" (a listing's own order)."""
+_ALPHABETICAL_WAY = re.compile(
+    r"[\s,;]*(?:(?:ordered|sorted|listed|arranged)\s+)?in\s+"
+    r"(?P<way>reverse|reversed|descending|ascending)\s+"
+    r"(?:alphabetical|lexicographical|lexicographic)\s+order[\s.?!]*$",
+    re.IGNORECASE,
+)
+
+
+def split_alphabetical(question: str) -> tuple[str, bool | None]:
+    """``(question without a closing alphabetical order, descending)``: ``False`` for
+    :data:`ALPHABETICAL` or "in ascending alphabetical order", ``True`` for "in reverse
+    (reversed, descending) alphabetical order" ("lexicographical" says the same), ``None``
+    (the question unchanged) for neither."""
+    match = ALPHABETICAL.search(question)
+    if match is not None:
+        return question[: match.start()], False
+    match = _ALPHABETICAL_WAY.search(question)
+    if match is None:
+        return question, None
+    return question[: match.start()], match.group("way").lower() != "ascending"
+
+
 # "… sorted by their earnings": the rows' own column.
 _POSSESSIVES = frozenset({"their", "its"})
 # (higher, lower) adjective pairs of a closing "by <key> from old to young".
