@@ -246,6 +246,8 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
                 "the rows tied at the extreme share one value: sorted by what? Ask for "
                 "'the top n …' or for all of them 'sorted by …'",
             )
+        if listing.rank_column[1] not in {c.sql for c in model.columns()}:
+            raise Declined(DeclineKind.UNSUPPORTED_CONSTRUCT, "ties at a related row's extreme")
         extreme = (listing.rank_column[1], next(iter(reading.directions)))
         query = query.where(tied_rows(lens, model, extreme, query))
         return with_joins(lens, query, model.name, listing.joins).sql(dialect=dialect, pretty=True)
@@ -506,7 +508,10 @@ def _resolve_listing(
         if column not in listing.columns:
             listing.columns.append(column)
     if listing.rank_key is not None:
-        listing.rank_column = _mention_column(lens, model, found, listing.rank_key, None)
+        reached = reaching(
+            found, listing.noun, joins
+        )  # "… with the greatest height" of their person
+        listing.rank_column = _mention_column(lens, model, found, listing.rank_key, reached)
         if not listing.columns:  # "the top 3 products with the highest price"
             label = _word_column(model, found, listing, -1)
             listing.columns = [label, listing.rank_column]
