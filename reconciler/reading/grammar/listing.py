@@ -42,7 +42,12 @@ from reconciler.reading.phrases.distinct import distinct_values, values_asked
 from reconciler.reading.phrases.labels import row_label
 from reconciler.reading.phrases.negation import Negations, check_placed, differs, gap, negations
 from reconciler.reading.phrases.nouns import EVERY, named_rows
-from reconciler.reading.phrases.ordering import Ordering, split_alphabetical, split_ordering
+from reconciler.reading.phrases.ordering import (
+    Ordering,
+    alphabetical_key,
+    split_alphabetical,
+    split_ordering,
+)
 from reconciler.reading.phrases.restated import restate, split_restated
 from reconciler.reading.phrases.rowfacts import check_ranked_values, row_bounds, tied_rows
 from reconciler.reading.phrases.rowjoins import listed_column, reaching, rows_model, with_joins
@@ -207,8 +212,9 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
             item that names no column, or a "not" that negates no value.
     """
     rest, restated = split_restated(_IN_DATABASE.sub("", question))
-    rest, alphabetical = split_alphabetical(rest)
+    rest, alphabetical, by = split_alphabetical(rest)
     rest, ordering = split_ordering(rest)
+    ordering, alphabetical = alphabetical_key(alphabetical, by, ordering)
     rest, bounds = split_bounds(lens, rest, values)
     found = retrieve(lens, rest, values)
     reading = read_grammar(lens, found)

@@ -58,23 +58,42 @@ ALPHABETICAL = re.compile(
 _ALPHABETICAL_WAY = re.compile(
     r"[\s,;]*(?:(?:ordered|sorted|listed|arranged)\s+)?in\s+"
     r"(?P<way>reverse|reversed|descending|ascending)\s+"
-    r"(?:alphabetical|lexicographical|lexicographic)\s+order[\s.?!]*$",
+    r"(?:alphabetical|lexicographical|lexicographic)\s+order"
+    r"(?:\s+(?:of|by)\s+(?P<key>[\w\s]+?))?[\s.?!]*$",
     re.IGNORECASE,
 )
 
 
-def split_alphabetical(question: str) -> tuple[str, bool | None]:
-    """``(question without a closing alphabetical order, descending)``: ``False`` for
-    :data:`ALPHABETICAL` or "in ascending alphabetical order", ``True`` for "in reverse
-    (reversed, descending) alphabetical order" ("lexicographical" says the same), ``None``
-    (the question unchanged) for neither."""
+def split_alphabetical(question: str) -> tuple[str, bool | None, str | None]:
+    """``(question without a closing alphabetical order, descending, key)``: ``False``
+    for :data:`ALPHABETICAL` or "in ascending alphabetical order", ``True`` for "in
+    reverse (reversed, descending) alphabetical order" ("lexicographical" says the same),
+    ``None`` (the question unchanged) for neither; the key named after it ("… order of
+    name"), if any."""
     match = ALPHABETICAL.search(question)
     if match is not None:
-        return question[: match.start()], False
+        return question[: match.start()], False, None
     match = _ALPHABETICAL_WAY.search(question)
     if match is None:
-        return question, None
-    return question[: match.start()], match.group("way").lower() != "ascending"
+        return question, None, None
+    descending = match.group("way").lower() != "ascending"
+    return question[: match.start()], descending, match.group("key")
+
+
+def alphabetical_key(
+    alphabetical: bool | None, key: str | None, ordering: Ordering | None
+) -> tuple[Ordering | None, bool | None]:
+    """``(ordering, alphabetical)`` of a listing: an alphabetical order that names its
+    key ("in ascending alphabetical order of name"), or closes an ordering phrase with a
+    key and no direction ("ordered by their names in alphabetical order"), is that
+    ordering in that direction; anything else unchanged (two orders decline)."""
+    if alphabetical is None:
+        return ordering, alphabetical
+    if ordering is None and key is not None:
+        return Ordering(key, alphabetical), None
+    if key is None and ordering is not None and ordering.key and ordering.descending is None:
+        return Ordering(ordering.key, alphabetical), None
+    return ordering, alphabetical
 
 
 # "… sorted by their earnings": the rows' own column.
