@@ -80,6 +80,16 @@ def split_alphabetical(question: str) -> tuple[str, bool | None, str | None]:
     return question[: match.start()], descending, match.group("key")
 
 
+def split_orders(question: str) -> tuple[str, Ordering | None, bool | None]:
+    """``(question without its closing orders, ordering phrase, alphabetical)``: an
+    alphabetical order (:func:`split_alphabetical`), then an ordering phrase
+    (:func:`split_ordering`), settled together by :func:`alphabetical_key`."""
+    rest, alphabetical, key = split_alphabetical(question)
+    rest, ordering = split_ordering(rest)
+    ordering, alphabetical = alphabetical_key(alphabetical, key, ordering)
+    return rest, ordering, alphabetical
+
+
 def alphabetical_key(
     alphabetical: bool | None, key: str | None, ordering: Ordering | None
 ) -> tuple[Ordering | None, bool | None]:
