@@ -143,7 +143,7 @@ def canonical_sql(sql: str, dialect: str) -> str:
 # ("net revenue per order by region").
 _VERB = (
     r"[\s,;]*(?:\b(?:ordered|sorted|(?:order|sort)\s+(?:the\s+)?(?:results?|rows|them|it|output))"
-    r"|(?<=[.?!])\s*(?:order|sort)(?=\s+by\b))"
+    r"|(?<=[.?!])\s*(?:order|sort)(?=\s+by\b)|,\s*and\s+(?:order|sort)(?=\s+by\b))"
 )
 _END = r"[\s.?!]*$"
 _ORDERINGS = tuple(

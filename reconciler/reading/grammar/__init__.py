@@ -31,6 +31,7 @@ from reconciler.reading.grammar.outputs import Parser, answer_outputs
 from reconciler.reading.grammar.ratios import render_two_measures
 from reconciler.reading.grammar.rawfacts import row_expression
 from reconciler.reading.grammar.relatedsets import related_sets
+from reconciler.reading.grammar.rowpicks import picked_rows
 from reconciler.reading.grammar.sharedvalues import shared_values
 from reconciler.reading.ir import Read, TwoMeasures, sql_form
 from reconciler.reading.phrases.twomeasures import measure_follows_per
@@ -119,6 +120,7 @@ SHAPES: tuple[tuple[str, Shape], ...] = (
         _written("related sets", lambda q: related_sets(q.lens, q.text, q.values, existence_rows)),
     ),
     ("existence", _written("existence", lambda q: existence_rows(q.lens, q.text, q.values))),
+    ("row pick", _written("row pick", lambda q: picked_rows(q.lens, q.text, q.values))),
     ("listing", _written("listing", lambda q: listed_rows(q.lens, q.text, q.values))),
     ("shared values", lambda q: shared_values(q.lens, q.text, q.values)),
 )

@@ -42,7 +42,7 @@ from reconciler.reading.phrases.distinct import distinct_values, values_asked
 from reconciler.reading.phrases.labels import row_label
 from reconciler.reading.phrases.negation import Negations, check_placed, differs, gap, negations
 from reconciler.reading.phrases.nouns import EVERY, named_rows
-from reconciler.reading.phrases.ordering import ALPHABETICAL, Ordering, split_ordering
+from reconciler.reading.phrases.ordering import Ordering, split_orders
 from reconciler.reading.phrases.restated import restate, split_restated
 from reconciler.reading.phrases.rowfacts import check_ranked_values, row_bounds, tied_rows
 from reconciler.reading.phrases.rowjoins import listed_column, reaching, rows_model, with_joins
@@ -182,7 +182,7 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
     a price of over 100": :func:`reconciler.reading.phrases.rowfacts.row_bounds`),
     ``distinct``/``unique``, a closing "Show both A and B." naming the columns to
     show (:mod:`reconciler.reading.phrases.restated`), and a closing
-    ordering phrase or ``alphabetically`` (the first column, ascending):
+    ordering phrase or ``alphabetically`` (the first column, ascending, or reversed):
 
         SELECT [DISTINCT] <columns> FROM <table> [WHERE …] [ORDER BY …]
 
@@ -206,10 +206,7 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
             item that names no column, or a "not" that negates no value.
     """
     rest, restated = split_restated(_IN_DATABASE.sub("", question))
-    alphabetical = ALPHABETICAL.search(rest)
-    if alphabetical:
-        rest = rest[: alphabetical.start()]
-    rest, ordering = split_ordering(rest)
+    rest, ordering, alphabetical = split_orders(rest)
     rest, bounds = split_bounds(lens, rest, values)
     found = retrieve(lens, rest, values)
     reading = read_grammar(lens, found)
@@ -221,7 +218,7 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
         shown = (listing.columns, listing.phrases)
         listing.columns = restate(lens, listing.model, shown, restated, label, values)
     ties = _keeps_ties(found, listing, reading)
-    limit = None if ties else _limit(listing, reading, ordering, bool(alphabetical))
+    limit = None if ties else _limit(listing, reading, ordering, alphabetical is not None)
     model = listing.model
     dialect = lens.config.dialect
     query = exp.select(
@@ -241,7 +238,7 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
         query = query.where(condition)
     if ties:
         assert listing.rank_column is not None
-        if ordering is not None or alphabetical:
+        if ordering is not None or alphabetical is not None:
             raise Declined(
                 DeclineKind.AMBIGUOUS_READING,
                 "the rows tied at the extreme share one value: sorted by what? Ask for "
@@ -250,7 +247,7 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
         extreme = (listing.rank_column[1], next(iter(reading.directions)))
         query = query.where(tied_rows(lens, model, extreme, query))
         return with_joins(lens, query, model.name, listing.joins).sql(dialect=dialect, pretty=True)
-    key = _order_key(lens, model, listing, ordering, bool(alphabetical), values)
+    key = _order_key(lens, model, listing, ordering, alphabetical, values)
     if listing.rank_column is not None:
         ranked = listing.rank_column[1], next(iter(reading.directions))
         if (
@@ -506,7 +503,8 @@ def _resolve_listing(
         if column not in listing.columns:
             listing.columns.append(column)
     if listing.rank_key is not None:
-        listing.rank_column = _mention_column(lens, model, found, listing.rank_key, None)
+        reached = reaching(found, listing.noun, joins)  # a fact of a row reached
+        listing.rank_column = _mention_column(lens, model, found, listing.rank_key, reached)
         if not listing.columns:  # "the top 3 products with the highest price"
             label = _word_column(model, found, listing, -1)
             listing.columns = [label, listing.rank_column]
@@ -563,17 +561,19 @@ def _order_key(
     model: Model,
     listing: _Listing,
     ordering: Ordering | None,
-    alphabetical: bool,
+    alphabetical: bool | None,
     values: DimensionValues,
 ) -> tuple[str, bool] | None:
     """``(SQL, descending)`` of the listing's ORDER BY, or ``None``."""
-    if alphabetical:
+    if alphabetical is not None:
         if ordering is not None:
             raise Declined(DeclineKind.UNSUPPORTED_CONSTRUCT, "the question asks for two orders")
-        return listing.columns[0][1], False
+        return listing.columns[0][1], alphabetical
     if ordering is None:
         return None
-    if ordering.key is None:
+    if ordering.key is None and len(listing.columns) == 1 and ordering.descending is not None:
+        return listing.columns[0][1], ordering.descending  # "the earnings … in descending order"
+    if ordering.key is None:  # several columns shown: which one?
         raise Declined(DeclineKind.AMBIGUOUS_READING, "in which order? Name the column to sort by")
     found = retrieve(lens, ordering.key, values)
     loose = [t for i, t in enumerate(found.tokens) if i not in found.covered() and t != "the"]

@@ -1,14 +1,16 @@
 """Ordering phrases of the ``fast`` tier: "ordered by", "sorted by", "in descending order" (pure).
 
-A question may end with how to order its result: ``… ordered by net revenue``,
-``… sorted by region``, ``…, order the results by month``, each optionally with a
-direction (``ascending``, ``descending``, ``asc``, ``desc``, ``in descending
-order``), or just ``… in descending order``; ``sorted in descending order by
-cost`` puts the direction first. ``from highest to lowest`` (``from lowest to
-highest``) and ``by the highest <measure> first`` order by a value: their key must
-be a measure (or, with one metric, the closing words of one of its phrases: "from
-highest to lowest participants"), and with no key the question must have exactly
-one measure.
+A question may end with how to order its result: ``… ordered by net revenue``, ``…
+sorted by region``, ``…, order the results by month``, each optionally with a direction
+(``ascending``, ``descending``, ``asc``, ``desc``, ``in descending order``), or just ``…
+in descending order``; ``sorted in descending order by cost`` and ``ordered by ascending
+age`` put the direction first; ``sorted by their earnings`` names the rows' own column
+(the possessive is dropped); ``by age from the oldest to the youngest`` (``from old to
+young``, ``from high to low`` …) is ``from highest to lowest``. ``from highest to
+lowest`` (``from lowest to highest``) and ``by the highest <measure> first`` order by a
+value: their key must be a measure (or, with one metric, the closing words of one of its
+phrases: "from highest to lowest participants"), and with no key the question must have
+exactly one measure.
 :func:`split_ordering` takes the phrase off the question before the rest is read
 (its words, "order" among them, would otherwise be read as lens phrases);
 :func:`order_plan` resolves the key against the plan:
@@ -53,6 +55,84 @@ ALPHABETICAL = re.compile(
     re.IGNORECASE,
 )
 """A closing "ordered alphabetically" / "in alphabetical order" (a listing's own order)."""
+_ALPHABETICAL_WAY = re.compile(
+    r"[\s,;]*(?:(?:ordered|sorted|listed|arranged)\s+)?in\s+"
+    r"(?P<way>reverse|reversed|descending|ascending)\s+"
+    r"(?:alphabetical|lexicographical|lexicographic)\s+order"
+    r"(?:\s+(?:of|by)\s+(?P<key>[\w\s]+?))?[\s.?!]*$",
+    re.IGNORECASE,
+)
+
+
+def split_alphabetical(question: str) -> tuple[str, bool | None, str | None]:
+    """``(question without a closing alphabetical order, descending, key)``: ``False``
+    for :data:`ALPHABETICAL` or "in ascending alphabetical order", ``True`` for "in
+    reverse (reversed, descending) alphabetical order" ("lexicographical" says the same),
+    ``None`` (the question unchanged) for neither; the key named after it ("… order of
+    name"), if any."""
+    match = ALPHABETICAL.search(question)
+    if match is not None:
+        return question[: match.start()], False, None
+    match = _ALPHABETICAL_WAY.search(question)
+    if match is None:
+        return question, None, None
+    descending = match.group("way").lower() != "ascending"
+    return question[: match.start()], descending, match.group("key")
+
+
+def split_orders(question: str) -> tuple[str, Ordering | None, bool | None]:
+    """``(question without its closing orders, ordering phrase, alphabetical)``: an
+    alphabetical order (:func:`split_alphabetical`), then an ordering phrase
+    (:func:`split_ordering`), settled together by :func:`alphabetical_key`."""
+    rest, alphabetical, key = split_alphabetical(question)
+    rest, ordering = split_ordering(rest)
+    ordering, alphabetical = alphabetical_key(alphabetical, key, ordering)
+    return rest, ordering, alphabetical
+
+
+def alphabetical_key(
+    alphabetical: bool | None, key: str | None, ordering: Ordering | None
+) -> tuple[Ordering | None, bool | None]:
+    """``(ordering, alphabetical)`` of a listing: an alphabetical order that names its
+    key ("in ascending alphabetical order of name"), or closes an ordering phrase with a
+    key and no direction ("ordered by their names in alphabetical order"), is that
+    ordering in that direction; anything else unchanged (two orders decline)."""
+    if alphabetical is None:
+        return ordering, alphabetical
+    if ordering is None and key is not None:
+        return Ordering(key, alphabetical), None
+    if key is None and ordering is not None and ordering.key and ordering.descending is None:
+        return Ordering(ordering.key, alphabetical), None
+    return ordering, alphabetical
+
+
+# "… sorted by their earnings": the rows' own column.
+_POSSESSIVES = frozenset({"their", "its"})
+# (higher, lower) adjective pairs of a closing "by <key> from old to young".
+_OPPOSITES = frozenset(
+    {
+        ("high", "low"),
+        ("old", "young"),
+        ("older", "younger"),
+        ("oldest", "youngest"),
+        ("tall", "short"),
+        ("tallest", "shortest"),
+        ("heavy", "light"),
+        ("heaviest", "lightest"),
+        ("big", "small"),
+        ("biggest", "smallest"),
+        ("large", "small"),
+        ("largest", "smallest"),
+        ("most", "least"),
+        ("latest", "earliest"),
+        ("newest", "oldest"),
+    }
+)
+_ADJECTIVE_PAIR = re.compile(
+    r"\bby\s+[\w\s]+?[\s,]+(?P<pair>from\s+(?:the\s+)?(?P<first>[a-z]+)\s+to\s+"
+    r"(?:the\s+)?(?P<second>[a-z]+))[\s.?!]*$",
+    re.IGNORECASE,
+)
 _DIRECTIONS = {"ascending": False, "asc": False, "descending": True, "desc": True}
 # Directions that rank by a value: "from highest to lowest", "the highest … first".
 _BY_VALUE = {"highest": True, "lowest": False}
@@ -76,14 +156,45 @@ def split_ordering(question: str) -> tuple[str, Ordering | None]:
     """``(question without its closing ordering phrase, the phrase)``, or
     ``(question, None)`` when it closes with none
     (:func:`reconciler.assembly.text.ordering_phrase` finds it)."""
-    found = ordering_phrase(question)
+    found = ordering_phrase(_plain_direction(question))
     if found is None:
         return question, None
     rest, key, direction = found
+    key, direction = _key_words(key, direction)
     word = direction.lower() if direction else None
     if word in _BY_VALUE:
         return rest, Ordering(key, _BY_VALUE[word], by_value=True)
     return rest, Ordering(key, _DIRECTIONS[word] if word else None)
+
+
+def _plain_direction(question: str) -> str:
+    """``question`` with a closing "by <key> from old to young" (any pair of
+    :data:`_OPPOSITES`, in either order) spelled "from highest to lowest" (or "from
+    lowest to highest"): the adjectives give the direction, the key is named."""
+    match = _ADJECTIVE_PAIR.search(question)
+    if match is None:
+        return question
+    first, second = match.group("first").lower(), match.group("second").lower()
+    if (first, second) in _OPPOSITES:
+        spelled = "from highest to lowest"
+    elif (second, first) in _OPPOSITES:
+        spelled = "from lowest to highest"
+    else:
+        return question
+    return question[: match.start("pair")] + spelled + question[match.end("pair") :]
+
+
+def _key_words(key: str | None, direction: str | None) -> tuple[str | None, str | None]:
+    """The key without a possessive naming the rows themselves ("by their age") and
+    with a direction standing before it ("by ascending age") moved out of it."""
+    if key is None:
+        return key, direction
+    words = key.split()
+    if words[:1] and words[0].lower() in _POSSESSIVES:
+        words = words[1:]
+    if direction is None and words[:1] and words[0].lower() in _DIRECTIONS:
+        direction, words = words[0], words[1:]
+    return (" ".join(words) or None), direction
 
 
 def order_plan(lens: Lens, plan: Plan, ordering: Ordering, values: DimensionValues) -> Plan:

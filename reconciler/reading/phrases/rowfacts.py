@@ -64,7 +64,14 @@ def row_bounds(lens: Lens, model: Model, bounds: tuple[Bound, ...]) -> list[exp.
 def tied_rows(lens: Lens, model: Model, extreme: tuple[str, bool], query: exp.Select) -> exp.Expr:
     """``<column> = (SELECT MAX(<column>) FROM <table> WHERE …)`` (``MIN`` when not
     descending): every row of ``query`` tied at the extreme of the column ``extreme``
-    (``(SQL, descending)``), within the rows ``query``'s WHERE keeps."""
+    (``(SQL, descending)``), within the rows ``query``'s WHERE keeps.
+
+    Raises:
+        Declined: the column is not one of ``model``'s own (a fact of a row it reaches:
+            the subquery reads ``model``'s table only).
+    """
+    if extreme[0] not in {c.sql for c in model.columns()}:
+        raise Declined(DeclineKind.UNSUPPORTED_CONSTRUCT, "ties at a related row's extreme")
     dialect = lens.config.dialect
     value = sqlglot.parse_one(extreme[0], read=dialect)
     top = exp.Max(this=value.copy()) if extreme[1] else exp.Min(this=value.copy())
