@@ -330,5 +330,5 @@ def test_a_disputed_gold_stays_wrong_and_a_stale_note_is_reported(
     assert score.disputed == [f"{note[1]!r}: drops a column"]
     assert not report.skipped
     assert (outcome[other["question"]] == "wrong") or report.stale_notes == [
-        f"battle_death: {other['question']!r} is no longer answered wrong"
+        f"battle_death: {other['question']!r} is not answered wrong in this run"
     ]

@@ -97,6 +97,7 @@ def run(
         report.scores += found.scores
         report.skipped += found.skipped
         report.additions += found.additions
+        report.stale_notes += found.stale_notes
     return report
 
 

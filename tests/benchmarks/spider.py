@@ -406,7 +406,7 @@ def _mark_disputed(
         if question in wrong:
             score.disputed.append(f"{question!r}: {reason}")
         else:
-            report.stale_notes.append(f"{db}: {question!r} is no longer answered wrong")
+            report.stale_notes.append(f"{db}: {question!r} is not answered wrong in this run")
 
 
 def _run_one(
