@@ -131,6 +131,23 @@ def lexicon(
     return {key: tuple(targets) for key, targets in found.items()}
 
 
+def stopword_values(
+    lens: Lens, values: DimensionValues, model: str, dimension: str
+) -> tuple[str, ...]:
+    """The values of ``model.dimension`` (stored, then ``sample_values``) spelled only
+    with stopwords and no digit (``A``, ``I``): the ones :func:`lexicon` leaves out.
+    Retrieval reads one only right after its dimension's phrase
+    (:mod:`reconciler.assembly.retrieval`)."""
+    col = next((c for c in lens.models[model].dimensions if c.name == dimension), None)
+    hints = col.sample_values if col is not None else ()
+    out: dict[str, None] = {}
+    for value in (*values.get((model, dimension), ()), *hints):
+        key = tokenize(value) if len(value) < 40 else ()
+        if key and all(t in STOPWORDS and not t.isdigit() for t in key):
+            out.setdefault(value, None)
+    return tuple(out)
+
+
 def _date_verbs(col: Column) -> tuple[str, ...]:
     """The :data:`DATE_VERBS` that name time dimension ``col``: a verb sharing its root
     with a word of its name or a synonym ("booked" for ``booked_date`` / "booking date")."""

@@ -37,8 +37,9 @@ from reconciler.assembly.lexicon import (
     indexed_lexicon,
     model_named,
     model_nouns,
+    stopword_values,
 )
-from reconciler.assembly.text import stem, words
+from reconciler.assembly.text import stem, tokenize, words, written
 from reconciler.lens import Lens
 
 
@@ -103,7 +104,7 @@ def retrieve(lens: Lens, question: str, values: DimensionValues | None = None) -
     fact over flag), then position. A phrase that means several targets of the best kind keeps all
     of them (an ambiguity the caller decides on).
     """
-    ws = spoken(lens, words(question))
+    ws, origin = _spoken(lens, words(question))
     toks = tuple(stem(w) for w in ws)
     lex, longest = indexed_lexicon(lens, values)
     candidates: list[tuple[int, int, int, tuple[Target, ...]]] = []
@@ -131,7 +132,62 @@ def retrieve(lens: Lens, question: str, values: DimensionValues | None = None) -
                 targets, facts = metrics, targets
         mentions.append(Mention(start, end, targets, facts))
     mentions.sort(key=lambda m: m.start)
-    return Retrieval(ws, toks, _entity_nouns(lens, lex, ws, toks, mentions))
+    said = written(question)
+    as_said = tuple(None if said is None or o is None else said[o] for o in origin)
+    picked = _entity_nouns(lens, lex, ws, toks, mentions)
+    return Retrieval(ws, toks, _short_values(lens, values or {}, as_said, toks, picked))
+
+
+def _short_values(
+    lens: Lens,
+    values: DimensionValues,
+    said: tuple[tuple[str, bool] | None, ...],
+    toks: tuple[str, ...],
+    mentions: tuple[Mention, ...],
+) -> tuple[Mention, ...]:
+    """``mentions`` with the values spelled only with stopwords (``A``, ``I``: the
+    lexicon leaves them out, they would match ordinary words) read where one stands
+    right after a dimension phrase of its own column and is written as stored (a
+    capital ``A``, ``grade A``) or quoted (``grade 'a'``); anywhere else the word stays
+    a stopword. ``said`` is each token as written and whether it is quoted (``None``:
+    not known, a word a vocabulary entry put in)."""
+    taken = {i for m in mentions for i in range(m.start, m.end)}
+    out = list(mentions)
+    for d in mentions:
+        if d.kind != "dimension":
+            continue
+        named: dict[int, list[Target]] = {}
+        for t in d.targets:
+            for value in stopword_values(lens, values, t.model, t.name):
+                key = tokenize(value)
+                span = range(d.end, d.end + len(key))
+                if (
+                    toks[span.start : span.stop] == key
+                    and not taken & set(span)
+                    and _as_stored(value, [said[i] for i in span])
+                ):
+                    named.setdefault(span.stop, []).append(Target("value", t.model, t.name, value))
+        if named:
+            end = max(named)
+            out.append(Mention(d.end, end, tuple(named[end])))
+            taken |= set(range(d.end, end))
+    return tuple(sorted(out, key=lambda m: m.start))
+
+
+def _as_stored(value: str, said: list[tuple[str, bool] | None]) -> bool:
+    """Whether the words ``said`` are ``value`` written as stored (a value holding a
+    capital letter, spelled with the same case), or one quoted word."""
+    known = [w for w in said if w is not None]
+    if len(known) != len(said):
+        return False
+    if len(known) == 1 and known[0][1]:
+        return True
+    stored = written(value)
+    return (
+        value != value.lower()
+        and stored is not None
+        and tuple(w for w, _ in stored) == tuple(w for w, _ in known)
+    )
 
 
 # Words right before a model's noun that pick its rows rather than count them; "by"
@@ -217,22 +273,32 @@ def spoken(lens: Lens, said: tuple[str, ...]) -> tuple[str, ...]:
     later step sees the replaced words, so "papers published in 2020" reads as the
     lens's "papers papers in 2020" and "sold" reads as "sales".
     """
+    return _spoken(lens, said)[0]
+
+
+def _spoken(lens: Lens, said: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[int | None, ...]]:
+    """:func:`spoken`, and for each word out the index of the word said it is (``None``
+    for a word a vocabulary entry put in)."""
     vocabulary = lensmemo.memoized(lens, "vocabulary", lambda: MappingProxyType(_vocabulary(lens)))
     if not vocabulary:
-        return said
+        return said, tuple(range(len(said)))
     longest = max(len(k) for k in vocabulary)
     stems_said = tuple(stem(w) for w in said)
     out: list[str] = []
+    origin: list[int | None] = []
     i = 0
     while i < len(said):
         width = next((n for n in range(longest, 0, -1) if stems_said[i : i + n] in vocabulary), 0)
         if width:
-            out.extend(vocabulary[stems_said[i : i + width]])
+            put = vocabulary[stems_said[i : i + width]]
+            out.extend(put)
+            origin.extend([None] * len(put))
             i += width
         else:
             out.append(said[i])
+            origin.append(i)
             i += 1
-    return tuple(out)
+    return tuple(out), tuple(origin)
 
 
 def _vocabulary(lens: Lens) -> dict[tuple[str, ...], tuple[str, ...]]:

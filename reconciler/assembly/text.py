@@ -48,6 +48,26 @@ def words(text: str) -> tuple[str, ...]:
     return tuple(w for w in _SEPARATOR.split(_APOSTROPHE.sub("", text.lower())) if w)
 
 
+# A word as written: letters and digits, with any apostrophes inside or around it.
+_WRITTEN = re.compile(r"(?:[^\W_]|['’‘`])+")
+_QUOTES = "'’‘`\"“”"
+
+
+def written(text: str) -> tuple[tuple[str, bool], ...] | None:
+    """Each word of ``text`` as written (its casing kept, apostrophes dropped) and whether
+    it stands inside quotes (``'A'``, ``"A"``): the same words, at the same indices, as
+    :func:`words`; ``None`` when the two do not line up (a letter whose lowercase splits)."""
+    out: list[tuple[str, bool]] = []
+    for match in _WRITTEN.finditer(text):
+        word = _APOSTROPHE.sub("", match.group(0))
+        if not word:
+            continue
+        before = match.group(0)[:1] in _QUOTES or text[match.start() - 1 : match.start()] in _QUOTES
+        after = match.group(0)[-1:] in _QUOTES or text[match.end() : match.end() + 1] in _QUOTES
+        out.append((word, bool(before and after)))
+    return tuple(out) if tuple(w.lower() for w, _ in out) == words(text) else None
+
+
 def tokenize(text: str) -> tuple[str, ...]:
     """The normalized tokens of ``text``: :func:`words`, each :func:`stem`-med."""
     return tuple(stem(w) for w in words(text))

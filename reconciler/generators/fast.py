@@ -106,7 +106,11 @@ from reconciler.reading.ir import Declined, DeclineKind, Measure, Plan
 from reconciler.reading.parse import one_reading
 from reconciler.reading.phrases.bounds import Bound, split_bounds
 from reconciler.reading.phrases.columns import bucket_at
-from reconciler.reading.phrases.distinct import check_distinct, distinct_columns
+from reconciler.reading.phrases.distinct import (
+    check_distinct,
+    check_values_question,
+    distinct_columns,
+)
 from reconciler.reading.phrases.haveflags import have_flags
 from reconciler.reading.phrases.months import render
 from reconciler.reading.phrases.negation import Negations, check_reach, gap, negations
@@ -115,6 +119,7 @@ from reconciler.reading.phrases.ordering import order_plan, split_ordering
 from reconciler.reading.phrases.periods import check_unit_phrases, earlier, first_day, spell_to_date
 from reconciler.reading.phrases.persons import with_person_keys
 from reconciler.reading.phrases.rankings import check_which_have, ranking
+from reconciler.reading.phrases.valueless import check_valueless
 from reconciler.reading.phrases.verbs import dated_verbs
 from reconciler.reading.phrases.weekdays import split_weekdays, with_weekdays
 from reconciler.reading.phrases.when import when
@@ -226,6 +231,7 @@ def parse(
     ordering = ordering and restated_key(lens, question, ordering, values)
     new_is_restated(lens, found, reading)
     measures = select_measures(lens, found, reading, allowed_metrics)
+    check_values_question(found)
     check_doubts(lens, found, reading, measures)
     check_unit_phrases(found)
     if reading.unknown:
@@ -353,6 +359,7 @@ def _plan(
     rank = ranking(reading, found, grain, bool(breakdowns), plural_breakdown)
     ranked = rank or (reading.directions and (next(iter(reading.directions)), 0)) or None
     check_noun_breakdowns(lens, found, split.mentions, ranked)
+    check_valueless(found, split.mentions)
     check_which_have(found, split.mentions, ranked)
     if measure.function == "count_distinct":
         check_entity_count(lens, found, measure, split.mentions,

@@ -224,7 +224,8 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
     query = exp.select(
         *(exp.alias_(sqlglot.parse_one(sql, read=dialect), alias) for alias, sql in listing.columns)
     ).from_(exp.to_table(model.table, dialect=dialect))
-    if listing.distinct or values_asked(model, listing.columns, question):
+    bare = listing.plural and not (listing.noun or listing.rank_column or _names_its_row(listing))
+    if listing.distinct or values_asked(model, listing.columns, question, bare):
         query = distinct_values(query, listing.columns, dialect)
     for col, value in listing.filters:
         query = query.where(

@@ -11,11 +11,18 @@ A listing that ends "… are there?" ("What customer segments are there?", "whic
 vehicle types were there") asks for the values themselves, each once, when it shows
 only attributes: no key column and no label of the rows (a column named like the
 model, or ending in ``name`` or ``title``) — "What customers are there?" still lists every
-customer, namesakes included (:func:`values_asked`).
+customer, namesakes included (:func:`values_asked`). So does a listing that names no
+rows at all, only dimensions of one model ("List the certification levels", "What
+are the hometowns?"): with no noun of the rows, the values are what is asked; one
+naming its rows ("the hometowns of all teachers") keeps a row each.
 
 A distinct list leaves out the row whose every shown column is NULL: a missing
 segment is no segment (:func:`distinct_values`; SQL from other tiers that lists one
 is labelled by the NULL-group gate instead).
+
+A question "what|which … are there" with a measure in it ("What grades of honey are
+there?") asks which values exist, not for the measure broken down by them: the
+one-measure grammar declines it (:func:`check_values_question`).
 """
 
 from __future__ import annotations
@@ -66,10 +73,16 @@ def check_distinct(found: Retrieval, marked: dict[int, Mention], plan: Plan) -> 
 _ARE_THERE = re.compile(r"\b(?:are|were)\s+there\s*[?.!]*\s*$", re.IGNORECASE)
 
 
-def values_asked(model: Model, columns: list[tuple[str, str]], question: str) -> bool:
+def values_asked(
+    model: Model, columns: list[tuple[str, str]], question: str, bare: bool = False
+) -> bool:
     """Whether a listing of ``columns`` of ``model`` asks for distinct values (module
-    docstring): it ends "are there" and shows neither a key nor a label column."""
-    if not columns or not _ARE_THERE.search(question):
+    docstring): it ends "are there", or (``bare``: plural, naming no rows, no row by its
+    label or key and no ranking) shows only dimensions of ``model``; and it shows
+    neither a key nor a label column."""
+    dimensions = {(c.name, c.sql) for c in model.dimensions}
+    only_dimensions = all(c in dimensions for c in columns)
+    if not columns or not (_ARE_THERE.search(question) or (bare and only_dimensions)):
         return False
     keys = {k.lower() for k in model.primary_key}
     noun = tokenize(model.name)
@@ -89,3 +102,21 @@ def distinct_values(query: exp.Select, columns: list[tuple[str, str]], dialect: 
         for _, sql in columns
     ]
     return query.distinct().where(exp.Not(this=exp.paren(exp.and_(*missing))))
+
+
+_THERE = (("are", "there"), ("were", "there"))
+
+
+def check_values_question(found: Retrieval) -> None:
+    """Decline a measure read in a question "what|which … are there" (module docstring).
+
+    Raises:
+        Declined: ``UNSUPPORTED_CONSTRUCT``, the listing it asks for named.
+    """
+    if found.tokens[:1] in (("what",), ("which",)) and found.tokens[-2:] in _THERE:
+        raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
+            f"'{found.words[0]} … {' '.join(found.words[-2:])}' asks which values exist, "
+            "not for a measure: ask for the values alone ('what <values> are there') or "
+            "for the measure 'by' them",
+        )
