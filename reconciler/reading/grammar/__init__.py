@@ -21,6 +21,7 @@ from reconciler.assembly.retrieval import Retrieval
 from reconciler.lens import Lens
 from reconciler.reading.compile import render
 from reconciler.reading.grammar.aggregatelists import aggregate_list
+from reconciler.reading.grammar.averagebounds import above_average
 from reconciler.reading.grammar.countratios import count_ratio
 from reconciler.reading.grammar.distinctcounts import distinct_count
 from reconciler.reading.grammar.existence import existence_rows
@@ -120,6 +121,10 @@ SHAPES: tuple[tuple[str, Shape], ...] = (
         _written("related sets", lambda q: related_sets(q.lens, q.text, q.values, existence_rows)),
     ),
     ("existence", _written("existence", lambda q: existence_rows(q.lens, q.text, q.values))),
+    (
+        "average bound",
+        _written("average bound", lambda q: above_average(q.lens, q.text, q.values, listed_rows)),
+    ),
     ("row pick", _written("row pick", lambda q: picked_rows(q.lens, q.text, q.values))),
     ("listing", _written("listing", lambda q: listed_rows(q.lens, q.text, q.values))),
     ("shared values", lambda q: shared_values(q.lens, q.text, q.values)),
