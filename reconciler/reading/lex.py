@@ -45,5 +45,7 @@ RELATIVE_WORDS = frozenset({"who", "that", "which"})
 # A row's label and key said as a word: "the name of …", "their ids".
 LABEL_WORDS = frozenset({"name", "title"})
 KEY_WORDS = frozenset({"id", "identifier"})
+# A fact's own head noun said after it: "the staff number", "the most staff members".
+FACT_HEADS = frozenset({"number", "member", "figure"})
 # Each value once: "the different cities", "distinct names".
 DISTINCT_WORDS = frozenset({"distinct", "unique", "different"})

@@ -337,7 +337,7 @@ def _may_list(lens: Lens, found: Retrieval, reading: Reading) -> bool:
         reading.change,
         reading.ties,
         reading.grains,
-        reading.aggregates,
+        [i for i in reading.aggregates if not _fact_head(found, i)],
         reading.who,
     )
     if any(extras) or len(reading.noun_at) > 1 or found.tokens[:1] not in {(w,) for w in _STARTS}:
@@ -346,7 +346,15 @@ def _may_list(lens: Lens, found: Retrieval, reading: Reading) -> bool:
         return False
     if any(m.kind in ("metric", "flag") for m in found.mentions):
         return False
-    return counted_model(lens, found) is None  # "the most customers" is a count
+    counted = counted_model(lens, found)  # "the most customers" is a count
+    return counted is None or _fact_head(found, counted[0])  # not "the staff number of …"
+
+
+def _fact_head(found: Retrieval, i: int) -> bool:
+    """Whether the word at ``i`` is the head noun of the fact phrase before it."""
+    return found.tokens[i] in lex.FACT_HEADS and any(
+        m.kind == "fact" and m.end == i for m in found.mentions
+    )
 
 
 def _read_listing(lens: Lens, found: Retrieval, reading: Reading) -> _Listing | None:
@@ -431,6 +439,8 @@ def _free_word(
         pass  # "in terms of <column>"
     elif t == "amount" and listing.rank_at == i - 1 and toks[i + 1 : i + 2] == ("of",):
         pass  # "the smallest amount of <column>"
+    elif _fact_head(found, i):
+        pass  # "the staff number": the fact's own head noun
     elif t in LABEL_WORDS | KEY_WORDS and (listing.noun is None or i < listing.noun[0]):
         asked.append(i)
     else:
