@@ -25,8 +25,9 @@ from reconciler.reading.grammar.averagebounds import above_average
 from reconciler.reading.grammar.countratios import count_ratio
 from reconciler.reading.grammar.distinctcounts import distinct_count
 from reconciler.reading.grammar.existence import existence_rows
+from reconciler.reading.grammar.factrankings import ranked_rows
 from reconciler.reading.grammar.having import kept_by_count
-from reconciler.reading.grammar.listing import listed_rows, ranked_rows
+from reconciler.reading.grammar.listing import listed_rows
 from reconciler.reading.grammar.mode import most_common
 from reconciler.reading.grammar.outputs import Parser, answer_outputs
 from reconciler.reading.grammar.ratios import render_two_measures

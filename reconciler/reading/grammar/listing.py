@@ -1,23 +1,8 @@
-"""Rows of one model, not aggregates: rankings and listings (pure).
+"""Rows of one model, not aggregates: listings (pure).
 
 :func:`listed_rows` reads listing questions ("the names and prices of the products
-in Toys", "the title of the publication with the highest citations");
-:func:`ranked_rows` reads rankings of rows by a raw column, "top 3 products by price".
-
-A question of the shape ``top|bottom [n] <model noun> by <fact>`` — the ranking
-word, an optional count, a noun naming a model, ``by`` and one fact *of that same
-model*, nothing else — lists the model's rows, not an aggregate:
-
-    SELECT <label>, <fact> FROM <table> ORDER BY <fact> DESC NULLS LAST, <label> LIMIT n
-
-The label is the model's one dimension that names its rows: named like the noun
-(``product`` for ``products``), ``<noun>_name``, ``name``, ``<noun>_title`` or
-``title``, or carrying the noun
-as a synonym; a model with none or several declines ("which column names a
-product?"). A plural noun needs its count ("top products by price" declines, as
-any ranking does). Any other word — a metric, an aggregation word, a period, a
-filter — leaves the shape to the main grammar (:mod:`reconciler.generators.fast`),
-which declines a fact without an aggregation word.
+in Toys", "the title of the publication with the highest citations"); the plain
+``top [n] <model noun> by <fact>`` shape is :mod:`reconciler.reading.grammar.factrankings`.
 """
 
 from __future__ import annotations
@@ -46,99 +31,13 @@ from reconciler.reading.phrases.ordering import Ordering, split_orders
 from reconciler.reading.phrases.restated import restate, split_restated
 from reconciler.reading.phrases.rowfacts import check_ranked_values, row_bounds, tied_rows
 from reconciler.reading.phrases.rowjoins import listed_column, reaching, rows_model, with_joins
-from reconciler.reading.phrases.words import Reading, phrase_of, plural, read_grammar
-
-
-def ranked_rows(lens: Lens, found: Retrieval, reading: Reading) -> str | None:
-    """The SQL of a row ranking (module docstring), or ``None`` when the question
-    is not of that shape.
-
-    Raises:
-        Declined: the shape, but no single label dimension, a plural noun with no
-            count, or a count below one.
-    """
-    shape = _shape(lens, found, reading)
-    if shape is None:
-        return None
-    descending, count, (noun_at, noun_end), model, column = shape
-    noun = " ".join(found.words[noun_at:noun_end])
-    label = row_label(model, tuple(found.tokens[noun_at:noun_end]), noun)
-    if count is None and plural(found, noun_end - 1):
-        raise Declined(DeclineKind.UNSUPPORTED_CONSTRUCT, "a top/bottom ranking without a count")
-    n = 1 if count is None else count
-    if n < 1:
-        raise Declined(DeclineKind.UNSUPPORTED_CONSTRUCT, "a ranking of zero rows")
-    dialect = lens.config.dialect
-    value = sqlglot.parse_one(column.sql, read=dialect)
-    name = sqlglot.parse_one(label.sql, read=dialect)
-    query = (
-        exp.select(exp.alias_(name, label.name), exp.alias_(value, column.name))
-        .from_(exp.to_table(model.table, dialect=dialect))
-        .order_by(
-            exp.Ordered(this=value.copy(), desc=descending, nulls_first=False),
-            exp.Ordered(this=name.copy(), desc=False),
-        )
-        .limit(n)
-    )
-    return query.sql(dialect=dialect, pretty=True)
-
-
-def _shape(
-    lens: Lens, found: Retrieval, reading: Reading
-) -> tuple[bool, int | None, tuple[int, int], Model, Column] | None:
-    """``(descending, count, noun span, model, fact)`` of ``top [n] <noun> by <fact>``,
-    else ``None``."""
-    extras = (
-        reading.unknown,
-        reading.periods,
-        reading.all_time,
-        reading.comparison,
-        reading.share,
-        reading.change_grains,
-        reading.change,
-        reading.ties,
-        reading.grains,
-        reading.aggregates,
-        reading.who,
-    )
-    if any(extras) or len(reading.directions) != 1 or len(reading.numbers) > 1:
-        return None
-    toks = found.tokens
-    fact = found.mentions[-1] if found.mentions else None
-    if fact is None or fact.kind != "fact" or fact.end != len(toks) or fact.start < 3:
-        return None
-    by = fact.start - 1
-    opener = [i for i in range(by) if toks[i] != "the"][: 2 if reading.numbers else 1]
-    if toks[by] != "by" or not opener or toks[opener[0]] not in DESCENDING | ASCENDING:
-        return None
-    if len(opener) == 2 and not (toks[opener[1]].isdigit() or toks[opener[1]] in NUMBER_WORDS):
-        return None
-    noun_at = opener[-1] + 1
-    model_name = model_nouns(lens).get(toks[noun_at:by])
-    others = found.mentions[:-1]
-    noun_only = all((m.start, m.end) == (noun_at, by) and m.kind == "dimension" for m in others)
-    if model_name is None or len(others) > 1 or not noun_only:
-        return None
-    model = lens.models[model_name]
-    column = next(
-        (
-            c
-            for c in model.facts
-            for t in fact.targets
-            if t.model == model_name and t.name == c.name
-        ),
-        None,
-    )
-    if column is None:
-        return None
-    return (
-        next(iter(reading.directions)),
-        reading.numbers[0] if reading.numbers else None,
-        (noun_at, by),
-        model,
-        column,
-    )
-
+from reconciler.reading.phrases.words import (
+    Reading,
+    check_row_count,
+    phrase_of,
+    plural,
+    read_grammar,
+)
 
 # Listing questions: "what are the names and prices of the products in Toys?"
 _OPENERS = frozenset({"return", "provide", "find", "display", "get", "name"})
@@ -175,7 +74,7 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
     """The SQL of a listing question, or ``None`` when the question is not one.
 
     A listing names columns of one model — dimensions, facts, ``name``/``title``
-    (the model's label, as in :func:`ranked_rows`) or ``id`` (its one-column
+    (the model's label, as a ranking of rows by a fact names them) or ``id`` (its one-column
     primary key) — optionally ``of [all] the <model noun>``, with equality filters on
     that model's own dimension values or negated ones ("whose city is not Oslo",
     :mod:`~reconciler.reading.phrases.negation`), comparisons on its own facts ("with
@@ -218,7 +117,7 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
         shown = (listing.columns, listing.phrases)
         listing.columns = restate(lens, listing.model, shown, restated, label, values)
     ties = _keeps_ties(found, listing, reading)
-    limit = None if ties else _limit(listing, reading, ordering, alphabetical is not None)
+    limit = None if ties else _limit(listing, reading, found, ordering, alphabetical is not None)
     model = listing.model
     dialect = lens.config.dialect
     query = exp.select(
@@ -288,7 +187,11 @@ def _keeps_ties(found: Retrieval, listing: _Listing, reading: Reading) -> bool:
 
 
 def _limit(
-    listing: _Listing, reading: Reading, ordering: Ordering | None, alphabetical: bool
+    listing: _Listing,
+    reading: Reading,
+    found: Retrieval,
+    ordering: Ordering | None,
+    alphabetical: bool,
 ) -> int | None:
     """The LIMIT of a ranked listing (``None``: every row)."""
     if listing.rank_column is None:
@@ -304,6 +207,7 @@ def _limit(
             "a ranking ordered alphabetically: the ranking fixes its own order",
         )
     if reading.numbers:
+        check_row_count(reading, found)
         if reading.numbers[0] < 1:
             raise Declined(DeclineKind.UNSUPPORTED_CONSTRUCT, "a ranking of zero rows")
         return reading.numbers[0]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from reconciler.assembly.retrieval import Mention, Retrieval
 from reconciler.reading.ir import Declined, DeclineKind
-from reconciler.reading.phrases.words import Reading, plural
+from reconciler.reading.phrases.words import Reading, check_row_count, plural
 
 
 def ranking(
@@ -40,6 +40,7 @@ def ranking(
         raise Declined(DeclineKind.UNSUPPORTED_CONSTRUCT, "the question names several counts")
     descending = next(iter(reading.directions))
     if reading.numbers:
+        check_row_count(reading, found)
         n = reading.numbers[0]
         if n < 1:
             raise Declined(DeclineKind.UNSUPPORTED_CONSTRUCT, "a ranking of zero rows")

@@ -56,6 +56,7 @@ class Reading:
     grains: dict[str, int] = field(default_factory=dict)
     directions: set[bool] = field(default_factory=set)
     numbers: list[int] = field(default_factory=list)
+    number_at: list[int] = field(default_factory=list)  # the token index of each number
     model_nouns: set[str] = field(default_factory=set)
     aggregates: dict[int, str] = field(default_factory=dict)
     who: bool = False
@@ -163,6 +164,7 @@ class _Scan:
             r.directions.add(t in DESCENDING)
         elif t.isdigit() or t in NUMBER_WORDS:
             r.numbers.append(int(t) if t.isdigit() else NUMBER_WORDS[t])
+            r.number_at.append(i)
         elif t in AGGREGATE_WORDS:
             r.aggregates[i] = t
         elif t in COMPARE_WORDS:
@@ -252,3 +254,28 @@ def uninvited(found: Retrieval, breakdowns: list[Mention]) -> list[Mention]:
         else:
             out.append(mention)
     return out
+
+
+# Words right before a number that make it an amount the rows hold ("with 4 cylinders",
+# "that have 2 doors"), not how many rows to show.
+_HOLDING = frozenset({"with", "having", "has", "have", "had"})
+
+
+def check_row_count(reading: Reading, found: Retrieval) -> None:
+    """Decline when the question's one number is an amount of a column, not a count of
+    rows: right after ``with`` / ``has`` / ``having`` …, or right before a fact or
+    metric phrase ("Which model with 4 cylinders has the largest horsepower?" names no
+    row count; it filters on ``cylinders = 4``, which the ranking shapes do not read).
+
+    Raises:
+        Declined: ``UNSUPPORTED_CONSTRUCT``, naming the number and the phrase after it.
+    """
+    for n, at in zip(reading.numbers, reading.number_at, strict=True):
+        after = next((m for m in found.mentions if m.start == at + 1), None)
+        held = at > 0 and found.tokens[at - 1] in _HOLDING
+        if held or (after is not None and after.kind in ("fact", "metric")):
+            what = " ".join(found.words[after.start : after.end]) if after else "the rows"
+            raise Declined(
+                DeclineKind.UNSUPPORTED_CONSTRUCT,
+                f"the number {n} reads as an amount of {what!r}, not as how many rows to show",
+            )
