@@ -16,6 +16,10 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
 
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
 from reconciler.assembly import memo as lensmemo
 from reconciler.assembly.text import (
     DATE_VERBS,
@@ -25,7 +29,7 @@ from reconciler.assembly.text import (
     tokenize,
     verb_root,
 )
-from reconciler.lens import Column, Lens
+from reconciler.lens import Column, Lens, Model
 
 # {(model name, dimension name): distinct values seen in the warehouse}, read by the
 # suite before generation so the fast tier can turn "in Europe" into region = 'Europe'.
@@ -195,7 +199,9 @@ def model_named(lens: Lens, qualifier: str) -> str | None:
 
 
 def model_nouns(lens: Lens) -> dict[tuple[str, ...], str]:
-    """``{normalized model name or table name: model}`` — how a question names a model."""
+    """``{normalized noun: model}`` — how a question names a model: its name, its table's
+    name, and the noun its plain count metric counts ("branches" of ``number of
+    branches``, :func:`_count_nouns`) when no other model's count claims it."""
     return dict(lensmemo.memoized(lens, "model_nouns", lambda: tuple(_model_nouns(lens).items())))
 
 
@@ -204,4 +210,52 @@ def _model_nouns(lens: Lens) -> dict[tuple[str, ...], str]:
     for model in lens.models.values():
         for text in (model.name, model.table.split(".")[-1]):
             nouns.setdefault(tokenize(text), model.name)
+    claimed: dict[tuple[str, ...], set[str]] = {}
+    for noun, model_name in _count_nouns(lens):
+        claimed.setdefault(noun, set()).add(model_name)
+    for noun, models in claimed.items():
+        # A noun two models' counts claim is nobody's; a model or table name keeps its model.
+        if len(models) == 1 and noun not in nouns:
+            nouns[noun] = next(iter(models))
     return nouns
+
+
+def _count_nouns(lens: Lens) -> list[tuple[tuple[str, ...], str]]:
+    """``(noun, model)`` for each "number of <noun>", "count of <noun>" or "<noun> count"
+    that a plain count metric says (its label or a synonym): a metric without filters
+    whose expression is ``COUNT(*)`` or ``COUNT(DISTINCT <primary key>)`` of its model.
+    The lens's own word for the rows it counts ("makers" of ``car_makers``)."""
+    out: list[tuple[tuple[str, ...], str]] = []
+    for metric in lens.metrics.values():
+        model = lens.models.get(metric.model)
+        if model is None or metric.filters or not _counts_rows(lens, metric.expression, model):
+            continue
+        for text in (metric.label or "", *metric.synonyms):
+            key = tokenize(text)
+            if key[:2] in (("number", "of"), ("count", "of")):
+                noun = key[2:]
+            elif key[-1:] == ("count",):
+                noun = key[:-1]
+            else:
+                continue
+            if noun and not all(t in STOPWORDS - DOMAIN_STOPWORDS for t in noun):
+                out.append((noun, model.name))
+    return out
+
+
+def _counts_rows(lens: Lens, expression: str, model: Model) -> bool:
+    """Whether ``expression`` is ``COUNT(*)`` or ``COUNT(DISTINCT <primary key>)``."""
+    try:
+        tree = sqlglot.parse_one(expression, read=lens.config.dialect)
+    except SqlglotError:
+        return False
+    if not isinstance(tree, exp.Count):
+        return False
+    arg = tree.this
+    if isinstance(arg, exp.Star):
+        return True
+    if not isinstance(arg, exp.Distinct) or len(arg.expressions) != 1:
+        return False
+    col = arg.expressions[0]
+    keys = [k.lower() for k in model.primary_key]
+    return isinstance(col, exp.Column) and len(keys) == 1 and col.name.lower() == keys[0]

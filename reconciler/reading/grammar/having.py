@@ -1,9 +1,9 @@
 """Counts of entities compared: "How many authors have more than 2 papers?" (pure).
 
-``how many <A> [that|who|which] [have|has|had] <comparison> <n> <B>``, where ``<A>`` and
-``<B>`` are model nouns (the lens's ``vocabulary`` may drop verbs such as
-"published"), counts the entities of A whose number of related B entities passes the
-comparison:
+``how many <A> [that|who|which] [have|has|had] <comparison> <n> <B>`` (or ``[what is]
+[the] number of <A> [with|having|that have] …``), where ``<A>`` and ``<B>`` are model
+nouns (the lens's ``vocabulary`` may drop verbs such as "published"), counts the
+entities of A whose number of related B entities passes the comparison:
 
 | words | HAVING |
 |---|---|
@@ -154,7 +154,7 @@ def kept_by_count(lens: Lens, question: str, values: DimensionValues) -> str | N
     found = retrieve(lens, question, values)
     toks, covered = found.tokens, found.covered()
     at = next((i for i in range(1, len(toks)) if toks[i] in _CLAUSE and i not in covered), None)
-    if at is None or toks[:2] == ("how", "many"):
+    if at is None or _opened(toks, False) is not None:
         return None
     i = at
     while i < len(toks) and toks[i] in _CLAUSE:
@@ -365,13 +365,15 @@ def _read(lens: Lens, found: Retrieval, bare: bool = False) -> _Shape | None:
     """The shape's parts, or ``None`` when the tokens are not ``how many A … op n B``;
     ``bare`` also reads ``A that have n B`` (operator ``=``; one side of a ratio)."""
     toks = found.tokens
-    if toks[:2] != ("how", "many"):
+    start = _opened(toks, bare)
+    if start is None:
         return None
-    counted = _noun(lens, toks, 2)
+    counted = _noun(lens, toks, start)
     if counted is None:
         return None
     i = counted[1]
-    while i < len(toks) and toks[i] in _LINKS:
+    links = _LINKS if bare else _CLAUSE  # "the number of teams with more than 2 players"
+    while i < len(toks) and toks[i] in links:
         i += 1
     if not bare:
         read = _listing_operator(toks, i)  # an A with none counts 0 (_zeros)
@@ -403,6 +405,18 @@ def _read(lens: Lens, found: Retrieval, bare: bool = False) -> _Shape | None:
     if related is None or related[1] != len(toks):
         return None
     return _Shape(counted[0], related[0], op, n, (at, related[1]))
+
+
+def _opened(toks: tuple[str, ...], bare: bool) -> int | None:
+    """Where A's noun starts after the opener: ``how many``, or (not on a ratio's side)
+    ``[what is|find|give|show] [the] number of`` / ``count of``; ``None`` otherwise."""
+    if toks[:2] == ("how", "many"):
+        return 2
+    if bare:
+        return None
+    i = 2 if toks[:2] == ("what", "is") else 1 if toks[:1] and toks[0] in _OPENERS else 0
+    i += toks[i : i + 1] == ("the",)
+    return i + 2 if toks[i : i + 2] in (("number", "of"), ("count", "of")) else None
 
 
 def _operator(toks: tuple[str, ...], i: int) -> tuple[str, int, int] | None:

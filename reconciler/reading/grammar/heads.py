@@ -14,7 +14,9 @@ clause that restricts the rows — and resolves its columns:
 * a column is a dimension, time dimension or fact of the model, ``name`` / ``title``
   (its label, :func:`~reconciler.reading.phrases.labels.row_label`) or ``id`` (its
   one-column primary key, named by the dimension over it when there is one), or the
-  name the table stores one column under (``year`` for a ``model_year`` over ``year``).
+  name the table stores one column under (``year`` for a ``model_year`` over ``year``);
+  a bare ``name`` whose label is ``<noun> name`` declines when the model has another
+  ``…_name`` dimension (``maker_name`` beside ``full_name``: which name?).
 
 Any other word means another shape (``None``).
 """
@@ -175,6 +177,18 @@ def _word_column(model: Model, word: str, noun: tuple[str, ...], phrase: str) ->
             )
         return stored[0].name, stored[0].sql
     label = row_label(model, noun, phrase)
+    others = [
+        c.name
+        for c in model.dimensions
+        if c.name != label.name and tokenize(c.name)[-1:] == ("name",)
+    ]
+    if others and tokenize(label.name) not in (("name",), ("title",)):
+        # "the names of makers" beside maker_name and full_name: which name is meant?
+        raise Declined(
+            DeclineKind.AMBIGUOUS_READING,
+            f"{word!r} of {phrase!r}: model {model.name!r} has the name columns "
+            f"{', '.join([label.name, *others])}; name the one to show",
+        )
     return label.name, label.sql
 
 

@@ -418,6 +418,8 @@ def _item(
     key = _key(lens, plan, phrase, values)
     if key is not None:
         return key, None
+    if tokenize(phrase) in _THE_COUNT and _counts(lens, plan):
+        return plan.measure.name, None  # "… List the continent and the count": the count asked
     based = _BASED_ON.match(phrase)
     read = based["item"] if based else phrase
     try:
@@ -456,6 +458,20 @@ def _item(
             f"{phrase!r} and another measure share the column name {measure.name}",
         )
     return measure.name, measure
+
+
+_THE_COUNT = frozenset({("count",), ("number",), ("total",), ("total", "count")})
+
+
+def _counts(lens: Lens, plan: Plan) -> bool:
+    """Whether ``plan`` asks one measure and it is a count (``COUNT(…)`` and nothing else)."""
+    if plan.extra:
+        return False
+    try:
+        tree = sqlglot.parse_one(plan.measure.expression, read=lens.config.dialect)
+    except sqlglot.errors.SqlglotError:
+        return False
+    return isinstance(tree, exp.Count)
 
 
 def _check_based_on(lens: Lens, measure: Measure, phrase: str, values: DimensionValues) -> None:
