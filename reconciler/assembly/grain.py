@@ -27,7 +27,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 
-from reconciler.assembly.joins import Reversal
+from reconciler.assembly.joins import Reversal, bare_key
 from reconciler.assembly.lexicon import DimensionValues, model_named
 from reconciler.errors import UnsafeSqlError
 from reconciler.lens import Join, Lens
@@ -190,7 +190,7 @@ def joins_used(tree: exp.Expr, lens: Lens) -> tuple[tuple[str, Join], ...]:
         equal.update({(a, b), (b, a)})
 
     for eq in (n for n in nodes if isinstance(n, exp.EQ)):
-        left, right = eq.this, eq.expression
+        left, right = bare_key(eq.this), bare_key(eq.expression)
         if isinstance(left, exp.Column) and isinstance(right, exp.Column):
             a, b = aliases.get(left.table.lower()), aliases.get(right.table.lower())
             if a is not None and b is not None and a != b:

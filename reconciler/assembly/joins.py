@@ -18,7 +18,10 @@ be taken through it; the fast tier decides that
 
 from __future__ import annotations
 
+import re
 from collections import deque
+
+from sqlglot import exp
 
 from reconciler.assembly import memo as lensmemo
 from reconciler.lens import Join, Lens
@@ -209,3 +212,57 @@ def related_paths(lens: Lens, source: str, target: str) -> list[Path]:
     if source == target:
         return []
     return list(join_index(lens).related(source, target))
+
+
+_TEXT_TYPE = re.compile(r"^\s*(string|text|varchar|char|character|nvarchar|nchar|clob)\b", re.I)
+
+
+def _key_type(lens: Lens, model: str, column: str) -> str | None:
+    """The declared ``data_type`` of the column of ``model`` whose SQL is ``column``."""
+    found = lens.models.get(model)
+    if found is None:
+        return None
+    for col in found.columns():
+        if col.sql.strip('"`').lower() == column.lower():
+            return col.data_type
+    return None
+
+
+def keys_differ(lens: Lens, here: str, a: str, there: str, b: str) -> bool:
+    """Whether key ``here.a`` and key ``there.b`` are declared one as text, one not.
+
+    DuckDB compares a text column with a number by casting implicitly; PostgreSQL
+    refuses (``character varying = bigint``). Two numeric keys of different widths,
+    or a date and a timestamp, compare natively everywhere and are not flagged.
+    """
+    left, right = _key_type(lens, here, a), _key_type(lens, there, b)
+    if left is None or right is None:
+        return False
+    return (_TEXT_TYPE.match(left) is None) != (_TEXT_TYPE.match(right) is None)
+
+
+def as_text(column: exp.Expr) -> exp.Expr:
+    """``CAST(column AS TEXT)`` (rendered ``CHAR`` on MySQL/MariaDB by sqlglot)."""
+    return exp.Cast(this=column, to=exp.DataType.build("text"))
+
+
+def key_pair(lens: Lens, here: tuple[str, str, str], there: tuple[str, str, str]) -> exp.Expr:
+    """``<alias>.<key> = <alias>.<key>`` for two ``(model, key column, alias)``, compared
+    as text on both sides when the lens declares the two keys of different kinds
+    (:func:`keys_differ`); a pair of matching kinds is left exactly as it was."""
+    near, far = exp.column(here[1], here[2]), exp.column(there[1], there[2])
+    if keys_differ(lens, here[0], here[1], there[0], there[1]):
+        return exp.EQ(this=as_text(near), expression=as_text(far))
+    return exp.EQ(this=near, expression=far)
+
+
+def key_equalities(lens: Lens, here: str, join: Join, left: str, right: str) -> list[exp.Expr]:
+    """Every key pair of ``join`` from ``here`` as :func:`key_pair` builds it."""
+    return [key_pair(lens, (here, a, left), (join.to, b, right)) for a, b in join.on.items()]
+
+
+def bare_key(node: exp.Expr) -> exp.Expr:
+    """``node`` without a :func:`as_text` cast around it (a key column stays a column)."""
+    while isinstance(node, exp.Cast) and isinstance(node.this, exp.Column | exp.Cast):
+        node = node.this
+    return node

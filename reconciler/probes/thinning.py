@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from reconciler.assembly.joins import bare_key
 from reconciler.errors import UnsafeSqlError
 from reconciler.guard import shared_query
 from reconciler.resultset import ResultSet
@@ -76,12 +77,15 @@ def _matched_column(join: exp.Join, alias: str) -> exp.Column | None:
     on = join.args.get("on")
     equalities = list(on.find_all(exp.EQ)) if on is not None else []
     if not equalities or any(
-        not (isinstance(e.this, exp.Column) and isinstance(e.expression, exp.Column))
+        not (
+            isinstance(bare_key(e.this), exp.Column)
+            and isinstance(bare_key(e.expression), exp.Column)
+        )
         for e in equalities
     ):
         return None
     for eq in equalities:
-        for side in (eq.this, eq.expression):
+        for side in (bare_key(eq.this), bare_key(eq.expression)):
             if isinstance(side, exp.Column) and side.table.lower() == alias:
                 return side.copy()
     return None

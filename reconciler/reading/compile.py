@@ -48,6 +48,7 @@ import sqlglot
 from sqlglot import exp
 
 from reconciler.assembly import memo as lensmemo
+from reconciler.assembly.joins import key_equalities
 from reconciler.assembly.lexicon import model_named
 from reconciler.lens import Join, Lens, Model
 from reconciler.reading.ir import Declined, DeclineKind, Measure, Plan, null_note
@@ -190,7 +191,7 @@ class _Renderer:
         query = exp.select(*outputs).from_(self.table(plan.base), copy=False)
         for (here, join), kind in zip(self.edges, join_kinds(plan, self.edges), strict=True):
             left, right = self.aliases[here], self.aliases[join.to]
-            keys_eq = (exp.column(a, left).eq(exp.column(b, right)) for a, b in join.on.items())
+            keys_eq = key_equalities(self.lens, here, join, left, right)
             query = query.join(
                 self.table(join.to), on=exp.and_(*keys_eq), join_type=kind, copy=False
             )

@@ -54,6 +54,7 @@ def collect() -> tuple[dict[str, Lens], dict[str, str], list[Golden]]:
         "fast_tier_cortex2.yaml",
         "fast_tier_today.yaml",
         "fast_tier_backrefs.yaml",
+        "fast_tier_keykinds.yaml",
     ):
         data, tag = _load(fixture), fixture.removeprefix("fast_tier_").removesuffix(".yaml")
         for name, spec in data["lenses"].items():

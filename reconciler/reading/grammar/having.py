@@ -63,6 +63,7 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 
+from reconciler.assembly.joins import key_pair
 from reconciler.assembly.lexicon import DimensionValues, model_nouns
 from reconciler.assembly.retrieval import Retrieval, retrieve
 from reconciler.assembly.text import STOPWORDS, stems, tokenize
@@ -212,9 +213,8 @@ def _related_count(lens: Lens, shape: _Shape, relation: tuple[str, str, str | No
         exp.select(_counted(b_key, "related"))
         .from_(exp.alias_(exp.to_table(lens.models[relating].table, dialect=dialect), "related"))
         .where(
-            exp.EQ(
-                this=exp.column(a_fk, table="related"),
-                expression=exp.column(model.primary_key[0], table=model.name),
+            key_pair(
+                lens, (relating, a_fk, "related"), (model.name, model.primary_key[0], model.name)
             )
         )
     )

@@ -12,7 +12,7 @@ import sqlglot
 from sqlglot import exp
 
 from reconciler.assembly.lexicon import Target, model_nouns
-from reconciler.assembly.retrieval import Mention, Retrieval, counted_model
+from reconciler.assembly.retrieval import Mention, Retrieval, counted_model, metric_models
 from reconciler.assembly.text import GRAIN_WORDS, tokenize
 from reconciler.lens import Lens, Model
 from reconciler.reading.ir import Declined, DeclineKind, Measure
@@ -264,6 +264,7 @@ def _measure_of(
             f"{phrase_of(found, m)!r} could mean several metrics ({names})",
         )
     metric = m.targets[0].name
+    _check_namesake(lens, found, m, metric)
     fitting = before is not None and fits(lens, metric, before[1])
     if before is None or fitting or (not m.facts and not inherited):
         return Measure.of_metric(lens, metric), before[0] if before and fitting else None
@@ -280,6 +281,46 @@ def _measure_of(
             f"lost by aggregating fact {phrase_of(found, m)!r} instead",
         )
     return fact_measure(lens, m.facts, before[1], phrase_of(found, m)), before[0]
+
+
+def _check_namesake(lens: Lens, found: Retrieval, m: Mention, metric: str) -> None:
+    """Decline a metric whose words also name a fact of another model the question
+    names: "total honey kg of hives" beside metric ``total_honey_kg`` (a sum over
+    harvests) and fact ``hives.honey_kg``. The metric sums the harvests' column; the
+    words ask for the hives' own one, its namesake. Served, the hives' rows would be
+    read as the harvests' total.
+
+    Raises:
+        Declined: naming the metric's model and the namesake fact.
+    """
+    own = set(metric_models(lens, metric))
+    toks = found.tokens[m.start : m.end]
+    phrases = {toks, toks[1:] if toks[:1] and toks[0] in FACT_AGGREGATES else toks}
+    namesakes = {(t.model, t.name) for t in m.facts if t.model not in own}
+    for model in lens.models.values():
+        if model.name in own:
+            continue
+        for col in model.facts:
+            spelled = (col.name.replace("_", " "), *col.synonyms)
+            if any(tokenize(p) in phrases for p in spelled):
+                namesakes.add((model.name, col.name))
+    if not namesakes:
+        return
+    nouns = model_nouns(lens)
+    named = {
+        nouns.get(found.tokens[i:j])
+        for i in range(len(found.tokens))
+        for j in range(i + 1, min(i + 4, len(found.tokens) + 1))
+    }
+    clash = sorted((mod, col) for mod, col in namesakes if mod in named)
+    if clash:
+        listed = ", ".join(f"{mod}.{col}" for mod, col in clash)
+        raise Declined(
+            DeclineKind.AMBIGUOUS_READING,
+            f"{phrase_of(found, m)!r} names metric {metric!r} (over "
+            f"{', '.join(sorted(own))}) and fact {listed} of a model the question names, "
+            "a namesake: two readings (the lens should phrase them apart)",
+        )
 
 
 def _check_words(lens: Lens, measure: Measure, reading: Reading, spent: set[int]) -> None:

@@ -32,7 +32,7 @@ import sqlglot
 from sqlglot import exp
 
 from reconciler.assembly.grain import join_doubt
-from reconciler.assembly.joins import join_paths
+from reconciler.assembly.joins import as_text, join_paths, keys_differ
 from reconciler.assembly.lexicon import DimensionValues
 from reconciler.lens import Join, Lens
 from reconciler.reading.ir import Declined, DeclineKind
@@ -158,12 +158,17 @@ def qualified(sql: str, alias: str, dialect: str) -> exp.Expr:
     return tree
 
 
-def _keys(here: str, join: Join, dialect: str) -> list[exp.Expr]:
-    """``here.<from key> = <to>.<to key>`` for each key pair of ``join``."""
-    return [
-        exp.EQ(this=qualified(a, here, dialect), expression=qualified(b, join.to, dialect))
-        for a, b in join.on.items()
-    ]
+def _keys(lens: Lens, here: str, join: Join) -> list[exp.Expr]:
+    """``here.<from key> = <to>.<to key>`` for each key pair of ``join``, compared as
+    text on both sides when the lens declares one key text and the other not."""
+    dialect = lens.config.dialect
+    out: list[exp.Expr] = []
+    for a, b in join.on.items():
+        near, far = qualified(a, here, dialect), qualified(b, join.to, dialect)
+        if keys_differ(lens, here, a, join.to, b):
+            near, far = as_text(near), as_text(far)
+        out.append(exp.EQ(this=near, expression=far))
+    return out
 
 
 def exists_clause(lens: Lens, chosen: Link, filters: list[exp.Expr], negated: bool) -> exp.Expr:
@@ -180,8 +185,8 @@ def exists_clause(lens: Lens, chosen: Link, filters: list[exp.Expr], negated: bo
 
     query = exp.select(exp.Literal.number(1)).from_(table(chosen.root))
     for here, join in chosen.inner:
-        query = query.join(table(join.to), on=exp.and_(*_keys(here, join, dialect)))
-    conditions = [*_keys(*chosen.outer, dialect), *filters]
+        query = query.join(table(join.to), on=exp.and_(*_keys(lens, here, join)))
+    conditions = [*_keys(lens, *chosen.outer), *filters]
     query = query.where(exp.and_(*conditions))
     found = exp.Exists(this=query)
     return exp.Not(this=found) if negated else found

@@ -32,7 +32,7 @@ from __future__ import annotations
 import sqlglot
 from sqlglot import exp
 
-from reconciler.assembly.joins import Path, join_paths
+from reconciler.assembly.joins import Path, join_paths, key_equalities
 from reconciler.assembly.lexicon import Target
 from reconciler.assembly.retrieval import Retrieval
 from reconciler.lens import Column, Lens, Model
@@ -147,7 +147,7 @@ def with_joins(lens: Lens, query: exp.Select, base: str, paths: list[Path]) -> e
             if join.to in joined:
                 continue
             joined.add(join.to)
-            keys = (exp.column(a, here).eq(exp.column(b, join.to)) for a, b in join.on.items())
+            keys = key_equalities(lens, here, join, here, join.to)
             right = exp.to_table(lens.models[join.to].table, dialect=dialect)
             query = query.join(
                 exp.alias_(right, join.to, table=True), on=exp.and_(*keys), join_type="left"
