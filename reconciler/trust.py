@@ -135,7 +135,9 @@ class Execution:
 
     ``sql`` is ``None`` when no SQL was produced (a decline, a clarification or a
     refusal); ``error`` holds the warehouse's message when the SQL failed; ``rows``
-    are the (capped) result rows, ``columns`` their names.
+    are the (capped) result rows, ``columns`` their names; ``per_entity``: the rows are
+    one per entity a name filter named (the namesake gate's repair), so many rows answer
+    a single-value question.
     """
 
     question: str
@@ -147,6 +149,7 @@ class Execution:
     executed: bool = False
     dialect: str = "duckdb"
     notes: tuple[str, ...] = field(default=())
+    per_entity: bool = False
 
 
 def execution_error(ex: Execution) -> Evaluation:
@@ -244,7 +247,8 @@ def semantic_cardinality(ex: Execution) -> Evaluation:
     scalar phrasing ("what is the total …", "how many …"). Guards against false
     positives: breakdown phrasing ("top", "by region", "each", "who"), time-series
     or window phrasing ("monthly", "running total", "month over month"), certified
-    results and research routes are never flagged.
+    results, research routes and the namesake gate's one row per entity are never
+    flagged.
     """
     text = " ".join(tokenize(ex.question)) if ex.question else ""
     raw = ex.question.lower()
@@ -261,6 +265,7 @@ def semantic_cardinality(ex: Execution) -> Evaluation:
         )
     if (
         ex.route != "generated"
+        or ex.per_entity
         or len(ex.rows) <= 1
         or not _SCALAR.search(raw)
         or _BREAKDOWN.search(raw)

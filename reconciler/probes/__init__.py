@@ -31,6 +31,7 @@ from reconciler.probes.cuts import (
 from reconciler.probes.namesakes import (
     GATE_NAMESAKE,
     Label,
+    Namesake,
     judge as judge_namesake,
     namesake_probes,
 )
@@ -111,14 +112,35 @@ def probe(ex: Execution, served: ResultSet, executor: Executor, limits: Limits) 
         evaluations.append(
             matched if isinstance(matched, Evaluation) else judge_thinning(thinning, matched, ex)
         )
-    for namesake in namesake_probes(ex.sql or "", ex.dialect, limits.labels):
+    namesakes = namesake_probes(ex.sql or "", ex.dialect, limits.labels)
+    for namesake in namesakes:
         counted = _probe_rows(executor, namesake.probe_sql, limits, GATE_NAMESAKE)
-        evaluations.append(
-            counted
-            if isinstance(counted, Evaluation)
-            else judge_namesake(namesake, counted, ex.route)
-        )
+        if isinstance(counted, Evaluation):
+            evaluations.append(counted)
+            continue
+        named = judge_namesake(namesake, counted, ex.route)
+        alone = len(namesakes) == 1 and result is None  # one repair of the query, at most
+        each = None if named.passed or not alone else _each_entity(executor, namesake, limits)
+        if each is not None and namesake.each_sql is not None:
+            result = each
+            ex = replace(
+                ex, sql=namesake.each_sql, columns=each.columns, rows=each.rows, per_entity=True
+            )
+            named = judge_namesake(namesake, counted, ex.route, shown_each=True)
+            notes.append(named.detail or "")
+        evaluations.append(named)
     return Probed(ex, result, tuple(evaluations), tuple(notes))
+
+
+def _each_entity(executor: Executor, namesake: Namesake, limits: Limits) -> ResultSet | None:
+    """The rows of ``namesake``'s one-row-per-entity query, or ``None`` (none, or it did
+    not run: the warning stands)."""
+    if namesake.each_sql is None:
+        return None
+    try:
+        return _run(executor, namesake.each_sql, limits)
+    except DstError:
+        return None
 
 
 def _probe_rows(executor: Executor, sql: str, limits: Limits, gate: str) -> ResultSet | Evaluation:

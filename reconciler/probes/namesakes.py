@@ -10,6 +10,12 @@ column (a model's name-like or person dimension, :class:`Label`) with a string
 literal, where that SELECT does not group by the model's key, and writes one bounded
 query per such filter: the number of distinct keys holding the name. :func:`judge`
 fails (``warning``, so the answer is ``review_required``) when more than one does.
+
+Where the filter sits in the query's own top-level SELECT of aggregates only (no
+GROUP BY, LIMIT, window or set operation: "SELECT COUNT(*) … WHERE name = 'Ann Lee'"),
+the gate repairs instead of warning: :attr:`Namesake.each_sql` is the same query with
+the label's key and name put first and grouped by, one row per entity so named, and
+the answer is served that way with a note, as the tie gate keeps every tied row.
 """
 
 from __future__ import annotations
@@ -54,6 +60,7 @@ class Namesake:
     label: Label
     value: str
     probe_sql: str
+    each_sql: str | None = None  # one row per entity holding the name (module docstring)
 
 
 _NAME_WORDS = frozenset({"name", "title"})
@@ -145,11 +152,36 @@ def namesake_probes(sql: str, dialect: str, labels: tuple[Label, ...]) -> tuple[
             .from_(exp.to_table(label.table, dialect=dialect))
             .where(exp.column(label.column).eq(exp.Literal.string(literal.this)))
         )
+        each = _each_entity(tree, select, column, label, dialect)
         found.setdefault(
             (label.table, literal.this),
-            Namesake(label, literal.this, probe.sql(dialect=dialect)),
+            Namesake(label, literal.this, probe.sql(dialect=dialect), each),
         )
     return tuple(found.values())
+
+
+def _each_entity(
+    tree: exp.Expr, select: exp.Select, column: exp.Column, label: Label, dialect: str
+) -> str | None:
+    """``tree`` with ``label``'s key and name first and grouped by, when ``select`` is
+    its top-level SELECT of aggregates only (module docstring); else ``None``."""
+    plain = not any(select.args.get(k) for k in ("group", "limit", "order", "having"))
+    outputs = select.expressions
+    aggregates = all(
+        o.find(exp.AggFunc) is not None and o.find(exp.Window) is None for o in outputs
+    )
+    if tree is not select or not plain or not outputs or not aggregates:
+        return None
+    qualifier = column.table
+    key = exp.column(label.key, table=qualifier) if qualifier else exp.column(label.key)
+    name = exp.column(label.column, table=qualifier) if qualifier else exp.column(label.column)
+    each = select.copy()
+    each.set(
+        "expressions",
+        [exp.alias_(key, label.key), exp.alias_(name, label.column), *each.expressions],
+    )
+    each = each.group_by(key.copy(), name.copy()).order_by(key.copy())
+    return each.sql(dialect=dialect)
 
 
 def _groups_by(select: exp.Select, key: str) -> bool:
@@ -161,14 +193,24 @@ def _groups_by(select: exp.Select, key: str) -> bool:
     )
 
 
-def judge(namesake: Namesake, counted: ResultSet, route: Route) -> Evaluation:
-    """Fail (``warning``) when more than one entity holds the name the query filters on."""
+def judge(
+    namesake: Namesake, counted: ResultSet, route: Route, *, shown_each: bool = False
+) -> Evaluation:
+    """Fail (``warning``) when more than one entity holds the name the query filters on;
+    passed (``info``) when one does, or when ``shown_each``: the answer was repaired to
+    one row per entity (:attr:`Namesake.each_sql`)."""
     n = counted.rows[0][0] if counted.rows and counted.rows[0] else 0
     lb = namesake.label
     if not isinstance(n, int) or n <= 1:
         return Evaluation(
             GATE_NAMESAKE, True, "info", detail=f"{namesake.value!r} names one {lb.model} row"
         )
+    if shown_each:
+        detail = (
+            f"{namesake.value!r} names {n} different {lb.model} rows (distinct {lb.key}): "
+            f"one row for each is shown"
+        )
+        return Evaluation(GATE_NAMESAKE, True, "info", detail=detail)
     detail = (
         f"{namesake.value!r} names {n} different {lb.model} rows (distinct {lb.key}): "
         f"the answer adds them together"
