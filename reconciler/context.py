@@ -38,7 +38,8 @@ if TYPE_CHECKING:
     from reconciler.generators.cache import CacheUse, GenerationCache
     from reconciler.lens import Answer, Lens
     from reconciler.lensfiles import Environment, RepoConfig
-    from reconciler.suite import Scoring, ValueCache
+    from reconciler.suite import Scoring
+    from reconciler.values import ValueCache
 
 
 def _stderr(message: str) -> None:
@@ -344,8 +345,8 @@ class Runtime:
         (:mod:`reconciler.assembly.profiles`), so a run against an unchanged
         warehouse file reads none of them from the warehouse.
         """
-        # lazy: the suite loads only when a command scores
-        from reconciler.suite import ValueCache
+        # lazy: the value index loads only when a command generates
+        from reconciler.values import ValueCache
 
         key = str(id(executor))
         if key not in self._values:
