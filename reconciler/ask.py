@@ -27,7 +27,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from reconciler.assembly.lexicon import DimensionValues
 from reconciler.assembly.text import normalize
 from reconciler.errors import DstError
 from reconciler.lens import Answer, Lens
@@ -45,6 +44,7 @@ from reconciler.trust import (
 )
 
 if TYPE_CHECKING:
+    from reconciler.assembly.lexicon import DimensionValues
     from reconciler.assembly.similarity import Embedder
     from reconciler.generators import SmartCall, TierCall
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from reconciler.context import Runtime
 from reconciler.errors import LensLoadError, StateError, UsageError
@@ -26,8 +27,12 @@ from reconciler.git import (
 from reconciler.ids import Oid
 from reconciler.lens import Lens, load_lens
 from reconciler.loader import load_yaml
-from reconciler.plan import LensPlan, unchanged_plan
-from reconciler.results import LensState
+
+if TYPE_CHECKING:
+    # Only for annotations: `dst ask` reads its serving lens (load_serving) and plans
+    # nothing, so the plan and the run report load with the first lens state.
+    from reconciler.plan import LensPlan
+    from reconciler.results import LensState
 
 
 def load_serving(
@@ -79,6 +84,8 @@ def serving_state(
     error: str | None = None,
 ) -> LensState:
     """The input state of lens ``name``: its candidate, against serving deployment ``dep``."""
+    from reconciler.results import LensState  # lazy: see the imports
+
     state = LensState(
         name=name,
         candidate=candidate,
@@ -166,6 +173,8 @@ def commit_states(
             nothing promoted).
         UsageError: ``to`` or ``only`` does not resolve.
     """
+    from reconciler.plan import unchanged_plan  # lazy: see the imports
+
     repo = rt.repo
     commit = gitstate.resolve_commit(repo, to)
     rt.environment_config()  # a broken dst.yaml or --env is bad input now, not a stand-down
@@ -232,6 +241,8 @@ def worktree_states(rt: Runtime, names: Collection[str] | None) -> list[LensStat
 
 
 def _worktree_state(rt: Runtime, name: str, on_disk: bool) -> LensState:
+    from reconciler.plan import LensPlan  # lazy: see the imports
+
     dep, serving = load_serving(rt.repo, name, rt.environment)
     if dep is not None:  # the newest verification's re-stamps count too
         dep = verifications.with_verified(rt.repo, dep, rt.environment)

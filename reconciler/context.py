@@ -24,21 +24,22 @@ from reconciler.errors import (
 )
 from reconciler.git import refs as refstore, trees as gitstate
 from reconciler.ids import Oid
-from reconciler.lensfiles import Environment, RepoConfig, environment_problems
 from reconciler.lensview import LensExecutor as LensExecutor
-from reconciler.loader import load_yaml, validate
 from reconciler.resultset import Executor
 
 if TYPE_CHECKING:
     # Only for annotations: `dst status`, `dst log` and a plan with nothing stale
     # never score, so the suite, the generators and their caches load on first use;
-    # `dst status` loads no lens, so the lens model loads with the first lens.
+    # `dst status` loads no lens, so the lens model loads with the first lens; and
+    # dst.yaml's models and their YAML loader load when a dst.yaml is read.
     from reconciler.assembly.profiles import ProfileStore
     from reconciler.assembly.similarity import Embedder
     from reconciler.generators import DimensionValues, SmartCall, TierCall
     from reconciler.generators.cache import CacheUse, GenerationCache
     from reconciler.lens import Answer, Lens
-    from reconciler.suite import Scoring, ValueCache
+    from reconciler.lensfiles import Environment, RepoConfig
+    from reconciler.suite import Scoring
+    from reconciler.values import ValueCache
 
 
 def _stderr(message: str) -> None:
@@ -67,6 +68,10 @@ def load_repo_config(raw: bytes, path: str = "dst.yaml") -> RepoConfig:
             closest known one, e.g. ``enviroments``), a value of the wrong type, or an
             environment that promotes from an unknown one, from itself or in a cycle.
     """
+    # lazy: the file models and the YAML loader, only when a dst.yaml is read
+    from reconciler.lensfiles import RepoConfig, environment_problems
+    from reconciler.loader import load_yaml, validate
+
     doc = load_yaml(path, raw)
     config = validate(RepoConfig, doc)
     for where, problem, fix in environment_problems(config)[:1]:
@@ -75,6 +80,13 @@ def load_repo_config(raw: bytes, path: str = "dst.yaml") -> RepoConfig:
             line = _key_line(raw.decode("utf-8"), where[1]) or line
         raise LensLoadError(path, problem, line=line, fix=fix)
     return config
+
+
+def _empty_config() -> RepoConfig:
+    """The settings of a repository without a ``dst.yaml``."""
+    from reconciler.lensfiles import RepoConfig  # lazy: see load_repo_config
+
+    return RepoConfig()
 
 
 @dataclass
@@ -143,7 +155,7 @@ class Runtime:
         """
         path = self.root / "dst.yaml"
         if not path.is_file():
-            return RepoConfig()
+            return _empty_config()
         return self._config_of(path.read_bytes())
 
     def config_commit(self) -> Oid | None:
@@ -168,9 +180,23 @@ class Runtime:
         Raises:
             LensLoadError: it does not validate (see :meth:`repo_config`).
         """
+        raw = self._committed_raw()
+        return _empty_config() if raw is None else self._config_of(raw)
+
+    def committed_environments(self) -> Mapping[str, Environment]:
+        """``environments:`` of :meth:`committed_config` (empty without a committed ``dst.yaml``,
+        which then loads neither the file models nor YAML).
+
+        Raises:
+            LensLoadError: it does not validate (see :meth:`repo_config`).
+        """
+        raw = self._committed_raw()
+        return {} if raw is None else self._config_of(raw).environments
+
+    def _committed_raw(self) -> bytes | None:
+        """The bytes of ``dst.yaml`` in :meth:`config_commit`, ``None`` without one."""
         commit = self.config_commit()
-        raw = None if commit is None else gitstate.file_at(self.repo, commit, "dst.yaml")
-        return RepoConfig() if raw is None else self._config_of(raw)
+        return None if commit is None else gitstate.file_at(self.repo, commit, "dst.yaml")
 
     def uncommitted_config(self) -> bool:
         """The working tree's ``dst.yaml`` differs from the one :meth:`committed_config` reads."""
@@ -206,7 +232,7 @@ class Runtime:
             LensLoadError: ``dst.yaml`` does not validate.
             UsageError: ``dst.yaml`` names no such environment (exit 2).
         """
-        known = self.committed_config().environments
+        known = self.committed_environments()
         if self.environment is None:
             return None
         if self.environment not in known:
@@ -319,8 +345,8 @@ class Runtime:
         (:mod:`reconciler.assembly.profiles`), so a run against an unchanged
         warehouse file reads none of them from the warehouse.
         """
-        # lazy: the suite loads only when a command scores
-        from reconciler.suite import ValueCache
+        # lazy: the value index loads only when a command generates
+        from reconciler.values import ValueCache
 
         key = str(id(executor))
         if key not in self._values:

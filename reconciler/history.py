@@ -363,7 +363,7 @@ def environment_names(rt: Runtime) -> list[str]:
     Raises:
         LensLoadError: ``dst.yaml`` does not validate.
     """
-    configured = list(rt.committed_config().environments)
+    configured = list(rt.committed_environments())
     extra = [e for e in refstore.environments_with_refs(rt.repo) if e not in configured]
     return configured + extra
 

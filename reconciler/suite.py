@@ -29,7 +29,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from reconciler.assembly.lookup import looked_up
-from reconciler.assembly.profiles import ProfileStore, gather_facts
 from reconciler.assembly.request import assemble
 from reconciler.assembly.similarity import Embedder
 from reconciler.assets import asset_hashes
@@ -52,9 +51,12 @@ from reconciler.state import (
     score as score,
 )
 from reconciler.trust import Execution, join_grain
+from reconciler.values import (  # re-exported: their home is the value index
+    VALUES_PER_DIMENSION as VALUES_PER_DIMENSION,
+    ValueCache as ValueCache,
+)
 
 MAX_ATTEMPTS = 2
-VALUES_PER_DIMENSION = 200
 
 
 @dataclass(frozen=True)
@@ -125,63 +127,6 @@ class AnswerResult:
             record["samples"] = self.samples
             record["flaky_samples"] = self.flaky_samples
         return record
-
-
-@dataclass
-class ValueCache:
-    """Distinct values of a lens's string dimensions, read once per run (generator input),
-    with the join-key facts of the join-grain gate
-    (:func:`~reconciler.assembly.profiles.gather_facts`).
-
-    With ``profiles`` (a :class:`reconciler.assembly.profiles.ProfileStore`) each
-    column's profile comes from the on-disk cache when its content hash matches,
-    and is read from the warehouse and cached otherwise; without it every run
-    reads the warehouse. ``dialect`` is the warehouse's (for the count query).
-    """
-
-    executor: Executor
-    timeout_s: float
-    profiles: ProfileStore | None = None
-    dialect: str = "duckdb"
-    _cache: dict[str, DimensionValues] = field(default_factory=dict)
-
-    def for_lens(self, lens: Lens) -> DimensionValues:
-        """``{(model, dimension): values}`` for every string dimension of ``lens``, as a
-        :class:`~reconciler.assembly.grain.WarehouseFacts` carrying its join-key facts."""
-        key = f"{lens.name}:{id(lens)}"
-        if key not in self._cache:
-            values: dict[tuple[str, str], tuple[str, ...]] = {}
-            for model in lens.models.values():
-                for col in model.dimensions:
-                    if col.data_type.lower() not in ("string", "text", "varchar"):
-                        continue
-                    try:
-                        values[(model.name, col.name)] = self._values(model.table, col.sql)
-                    except DstError:
-                        values[(model.name, col.name)] = ()
-            self._cache[key] = gather_facts(
-                lens,
-                values,
-                self.executor,
-                self.profiles,
-                timeout_s=self.timeout_s,
-                dialect=self.dialect,
-            )
-        return self._cache[key]
-
-    def _values(self, table: str, column_sql: str) -> tuple[str, ...]:
-        if self.profiles is None:
-            return self.executor.distinct_values(
-                table, column_sql, limit=VALUES_PER_DIMENSION, timeout_s=self.timeout_s
-            )
-        return self.profiles.profile(
-            self.executor,
-            table,
-            column_sql,
-            limit=VALUES_PER_DIMENSION,
-            timeout_s=self.timeout_s,
-            dialect=self.dialect,
-        ).values
 
 
 def run_answer(

@@ -75,6 +75,33 @@ def test_status_loads_no_lens(promoted_repo: Path) -> None:
     assert heavy(names, ("reconciler.lens", "reconciler.provenance", "reconciler.assembly")) == []
 
 
+# What reading dst.yaml loads: the file models (pydantic's, for every lens file) and YAML.
+REPO_CONFIG = ("reconciler.lensfiles", "reconciler.loader", "yaml")
+
+
+@pytest.mark.parametrize("args", [("status",), ("status", "--format", "json")])
+def test_status_without_a_dst_yaml_loads_neither_yaml_nor_the_file_models(
+    promoted_repo: Path, args: tuple[str, ...]
+) -> None:
+    # no dst.yaml is committed: there are no environments to name, nothing to validate
+    assert not (promoted_repo / "dst.yaml").exists()
+    names = imported(promoted_repo, *args)
+    assert "reconciler.git.serving" in names  # it did read the refs
+    assert heavy(names, REPO_CONFIG) == []
+
+
+def test_status_with_a_committed_dst_yaml_still_reads_it(promoted_repo: Path) -> None:
+    # the guard above must be able to fail: a committed dst.yaml is validated (a broken
+    # one is exit 2), and it names the environments status lists
+    commit(promoted_repo, {"dst.yaml": "environments:\n  staging: {}\n"}, "environments")
+    done = dst(promoted_repo, "status")
+    assert done.code == 0, done.stderr
+    assert "environment staging:" in done.stdout
+    assert {"reconciler.lensfiles", "yaml"} <= imported(promoted_repo, "status")
+    commit(promoted_repo, {"dst.yaml": "enviroments: {}\n"}, "a typo")
+    assert dst(promoted_repo, "status").code == 2
+
+
 def test_plan_of_serving_trees_imports_no_engine_and_no_rich(promoted_repo: Path) -> None:
     names = imported(promoted_repo, "plan")
     assert heavy(names, ENGINES + RICH) == []
@@ -186,6 +213,8 @@ def test_a_certified_ask_loads_neither_the_generators_nor_the_suite(promoted_rep
     assert '"route": "certified_answer"' in dst(promoted_repo, *args).stdout
     assert {"duckdb", "reconciler.trust"} <= names  # it did run and gate the SQL
     assert heavy(names, GENERATION + SQLALCHEMY + RICH) == []
+    # it reads the serving lens and plans nothing: neither the plan nor the run report
+    assert heavy(names, ("reconciler.plan", "reconciler.results")) == []
 
 
 def test_a_generated_ask_still_loads_the_generation_route(promoted_repo: Path) -> None:
@@ -193,3 +222,12 @@ def test_a_generated_ask_still_loads_the_generation_route(promoted_repo: Path) -
     args = ("ask", "total revenue by region", "--lens", "sales", "--format", "json")
     names = imported(promoted_repo, *args)
     assert {"reconciler.generators", "reconciler.assembly.request"} <= names
+
+
+def test_a_generated_ask_scores_nothing_so_loads_no_suite(promoted_repo: Path) -> None:
+    # it generates, runs and gates one question: the value index (reconciler.values)
+    # loads, the suite that scores certified answers does not, nor the plan or run report
+    args = ("ask", "total revenue by region", "--lens", "sales", "--format", "json")
+    names = imported(promoted_repo, *args)
+    assert {"reconciler.generators", "reconciler.values"} <= names
+    assert heavy(names, ("reconciler.suite", "reconciler.plan", "reconciler.results")) == []

@@ -29,8 +29,8 @@ if TYPE_CHECKING:
 def status(env: str | None = None, repo: Path | None = None, fmt: Format = Format.text) -> int:
     """``dst status`` (:func:`reconciler.cli.serving.status`, whose options these are)."""
     # lazy: the serving state readers load the engines; `dst --help` does not need them
+    from reconciler.git.known import UNKNOWN_STATE, state_known
     from reconciler.git.locks import ref_locks
-    from reconciler.git.sync import UNKNOWN_STATE, state_known
     from reconciler.history import environment_names, status as do_status
 
     rt = runtime(repo, environment=env)

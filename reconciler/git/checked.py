@@ -24,7 +24,6 @@ import functools
 import hashlib
 import json
 import os
-from importlib import metadata
 from pathlib import Path
 
 import reconciler
@@ -55,6 +54,8 @@ def rules_fingerprint() -> str:
     """
     # the parser the guard's verdicts rest on, read from its metadata: importing
     # sqlglot only for its version would cost a plan that parses nothing
+    from importlib import metadata  # lazy: only a lens load asks (`dst status` loads none)
+
     try:
         sqlglot_version = metadata.version("sqlglot")
     except metadata.PackageNotFoundError:

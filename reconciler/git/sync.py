@@ -58,6 +58,7 @@ from reconciler.git import (
     retire as retirements,
     verifications,
 )
+from reconciler.git.known import TRACKING, UNKNOWN_STATE, remotes, state_known
 from reconciler.git.sync_report import (
     DST,
     KINDS,
@@ -75,8 +76,6 @@ from reconciler.git.sync_report import (
 )
 from reconciler.ids import Oid
 
-TRACKING = "refs/dst-remote/"
-UNKNOWN_STATE = "serving state unknown — run dst sync --fetch"
 _RANGE = re.compile(r"^(?P<old>[0-9a-f]{4,64})\.{2,3}(?P<new>[0-9a-f]{4,64})$")
 _URL_USERINFO = re.compile(r"(://)[^/@\s]+@")
 
@@ -109,11 +108,6 @@ def tracking_prefix(remote: str) -> str:
     return f"{TRACKING}{remote}/"
 
 
-def remotes(repo: pygit2.Repository) -> list[str]:
-    """Names of the configured remotes, sorted."""
-    return sorted(str(name) for name in repo.remotes.names() if name)
-
-
 def check_remote(repo: pygit2.Repository, remote: str) -> None:
     """Make sure ``remote`` names a configured remote.
 
@@ -130,24 +124,6 @@ def check_remote(repo: pygit2.Repository, remote: str) -> None:
     raise UsageError(
         f"no git remote named {remote!r} (remotes: {listed})",
         fix="pass --remote NAME, or add one with `git remote add NAME URL`",
-    )
-
-
-def state_known(repo: pygit2.Repository) -> bool:
-    """Whether this repository can say what serves.
-
-    True when the repository has no remote (its own refs are the whole truth),
-    any ``refs/dst/*`` or ``refs/dst-remote/*`` ref exists, or a fetch has been
-    recorded (``dst.<remote>.lastfetch`` in git config). A fresh clone has
-    none of these: ``dst status`` should then say :data:`UNKNOWN_STATE`, not
-    "nothing serving".
-    """
-    if not remotes(repo):
-        return True
-    if any(name.startswith((DST, TRACKING)) for name in repo.references):
-        return True
-    return any(
-        entry.name.startswith("dst.") and entry.name.endswith(".lastfetch") for entry in repo.config
     )
 
 
