@@ -97,7 +97,8 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
         Declined: the shape, but a singular noun ("the name of the product": one
             product, or all? — unless a filter names the row by its label or
             one-column key: "the state code of Orlando International Airport"
-            lists the rows so named), a column of another model, a filter value of
+            lists the rows so named, or a closing ordering phrase with no ranking
+            word and no count sorts every row), a column of another model, a filter value of
             several columns, an ordering key that is not one column, a plural
             ranking with no count, an ordering phrase against the ranking (or on
             rows tied at the extreme), a comparison on a fact of another model, a
