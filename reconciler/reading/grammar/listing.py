@@ -97,7 +97,8 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
         Declined: the shape, but a singular noun ("the name of the product": one
             product, or all? — unless a filter names the row by its label or
             one-column key: "the state code of Orlando International Airport"
-            lists the rows so named), a column of another model, a filter value of
+            lists the rows so named, or a closing ordering phrase with no ranking
+            word and no count sorts every row), a column of another model, a filter value of
             several columns, an ordering key that is not one column, a plural
             ranking with no count, an ordering phrase against the ranking (or on
             rows tied at the extreme), a comparison on a fact of another model, a
@@ -193,9 +194,15 @@ def _limit(
     ordering: Ordering | None,
     alphabetical: bool,
 ) -> int | None:
-    """The LIMIT of a ranked listing (``None``: every row)."""
+    """The LIMIT of a ranked listing (``None``: every row).
+
+    A listing with no ranking word and no count that closes with an ordering phrase
+    ("… ordered by age", "… in reversed alphabetical order") lists every row in that
+    order, whatever the number of its noun: the order is of rows, so there are several.
+    """
     if listing.rank_column is None:
-        if not listing.plural and not _names_its_row(listing):
+        ordered = (ordering is not None or alphabetical) and not reading.numbers
+        if not listing.plural and not ordered and not _names_its_row(listing):
             raise Declined(
                 DeclineKind.AMBIGUOUS_READING,
                 "a listing of one row or of all of them? Say 'the names of the …s'",
@@ -277,12 +284,12 @@ def _read_listing(lens: Lens, found: Retrieval, reading: Reading) -> _Listing | 
         listing.model, listing.noun = lens.models[name], (at, at + width)
         listing.plural = (
             plural(found, at + width - 1)
-            or toks[at - 1 : at] == ("all",)
+            or toks[at - 1 : at] in {("all",), *((w,) for w in EVERY)}
             or found.words[at + width : at + width + 1] in _PLURAL_VERBS  # "aircraft have"
         )
     elif (rows := named_rows(lens, found)) is not None:  # "the cities of the stations"
         listing.model, listing.noun = lens.models[rows[2]], rows[:2]
-        listing.plural = plural(found, rows[1] - 1) or toks[rows[0] - 1] in EVERY
+        listing.plural = plural(found, rows[1] - 1) or toks[rows[0] - 1] in EVERY | {"all"}
     starts = {m.start: m for m in found.mentions if m.start != (listing.noun or (-1,))[0]}
     values = [m for m in found.mentions if m.kind == "value"]
     qualifiers = {

@@ -73,6 +73,7 @@ def named_rows(lens: Lens, found: Retrieval) -> tuple[int, int, str] | None:
             k -= 1  # "the names of the 3 singers with the highest …": a ranking's count
         every = k >= 0 and found.tokens[k] in EVERY  # "the ages of (or for) every singer"
         k -= every
+        every = every or found.tokens[k + 1 : m.start] == ("all",)  # "for all singers"
         if k >= 0 and found.tokens[k] in (("of", "for") if every else ("of",)):
             return m.start, m.end, models.pop()
         if k >= 0 and found.tokens[k] in ("with", "where") and plural(found, m.end - 1):
