@@ -24,6 +24,7 @@ from reconciler.reading.grammar.aggregatelists import aggregate_list
 from reconciler.reading.grammar.averagebounds import above_average
 from reconciler.reading.grammar.countratios import count_ratio
 from reconciler.reading.grammar.distinctcounts import distinct_count
+from reconciler.reading.grammar.entitylabels import entity_labels
 from reconciler.reading.grammar.existence import existence_rows
 from reconciler.reading.grammar.factrankings import ranked_rows
 from reconciler.reading.grammar.having import kept_by_count
@@ -89,6 +90,13 @@ def _two_measures(q: Question) -> Read | None:
 
 
 SHAPES: tuple[tuple[str, Shape], ...] = (
+    (
+        "entity labels",
+        _written(
+            "entity labels",
+            lambda q: entity_labels(q.lens, q.text, q.values, q.allowed, q.parse),
+        ),
+    ),
     (
         "outputs",
         _written("outputs", lambda q: answer_outputs(q.lens, q.text, q.values, q.allowed, q.parse)),

@@ -31,7 +31,7 @@ from reconciler.assembly.text import stems, tokenize
 from reconciler.lens import Lens, Model
 from reconciler.reading.ir import Declined, DeclineKind
 from reconciler.reading.lex import KEY_WORDS, LABEL_WORDS
-from reconciler.reading.phrases.labels import row_label
+from reconciler.reading.phrases.labels import row_label, word_column
 from reconciler.reading.phrases.words import plural
 
 _OPENERS = stems("return list show give find display get provide")
@@ -161,35 +161,14 @@ def head_columns(model: Model, found: Retrieval, head: Head) -> list[tuple[str, 
 def _word_column(model: Model, word: str, noun: tuple[str, ...], phrase: str) -> tuple[str, str]:
     """The column a bare ``name`` / ``title`` (the label), ``id`` (the key) or a
     column's stored name (``year`` for ``model_year``, whose SQL is ``year``) asks for."""
-    if word in KEY_WORDS:
-        if len(model.primary_key) != 1:
-            raise Declined(
-                DeclineKind.AMBIGUOUS_READING, f"which column is the id of model {model.name!r}?"
-            )
-        key = model.primary_key[0]
-        named = next((c.name for c in model.dimensions if c.sql == key), key)
-        return named, key
-    if word not in LABEL_WORDS:
-        stored = [c for c in model.columns() if tokenize(c.sql) == (word,)]
-        if len(stored) != 1:
-            raise Declined(
-                DeclineKind.UNKNOWN_TERM, f"{word!r} names no one column of model {model.name!r}"
-            )
-        return stored[0].name, stored[0].sql
-    label = row_label(model, noun, phrase)
-    others = [
-        c.name
-        for c in model.dimensions
-        if c.name != label.name and tokenize(c.name)[-1:] == ("name",)
-    ]
-    if others and tokenize(label.name) not in (("name",), ("title",)):
-        # "the names of makers" beside maker_name and full_name: which name is meant?
+    if word in KEY_WORDS | LABEL_WORDS:
+        return word_column(model, word, noun, phrase)
+    stored = [c for c in model.columns() if tokenize(c.sql) == (word,)]
+    if len(stored) != 1:
         raise Declined(
-            DeclineKind.AMBIGUOUS_READING,
-            f"{word!r} of {phrase!r}: model {model.name!r} has the name columns "
-            f"{', '.join([label.name, *others])}; name the one to show",
+            DeclineKind.UNKNOWN_TERM, f"{word!r} names no one column of model {model.name!r}"
         )
-    return label.name, label.sql
+    return stored[0].name, stored[0].sql
 
 
 def _mention_column(model: Model, found: Retrieval, mention: Mention) -> tuple[str, str]:

@@ -27,6 +27,7 @@ from reconciler.assembly.lexicon import model_nouns
 from reconciler.assembly.text import tokenize
 from reconciler.lens import Column, Lens, Model
 from reconciler.reading.ir import Declined, DeclineKind, Plan
+from reconciler.reading.lex import KEY_WORDS
 from reconciler.reading.phrases.naming import is_key, is_name
 
 _WORDS = {"name": "name", "id": "id"}
@@ -128,3 +129,35 @@ def row_label(model: Model, noun: tuple[str, ...], phrase: str) -> Column:
             f"(dimensions named like it: {listed})",
         )
     return labels[0]
+
+
+def word_column(model: Model, word: str, noun: tuple[str, ...], phrase: str) -> tuple[str, str]:
+    """``(alias, SQL)`` of the column a bare ``id`` (the model's one-column key, named
+    by the dimension over it when there is one) or ``name`` / ``title`` (its label,
+    :func:`row_label`) asks for.
+
+    Raises:
+        Declined: a key of several columns; no label, or a ``<noun> name`` label beside
+            another ``…_name`` dimension (``maker_name`` and ``full_name``: which name?).
+    """
+    if word in KEY_WORDS:
+        if len(model.primary_key) != 1:
+            raise Declined(
+                DeclineKind.AMBIGUOUS_READING, f"which column is the id of model {model.name!r}?"
+            )
+        key = model.primary_key[0]
+        named = next((c.name for c in model.dimensions if c.sql == key), key)
+        return named, key
+    label = row_label(model, noun, phrase)
+    others = [
+        c.name
+        for c in model.dimensions
+        if c.name != label.name and tokenize(c.name)[-1:] == ("name",)
+    ]
+    if others and tokenize(label.name) not in (("name",), ("title",)):
+        raise Declined(
+            DeclineKind.AMBIGUOUS_READING,
+            f"{word!r} of {phrase!r}: model {model.name!r} has the name columns "
+            f"{', '.join([label.name, *others])}; name the one to show",
+        )
+    return label.name, label.sql
