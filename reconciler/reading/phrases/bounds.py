@@ -10,9 +10,9 @@ measure itself:
 | words | SQL |
 |---|---|
 | ``more``/``greater``/``higher``/``larger``/``bigger than``, ``over``, ``above`` … | ``>`` |
-| ``at least``, ``no less than`` | ``>=`` |
+| ``at least``, ``no``/``not less``/``fewer``/``lower``/``smaller than`` | ``>=`` |
 | ``less``/``fewer``/``lower``/``smaller than``, ``below``, ``under`` | ``<`` |
-| ``at most``, ``no more than`` | ``<=`` |
+| ``at most``, ``no``/``not more``/``greater``/``higher``/``larger``/``bigger than`` | ``<=`` |
 | ``between N and M`` | ``>= N AND <= M`` (inclusive) |
 | ``equal to N``; a bare ``of N`` or ``is N`` ("a population of 80000") | ``=`` |
 
@@ -27,6 +27,10 @@ fast tier resolves each fact from the measure's model along a safe join path (th
 join-grain gate applies) and puts the condition in the WHERE. A comparison
 anywhere else ("revenue more than 100", "more than 10.5") is not one of these and
 keeps its words, so the question declines.
+
+A negated comparison ("whose level is not higher than 4") is the opposite bound
+(``<=``), not "anything but > 4": a row whose fact is NULL is not known to be at
+most 4 and is left out, as ``<=`` does.
 """
 
 from __future__ import annotations
@@ -44,9 +48,12 @@ _ARTICLES = frozenset({"a", "an", "the"})
 _RELATIVES = frozenset({"who", "that", "which"})
 _HAVE = frozenset({"have", "has", "had"})
 _IS = (("is",), ("are",), ("was",), ("were",))
+_MORE = ("more", "greater", "higher", "larger", "bigger")
+_LESS = ("less", "fewer", "lower", "smaller")
 _COMPARATORS: tuple[tuple[tuple[str, ...], str], ...] = (
-    (("no", "more", "than"), "<="),
-    (("no", "less", "than"), ">="),
+    # "no more than", "not higher than": the opposite bound
+    *(((n, w, "than"), "<=") for n in ("no", "not") for w in _MORE),
+    *(((n, w, "than"), ">=") for n in ("no", "not") for w in _LESS),
     (("more", "than"), ">"),
     (("greater", "than"), ">"),
     (("higher", "than"), ">"),
