@@ -423,6 +423,27 @@ class _Renderer:
         return exp.Literal.number(value) if numeric else exp.Literal.string(value)
 
 
+def _check_namesake_filters(lens: Lens, plan: Plan) -> None:
+    """Decline a value filter on another model's dimension when the measure's own model
+    has a dimension of the same name ("How many huts are in Northmark?" with 'Northmark'
+    a district of hikers only, and huts holding a district of their own): counting
+    huts through their hikers' district answers another question, with no note.
+
+    Raises:
+        Declined: ``AMBIGUOUS_READING``, naming both columns.
+    """
+    base = lens.models[plan.measure.model]
+    keys = {k.lower() for j in base.joins for k in j.on} | {k.lower() for k in base.primary_key}
+    own = {d.name for d in base.dimensions if d.sql.lower() not in keys}  # a key joins them
+    for model, dim, value in (*plan.filters, *plan.excluded):
+        if model != base.name and dim in own:
+            raise Declined(
+                DeclineKind.AMBIGUOUS_READING,
+                f"{value!r} is a {dim} of {model}, and {base.name} has a {dim} of its own: "
+                f"{base.name}.{dim} or {model}.{dim}? Name the one meant",
+            )
+
+
 def render(lens: Lens, plan: Plan) -> str:
     """The SQL of ``plan`` in ``lens.config.dialect``.
 
@@ -435,6 +456,7 @@ def render(lens: Lens, plan: Plan) -> str:
     clash = filter_clash(lens, plan)
     if clash is not None:
         raise Declined(DeclineKind.UNSAFE_RESULT, clash)
+    _check_namesake_filters(lens, plan)
     if plan.joined:
         return _render_joined(lens, plan)
     if empty_groups(lens, plan):  # a ranking from the lowest: every group, 0 for none
