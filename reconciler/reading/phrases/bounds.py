@@ -16,6 +16,13 @@ measure itself:
 | ``between N and M`` | ``>= N AND <= M`` (inclusive) |
 | ``equal to N``; a bare ``of N`` or ``is N`` ("a population of 80000") | ``=`` |
 
+A whole number standing right between ``with``, ``having`` or ``[who|that|which]
+have|has|had`` and the phrase of an integer column — a fact or a dimension whose
+``data_type`` is an integer type — is how much of it the rows hold, an equality:
+"the cars with 4 cylinders" reads ``cylinders = 4``, "hotels that have 5 stars"
+``stars = 5``. A column of any other type ("with 30 mpg" on a double) keeps its
+words, so the question declines as before.
+
 ``over``, ``above``, ``below`` and ``under`` may also stand *before* the fact, a
 whole number right after it and no introducer needed ("singers above age 20"); a
 comparative adjective names the fact it compares, when the lens has a fact so named:
@@ -35,10 +42,11 @@ most 4 and is left out, as ``<=`` does.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from reconciler.assembly.lexicon import DimensionValues, Target
-from reconciler.assembly.retrieval import retrieve
+from reconciler.assembly.retrieval import Mention, retrieve
 from reconciler.assembly.text import GRAIN_WORDS, stem
 from reconciler.lens import Lens
 from reconciler.reading.phrases.naming import split_names
@@ -83,6 +91,9 @@ _MEASURED = {
 }
 # One-word comparisons that may stand before the fact: "singers above age 20".
 _AHEAD = {"over": ">", "above": ">", "below": "<", "under": "<"}
+# Words before a whole number that make it an amount of the column after it.
+_HOLDING = frozenset({"with", "having"})
+_INTEGER = re.compile(r"^(?:big|small|tiny)?int(?:eger|\d*)?$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -114,6 +125,11 @@ def split_bounds(
     bounds: list[Bound] = []
     for m in found.mentions:
         facts = m.targets if m.kind == "fact" else m.facts
+        held = _held(lens, words, m)  # "the cars with 4 cylinders"
+        if held is not None and not (cut and cut[-1][1] > held[0]):
+            cut.append((held[0], m.end))
+            bounds.append(Bound(held[1], (("=", words[m.start - 1]),), held[2]))
+            continue
         ahead = _ahead(words, m.start, m.end)  # "singers above age 20"
         if facts and ahead is not None and not (cut and cut[-1][1] > m.start - 1):
             cut.append((m.start - 1, m.end + 1))
@@ -178,6 +194,38 @@ def _measured(
         if facts:
             cut.append((i, i + 3))
             bounds.append(Bound(facts, ((op, words[i + 2]),), " ".join(words[i : i + 3])))
+
+
+def _held(
+    lens: Lens, words: tuple[str, ...], m: Mention
+) -> tuple[int, tuple[Target, ...], str] | None:
+    """``(first word index, integer columns, phrase)`` of a whole number between a
+    holding word and the integer column phrase ``m`` ("with 4 cylinders", "that
+    have 5 stars"), else ``None``."""
+    at = m.start - 1
+    if at < 1 or not words[at].isdigit():
+        return None
+    if any(stem(w) in GRAIN_WORDS for w in words[m.start : m.end]):
+        return None  # "with 5 years": a span of time, not an amount held
+    start = at - 1
+    if words[start] in _HAVE:
+        start -= 1 if start and words[start - 1] in _RELATIVES else 0
+    elif words[start] not in _HOLDING:
+        return None
+    named = m.targets if m.kind in ("fact", "dimension") else m.facts
+    columns = tuple(t for t in named if _integer(lens, t))
+    if not columns or len(columns) != len(named):
+        return None
+    return start, columns, " ".join(words[at : m.end])
+
+
+def _integer(lens: Lens, target: Target) -> bool:
+    """Whether ``target`` is a fact or dimension of integer type."""
+    model = lens.models.get(target.model)
+    if model is None or target.kind not in ("fact", "dimension"):
+        return False
+    column = next((c for c in model.columns() if c.name == target.name), None)
+    return column is not None and bool(_INTEGER.match(column.data_type))
 
 
 def _ahead(words: tuple[str, ...], start: int, end: int) -> tuple[tuple[str, str], ...] | None:

@@ -28,8 +28,9 @@ def is_column(target: Target, model: Model, column: Column) -> bool:
 
 
 def row_bounds(lens: Lens, model: Model, bounds: tuple[Bound, ...]) -> list[exp.Expr]:
-    """The WHERE conditions of comparisons on facts of the rows listed
-    (:mod:`reconciler.reading.phrases.bounds`): "the aircraft with a cruising speed of over 200".
+    """The WHERE conditions of comparisons on columns of the rows listed
+    (:mod:`reconciler.reading.phrases.bounds`): "the aircraft with a cruising speed of over
+    200", "the cars with 4 cylinders" (an integer dimension held).
 
     Raises:
         Declined: a compared fact of another model than the listed one (its rows are
@@ -38,7 +39,7 @@ def row_bounds(lens: Lens, model: Model, bounds: tuple[Bound, ...]) -> list[exp.
     dialect = lens.config.dialect
     out: list[exp.Expr] = []
     for bound in bounds:
-        named = [c for c in model.facts if any(is_column(t, model, c) for t in bound.facts)]
+        named = [c for c in model.columns() if any(is_column(t, model, c) for t in bound.facts)]
         if not named:
             places = ", ".join(sorted({f"{t.model}.{t.name}" for t in bound.facts}))
             raise Declined(
