@@ -8,7 +8,6 @@ connect.
 from __future__ import annotations
 
 import os
-import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -34,12 +33,12 @@ if TYPE_CHECKING:
     # dst.yaml's models and their YAML loader load when a dst.yaml is read.
     from reconciler.assembly.profiles import ProfileStore
     from reconciler.assembly.similarity import Embedder
+    from reconciler.assembly.values import ValueCache
     from reconciler.generators import DimensionValues, SmartCall, TierCall
     from reconciler.generators.cache import CacheUse, GenerationCache
     from reconciler.lens import Answer, Lens
     from reconciler.lensfiles import Environment, RepoConfig
     from reconciler.suite import Scoring
-    from reconciler.values import ValueCache
 
 
 def _stderr(message: str) -> None:
@@ -54,37 +53,9 @@ def _nothing() -> None:
     return None
 
 
-def _key_line(text: str, key: str) -> int | None:
-    """The 1-based line where mapping key ``key`` is written (plain or quoted), if any."""
-    pattern = re.compile(rf"^\s*(['\"]?){re.escape(key)}\1\s*:")
-    return next((n for n, line in enumerate(text.splitlines(), 1) if pattern.match(line)), None)
-
-
-def load_repo_config(raw: bytes, path: str = "dst.yaml") -> RepoConfig:
-    """``dst.yaml``'s bytes, validated as every command reads them (``dst validate`` too).
-
-    Raises:
-        LensLoadError: at the offending line of ``path``: YAML, an unknown key (with the
-            closest known one, e.g. ``enviroments``), a value of the wrong type, or an
-            environment that promotes from an unknown one, from itself or in a cycle.
-    """
-    # lazy: the file models and the YAML loader, only when a dst.yaml is read
-    from reconciler.lensfiles import RepoConfig, environment_problems
-    from reconciler.loader import load_yaml, validate
-
-    doc = load_yaml(path, raw)
-    config = validate(RepoConfig, doc)
-    for where, problem, fix in environment_problems(config)[:1]:
-        line = doc.line_of(where)
-        if len(where) == 2:  # a bad name: the line of the key itself, not of its value
-            line = _key_line(raw.decode("utf-8"), where[1]) or line
-        raise LensLoadError(path, problem, line=line, fix=fix)
-    return config
-
-
 def _empty_config() -> RepoConfig:
     """The settings of a repository without a ``dst.yaml``."""
-    from reconciler.lensfiles import RepoConfig  # lazy: see load_repo_config
+    from reconciler.lensfiles import RepoConfig  # lazy: the file models load with a dst.yaml
 
     return RepoConfig()
 
@@ -211,6 +182,8 @@ class Runtime:
     def _config_of(self, raw: bytes) -> RepoConfig:
         if raw == self._memo.get("config", (None,))[0]:
             return self._memo["config"][1]  # type: ignore[no-any-return]  # the same bytes: checked
+        from reconciler.lensfiles import load_repo_config  # lazy: only when a dst.yaml is read
+
         config = load_repo_config(raw)
         self._memo["config"] = (raw, config)
         return config
@@ -346,7 +319,7 @@ class Runtime:
         warehouse file reads none of them from the warehouse.
         """
         # lazy: the value index loads only when a command generates
-        from reconciler.values import ValueCache
+        from reconciler.assembly.values import ValueCache
 
         key = str(id(executor))
         if key not in self._values:

@@ -18,6 +18,7 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from reconciler.errors import LensLoadError
 from reconciler.ids import LENS_NAME_RE as LENS_NAME_RE  # re-exported: its home was here
 
 MAX_ROW_CAP = 1000
@@ -462,3 +463,29 @@ class CasesFile(Strict):
     """``evals/cases.yaml``."""
 
     cases: tuple[Case, ...] = ()
+
+
+def _key_line(text: str, key: str) -> int | None:
+    """The 1-based line where mapping key ``key`` is written (plain or quoted), if any."""
+    pattern = re.compile(rf"^\s*(['\"]?){re.escape(key)}\1\s*:")
+    return next((n for n, line in enumerate(text.splitlines(), 1) if pattern.match(line)), None)
+
+
+def load_repo_config(raw: bytes, path: str = "dst.yaml") -> RepoConfig:
+    """``dst.yaml``'s bytes, validated as every command reads them (``dst validate`` too).
+
+    Raises:
+        LensLoadError: at the offending line of ``path``: YAML, an unknown key (with the
+            closest known one, e.g. ``enviroments``), a value of the wrong type, or an
+            environment that promotes from an unknown one, from itself or in a cycle.
+    """
+    from reconciler.loader import load_yaml, validate  # lazy: the loader sits beside
+
+    doc = load_yaml(path, raw)
+    config = validate(RepoConfig, doc)
+    for where, problem, fix in environment_problems(config)[:1]:
+        line = doc.line_of(where)
+        if len(where) == 2:  # a bad name: the line of the key itself, not of its value
+            line = _key_line(raw.decode("utf-8"), where[1]) or line
+        raise LensLoadError(path, problem, line=line, fix=fix)
+    return config

@@ -31,6 +31,10 @@ from typing import Any
 from reconciler.assembly.lookup import looked_up
 from reconciler.assembly.request import assemble
 from reconciler.assembly.similarity import Embedder
+from reconciler.assembly.values import (  # re-exported: their home is the value index
+    VALUES_PER_DIMENSION as VALUES_PER_DIMENSION,
+    ValueCache as ValueCache,
+)
 from reconciler.assets import asset_hashes
 from reconciler.compare.diff import Verdict, compare
 from reconciler.compare.evidence import VACUOUS as VACUOUS, oracle_notes
@@ -51,10 +55,6 @@ from reconciler.state import (
     score as score,
 )
 from reconciler.trust import Execution, join_grain
-from reconciler.values import (  # re-exported: their home is the value index
-    VALUES_PER_DIMENSION as VALUES_PER_DIMENSION,
-    ValueCache as ValueCache,
-)
 
 MAX_ATTEMPTS = 2
 

@@ -225,9 +225,9 @@ def test_a_generated_ask_still_loads_the_generation_route(promoted_repo: Path) -
 
 
 def test_a_generated_ask_scores_nothing_so_loads_no_suite(promoted_repo: Path) -> None:
-    # it generates, runs and gates one question: the value index (reconciler.values)
+    # it generates, runs and gates one question: the value index (reconciler.assembly.values)
     # loads, the suite that scores certified answers does not, nor the plan or run report
     args = ("ask", "total revenue by region", "--lens", "sales", "--format", "json")
     names = imported(promoted_repo, *args)
-    assert {"reconciler.generators", "reconciler.values"} <= names
+    assert {"reconciler.generators", "reconciler.assembly.values"} <= names
     assert heavy(names, ("reconciler.suite", "reconciler.plan", "reconciler.results")) == []

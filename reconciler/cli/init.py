@@ -221,7 +221,7 @@ def _has_lens(target: Path) -> bool:
 def _ci_settings(target: Path, action: str | None, scaffold: Scaffold | None) -> CiSettings:
     """What the workflows need from ``dst.yaml`` (the scaffold's when init writes it)."""
     # lazy: validating dst.yaml loads the lens model (pydantic, sqlglot)
-    from reconciler.context import load_repo_config
+    from reconciler.lensfiles import load_repo_config
     from reconciler.scaffold import CiSettings, seeded_in_ci
 
     if action is None or not _ACTION_RE.match(action):

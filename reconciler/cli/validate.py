@@ -213,7 +213,7 @@ def config_files(paths: list[Path], start: Path, lens_dirs: list[Path]) -> list[
 def check_config(path: Path) -> LensLoadError | None:
     """The first problem of one ``dst.yaml``, as ``dst plan`` would report it, or ``None``."""
     # lazy: the runtime module loads the engines, which `dst --help` does not need
-    from reconciler.context import load_repo_config
+    from reconciler.lensfiles import load_repo_config
 
     try:
         load_repo_config(path.read_bytes(), _display(path))

@@ -14,7 +14,7 @@ from reconciler.errors import DstError
 from reconciler.resultset import Executor
 
 if TYPE_CHECKING:
-    from reconciler.generators import DimensionValues
+    from reconciler.assembly.lexicon import DimensionValues
     from reconciler.lens import Lens
 
 VALUES_PER_DIMENSION = 200
