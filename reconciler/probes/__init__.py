@@ -120,7 +120,7 @@ def probe(ex: Execution, served: ResultSet, executor: Executor, limits: Limits) 
             continue
         named = judge_namesake(namesake, counted, ex.route)
         alone = len(namesakes) == 1 and result is None  # one repair of the query, at most
-        each = None if named.passed or not alone else _each_entity(executor, namesake, limits)
+        each = None if named.passed or not alone else _run_each(executor, namesake, limits)
         if each is not None and namesake.each_sql is not None:
             result = each
             ex = replace(
@@ -132,7 +132,7 @@ def probe(ex: Execution, served: ResultSet, executor: Executor, limits: Limits) 
     return Probed(ex, result, tuple(evaluations), tuple(notes))
 
 
-def _each_entity(executor: Executor, namesake: Namesake, limits: Limits) -> ResultSet | None:
+def _run_each(executor: Executor, namesake: Namesake, limits: Limits) -> ResultSet | None:
     """The rows of ``namesake``'s one-row-per-entity query, or ``None`` (none, or it did
     not run: the warning stands)."""
     if namesake.each_sql is None:
