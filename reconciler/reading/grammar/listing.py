@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass, field
+from datetime import date
 
 import sqlglot
 from sqlglot import exp
@@ -23,7 +24,7 @@ from reconciler.reading import lex
 from reconciler.reading.ir import Declined, DeclineKind
 from reconciler.reading.lex import ASCENDING, DESCENDING, KEY_WORDS, LABEL_WORDS, NUMBER_WORDS
 from reconciler.reading.phrases.bounds import split_bounds
-from reconciler.reading.phrases.distinct import distinct_values, values_asked
+from reconciler.reading.phrases.distinct import distinct_values, values_asked, values_first
 from reconciler.reading.phrases.labels import row_label
 from reconciler.reading.phrases.negation import Negations, check_placed, differs, gap, negations
 from reconciler.reading.phrases.nouns import EVERY, named_rows
@@ -38,6 +39,8 @@ from reconciler.reading.phrases.words import (
     plural,
     read_grammar,
 )
+from reconciler.reading.phrases.years import year_of
+from reconciler.reading.today import day_sql
 
 # Listing questions: "what are the names and prices of the products in Toys?"
 _OPENERS = frozenset({"return", "provide", "find", "display", "get", "name"})
@@ -68,6 +71,7 @@ class _Listing:
     rank_column: tuple[str, str] | None = None  # (alias, SQL) of that column
     phrases: dict[tuple[str, ...], tuple[str, str]] = field(default_factory=dict)  # asked
     joins: list[Path] = field(default_factory=list)  # to models the rows reach one to one
+    values_first: bool = False  # "What districts are the huts in?": each value once
 
 
 def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | None:
@@ -126,7 +130,9 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
         *(exp.alias_(sqlglot.parse_one(sql, read=dialect), alias) for alias, sql in listing.columns)
     ).from_(exp.to_table(model.table, dialect=dialect))
     bare = listing.plural and not (listing.noun or listing.rank_column or _names_its_row(listing))
-    if listing.distinct or values_asked(model, listing.columns, question, bare):
+    if listing.distinct or values_asked(
+        model, listing.columns, question, bare or listing.values_first
+    ):
         query = distinct_values(query, listing.columns, dialect)
     for col, value in listing.filters:
         query = query.where(
@@ -136,7 +142,7 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
         )
     for col, value in listing.excluded:
         query = query.where(differs(col.sql, col.name, value, dialect))
-    for condition in row_bounds(lens, model, bounds):
+    for condition in (*row_bounds(lens, model, bounds), *_period(lens, model, reading)):
         query = query.where(condition)
     if ties:
         assert listing.rank_column is not None
@@ -172,6 +178,63 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
     if limit is not None:
         query = query.limit(limit)
     return with_joins(lens, query, model.name, listing.joins).sql(dialect=dialect, pretty=True)
+
+
+def _period(lens: Lens, model: Model, reading: Reading) -> list[exp.Expr]:
+    """The conditions of the question's one period on the listed rows' own date ("the
+    orders in March 2024"): a half-open range on the model's time dimension, or, on
+    rows dated by a year number alone, that year
+    (:func:`~reconciler.reading.phrases.years.year_of`). Rows that other dated rows
+    join to ("customers", which orders join to) may be dated by those: that declines.
+
+    Raises:
+        Declined: dated rows join to the model, several time dimensions and no default
+            (which date?), or no date at all.
+    """
+    dialect = lens.config.dialect
+    if not reading.periods:
+        return []
+    span = reading.periods[0].span
+    dated = sorted(
+        name
+        for name, other in lens.models.items()
+        if other.time_dimensions and any(j.to == model.name for j in other.joins)
+    )
+    if dated:  # "customers in March 2024": signed up then, or ordered then?
+        raise Declined(
+            DeclineKind.AMBIGUOUS_READING,
+            f"{model.name} in a period: by their own date, or by their {', '.join(dated)}? "
+            "Name the date ('whose <date> is in …') or what the rows did",
+        )
+    time = model.time_dimension()
+    if len(model.time_dimensions) > 1 and model.default_time_dimension is None:
+        raise Declined(
+            DeclineKind.AMBIGUOUS_READING, f"which date of {model.name!r} does the period bound?"
+        )
+    if time is not None:
+        column = sqlglot.parse_one(time.sql, read=dialect)
+        bounds = ((span[0], exp.GTE), (span[1], exp.LT))
+        return [
+            op(this=column.copy(), expression=day_sql(day))
+            for day, op in bounds
+            if day not in (date.min, date.max)
+        ]
+    year = year_of(model, span)
+    if year is None:
+        raise Declined(
+            DeclineKind.MISSING_IN_LENS, f"{model.name!r} has no date for the period to bound"
+        )
+    name, ops = year
+    sql = next(c.sql for c in model.dimensions if c.name == name)
+    return [
+        _COMPARE[op](
+            this=sqlglot.parse_one(sql, read=dialect), expression=exp.Literal.number(number)
+        )
+        for op, number in ops
+    ]
+
+
+_COMPARE: dict[str, type[exp.Binary]] = {"=": exp.EQ, ">=": exp.GTE, "<": exp.LT}
 
 
 def _keeps_ties(found: Retrieval, listing: _Listing, reading: Reading) -> bool:
@@ -268,7 +331,7 @@ def _may_list(lens: Lens, found: Retrieval, reading: Reading) -> bool:
     """Whether the question may be a listing: it opens like one, and the grammar read
     no period, aggregation, share, change, metric, flag or count in it."""
     extras = (
-        reading.periods,
+        reading.periods[1:],  # one period bounds the rows' own date (:func:`_period`)
         reading.all_time,
         reading.comparison,
         reading.share,
@@ -301,23 +364,8 @@ def _read_listing(lens: Lens, found: Retrieval, reading: Reading) -> _Listing | 
     if not _may_list(lens, found, reading):
         return None
     listing = _Listing(negated=negations(found))
+    _find_noun(lens, found, reading, listing)
     toks = found.tokens
-    if reading.noun_at:
-        ((at, name),) = reading.noun_at.items()
-        width = max(
-            len(k)
-            for k, v in model_nouns(lens).items()
-            if v == name and toks[at : at + len(k)] == k
-        )
-        listing.model, listing.noun = lens.models[name], (at, at + width)
-        listing.plural = (
-            plural(found, at + width - 1)
-            or toks[at - 1 : at] in {("all",), *((w,) for w in EVERY)}
-            or found.words[at + width : at + width + 1] in _PLURAL_VERBS  # "aircraft have"
-        )
-    elif (rows := named_rows(lens, found)) is not None:  # "the cities of the stations"
-        listing.model, listing.noun = lens.models[rows[2]], rows[:2]
-        listing.plural = plural(found, rows[1] - 1) or toks[rows[0] - 1] in EVERY | {"all"}
     starts = {m.start: m for m in found.mentions if m.start != (listing.noun or (-1,))[0]}
     values = [m for m in found.mentions if m.kind == "value"]
     qualifiers = {
@@ -346,15 +394,62 @@ def _read_listing(lens: Lens, found: Retrieval, reading: Reading) -> _Listing | 
         if listing.noun is not None and listing.noun[0] <= i < listing.noun[1]:
             i = listing.noun[1]
             continue
+        if (period := next((p for p in reading.period_spans if p[0] == i), None)) is not None:
+            i = period[1]  # the period's words (:func:`_period`)
+            continue
         if not _free_word(listing, found, reading, i, asked):
             return None
         i += 1
     if reading.directions and listing.rank_key is None:
         return None
+    if not asked and listing.rank_key is None and listing.noun is not None and listing.plural:
+        asked.append(-1)  # "List all cartoons directed by Ben Jones": the rows' label
     if not asked and (listing.rank_key is None or listing.noun is None):
         return None
     check_placed(found, listing.negated)
     return _resolve_listing(lens, found, listing, asked, values)
+
+
+def _find_noun(lens: Lens, found: Retrieval, reading: Reading, listing: _Listing) -> None:
+    """Set the listed rows' model and noun span when the question names them, and
+    whether it asks for a column's values first ("What districts are the huts in?")."""
+    toks = found.tokens
+    if reading.noun_at:
+        ((at, name),) = reading.noun_at.items()
+        width = max(
+            len(k)
+            for k, v in model_nouns(lens).items()
+            if v == name and toks[at : at + len(k)] == k
+        )
+        listing.model, listing.noun = lens.models[name], (at, at + width)
+        listing.plural = (
+            plural(found, at + width - 1)
+            or toks[at - 1 : at] in {("all",), *((w,) for w in EVERY)}
+            or found.words[at + width : at + width + 1] in _PLURAL_VERBS  # "aircraft have"
+        )
+    elif (rows := named_rows(lens, found)) is not None:  # "the cities of the stations"
+        listing.model, listing.noun = lens.models[rows[2]], rows[:2]
+        listing.plural = plural(found, rows[1] - 1) or toks[rows[0] - 1] in EVERY | {"all"}
+    first = values_first(lens, found)
+    if first is not None:
+        listing.values_first = True
+        if listing.noun is None:
+            _rows_after_verb(lens, found, listing, first[1])
+
+
+def _rows_after_verb(lens: Lens, found: Retrieval, listing: _Listing, at: int) -> None:
+    """Read the phrase at ``at`` (past ``the``/``all``) as the listed rows when it spells
+    a model's noun, though a column's synonym covers it ("What citizenships are the
+    singers from?": the singers, not their names)."""
+    toks = found.tokens
+    while at < len(toks) and toks[at] in ("the", "all"):
+        at += 1
+    mention = next((m for m in found.mentions if m.start == at), None)
+    if mention is None:
+        return
+    name = model_nouns(lens).get(toks[mention.start : mention.end])
+    if name is not None:
+        listing.model, listing.noun, listing.plural = lens.models[name], (at, mention.end), True
 
 
 def _free_word(

@@ -20,6 +20,13 @@ A distinct list leaves out the row whose every shown column is NULL: a missing
 segment is no segment (:func:`distinct_values`; SQL from other tiers that lists one
 is labelled by the NULL-group gate instead).
 
+So does a listing whose question word determines the attribute itself, followed by a
+verb: "What districts are the huts in?", "Which countries have ranges?" ask for the
+districts and the countries, each once, not for a row per hut or range
+(:func:`values_first`). A plural that is a model's own noun ("Which airlines have
+flights …") names rows, not values, and a label or key column ("What names do the
+singers have?") keeps a row each.
+
 A question "what|which … are there" with a measure in it ("What grades of honey are
 there?") asks which values exist, not for the measure broken down by them: the
 one-measure grammar declines it (:func:`check_values_question`).
@@ -32,11 +39,13 @@ import re
 import sqlglot
 from sqlglot import exp
 
+from reconciler.assembly.lexicon import model_nouns
 from reconciler.assembly.retrieval import Mention, Retrieval
 from reconciler.assembly.text import tokenize
-from reconciler.lens import Model
+from reconciler.lens import Lens, Model
 from reconciler.reading.ir import Declined, DeclineKind, Plan
 from reconciler.reading.lex import DISTINCT_WORDS
+from reconciler.reading.phrases.words import plural
 
 
 def distinct_columns(found: Retrieval) -> dict[int, Mention]:
@@ -68,6 +77,30 @@ def check_distinct(found: Retrieval, marked: dict[int, Mention], plan: Plan) -> 
                 DeclineKind.UNSUPPORTED_CONSTRUCT,
                 f"{phrase!r}: each value once, but the answer does not group by it",
             )
+
+
+_VALUES_VERBS = frozenset({"are", "is", "were", "was", "do", "does", "did", "have", "has", "had"})
+
+
+def values_first(lens: Lens, found: Retrieval) -> tuple[Mention, int] | None:
+    """``(the dimension phrase, the index after its verb)`` of a question whose question
+    word determines a plural dimension that a verb follows ("What districts are the
+    huts in?"), else ``None`` (module docstring). The phrase must not be a model's
+    noun: "Which airlines have …" asks for airlines, the rows."""
+    toks = found.tokens
+    if toks[:1] not in (("what",), ("which",)):
+        return None
+    at = 2 if toks[1:2] and toks[1] in DISTINCT_WORDS else 1
+    mention = next((m for m in found.mentions if m.start == at), None)
+    if mention is None or mention.kind != "dimension" or mention.end >= len(toks):
+        return None
+    if toks[mention.end] not in _VALUES_VERBS:
+        return None
+    if not plural(found, mention.end - 1):
+        return None  # singular: "which district is the hut in" asks for one row's value
+    if toks[mention.start : mention.end] in model_nouns(lens):
+        return None
+    return mention, mention.end + 1
 
 
 _ARE_THERE = re.compile(r"\b(?:are|were)\s+there\s*[?.!]*\s*$", re.IGNORECASE)

@@ -45,6 +45,7 @@ class Reading:
     """What the grammar words outside lens phrases said (mutable while scanning)."""
 
     periods: list[Period] = field(default_factory=list)
+    period_spans: list[tuple[int, int]] = field(default_factory=list)  # their tokens
     all_time: bool = False
     comparison: bool = False
     share: str | None = None
@@ -115,6 +116,7 @@ class _Scan:
             after, period = found_period
             if all(p.span != period.span for p in r.periods):
                 r.periods.append(period)
+            r.period_spans.append((i, after))
             return after
         whole = all_time_at(toks, i, self.free)
         if whole is not None:
