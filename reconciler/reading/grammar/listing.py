@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass, field
-from datetime import date
 
 import sqlglot
 from sqlglot import exp
@@ -30,6 +29,7 @@ from reconciler.reading.phrases.negation import Negations, check_placed, differs
 from reconciler.reading.phrases.nouns import EVERY, named_rows
 from reconciler.reading.phrases.ordering import Ordering, split_orders
 from reconciler.reading.phrases.restated import restate, split_restated
+from reconciler.reading.phrases.rowdates import own_period
 from reconciler.reading.phrases.rowfacts import check_ranked_values, row_bounds, tied_rows
 from reconciler.reading.phrases.rowjoins import listed_column, reaching, rows_model, with_joins
 from reconciler.reading.phrases.words import (
@@ -39,8 +39,6 @@ from reconciler.reading.phrases.words import (
     plural,
     read_grammar,
 )
-from reconciler.reading.phrases.years import year_of
-from reconciler.reading.today import day_sql
 
 # Listing questions: "what are the names and prices of the products in Toys?"
 _OPENERS = frozenset({"return", "provide", "find", "display", "get", "name"})
@@ -142,7 +140,7 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
         )
     for col, value in listing.excluded:
         query = query.where(differs(col.sql, col.name, value, dialect))
-    for condition in (*row_bounds(lens, model, bounds), *_period(lens, model, reading)):
+    for condition in (*row_bounds(lens, model, bounds), *own_period(lens, model, reading.periods)):
         query = query.where(condition)
     if ties:
         assert listing.rank_column is not None
@@ -178,63 +176,6 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
     if limit is not None:
         query = query.limit(limit)
     return with_joins(lens, query, model.name, listing.joins).sql(dialect=dialect, pretty=True)
-
-
-def _period(lens: Lens, model: Model, reading: Reading) -> list[exp.Expr]:
-    """The conditions of the question's one period on the listed rows' own date ("the
-    orders in March 2024"): a half-open range on the model's time dimension, or, on
-    rows dated by a year number alone, that year
-    (:func:`~reconciler.reading.phrases.years.year_of`). Rows that other dated rows
-    join to ("customers", which orders join to) may be dated by those: that declines.
-
-    Raises:
-        Declined: dated rows join to the model, several time dimensions and no default
-            (which date?), or no date at all.
-    """
-    dialect = lens.config.dialect
-    if not reading.periods:
-        return []
-    span = reading.periods[0].span
-    dated = sorted(
-        name
-        for name, other in lens.models.items()
-        if other.time_dimensions and any(j.to == model.name for j in other.joins)
-    )
-    if dated:  # "customers in March 2024": signed up then, or ordered then?
-        raise Declined(
-            DeclineKind.AMBIGUOUS_READING,
-            f"{model.name} in a period: by their own date, or by their {', '.join(dated)}? "
-            "Name the date ('whose <date> is in …') or what the rows did",
-        )
-    time = model.time_dimension()
-    if len(model.time_dimensions) > 1 and model.default_time_dimension is None:
-        raise Declined(
-            DeclineKind.AMBIGUOUS_READING, f"which date of {model.name!r} does the period bound?"
-        )
-    if time is not None:
-        column = sqlglot.parse_one(time.sql, read=dialect)
-        bounds = ((span[0], exp.GTE), (span[1], exp.LT))
-        return [
-            op(this=column.copy(), expression=day_sql(day))
-            for day, op in bounds
-            if day not in (date.min, date.max)
-        ]
-    year = year_of(model, span)
-    if year is None:
-        raise Declined(
-            DeclineKind.MISSING_IN_LENS, f"{model.name!r} has no date for the period to bound"
-        )
-    name, ops = year
-    sql = next(c.sql for c in model.dimensions if c.name == name)
-    return [
-        _COMPARE[op](
-            this=sqlglot.parse_one(sql, read=dialect), expression=exp.Literal.number(number)
-        )
-        for op, number in ops
-    ]
-
-
-_COMPARE: dict[str, type[exp.Binary]] = {"=": exp.EQ, ">=": exp.GTE, "<": exp.LT}
 
 
 def _keeps_ties(found: Retrieval, listing: _Listing, reading: Reading) -> bool:
@@ -331,7 +272,7 @@ def _may_list(lens: Lens, found: Retrieval, reading: Reading) -> bool:
     """Whether the question may be a listing: it opens like one, and the grammar read
     no period, aggregation, share, change, metric, flag or count in it."""
     extras = (
-        reading.periods[1:],  # one period bounds the rows' own date (:func:`_period`)
+        reading.periods[1:],  # one period bounds the rows' own date (rowdates)
         reading.all_time,
         reading.comparison,
         reading.share,
@@ -395,7 +336,9 @@ def _read_listing(lens: Lens, found: Retrieval, reading: Reading) -> _Listing | 
             i = listing.noun[1]
             continue
         if (period := next((p for p in reading.period_spans if p[0] == i), None)) is not None:
-            i = period[1]  # the period's words (:func:`_period`)
+            i = period[
+                1
+            ]  # the period's words (:func:`~reconciler.reading.phrases.rowdates.own_period`)
             continue
         if not _free_word(listing, found, reading, i, asked):
             return None
