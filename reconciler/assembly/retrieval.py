@@ -116,6 +116,12 @@ def retrieve(lens: Lens, question: str, values: DimensionValues | None = None) -
                 kept = tuple(t for t in targets if PRIORITY[t.kind] == best)
                 candidates.append((start, end, best, kept))
     candidates.sort(key=lambda c: (c[0] - c[1], c[2], c[0]))
+    nouns = _noun_spans(lens, toks)
+    candidates = [
+        c
+        for c in candidates
+        if not any(a <= c[0] and c[1] <= b and b - a > c[1] - c[0] for a, b in nouns)
+    ]
     taken: set[int] = set()
     mentions: list[Mention] = []
     for start, end, _, targets in candidates:
@@ -136,6 +142,30 @@ def retrieve(lens: Lens, question: str, values: DimensionValues | None = None) -
     as_said = tuple(None if said is None or o is None else said[o] for o in origin)
     picked = _entity_nouns(lens, lex, ws, toks, mentions)
     return Retrieval(ws, toks, _short_values(lens, values or {}, as_said, toks, picked))
+
+
+def _noun_spans(lens: Lens, toks: tuple[str, ...]) -> list[tuple[int, int]]:
+    """Spans of model nouns of several words ("tv channel" of table ``TV_Channel``),
+    longest first and not overlapping: a shorter lens phrase inside one ("channel", a
+    column's synonym) does not split the noun the question names its rows by."""
+    several = {k for k in model_nouns(lens) if len(k) > 1}
+    if not several:
+        return []
+    longest = max(len(k) for k in several)
+    spans = sorted(
+        (
+            (start, start + n)
+            for start in range(len(toks))
+            for n in range(2, longest + 1)
+            if toks[start : start + n] in several
+        ),
+        key=lambda s: (s[0] - s[1], s[0]),
+    )
+    kept: list[tuple[int, int]] = []
+    for a, b in spans:
+        if all(b <= c or d <= a for c, d in kept):
+            kept.append((a, b))
+    return kept
 
 
 def _short_values(

@@ -49,6 +49,9 @@ _BREAKDOWN_WORDS = frozenset(
 )
 _IN_DATABASE = re.compile(r"\s+in\s+the\s+(?:database|system)\b", re.IGNORECASE)
 _QUALIFY_GAP = ((), ("of",))
+# "whose city is Oslo", "where the city is Oslo": the column only names its value's place
+_BE = (("is",), ("are",), ("was",), ("were",))
+_WHERE_THE = (("where", "the"), ("whose", "the"))
 _PLURAL_VERBS = (("have",), ("are",), ("were",))
 
 
@@ -121,7 +124,8 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
         shown = (listing.columns, listing.phrases)
         listing.columns = restate(lens, listing.model, shown, restated, label, values)
     ties = _keeps_ties(found, listing, reading)
-    limit = None if ties else _limit(listing, reading, found, ordering, alphabetical is not None)
+    conditioned = bool(bounds or listing.filters or listing.excluded or reading.periods)
+    limit = None if ties else _limit(listing, reading, found, ordering, alphabetical, conditioned)
     model = listing.model
     dialect = lens.config.dialect
     query = exp.select(
@@ -197,23 +201,27 @@ def _limit(
     reading: Reading,
     found: Retrieval,
     ordering: Ordering | None,
-    alphabetical: bool,
+    alphabetical: bool | None,
+    conditioned: bool,
 ) -> int | None:
     """The LIMIT of a ranked listing (``None``: every row).
 
     A listing with no ranking word and no count that closes with an ordering phrase
     ("… ordered by age", "… in reversed alphabetical order") lists every row in that
     order, whatever the number of its noun: the order is of rows, so there are several.
+    So does a singular noun with a condition (``conditioned``: a value, a bound, a
+    period: "the model of the car whose weight is below 3000"): the condition is what
+    picks the row out, and every row that meets it is shown, never one of them.
     """
     if listing.rank_column is None:
-        ordered = (ordering is not None or alphabetical) and not reading.numbers
-        if not listing.plural and not ordered and not _names_its_row(listing):
+        ordered = (ordering is not None or alphabetical is not None) and not reading.numbers
+        if not (listing.plural or ordered or conditioned or _names_its_row(listing)):
             raise Declined(
                 DeclineKind.AMBIGUOUS_READING,
                 "a listing of one row or of all of them? Say 'the names of the …s'",
             )
         return None
-    if alphabetical:
+    if alphabetical is not None:
         raise Declined(
             DeclineKind.UNSUPPORTED_CONSTRUCT,
             "a ranking ordered alphabetically: the ranking fixes its own order",
@@ -455,7 +463,10 @@ def _qualifies(found: Retrieval, dimension: Mention, value: Mention, negated: Ne
     if not any((t.model, t.name) in named for t in value.targets):
         return False
     between = gap(found, negated, dimension.end, value.start)
-    return between in _QUALIFY_GAP or dimension.start == value.end
+    if between in _QUALIFY_GAP or dimension.start == value.end:
+        return True
+    before = found.tokens[max(0, dimension.start - 2) : dimension.start]
+    return between in _BE and (before[-1:] in (("whose",), ("where",)) or before in _WHERE_THE)
 
 
 def _resolve_listing(
