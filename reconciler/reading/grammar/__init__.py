@@ -23,6 +23,7 @@ from reconciler.reading.compile import render
 from reconciler.reading.grammar.aggregatelists import aggregate_list
 from reconciler.reading.grammar.averagebounds import above_average
 from reconciler.reading.grammar.countratios import count_ratio
+from reconciler.reading.grammar.dateextremes import date_extreme
 from reconciler.reading.grammar.distinctcounts import distinct_count
 from reconciler.reading.grammar.entitylabels import entity_labels
 from reconciler.reading.grammar.existence import existence_rows
@@ -135,6 +136,7 @@ SHAPES: tuple[tuple[str, Shape], ...] = (
         _written("average bound", lambda q: above_average(q.lens, q.text, q.values, listed_rows)),
     ),
     ("row pick", _written("row pick", lambda q: picked_rows(q.lens, q.text, q.values))),
+    ("date extreme", _written("date extreme", lambda q: date_extreme(q.lens, q.text, q.values))),
     ("listing", _written("listing", lambda q: listed_rows(q.lens, q.text, q.values))),
     ("shared values", lambda q: shared_values(q.lens, q.text, q.values)),
 )

@@ -1,0 +1,219 @@
+"""The first or last date of some rows: "What is the latest order date?" (pure).
+
+A question asking for the earliest or latest value of one time dimension reads as
+``MIN`` or ``MAX`` of it, over the rows of its model, kept by that model's own
+values:
+
+    What is the latest order date?
+    What is the earliest signup date of customers in Europe?
+    When was the last order placed?            (the model's default time dimension)
+    When was the first transcript released?  (its one date, whatever the verb)
+    What is the last transcript release date?
+
+It is one number-like answer (one date), never a row: "When is the first transcript
+released? List the date and details." asks for the row, and names a column this
+shape does not hold, so it is another shape's. The extreme word must stand right
+before the date ("the latest order date") or the rows' noun after "when"
+("When was the last order …"); a noun of another model, a breakdown, a period, a
+number, a metric or any other word outside the lens's vocabulary means another shape
+(``None``). Rows with several dates and no default decline when the date is not named
+(which one?).
+
+Words: ``earliest``, ``first``, ``oldest``, ``minimum``, ``min`` read ``MIN``;
+``latest``, ``last``, ``newest``, ``most recent``, ``maximum``, ``max`` read ``MAX``.
+"""
+
+from __future__ import annotations
+
+import sqlglot
+from sqlglot import exp
+
+from reconciler.assembly.lexicon import DimensionValues, model_nouns
+from reconciler.assembly.retrieval import Mention, Retrieval, retrieve
+from reconciler.assembly.text import DATE_VERBS, STOPWORDS
+from reconciler.lens import Column, Lens, Model
+from reconciler.reading.ir import Declined, DeclineKind
+from reconciler.reading.phrases.related import conditions
+
+_EARLIEST = frozenset({"earliest", "first", "oldest", "minimum", "min"})
+_LATEST = frozenset({"latest", "last", "newest", "maximum", "max"})
+_OPENERS = frozenset({"what", "when", "give", "show", "find", "tell", "return", "list"})
+_FILLERS = frozenset({"is", "was", "were", "are", "did", "does", "the", "a", "an", "of", "for"})
+
+
+def date_extreme(lens: Lens, question: str, values: DimensionValues) -> str | None:
+    """The SQL of an earliest/latest-date question (module docstring), or ``None``:
+
+        SELECT MIN(<date>) AS earliest_<date> FROM <table> AS <model> [WHERE <values>]
+
+    Raises:
+        Declined: the rows' noun names a model with several dates and no default, a
+            value of another model, or two values of one column.
+    """
+    found = retrieve(lens, question, values)
+    toks = found.tokens
+    if not toks or toks[0] not in _OPENERS:
+        return None
+    at, function = _extreme(toks)
+    if at is None:
+        return None
+    after = at + 2 if toks[at : at + 2] == ("most", "recent") else at + 1
+    starts = {m.start: m for m in found.mentions}
+    dated = starts.get(after)
+    noun = _noun_at(lens, toks, after)
+    if dated is not None and dated.kind == "time_dimension":
+        column, model = _one_date(lens, found, dated)
+        end = dated.end
+    elif noun is not None and (toks[0] == "when" or _dated_noun(lens, toks, noun)):
+        model = lens.models[noun[1]]
+        column = _default_date(model)
+        end = noun[0]
+        if len(model.time_dimensions) == 1:  # its one date: "… transcript released?"
+            end = _verb_of_one_date(toks, end)
+    else:
+        return None
+    if not _only_fillers(lens, found, model, (at, end), noun):
+        return None
+    equalities = _values(found, model)
+    dialect = lens.config.dialect
+    alias = f"{'earliest' if function == 'MIN' else 'latest'}_{column.name}"
+    bare = sqlglot.parse_one(column.sql, read=dialect)
+    for col in bare.find_all(exp.Column):
+        col.set("table", exp.to_identifier(model.name))
+    aggregate = exp.Min(this=bare) if function == "MIN" else exp.Max(this=bare)
+    table = exp.alias_(exp.to_table(model.table, dialect=dialect), model.name)
+    query = exp.select(exp.alias_(aggregate, alias)).from_(table)
+    where = conditions(lens, model.name, equalities)
+    if where:
+        query = query.where(exp.and_(*where))
+    return query.sql(dialect=dialect, pretty=True)
+
+
+def _extreme(toks: tuple[str, ...]) -> tuple[int | None, str]:
+    """``(index, MIN|MAX)`` of the one extreme word, or ``(None, "")``."""
+    hits = [
+        (i, "MIN" if t in _EARLIEST else "MAX")
+        for i, t in enumerate(toks)
+        if t in _EARLIEST | _LATEST or toks[i : i + 2] == ("most", "recent")
+    ]
+    return hits[0] if len(hits) == 1 else (None, "")
+
+
+_DATE_WORDS = frozenset({"date", "day", "time"})
+
+
+def _dated_noun(lens: Lens, toks: tuple[str, ...], noun: tuple[int, str]) -> bool:
+    """Whether "date" follows the rows' noun, past at most one word, on rows with one
+    date ("the last transcript release date")."""
+    ahead = toks[noun[0] : noun[0] + 2]
+    dates = lens.models[noun[1]].time_dimensions
+    return len(dates) == 1 and any(t in _DATE_WORDS for t in ahead)
+
+
+def _verb_of_one_date(toks: tuple[str, ...], end: int) -> int:
+    """The index past the word (a verb, "released") and date word after the noun of
+    rows with one date: with one date, the verb can name no other."""
+    if toks[end : end + 1] and toks[end] in _DATE_WORDS:
+        return end + 1
+    if toks[end + 1 : end + 2] and toks[end + 1] in _DATE_WORDS:
+        return end + 2
+    if end + 1 == len(toks) or toks[end + 1 : end + 2] == ("?",):
+        return end + 1  # "When was the last transcript released?"
+    return end
+
+
+def _noun_at(lens: Lens, toks: tuple[str, ...], at: int) -> tuple[int, str] | None:
+    """``(index after, model)`` of the longest model noun at ``at``."""
+    nouns = model_nouns(lens)
+    for width in range(max((len(k) for k in nouns), default=0), 0, -1):
+        if toks[at : at + width] in nouns:
+            return at + width, nouns[toks[at : at + width]]
+    return None
+
+
+def _one_date(lens: Lens, found: Retrieval, dated: Mention) -> tuple[Column, Model]:
+    places = sorted({(t.model, t.name) for t in dated.targets})
+    if len(places) != 1:
+        phrase = " ".join(found.words[dated.start : dated.end])
+        listed = ", ".join(f"{m}.{n}" for m, n in places)
+        raise Declined(
+            DeclineKind.AMBIGUOUS_READING, f"{phrase!r} could mean {listed}: name the one meant"
+        )
+    model = lens.models[places[0][0]]
+    return next(c for c in model.time_dimensions if c.name == places[0][1]), model
+
+
+def _default_date(model: Model) -> Column:
+    if len(model.time_dimensions) > 1 and model.default_time_dimension is None:
+        raise Declined(
+            DeclineKind.AMBIGUOUS_READING,
+            f"which date of {model.name!r}? Name it ('the latest <date> of …')",
+        )
+    column = model.time_dimension()
+    if column is None:
+        raise Declined(DeclineKind.MISSING_IN_LENS, f"{model.name!r} has no date")
+    return column
+
+
+def _only_fillers(
+    lens: Lens,
+    found: Retrieval,
+    model: Model,
+    read: tuple[int, int],
+    noun: tuple[int, str] | None,
+) -> bool:
+    """Whether every word outside the extreme and its date is a filler, the opener, a
+    date verb, the model's own noun or one of its values."""
+    toks = found.tokens
+    covered: set[int] = set(range(*read))
+    for m in found.mentions:
+        if m.kind == "value" or (m.kind == "time_dimension" and _verb(found, m)):
+            covered |= set(range(m.start, m.end))
+        elif not set(range(m.start, m.end)) <= covered:
+            return False  # a column, metric or fact: another shape's question
+    nouns = model_nouns(lens)
+    i = 1
+    while i < len(toks):
+        if i in covered:
+            i += 1
+            continue
+        width = next((w for w in range(4, 0, -1) if nouns.get(toks[i : i + w]) == model.name), 0)
+        if width:
+            i += width
+            continue
+        if toks[i] not in _FILLERS | DATE_VERBS and toks[i] not in STOPWORDS - {"not", "no"}:
+            return False
+        i += 1
+    return noun is None or noun[1] == model.name
+
+
+def _verb(found: Retrieval, m: Mention) -> bool:
+    """Whether ``m`` is one date verb ("placed"), not the date's name."""
+    return m.end - m.start == 1 and found.tokens[m.start] in DATE_VERBS
+
+
+def _values(found: Retrieval, model: Model) -> list[tuple[str, str]]:
+    """``(dimension, value)`` of each value mention, all of ``model``'s own.
+
+    Raises:
+        Declined: a value of another model, or two values of one column.
+    """
+    out: list[tuple[str, str]] = []
+    for m in found.mentions:
+        if m.kind != "value":
+            continue
+        places = {(t.name, t.value) for t in m.targets if t.model == model.name}
+        phrase = " ".join(found.words[m.start : m.end])
+        if len(places) != 1:
+            raise Declined(
+                DeclineKind.UNKNOWN_TERM,
+                f"{phrase!r} is not one value of a column of model {model.name!r}",
+            )
+        ((name, value),) = places
+        if value is None or any(n == name for n, _ in out):
+            raise Declined(
+                DeclineKind.AMBIGUOUS_READING,
+                f"several values of {model.name}.{name} are named: all of them, or any?",
+            )
+        out.append((name, value))
+    return out
