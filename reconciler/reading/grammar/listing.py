@@ -136,11 +136,13 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
         model, listing.columns, question, bare or listing.values_first
     ):
         query = distinct_values(query, listing.columns, dialect)
-    for col, value in listing.filters:
+    for col, said in _any_of(listing.filters).items():
+        column = sqlglot.parse_one(col.sql, read=dialect)
+        literals = [exp.Literal.string(v) for v in said]
         query = query.where(
-            exp.EQ(
-                this=sqlglot.parse_one(col.sql, read=dialect), expression=exp.Literal.string(value)
-            )
+            exp.EQ(this=column, expression=literals[0])
+            if len(literals) == 1
+            else exp.In(this=column, expressions=literals)
         )
     for col, value in listing.excluded:
         query = query.where(differs(col.sql, col.name, value, dialect))
@@ -509,6 +511,7 @@ def _resolve_listing(
             listing.columns = [label, listing.rank_column]
         if listing.noun is None and listing.plural:  # one row: the top row's value
             check_ranked_values(lens, model, listing.columns, listing.rank_column)
+    previous: dict[str, Mention] = {}  # the last value read of each column
     for v in values:
         places = {(t.name, t.value) for t in v.targets if t.model == model.name}
         phrase = " ".join(found.words[v.start : v.end])
@@ -520,14 +523,31 @@ def _resolve_listing(
         ((name, value),) = places
         col = next(c for c in model.dimensions if c.name == name)
         assert value is not None
-        if any(c.name == name for c, _ in (*listing.filters, *listing.excluded)):
+        negated = v.start in listing.negated.values
+        if any(c.name == name for c, _ in (*listing.filters, *listing.excluded)) and (
+            negated or not _either(found, previous[name], v, listing.negated)
+        ):
             raise Declined(
                 DeclineKind.AMBIGUOUS_READING,
                 f"several values of {model.name}.{name} are named: all of them, or any?",
             )
-        negated = v.start in listing.negated.values
+        previous[name] = v
         (listing.excluded if negated else listing.filters).append((col, value))
     return listing
+
+
+def _any_of(filters: list[tuple[Column, str]]) -> dict[Column, list[str]]:
+    """``{column: its values}`` in question order (several: any of them, ``IN``)."""
+    out: dict[Column, list[str]] = {}
+    for col, value in filters:
+        out.setdefault(col, []).append(value)
+    return out
+
+
+def _either(found: Retrieval, first: Mention, second: Mention, negated: Negations) -> bool:
+    """Whether two values of one column are joined by "or" ("directed by Ben Jones or
+    Brandon Vietti", "either 32 or 33"): the rows with any of them."""
+    return first.start not in negated.values and found.tokens[first.end : second.start] == ("or",)
 
 
 def _mention_column(

@@ -20,8 +20,10 @@ A whole number standing right between ``with``, ``having`` or ``[who|that|which]
 have|has|had`` and the phrase of an integer column — a fact or a dimension whose
 ``data_type`` is an integer type — is how much of it the rows hold, an equality:
 "the cars with 4 cylinders" reads ``cylinders = 4``, "hotels that have 5 stars"
-``stars = 5``. A column of any other type ("with 30 mpg" on a double) keeps its
-words, so the question declines as before.
+``stars = 5``; a comparison before the number is its bound ("cars with more than 4
+cylinders": ``cylinders > 4``, "that have at least 3 rooms": ``rooms >= 3``). A
+column of any other type ("with 30 mpg" on a double) keeps its words, so the
+question declines as before.
 
 ``over``, ``above``, ``below`` and ``under`` may also stand *before* the fact, a
 whole number right after it and no introducer needed ("singers above age 20"); a
@@ -128,7 +130,7 @@ def split_bounds(
         held = _held(lens, words, m)  # "the cars with 4 cylinders"
         if held is not None and not (cut and cut[-1][1] > held[0]):
             cut.append((held[0], m.end))
-            bounds.append(Bound(held[1], (("=", words[m.start - 1]),), held[2]))
+            bounds.append(Bound(held[1], ((held[3], words[m.start - 1]),), held[2]))
             continue
         ahead = _ahead(words, m.start, m.end)  # "singers above age 20"
         if facts and ahead is not None and not (cut and cut[-1][1] > m.start - 1):
@@ -198,16 +200,21 @@ def _measured(
 
 def _held(
     lens: Lens, words: tuple[str, ...], m: Mention
-) -> tuple[int, tuple[Target, ...], str] | None:
-    """``(first word index, integer columns, phrase)`` of a whole number between a
-    holding word and the integer column phrase ``m`` ("with 4 cylinders", "that
-    have 5 stars"), else ``None``."""
+) -> tuple[int, tuple[Target, ...], str, str] | None:
+    """``(first word index, integer columns, phrase, operator)`` of a whole number
+    between a holding word and the integer column phrase ``m`` ("with 4 cylinders",
+    "that have 5 stars": ``=``), a comparison before the number ("with more than 4
+    cylinders", "that have at least 3 rooms": its operator), else ``None``."""
     at = m.start - 1
     if at < 1 or not words[at].isdigit():
         return None
     if any(stem(w) in GRAIN_WORDS for w in words[m.start : m.end]):
         return None  # "with 5 years": a span of time, not an amount held
-    start = at - 1
+    op, start = "=", at - 1
+    for said, compared in _COMPARATORS:
+        if start - len(said) >= 0 and words[at - len(said) : at] == said:
+            op, start = compared, at - len(said) - 1
+            break
     if words[start] in _HAVE:
         start -= 1 if start and words[start - 1] in _RELATIVES else 0
     elif words[start] not in _HOLDING:
@@ -216,7 +223,7 @@ def _held(
     columns = tuple(t for t in named if _integer(lens, t))
     if not columns or len(columns) != len(named):
         return None
-    return start, columns, " ".join(words[at : m.end])
+    return start, columns, " ".join(words[start + 1 : m.end]), op
 
 
 def _integer(lens: Lens, target: Target) -> bool:
