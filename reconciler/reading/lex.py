@@ -44,6 +44,9 @@ HAVE_WORDS = frozenset({"have", "has", "had"})
 RELATIVE_WORDS = frozenset({"who", "that", "which"})
 # A row's label and key said as a word: "the name of …", "their ids".
 LABEL_WORDS = frozenset({"name", "title"})
+# Verbs that only tie a row to its attribute ("Which country does JetBlue belong to?",
+# "What city is the depot located in?"): a listing reads them as it reads "is".
+BELONGING_WORDS = frozenset({"belong", "belongs", "located", "based", "affiliated", "situated"})
 KEY_WORDS = frozenset({"id", "identifier"})
 # A fact's own head noun said after it: "the staff number", "the most staff members".
 FACT_HEADS = frozenset({"number", "member", "figure"})

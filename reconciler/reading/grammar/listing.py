@@ -32,6 +32,7 @@ from reconciler.reading.phrases.restated import restate, split_restated
 from reconciler.reading.phrases.rowdates import own_period
 from reconciler.reading.phrases.rowfacts import check_ranked_values, row_bounds, tied_rows
 from reconciler.reading.phrases.rowjoins import listed_column, reaching, rows_model, with_joins
+from reconciler.reading.phrases.rowvalues import any_of, value_filters
 from reconciler.reading.phrases.words import (
     Reading,
     check_row_count,
@@ -136,7 +137,7 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
         model, listing.columns, question, bare or listing.values_first
     ):
         query = distinct_values(query, listing.columns, dialect)
-    for col, said in _any_of(listing.filters).items():
+    for col, said in any_of(listing.filters).items():
         column = sqlglot.parse_one(col.sql, read=dialect)
         literals = [exp.Literal.string(v) for v in said]
         query = query.where(
@@ -428,6 +429,8 @@ def _free_word(
         pass  # "the smallest amount of <column>"
     elif _fact_head(found, i):
         pass  # "the staff number": the fact's own head noun
+    elif t in lex.BELONGING_WORDS:
+        pass  # "Which country does JetBlue belong to?": the row's own attribute
     elif t in LABEL_WORDS | KEY_WORDS and (listing.noun is None or i < listing.noun[0]):
         asked.append(i)
     else:
@@ -489,6 +492,9 @@ def _resolve_listing(
             shared = {
                 m for m in [rows_model(lens, key.targets, [m.targets for m in mentions])] if m
             }
+        valued = shared & {t.model for v in values for t in v.targets}
+        if len(shared) > 1 and len(valued) == 1:
+            shared = valued  # "the country of JetBlue Airways": the model the value names
         if len(shared) != 1:
             return None
         listing.model = lens.models[shared.pop()]
@@ -511,43 +517,10 @@ def _resolve_listing(
             listing.columns = [label, listing.rank_column]
         if listing.noun is None and listing.plural:  # one row: the top row's value
             check_ranked_values(lens, model, listing.columns, listing.rank_column)
-    previous: dict[str, Mention] = {}  # the last value read of each column
-    for v in values:
-        places = {(t.name, t.value) for t in v.targets if t.model == model.name}
-        phrase = " ".join(found.words[v.start : v.end])
-        if len(places) != 1:
-            raise Declined(
-                DeclineKind.UNKNOWN_TERM,
-                f"{phrase!r} is not one value of a column of model {model.name!r}",
-            )
-        ((name, value),) = places
-        col = next(c for c in model.dimensions if c.name == name)
-        assert value is not None
-        negated = v.start in listing.negated.values
-        if any(c.name == name for c, _ in (*listing.filters, *listing.excluded)) and (
-            negated or not _either(found, previous[name], v, listing.negated)
-        ):
-            raise Declined(
-                DeclineKind.AMBIGUOUS_READING,
-                f"several values of {model.name}.{name} are named: all of them, or any?",
-            )
-        previous[name] = v
-        (listing.excluded if negated else listing.filters).append((col, value))
+    filters, excluded = value_filters(found, model, values, listing.negated)
+    listing.filters += filters
+    listing.excluded += excluded
     return listing
-
-
-def _any_of(filters: list[tuple[Column, str]]) -> dict[Column, list[str]]:
-    """``{column: its values}`` in question order (several: any of them, ``IN``)."""
-    out: dict[Column, list[str]] = {}
-    for col, value in filters:
-        out.setdefault(col, []).append(value)
-    return out
-
-
-def _either(found: Retrieval, first: Mention, second: Mention, negated: Negations) -> bool:
-    """Whether two values of one column are joined by "or" ("directed by Ben Jones or
-    Brandon Vietti", "either 32 or 33"): the rows with any of them."""
-    return first.start not in negated.values and found.tokens[first.end : second.start] == ("or",)
 
 
 def _mention_column(
