@@ -320,7 +320,7 @@ def _spoken(lens: Lens, said: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[i
     while i < len(said):
         width = next((n for n in range(longest, 0, -1) if stems_said[i : i + n] in vocabulary), 0)
         if width:
-            put = vocabulary[stems_said[i : i + width]]
+            put = _in_number(vocabulary[stems_said[i : i + width]], said[i + width - 1])
             out.extend(put)
             origin.extend([None] * len(put))
             i += width
@@ -329,6 +329,21 @@ def _spoken(lens: Lens, said: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[i
             origin.append(i)
             i += 1
     return tuple(out), tuple(origin)
+
+
+def _in_number(term: tuple[str, ...], last_said: str) -> tuple[str, ...]:
+    """The lens term's words in the number of the word said last: "the high schooler"
+    with ``high schooler: students`` reads "the student", "high schoolers" "students",
+    so a singular question stays about one row."""
+    if not term:
+        return term
+    *head, last = term
+    said_plural = stem(last_said) != last_said.lower()
+    if stem(last) != last and not said_plural:
+        return (*head, stem(last))
+    if stem(last) == last and said_plural and stem(last + "s") == last:
+        return (*head, last + "s")
+    return term
 
 
 def _vocabulary(lens: Lens) -> dict[tuple[str, ...], tuple[str, ...]]:
