@@ -23,6 +23,7 @@ from reconciler.reading import lex
 from reconciler.reading.ir import Declined, DeclineKind
 from reconciler.reading.lex import ASCENDING, DESCENDING, KEY_WORDS, LABEL_WORDS, NUMBER_WORDS
 from reconciler.reading.phrases.bounds import split_bounds
+from reconciler.reading.phrases.contains import contains_conditions, split_contains
 from reconciler.reading.phrases.distinct import distinct_values, values_asked, values_first
 from reconciler.reading.phrases.labels import row_label
 from reconciler.reading.phrases.negation import Negations, check_placed, differs, gap, negations
@@ -114,6 +115,7 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
     rest, restated = split_restated(_IN_DATABASE.sub("", question))
     rest, ordering, alphabetical = split_orders(rest)
     rest, bounds = split_bounds(lens, rest, values)
+    rest, contained = split_contains(lens, rest, values)
     found = retrieve(lens, rest, values)
     reading = read_grammar(lens, found)
     listing = _read_listing(lens, found, reading)
@@ -125,7 +127,9 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
         shown = (listing.columns, listing.phrases)
         listing.columns = restate(lens, listing.model, shown, restated, label, values)
     ties = _keeps_ties(found, listing, reading)
-    conditioned = bool(bounds or listing.filters or listing.excluded or reading.periods)
+    conditioned = bool(
+        bounds or contained or listing.filters or listing.excluded or reading.periods
+    )
     limit = None if ties else _limit(listing, reading, found, ordering, alphabetical, conditioned)
     model = listing.model
     dialect = lens.config.dialect
@@ -147,7 +151,11 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
         )
     for col, value in listing.excluded:
         query = query.where(differs(col.sql, col.name, value, dialect))
-    for condition in (*row_bounds(lens, model, bounds), *own_period(lens, model, reading.periods)):
+    for condition in (
+        *row_bounds(lens, model, bounds),
+        *own_period(lens, model, reading.periods),
+        *contains_conditions(model, contained, dialect),
+    ):
         query = query.where(condition)
     if ties:
         assert listing.rank_column is not None
