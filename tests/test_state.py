@@ -16,13 +16,13 @@ import pytest
 
 from reconciler.bindings import Bindings
 from reconciler.errors import StateError
-from reconciler.git import refs as refstore
+from reconciler.git import records, refs as refstore
 from reconciler.ids import Oid
 from reconciler.plan import LensPlan
 from reconciler.reconcile import LENS_STEPS, PLAN_STEPS, cases_step, suite_step
 from reconciler.results import Action
 from reconciler.schemas import STATE_KINDS, main, render, state_schema_for
-from reconciler.state import DeploymentMeta, RunRecord
+from reconciler.state import STATE_SCHEMA, DeploymentMeta, RunRecord, load
 from reconciler.verify import VERIFY_STEPS
 from tests.conftest import PROJECT, commit
 
@@ -209,3 +209,54 @@ def test_an_old_intent_rolls_forward_and_a_newer_one_is_not_deleted(
     _intent(repo, b'{"schema_version": 1, "updates": [{"ref": 1}]}')
     with pytest.raises(StateError, match="not a dst intent record"):
         refstore.recover(repo)
+
+
+def test_the_plain_meta_reader_checks_every_field_of_the_model() -> None:
+    # reconciler.git.records reads serving state without pydantic: a field the model
+    # gains must get its check there, or a value of the wrong type would read as valid
+    assert set(records.FIELDS) == set(DeploymentMeta.model_fields)
+    assert records.STATE_SCHEMA == STATE_SCHEMA
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {},
+        {"reach": {"reached": 1, "total": 2}, "flake_rates": {"q": {"flaky_samples": 1}}},
+        {"verified": "ab" * 20, "rollback_to": None, "unknown_key": [1, {"a": None}]},
+        {"recorded_at": "1767225600"},  # the model coerces it: so does the read
+        {"recorded_at": 1767225600.0},
+        {"recorded_at": True},
+        {"schema_version": True},  # True == 1, and the model's Literal[1] takes it
+        {"score": {"correct": "1"}},
+        {"gate": None, "previous_score": None},
+    ],
+)
+def test_the_plain_meta_reader_reads_what_the_model_reads(change: dict[str, object]) -> None:
+    raw = _dumps({**OLD_META, "source": "ab" * 20, **change})
+    model = load(DeploymentMeta, raw, where="deployment x", name="state/meta.json")
+    meta = records.loads_meta(raw, where="deployment x")
+    assert meta.record() == model.record() and meta.dumps() == model.dumps()
+    for name in DeploymentMeta.model_fields:
+        if name != "schema_version":
+            assert getattr(meta, name) == getattr(model, name), name
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"not json",
+        b"[1]",
+        _dumps({**OLD_META}),  # no source
+        _dumps({**OLD_META, "source": "ab" * 20, "schema_version": 2}),
+        _dumps({**OLD_META, "source": "ab" * 20, "score": "high"}),
+        _dumps({**OLD_META, "source": 7}),
+        _dumps({**OLD_META, "source": "ab" * 20, "flake_rates": {"q": 1}}),
+    ],
+)
+def test_the_plain_meta_reader_refuses_what_the_model_refuses(raw: bytes) -> None:
+    with pytest.raises(StateError) as model:
+        load(DeploymentMeta, raw, where="deployment x", name="state/meta.json")
+    with pytest.raises(StateError) as plain:
+        records.loads_meta(raw, where="deployment x")
+    assert plain.value.render() == model.value.render()

@@ -25,7 +25,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pygit2
 
@@ -34,6 +34,7 @@ from reconciler.bindings import Bindings
 from reconciler.errors import DstError, RefConflict, StateError
 from reconciler.git import locks as reflocks
 from reconciler.git.crash import crash_point
+from reconciler.git.records import STATE_SCHEMA, Meta, loads_meta
 from reconciler.git.refnames import (
     APPLYING as APPLYING,
     ATTEMPTS as ATTEMPTS,
@@ -51,14 +52,12 @@ from reconciler.git.refnames import (
     verify_ref as verify_ref,
 )
 from reconciler.ids import Oid
-from reconciler.state import (
-    STATE_SCHEMA,
-    ApplyIntent,
-    DeploymentMeta,
-    IntentUpdate,
-    RunRecord,
-    load,
-)
+
+if TYPE_CHECKING:
+    from reconciler.state import DeploymentMeta, RunRecord
+
+# The records' models (reconciler.state, pydantic) load only where a record is written
+# or a run record read: a deployment's meta reads through reconciler.git.records.
 
 META_SCHEMA = STATE_SCHEMA
 
@@ -78,7 +77,7 @@ class Deployment:
 
     oid: Oid
     lens_tree: Oid
-    info: DeploymentMeta
+    info: Meta
     bindings: Bindings
     previous: Oid | None
 
@@ -156,7 +155,7 @@ def read_deployment(repo: pygit2.Repository, oid: Oid, *, bindings: bool = True)
         raise StateError(f"{where}: not a commit")
     tree = commit.tree
     raw = _state_blob(repo, tree, "state/meta.json", where)
-    meta = load(DeploymentMeta, raw, where=where, name="state/meta.json")
+    meta = loads_meta(raw, where=where)
     bindings_raw = _blob(repo, tree["state/bindings.json"].id)
     stamps = Bindings.loads(bindings_raw, where=f"{where} state/bindings.json", answers=bindings)
     try:
@@ -185,6 +184,8 @@ def read_run(repo: pygit2.Repository, oid: Oid) -> dict[str, Any]:
     if not isinstance(commit, pygit2.Commit):
         raise StateError(f"{where}: not a commit")
     raw = _state_blob(repo, commit.tree, "state/run.json", where)
+    from reconciler.state import RunRecord, load  # lazy: see the imports
+
     return load(RunRecord, raw, where=where, name="state/run.json").record()
 
 
@@ -222,6 +223,8 @@ def write_deployment(
     Raises:
         pydantic.ValidationError: a mapping does not fit its model (a programming error).
     """
+    from reconciler.state import DeploymentMeta, RunRecord  # lazy: see the imports
+
     given = meta.record() if isinstance(meta, DeploymentMeta) else dict(meta)
     full_meta = DeploymentMeta.model_validate(
         {
@@ -428,6 +431,8 @@ def _keep_log(repo: pygit2.Repository, ref: str) -> None:
 
 
 def _write_intent(repo: pygit2.Repository, updates: Sequence[RefUpdate], reason: str) -> Oid:
+    from reconciler.state import ApplyIntent, IntentUpdate  # lazy: see the imports
+
     record = ApplyIntent(
         schema_version=STATE_SCHEMA,
         reason=reason,
@@ -477,6 +482,8 @@ def recover(repo: pygit2.Repository, env: str | None = None) -> list[str]:
         raw = _blob(repo, commit.tree["apply.json"].id)
     except (KeyError, ValueError, TypeError, pygit2.GitError, pygit2.InvalidSpecError):
         raise not_intent from None
+    from reconciler.state import ApplyIntent, load  # lazy: see the imports
+
     # A newer dst's intent says so (upgrade), never "delete it": it must still roll forward.
     record = load(
         ApplyIntent,

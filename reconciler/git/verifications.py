@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pygit2
 
@@ -32,7 +32,9 @@ from reconciler.bindings import Bindings
 from reconciler.errors import DstError, RefConflict
 from reconciler.git import refs as refstore
 from reconciler.ids import Oid
-from reconciler.state import DeploymentMeta, RunRecord
+
+if TYPE_CHECKING:
+    from reconciler.state import DeploymentMeta, RunRecord
 
 ACTION = "verify"
 """The action of a verification's meta."""
@@ -161,6 +163,8 @@ def rebase(repo: pygit2.Repository, local: Oid, theirs: Oid) -> Oid | None:
     head = theirs
     for dep in reversed(mine):
         commit = repo[dep.oid].peel(pygit2.Commit)
+        from reconciler.state import RunRecord  # lazy: reading the chain needs no model
+
         run = RunRecord.model_validate(refstore.read_run(repo, dep.oid))
         others = [Oid(str(p)) for p in commit.parent_ids[1:]]
         head = refstore.write_deployment(
