@@ -14,7 +14,8 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from reconciler.bindings import Bindings
+from reconciler.assets import HASH_SCHEME
+from reconciler.bindings import BINDINGS_SCHEMA, Bindings
 from reconciler.errors import StateError
 from reconciler.git import records, refs as refstore
 from reconciler.ids import Oid
@@ -41,11 +42,13 @@ OLD_META = {
 }
 
 
-def _raw_deployment(repo: pygit2.Repository, source: str, meta: bytes, run: bytes) -> Oid:
+def _raw_deployment(
+    repo: pygit2.Repository, source: str, meta: bytes, run: bytes, bindings: bytes | None = None
+) -> Oid:
     lens_tree = repo.revparse_single(f"{source}:lenses/a").id
     state = repo.TreeBuilder()
     for name, raw in (
-        ("bindings.json", Bindings().dumps()),
+        ("bindings.json", Bindings().dumps() if bindings is None else bindings),
         ("run.json", run),
         ("meta.json", meta),
     ):
@@ -260,3 +263,48 @@ def test_the_plain_meta_reader_refuses_what_the_model_refuses(raw: bytes) -> Non
     with pytest.raises(StateError) as plain:
         records.loads_meta(raw, where="deployment x")
     assert plain.value.render() == model.value.render()
+
+
+def test_the_bindings_shape_check_names_the_stored_constants() -> None:
+    assert records.BINDINGS_SCHEMA == BINDINGS_SCHEMA and records.HASH_SCHEME == HASH_SCHEME
+
+
+_STAMP = {"assets": {"metrics/m": "h"}, "oracle": "o", "source": "s"}
+_HEAD = {"schema_version": 1, "hash_scheme": 1}
+
+
+@pytest.mark.parametrize(
+    ("stored", "as_is"),
+    [
+        ({**_HEAD, "answers": {"q": _STAMP}}, True),
+        (_HEAD, True),
+        ({**_HEAD, "answers": {"q": {**_STAMP, "flakes": 2}}}, True),
+        # parsed now: what Bindings.loads accepts or refuses, it still does at the read
+        (
+            {"schema_version": 1, "hash_scheme": 1, "answers": {"q": {**_STAMP, "flakes": "2"}}},
+            False,
+        ),
+        ({"schema_version": True, "hash_scheme": 1}, False),
+        ({"schema_version": 2, "hash_scheme": 1}, False),
+        ({"schema_version": 1, "hash_scheme": 2}, False),
+        ({**_HEAD, "answers": {"q": {"oracle": "o"}}}, False),
+        ([1], False),
+    ],
+)
+def test_bindings_parse_late_only_when_they_parse(
+    source: tuple[pygit2.Repository, str], stored: object, as_is: bool
+) -> None:
+    raw = _dumps(stored)
+    assert records.bindings_read_as_is(raw) is as_is
+    if as_is:  # then parsing them later cannot fail
+        assert Bindings.loads(raw, where="x").to_json()["hash_scheme"] == HASH_SCHEME
+    repo, sha = source
+    meta = _dumps({**OLD_META, "source": sha})
+    oid = _raw_deployment(repo, sha, meta, _dumps({"schema_version": 1}), bindings=raw)
+    try:
+        expected: object = Bindings.loads(raw, where=f"deployment {oid[:12]} state/bindings.json")
+    except Exception as exc:
+        with pytest.raises(type(exc)):
+            refstore.read_deployment(repo, oid)
+        return
+    assert refstore.read_deployment(repo, oid).bindings == expected

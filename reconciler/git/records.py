@@ -137,3 +137,41 @@ def loads_meta(raw: bytes, *, where: str, name: str = "state/meta.json") -> Meta
     from reconciler.state import DeploymentMeta, load
 
     return Meta.of(load(DeploymentMeta, raw, where=where, name=name).record())
+
+
+BINDINGS_SCHEMA = 1
+""":data:`reconciler.bindings.BINDINGS_SCHEMA`."""
+
+HASH_SCHEME = 1
+""":data:`reconciler.assets.HASH_SCHEME`, the asset hashing the stored bindings must use."""
+
+
+def bindings_read_as_is(raw: bytes, *, answers: bool = True) -> bool:
+    """``state/bindings.json`` has exactly the shape :meth:`reconciler.bindings.Bindings.loads`
+    reads without error: its header is this dst's and (with ``answers``) every answer
+    has its assets, oracle, source and whole flake count.
+
+    Then the bindings parse later, when first used, and a reader that never uses them
+    (``dst status``) loads nothing to read them. When this is false, the caller parses
+    them now, which raises what it always raised.
+    """
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return False
+    if type(data) is not dict:
+        return False
+    header = [data.get("schema_version"), data.get("hash_scheme")]
+    if any(type(v) is not int for v in header) or header != [BINDINGS_SCHEMA, HASH_SCHEME]:
+        return False
+    if not answers:
+        return True
+    stamps = data.get("answers", {})
+    return type(stamps) is dict and all(
+        type(v) is dict
+        and type(v.get("assets")) is dict
+        and "oracle" in v
+        and "source" in v
+        and type(v.get("flakes", 0)) is int
+        for v in stamps.values()
+    )

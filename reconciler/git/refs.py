@@ -21,20 +21,20 @@ environment, whose refs sit directly under ``refs/dst/``.
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pygit2
 
 from reconciler import __version__
-from reconciler.bindings import Bindings
 from reconciler.errors import DstError, RefConflict, StateError
 from reconciler.git import locks as reflocks
 from reconciler.git.crash import crash_point
-from reconciler.git.records import STATE_SCHEMA, Meta, loads_meta
+from reconciler.git.records import STATE_SCHEMA, Meta, bindings_read_as_is, loads_meta
 from reconciler.git.refnames import (
     APPLYING as APPLYING,
     ATTEMPTS as ATTEMPTS,
@@ -54,6 +54,7 @@ from reconciler.git.refnames import (
 from reconciler.ids import Oid
 
 if TYPE_CHECKING:
+    from reconciler.bindings import Bindings
     from reconciler.state import DeploymentMeta, RunRecord
 
 # The records' models (reconciler.state, pydantic) load only where a record is written
@@ -71,15 +72,33 @@ class Deployment:
         lens_tree: tree id of its ``lens/``.
         info: ``state/meta.json`` (action, lens, source, previous, score,
             previous_score, gate …).
-        bindings: ``state/bindings.json``.
         previous: the previous deployment (its first parent), ``None`` for the first.
+        stamps: the bindings, when given (an overlay of a verification's), else ``None``:
+            :attr:`bindings` parses ``stored_bindings`` on first use.
+        stored_bindings: ``state/bindings.json`` as stored, of a shape that parses
+            (:func:`reconciler.git.records.bindings_read_as_is`).
+        answers_read: the bindings' answers are read (``read_deployment(bindings=…)``).
     """
 
     oid: Oid
     lens_tree: Oid
     info: Meta
-    bindings: Bindings
     previous: Oid | None
+    stamps: Bindings | None = None
+    stored_bindings: bytes = field(default=b"", repr=False)
+    answers_read: bool = True
+
+    @functools.cached_property
+    def bindings(self) -> Bindings:
+        """``state/bindings.json`` (or :attr:`stamps`)."""
+        if self.stamps is not None:
+            return self.stamps
+        # lazy: a reader of serving state that never consults the bindings loads no
+        # asset hashing (reconciler.assets) to read them
+        from reconciler.bindings import Bindings
+
+        where = f"deployment {self.oid[:12]} state/bindings.json"
+        return Bindings.loads(self.stored_bindings, where=where, answers=self.answers_read)
 
     @property
     def source(self) -> Oid:
@@ -157,7 +176,14 @@ def read_deployment(repo: pygit2.Repository, oid: Oid, *, bindings: bool = True)
     raw = _state_blob(repo, tree, "state/meta.json", where)
     meta = loads_meta(raw, where=where)
     bindings_raw = _blob(repo, tree["state/bindings.json"].id)
-    stamps = Bindings.loads(bindings_raw, where=f"{where} state/bindings.json", answers=bindings)
+    stamps = None
+    if not bindings_read_as_is(bindings_raw, answers=bindings):
+        from reconciler.bindings import Bindings  # lazy: see Deployment.bindings
+
+        # raises what a malformed file always raised, at the read
+        stamps = Bindings.loads(
+            bindings_raw, where=f"{where} state/bindings.json", answers=bindings
+        )
     try:
         lens_tree = Oid(str(tree["lens"].id))
     except KeyError:
@@ -166,8 +192,10 @@ def read_deployment(repo: pygit2.Repository, oid: Oid, *, bindings: bool = True)
         oid=Oid(str(oid)),
         lens_tree=lens_tree,
         info=meta,
-        bindings=stamps,
         previous=meta.previous or None,
+        stamps=stamps,
+        stored_bindings=bindings_raw,
+        answers_read=bindings,
     )
 
 

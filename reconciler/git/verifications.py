@@ -28,12 +28,12 @@ from typing import TYPE_CHECKING, Any
 
 import pygit2
 
-from reconciler.bindings import Bindings
 from reconciler.errors import DstError, RefConflict
 from reconciler.git import refs as refstore
 from reconciler.ids import Oid
 
 if TYPE_CHECKING:
+    from reconciler.bindings import Bindings
     from reconciler.state import DeploymentMeta, RunRecord
 
 ACTION = "verify"
@@ -138,7 +138,9 @@ def with_verified(
     older, newer = deployment.bindings.answers, found.bindings.answers
     if found.info.recorded_at < deployment.info.recorded_at:
         older, newer = newer, older
-    return replace(deployment, bindings=Bindings({**older, **newer}))
+    from reconciler.bindings import Bindings  # lazy: reading the chain needs no bindings
+
+    return replace(deployment, stamps=Bindings({**older, **newer}))
 
 
 def _key(dep: refstore.Deployment) -> tuple[object, ...]:
