@@ -11,17 +11,23 @@ would coerce — goes to the model (:func:`reconciler.state.load`), which raises
 :class:`~reconciler.errors.StateError` it always did or, when it accepts, gives the
 record this reads instead. Either way the value and the error are the model's.
 
+A :class:`Deployment` (what :func:`reconciler.git.refs.read_deployment` returns)
+holds its meta so, and its ``state/bindings.json`` as stored, parsed on first use.
 Writers still build and validate the model: this module only reads.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from reconciler.ids import Oid
+
+if TYPE_CHECKING:
+    from reconciler.bindings import Bindings
 
 STATE_SCHEMA: Literal[1] = 1
 """:data:`reconciler.state.STATE_SCHEMA`, the one ``schema_version`` this dst reads."""
@@ -175,3 +181,51 @@ def bindings_read_as_is(raw: bytes, *, answers: bool = True) -> bool:
         and type(v.get("flakes", 0)) is int
         for v in stamps.values()
     )
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """A deployment (or attempt) commit, read back.
+
+    Attributes:
+        oid: the deployment commit.
+        lens_tree: tree id of its ``lens/``.
+        info: ``state/meta.json`` (action, lens, source, previous, score,
+            previous_score, gate …).
+        previous: the previous deployment (its first parent), ``None`` for the first.
+        stamps: the bindings, when given (an overlay of a verification's), else ``None``:
+            :attr:`bindings` parses ``stored_bindings`` on first use.
+        stored_bindings: ``state/bindings.json`` as stored, of a shape that parses
+            (:func:`bindings_read_as_is`).
+        answers_read: the bindings' answers are read (``read_deployment(bindings=…)``).
+    """
+
+    oid: Oid
+    lens_tree: Oid
+    info: Meta
+    previous: Oid | None
+    stamps: Bindings | None = None
+    stored_bindings: bytes = field(default=b"", repr=False)
+    answers_read: bool = True
+
+    @functools.cached_property
+    def bindings(self) -> Bindings:
+        """``state/bindings.json`` (or :attr:`stamps`)."""
+        if self.stamps is not None:
+            return self.stamps
+        # lazy: a reader of serving state that never consults the bindings loads no
+        # asset hashing (reconciler.assets) to read them
+        from reconciler.bindings import Bindings
+
+        where = f"deployment {self.oid[:12]} state/bindings.json"
+        return Bindings.loads(self.stored_bindings, where=where, answers=self.answers_read)
+
+    @property
+    def source(self) -> Oid:
+        """The source commit this deployment promoted."""
+        return self.info.source
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        """``state/meta.json`` as stored (JSON-ready; what ``dst log --format json`` prints)."""
+        return self.info.record()

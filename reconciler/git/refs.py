@@ -21,10 +21,9 @@ environment, whose refs sit directly under ``refs/dst/``.
 from __future__ import annotations
 
 import contextlib
-import functools
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +33,12 @@ from reconciler import __version__
 from reconciler.errors import DstError, RefConflict, StateError
 from reconciler.git import locks as reflocks
 from reconciler.git.crash import crash_point
-from reconciler.git.records import STATE_SCHEMA, Meta, bindings_read_as_is, loads_meta
+from reconciler.git.records import (
+    STATE_SCHEMA,
+    Deployment as Deployment,
+    bindings_read_as_is,
+    loads_meta,
+)
 from reconciler.git.refnames import (
     APPLYING as APPLYING,
     ATTEMPTS as ATTEMPTS,
@@ -61,54 +65,6 @@ if TYPE_CHECKING:
 # or a run record read: a deployment's meta reads through reconciler.git.records.
 
 META_SCHEMA = STATE_SCHEMA
-
-
-@dataclass(frozen=True)
-class Deployment:
-    """A deployment (or attempt) commit, read back.
-
-    Attributes:
-        oid: the deployment commit.
-        lens_tree: tree id of its ``lens/``.
-        info: ``state/meta.json`` (action, lens, source, previous, score,
-            previous_score, gate …).
-        previous: the previous deployment (its first parent), ``None`` for the first.
-        stamps: the bindings, when given (an overlay of a verification's), else ``None``:
-            :attr:`bindings` parses ``stored_bindings`` on first use.
-        stored_bindings: ``state/bindings.json`` as stored, of a shape that parses
-            (:func:`reconciler.git.records.bindings_read_as_is`).
-        answers_read: the bindings' answers are read (``read_deployment(bindings=…)``).
-    """
-
-    oid: Oid
-    lens_tree: Oid
-    info: Meta
-    previous: Oid | None
-    stamps: Bindings | None = None
-    stored_bindings: bytes = field(default=b"", repr=False)
-    answers_read: bool = True
-
-    @functools.cached_property
-    def bindings(self) -> Bindings:
-        """``state/bindings.json`` (or :attr:`stamps`)."""
-        if self.stamps is not None:
-            return self.stamps
-        # lazy: a reader of serving state that never consults the bindings loads no
-        # asset hashing (reconciler.assets) to read them
-        from reconciler.bindings import Bindings
-
-        where = f"deployment {self.oid[:12]} state/bindings.json"
-        return Bindings.loads(self.stored_bindings, where=where, answers=self.answers_read)
-
-    @property
-    def source(self) -> Oid:
-        """The source commit this deployment promoted."""
-        return self.info.source
-
-    @property
-    def meta(self) -> dict[str, Any]:
-        """``state/meta.json`` as stored (JSON-ready; what ``dst log --format json`` prints)."""
-        return self.info.record()
 
 
 @dataclass(frozen=True)
