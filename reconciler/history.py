@@ -25,7 +25,6 @@ from reconciler.git import (
 )
 from reconciler.git.commits import CommitInfo, commit_info
 from reconciler.ids import LENS_NAME_RE, Oid
-from reconciler.state import DeploymentMeta, RunRecord
 
 if TYPE_CHECKING:
     from reconciler.results import RunReport
@@ -70,6 +69,7 @@ def rollback(rt: Runtime, name: str, to: str | None) -> RunReport:
     # lazy: the run report imports the suite and the gate; `dst status` and `dst log` need neither
     from reconciler.plan import LensPlan
     from reconciler.results import Action, LensRun, RunReport
+    from reconciler.state import DeploymentMeta, RunRecord
 
     rt.environment_config()  # an unknown --env is bad input before anything moves
     refstore.recover(rt.repo, rt.environment)

@@ -10,10 +10,12 @@ loads none of the reconcile, the suite, pygit2 or sqlglot. These spawn
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 
+import pygit2
 import pytest
 
 from tests.helpers import commit, dst
@@ -73,6 +75,59 @@ def test_status_loads_no_lens(promoted_repo: Path) -> None:
     names = imported(promoted_repo, "status")
     assert "reconciler.git.serving" in names  # it did read the refs
     assert heavy(names, ("reconciler.lens", "reconciler.provenance", "reconciler.assembly")) == []
+
+
+# What validating a file or a record loads, and the engines a read of refs never needs.
+MODELS_AND_ENGINES = (
+    "pydantic",
+    "pydantic_core",
+    "yaml",
+    "sqlglot",
+    "duckdb",
+    "sqlalchemy",
+    "reconciler.state",
+    "reconciler.loader",
+    "reconciler.lensfiles",
+    "reconciler.lens",
+)
+
+
+@pytest.mark.parametrize("args", [("status",), ("status", "--format", "json")])
+def test_status_reads_the_state_records_without_their_models(
+    promoted_repo: Path, args: tuple[str, ...]
+) -> None:
+    # the serving refs' state/meta.json are read as plain values (reconciler.git.records);
+    # the pydantic models stay with the writers, and nothing parses SQL or YAML
+    names = imported(promoted_repo, *args)
+    assert {"reconciler.git.serving", "reconciler.git.records"} <= names  # it read the refs
+    assert heavy(names, MODELS_AND_ENGINES) == []
+
+
+def test_status_of_a_record_the_plain_reader_cannot_take_asks_the_model(
+    promoted_repo: Path,
+) -> None:
+    # the guard above must be able to fail: a meta the plain check refuses (here a
+    # number as text, which the model coerces) is read by the model, and shown the same
+    repo = pygit2.Repository(str(promoted_repo))
+    ref = repo.references["refs/dst/serving/sales"]
+    before = dst(promoted_repo, "status", "--format", "json")
+    commit_ = repo[ref.target].peel(pygit2.Commit)
+    meta = json.loads(commit_.tree["state/meta.json"].data)
+    meta["recorded_at"] = str(meta["recorded_at"])
+    state = repo.TreeBuilder(commit_.tree["state"].peel(pygit2.Tree))
+    raw = (json.dumps(meta, indent=2, sort_keys=True) + "\n").encode()
+    state.insert("meta.json", repo.create_blob(raw), pygit2.GIT_FILEMODE_BLOB)
+    root = repo.TreeBuilder(commit_.tree)
+    root.insert("state", state.write(), pygit2.GIT_FILEMODE_TREE)
+    oid = repo.create_commit(
+        None, commit_.author, commit_.committer, commit_.message, root.write(), commit_.parent_ids
+    )
+    ref.set_target(oid)
+    after = dst(promoted_repo, "status", "--format", "json")
+    assert after.code == 0, after.stderr
+    shown = [{**r, "serving": None} for r in after.json()["lenses"]]
+    assert shown == [{**r, "serving": None} for r in before.json()["lenses"]]
+    assert {"pydantic", "reconciler.state"} <= imported(promoted_repo, "status")
 
 
 # What reading dst.yaml loads: the file models (pydantic's, for every lens file) and YAML.
@@ -170,7 +225,10 @@ def test_status_and_ask_of_a_plain_shape_run_before_typer(
 ) -> None:
     # reconciler.cli.lean runs them: their own work costs less than typer's command building
     names = imported(promoted_repo, *args)
-    assert {"reconciler.cli.lean", "reconciler.history"} <= names  # it ran the command there
+    assert "reconciler.cli.lean" in names
+    # it ran the command there: status reads every lens's state, ask its serving lens
+    ran = "reconciler.history" if args[0] == "status" else "reconciler.candidate"
+    assert ran in names
     assert heavy(names, TYPER) == []
 
 
@@ -213,8 +271,9 @@ def test_a_certified_ask_loads_neither_the_generators_nor_the_suite(promoted_rep
     assert '"route": "certified_answer"' in dst(promoted_repo, *args).stdout
     assert {"duckdb", "reconciler.trust"} <= names  # it did run and gate the SQL
     assert heavy(names, GENERATION + SQLALCHEMY + RICH) == []
-    # it reads the serving lens and plans nothing: neither the plan nor the run report
-    assert heavy(names, ("reconciler.plan", "reconciler.results")) == []
+    # it reads the serving lens and plans nothing: neither the plan nor the run report,
+    # nor every lens's serving state (reconciler.history words a lens that does not serve)
+    assert heavy(names, ("reconciler.plan", "reconciler.results", "reconciler.history")) == []
 
 
 def test_a_generated_ask_still_loads_the_generation_route(promoted_repo: Path) -> None:

@@ -14,15 +14,16 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from reconciler.bindings import Bindings
+from reconciler.assets import HASH_SCHEME
+from reconciler.bindings import BINDINGS_SCHEMA, Bindings
 from reconciler.errors import StateError
-from reconciler.git import refs as refstore
+from reconciler.git import records, refs as refstore
 from reconciler.ids import Oid
 from reconciler.plan import LensPlan
 from reconciler.reconcile import LENS_STEPS, PLAN_STEPS, cases_step, suite_step
 from reconciler.results import Action
 from reconciler.schemas import STATE_KINDS, main, render, state_schema_for
-from reconciler.state import DeploymentMeta, RunRecord
+from reconciler.state import STATE_SCHEMA, DeploymentMeta, RunRecord, load
 from reconciler.verify import VERIFY_STEPS
 from tests.conftest import PROJECT, commit
 
@@ -41,11 +42,13 @@ OLD_META = {
 }
 
 
-def _raw_deployment(repo: pygit2.Repository, source: str, meta: bytes, run: bytes) -> Oid:
+def _raw_deployment(
+    repo: pygit2.Repository, source: str, meta: bytes, run: bytes, bindings: bytes | None = None
+) -> Oid:
     lens_tree = repo.revparse_single(f"{source}:lenses/a").id
     state = repo.TreeBuilder()
     for name, raw in (
-        ("bindings.json", Bindings().dumps()),
+        ("bindings.json", Bindings().dumps() if bindings is None else bindings),
         ("run.json", run),
         ("meta.json", meta),
     ):
@@ -209,3 +212,99 @@ def test_an_old_intent_rolls_forward_and_a_newer_one_is_not_deleted(
     _intent(repo, b'{"schema_version": 1, "updates": [{"ref": 1}]}')
     with pytest.raises(StateError, match="not a dst intent record"):
         refstore.recover(repo)
+
+
+def test_the_plain_meta_reader_checks_every_field_of_the_model() -> None:
+    # reconciler.git.records reads serving state without pydantic: a field the model
+    # gains must get its check there, or a value of the wrong type would read as valid
+    assert set(records.FIELDS) == set(DeploymentMeta.model_fields)
+    assert records.STATE_SCHEMA == STATE_SCHEMA
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {},
+        {"reach": {"reached": 1, "total": 2}, "flake_rates": {"q": {"flaky_samples": 1}}},
+        {"verified": "ab" * 20, "rollback_to": None, "unknown_key": [1, {"a": None}]},
+        {"recorded_at": "1767225600"},  # the model coerces it: so does the read
+        {"recorded_at": 1767225600.0},
+        {"recorded_at": True},
+        {"schema_version": True},  # True == 1, and the model's Literal[1] takes it
+        {"score": {"correct": "1"}},
+        {"gate": None, "previous_score": None},
+    ],
+)
+def test_the_plain_meta_reader_reads_what_the_model_reads(change: dict[str, object]) -> None:
+    raw = _dumps({**OLD_META, "source": "ab" * 20, **change})
+    model = load(DeploymentMeta, raw, where="deployment x", name="state/meta.json")
+    meta = records.loads_meta(raw, where="deployment x")
+    assert meta.record() == model.record() and meta.dumps() == model.dumps()
+    for name in DeploymentMeta.model_fields:
+        if name != "schema_version":
+            assert getattr(meta, name) == getattr(model, name), name
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"not json",
+        b"[1]",
+        _dumps({**OLD_META}),  # no source
+        _dumps({**OLD_META, "source": "ab" * 20, "schema_version": 2}),
+        _dumps({**OLD_META, "source": "ab" * 20, "score": "high"}),
+        _dumps({**OLD_META, "source": 7}),
+        _dumps({**OLD_META, "source": "ab" * 20, "flake_rates": {"q": 1}}),
+    ],
+)
+def test_the_plain_meta_reader_refuses_what_the_model_refuses(raw: bytes) -> None:
+    with pytest.raises(StateError) as model:
+        load(DeploymentMeta, raw, where="deployment x", name="state/meta.json")
+    with pytest.raises(StateError) as plain:
+        records.loads_meta(raw, where="deployment x")
+    assert plain.value.render() == model.value.render()
+
+
+def test_the_bindings_shape_check_names_the_stored_constants() -> None:
+    assert records.BINDINGS_SCHEMA == BINDINGS_SCHEMA and records.HASH_SCHEME == HASH_SCHEME
+
+
+_STAMP = {"assets": {"metrics/m": "h"}, "oracle": "o", "source": "s"}
+_HEAD = {"schema_version": 1, "hash_scheme": 1}
+
+
+@pytest.mark.parametrize(
+    ("stored", "as_is"),
+    [
+        ({**_HEAD, "answers": {"q": _STAMP}}, True),
+        (_HEAD, True),
+        ({**_HEAD, "answers": {"q": {**_STAMP, "flakes": 2}}}, True),
+        # parsed now: what Bindings.loads accepts or refuses, it still does at the read
+        (
+            {"schema_version": 1, "hash_scheme": 1, "answers": {"q": {**_STAMP, "flakes": "2"}}},
+            False,
+        ),
+        ({"schema_version": True, "hash_scheme": 1}, False),
+        ({"schema_version": 2, "hash_scheme": 1}, False),
+        ({"schema_version": 1, "hash_scheme": 2}, False),
+        ({**_HEAD, "answers": {"q": {"oracle": "o"}}}, False),
+        ([1], False),
+    ],
+)
+def test_bindings_parse_late_only_when_they_parse(
+    source: tuple[pygit2.Repository, str], stored: object, as_is: bool
+) -> None:
+    raw = _dumps(stored)
+    assert records.bindings_read_as_is(raw) is as_is
+    if as_is:  # then parsing them later cannot fail
+        assert Bindings.loads(raw, where="x").to_json()["hash_scheme"] == HASH_SCHEME
+    repo, sha = source
+    meta = _dumps({**OLD_META, "source": sha})
+    oid = _raw_deployment(repo, sha, meta, _dumps({"schema_version": 1}), bindings=raw)
+    try:
+        expected: object = Bindings.loads(raw, where=f"deployment {oid[:12]} state/bindings.json")
+    except Exception as exc:
+        with pytest.raises(type(exc)):
+            refstore.read_deployment(repo, oid)
+        return
+    assert refstore.read_deployment(repo, oid).bindings == expected

@@ -172,7 +172,6 @@ def ask(
     # lazy: reconciler.ask loads the engines, which `dst --help` does not need
     from reconciler.ask import serve
     from reconciler.candidate import load_serving
-    from reconciler.history import not_serving
 
     rt = runtime(repo, warehouse, environment=env)
     rt.no_cache = no_cache
@@ -180,6 +179,9 @@ def ask(
         rt.environment_config()  # an unknown --env is exit 2 before anything is read
         dep, served = load_serving(rt.repo, lens, env)
         if dep is None or served is None:
+            # lazy: the serving state of every lens is read only to word this error
+            from reconciler.history import not_serving
+
             raise not_serving(rt, lens)
         if show_request:
             return print_request(rt, served, question, None, fmt)

@@ -22,7 +22,6 @@ import pygit2
 from reconciler.errors import DstError
 from reconciler.git import refs as refstore
 from reconciler.ids import Oid
-from reconciler.state import DeploymentMeta, RunRecord
 
 
 @dataclass(frozen=True)
@@ -94,6 +93,9 @@ def prune(
     chain = refstore.history(repo, head, keep)  # newest first
     if also is not None and all(d.oid != also for d in chain):
         chain.append(refstore.read_deployment(repo, also))
+    # lazy: counting and reading attempts needs no model; rewriting them does
+    from reconciler.state import DeploymentMeta, RunRecord
+
     previous: Oid | None = None
     for dep in reversed(chain):
         commit = repo[dep.oid].peel(pygit2.Commit)

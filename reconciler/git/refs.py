@@ -25,15 +25,20 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pygit2
 
 from reconciler import __version__
-from reconciler.bindings import Bindings
 from reconciler.errors import DstError, RefConflict, StateError
 from reconciler.git import locks as reflocks
 from reconciler.git.crash import crash_point
+from reconciler.git.records import (
+    STATE_SCHEMA,
+    Deployment as Deployment,
+    bindings_read_as_is,
+    loads_meta,
+)
 from reconciler.git.refnames import (
     APPLYING as APPLYING,
     ATTEMPTS as ATTEMPTS,
@@ -51,46 +56,15 @@ from reconciler.git.refnames import (
     verify_ref as verify_ref,
 )
 from reconciler.ids import Oid
-from reconciler.state import (
-    STATE_SCHEMA,
-    ApplyIntent,
-    DeploymentMeta,
-    IntentUpdate,
-    RunRecord,
-    load,
-)
+
+if TYPE_CHECKING:
+    from reconciler.bindings import Bindings
+    from reconciler.state import DeploymentMeta, RunRecord
+
+# The records' models (reconciler.state, pydantic) load only where a record is written
+# or a run record read: a deployment's meta reads through reconciler.git.records.
 
 META_SCHEMA = STATE_SCHEMA
-
-
-@dataclass(frozen=True)
-class Deployment:
-    """A deployment (or attempt) commit, read back.
-
-    Attributes:
-        oid: the deployment commit.
-        lens_tree: tree id of its ``lens/``.
-        info: ``state/meta.json`` (action, lens, source, previous, score,
-            previous_score, gate …).
-        bindings: ``state/bindings.json``.
-        previous: the previous deployment (its first parent), ``None`` for the first.
-    """
-
-    oid: Oid
-    lens_tree: Oid
-    info: DeploymentMeta
-    bindings: Bindings
-    previous: Oid | None
-
-    @property
-    def source(self) -> Oid:
-        """The source commit this deployment promoted."""
-        return self.info.source
-
-    @property
-    def meta(self) -> dict[str, Any]:
-        """``state/meta.json`` as stored (JSON-ready; what ``dst log --format json`` prints)."""
-        return self.info.record()
 
 
 @dataclass(frozen=True)
@@ -156,9 +130,16 @@ def read_deployment(repo: pygit2.Repository, oid: Oid, *, bindings: bool = True)
         raise StateError(f"{where}: not a commit")
     tree = commit.tree
     raw = _state_blob(repo, tree, "state/meta.json", where)
-    meta = load(DeploymentMeta, raw, where=where, name="state/meta.json")
+    meta = loads_meta(raw, where=where)
     bindings_raw = _blob(repo, tree["state/bindings.json"].id)
-    stamps = Bindings.loads(bindings_raw, where=f"{where} state/bindings.json", answers=bindings)
+    stamps = None
+    if not bindings_read_as_is(bindings_raw, answers=bindings):
+        from reconciler.bindings import Bindings  # lazy: see Deployment.bindings
+
+        # raises what a malformed file always raised, at the read
+        stamps = Bindings.loads(
+            bindings_raw, where=f"{where} state/bindings.json", answers=bindings
+        )
     try:
         lens_tree = Oid(str(tree["lens"].id))
     except KeyError:
@@ -167,8 +148,10 @@ def read_deployment(repo: pygit2.Repository, oid: Oid, *, bindings: bool = True)
         oid=Oid(str(oid)),
         lens_tree=lens_tree,
         info=meta,
-        bindings=stamps,
         previous=meta.previous or None,
+        stamps=stamps,
+        stored_bindings=bindings_raw,
+        answers_read=bindings,
     )
 
 
@@ -185,6 +168,8 @@ def read_run(repo: pygit2.Repository, oid: Oid) -> dict[str, Any]:
     if not isinstance(commit, pygit2.Commit):
         raise StateError(f"{where}: not a commit")
     raw = _state_blob(repo, commit.tree, "state/run.json", where)
+    from reconciler.state import RunRecord, load  # lazy: see the imports
+
     return load(RunRecord, raw, where=where, name="state/run.json").record()
 
 
@@ -222,6 +207,8 @@ def write_deployment(
     Raises:
         pydantic.ValidationError: a mapping does not fit its model (a programming error).
     """
+    from reconciler.state import DeploymentMeta, RunRecord  # lazy: see the imports
+
     given = meta.record() if isinstance(meta, DeploymentMeta) else dict(meta)
     full_meta = DeploymentMeta.model_validate(
         {
@@ -428,6 +415,8 @@ def _keep_log(repo: pygit2.Repository, ref: str) -> None:
 
 
 def _write_intent(repo: pygit2.Repository, updates: Sequence[RefUpdate], reason: str) -> Oid:
+    from reconciler.state import ApplyIntent, IntentUpdate  # lazy: see the imports
+
     record = ApplyIntent(
         schema_version=STATE_SCHEMA,
         reason=reason,
@@ -477,6 +466,8 @@ def recover(repo: pygit2.Repository, env: str | None = None) -> list[str]:
         raw = _blob(repo, commit.tree["apply.json"].id)
     except (KeyError, ValueError, TypeError, pygit2.GitError, pygit2.InvalidSpecError):
         raise not_intent from None
+    from reconciler.state import ApplyIntent, load  # lazy: see the imports
+
     # A newer dst's intent says so (upgrade), never "delete it": it must still roll forward.
     record = load(
         ApplyIntent,

@@ -41,8 +41,8 @@ import pygit2
 
 from reconciler.errors import DstError, StateError
 from reconciler.git import refs as refstore
+from reconciler.git.records import Meta, loads_meta
 from reconciler.ids import Oid
-from reconciler.state import DeploymentMeta, load
 
 PASSED = "promote"
 """The action of a deployment whose own gate passed."""
@@ -72,7 +72,7 @@ class ServingRefError(StateError):
         self.oid = oid
 
 
-def read_meta(repo: pygit2.Repository, oid: Oid) -> tuple[pygit2.Commit, DeploymentMeta]:
+def read_meta(repo: pygit2.Repository, oid: Oid) -> tuple[pygit2.Commit, Meta]:
     """The commit ``oid`` and its ``state/meta.json``.
 
     Raises:
@@ -88,7 +88,7 @@ def read_meta(repo: pygit2.Repository, oid: Oid) -> tuple[pygit2.Commit, Deploym
         raise StateError(f"{where}: no state/meta.json (not a dst record)") from None
     if not isinstance(blob, pygit2.Blob) or "lens" not in commit.tree:
         raise StateError(f"{where}: no lens/ tree or state/meta.json (not a dst record)")
-    return commit, load(DeploymentMeta, bytes(blob.data), where=where, name="state/meta.json")
+    return commit, loads_meta(bytes(blob.data), where=where)
 
 
 def why_not(repo: pygit2.Repository, lens: str, oid: Oid) -> str | None:

@@ -24,15 +24,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pygit2
 
-from reconciler.bindings import Bindings
 from reconciler.errors import DstError, RefConflict
 from reconciler.git import refs as refstore
 from reconciler.ids import Oid
-from reconciler.state import DeploymentMeta, RunRecord
+
+if TYPE_CHECKING:
+    from reconciler.bindings import Bindings
+    from reconciler.state import DeploymentMeta, RunRecord
 
 ACTION = "verify"
 """The action of a verification's meta."""
@@ -136,7 +138,9 @@ def with_verified(
     older, newer = deployment.bindings.answers, found.bindings.answers
     if found.info.recorded_at < deployment.info.recorded_at:
         older, newer = newer, older
-    return replace(deployment, bindings=Bindings({**older, **newer}))
+    from reconciler.bindings import Bindings  # lazy: reading the chain needs no bindings
+
+    return replace(deployment, stamps=Bindings({**older, **newer}))
 
 
 def _key(dep: refstore.Deployment) -> tuple[object, ...]:
@@ -161,6 +165,8 @@ def rebase(repo: pygit2.Repository, local: Oid, theirs: Oid) -> Oid | None:
     head = theirs
     for dep in reversed(mine):
         commit = repo[dep.oid].peel(pygit2.Commit)
+        from reconciler.state import RunRecord  # lazy: reading the chain needs no model
+
         run = RunRecord.model_validate(refstore.read_run(repo, dep.oid))
         others = [Oid(str(p)) for p in commit.parent_ids[1:]]
         head = refstore.write_deployment(
