@@ -32,7 +32,13 @@ from reconciler.reading.phrases.ordering import Ordering, split_orders
 from reconciler.reading.phrases.restated import restate, split_restated
 from reconciler.reading.phrases.rowdates import own_period
 from reconciler.reading.phrases.rowfacts import check_ranked_values, row_bounds, tied_rows
-from reconciler.reading.phrases.rowjoins import listed_column, reaching, rows_model, with_joins
+from reconciler.reading.phrases.rowjoins import (
+    listed_column,
+    reaching,
+    rows_model,
+    showing_model,
+    with_joins,
+)
 from reconciler.reading.phrases.rowvalues import any_of, value_filters
 from reconciler.reading.phrases.words import (
     Reading,
@@ -503,6 +509,8 @@ def _resolve_listing(
         valued = shared & {t.model for v in values for t in v.targets}
         if len(shared) > 1 and len(valued) == 1:
             shared = valued  # "the country of JetBlue Airways": the model the value names
+        if not shared and (rows := showing_model(lens, [m.targets for m in mentions])):
+            shared = {rows}  # "the song titles and singer names": each song, its singer
         if len(shared) != 1:
             return None
         listing.model = lens.models[shared.pop()]

@@ -211,6 +211,19 @@ def rows_model(
     return fits[0] if len(fits) == 1 else None
 
 
+def showing_model(lens: Lens, asked: list[tuple[Target, ...]]) -> str | None:
+    """The one model, among those the asked phrases name, whose rows reach a column of
+    every asked phrase — on the model, or one to one — ("the song titles and singer
+    names": the songs, each with its singer's name); else ``None``."""
+
+    def shows(model: str, targets: tuple[Target, ...]) -> bool:
+        return any(t.model == model or _reaches(lens, model, t.model) for t in targets)
+
+    models = {t.model for targets in asked for t in targets}
+    fits = [m for m in sorted(models) if all(shows(m, a) for a in asked)]
+    return fits[0] if len(fits) == 1 else None
+
+
 def _reaches(lens: Lens, base: str, model: str) -> bool:
     try:
         return reach(lens, base, model) is not None
