@@ -29,6 +29,7 @@ from reconciler.reading.phrases.labels import row_label
 from reconciler.reading.phrases.negation import Negations, check_placed, differs, gap, negations
 from reconciler.reading.phrases.nouns import EVERY, named_rows
 from reconciler.reading.phrases.ordering import Ordering, split_orders
+from reconciler.reading.phrases.relatedclauses import check_clause
 from reconciler.reading.phrases.restated import restate, split_restated
 from reconciler.reading.phrases.rowdates import own_period
 from reconciler.reading.phrases.rowfacts import check_ranked_values, row_bounds, tied_rows
@@ -127,7 +128,7 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
     listing = _read_listing(lens, found, reading)
     if listing is None or listing.model is None:
         return None
-    _check_clause(retrieve(lens, question, values) if rest != question else found)
+    check_clause(retrieve(lens, question, values) if rest != question else found)
     if restated:
         label = functools.partial(_word_column, listing.model, found, listing, -1)
         shown = (listing.columns, listing.phrases)
@@ -251,33 +252,6 @@ def _limit(
     if listing.plural:
         raise Declined(DeclineKind.UNSUPPORTED_CONSTRUCT, "a top/bottom ranking without a count")
     return 1
-
-
-_RELATIVE = frozenset({"who", "that", "which", "whose"})
-
-
-def _check_clause(found: Retrieval) -> None:
-    """Decline a relative clause that says nothing the lens knows ("List the contestants
-    who got voted" where the lens's vocabulary drops "voted": "who got" is all that is
-    left); listing every row would drop the condition the asker stated.
-
-    ``found`` is the whole question's retrieval, before orderings and bounds are split
-    off ("whose earnings is higher than 300000" keeps its fact).
-
-    Raises:
-        Declined: ``UNKNOWN_TERM``, when every word after a relative word past the
-            first is a stopword and no lens phrase covers one.
-    """
-    toks, covered = found.tokens, found.covered()
-    for i in range(1, len(toks)):
-        if toks[i] in _RELATIVE and all(
-            toks[k] in STOPWORDS and k not in covered for k in range(i + 1, len(toks))
-        ):
-            clause = " ".join(found.words[i:])
-            raise Declined(
-                DeclineKind.UNKNOWN_TERM,
-                f"{clause!r} names nothing this lens knows: say what the rows did or have",
-            )
 
 
 def _names_its_row(listing: _Listing) -> bool:

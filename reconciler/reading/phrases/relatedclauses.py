@@ -1,5 +1,8 @@
 """A related-rows clause said another way: "people that are not poker players" (pure).
 
+:func:`check_clause` declines a relative clause whose words the lens does not know
+("the contestants who got voted"): a listing of every row would drop it.
+
 :mod:`reconciler.reading.grammar.relatedsets` reads a listing kept by related rows
 through the existence reader, whose clause is ``who`` / ``that`` / ``which`` / ``with``
 and ``have``. :func:`restate` says four other spellings of that clause in its words,
@@ -27,6 +30,7 @@ from dataclasses import dataclass
 
 from reconciler.assembly.lexicon import DimensionValues, model_nouns
 from reconciler.assembly.retrieval import Retrieval
+from reconciler.assembly.text import STOPWORDS
 from reconciler.lens import Lens
 from reconciler.reading.ir import Declined, DeclineKind
 from reconciler.reading.lex import RELATIVE_WORDS
@@ -186,3 +190,30 @@ def member_link(lens: Lens, listed: str, member: str, values: DimensionValues) -
             f"{listed} that are {member}: each {member} row is not one {listed} row, so "
             f"which {listed} rows are meant?",
         )
+
+
+_RELATIVE = frozenset({"who", "that", "which", "whose"})
+
+
+def check_clause(found: Retrieval) -> None:
+    """Decline a relative clause that says nothing the lens knows ("List the contestants
+    who got voted" where the lens's vocabulary drops "voted": "who got" is all that is
+    left); listing every row would drop the condition the asker stated.
+
+    ``found`` is the whole question's retrieval, before orderings and bounds are split
+    off ("whose earnings is higher than 300000" keeps its fact).
+
+    Raises:
+        Declined: ``UNKNOWN_TERM``, when every word after a relative word past the
+            first is a stopword and no lens phrase covers one.
+    """
+    toks, covered = found.tokens, found.covered()
+    for i in range(1, len(toks)):
+        if toks[i] in _RELATIVE and all(
+            toks[k] in STOPWORDS and k not in covered for k in range(i + 1, len(toks))
+        ):
+            clause = " ".join(found.words[i:])
+            raise Declined(
+                DeclineKind.UNKNOWN_TERM,
+                f"{clause!r} names nothing this lens knows: say what the rows did or have",
+            )
