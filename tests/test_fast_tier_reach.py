@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pytest
 
+from reconciler.assembly.retrieval import spoken
 from reconciler.assets import lens_assets
 from reconciler.errors import LensLoadError
 from reconciler.ids import AssetId
@@ -51,3 +52,19 @@ def test_vocabulary_errors_name_the_line(vocabulary: str, message: str) -> None:
         _lens("dealer", f"name: dealer\nvocabulary: {vocabulary}\n")
     assert message in str(caught.value)
     assert "lens.yaml:2" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("said", "spoken_as"),
+    [
+        (("the", "marque"), ("the", "make")),  # a one-word entry at the question's end
+        (("marques", "sold"), ("makes", "sold")),  # a plural said keeps its number
+    ],
+)
+def test_vocabulary_keeps_the_number_said_at_the_end_of_a_question(
+    said: tuple[str, ...], spoken_as: tuple[str, ...]
+) -> None:
+    lens = _lens(
+        "dealer", "name: dealer\nvocabulary: {marque: make, brand new: make, big marque: make}\n"
+    )
+    assert spoken(lens, said) == spoken_as

@@ -320,7 +320,7 @@ def _spoken(lens: Lens, said: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[i
     while i < len(said):
         width = next((n for n in range(longest, 0, -1) if stems_said[i : i + n] in vocabulary), 0)
         if width:
-            put = _in_number(vocabulary[stems_said[i : i + width]], said[i + width - 1])
+            put = _in_number(vocabulary[stems_said[i : i + width]], said[i : i + width][-1])
             out.extend(put)
             origin.extend([None] * len(put))
             i += width
