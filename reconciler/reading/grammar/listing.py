@@ -82,6 +82,7 @@ class _Listing:
     phrases: dict[tuple[str, ...], tuple[str, str]] = field(default_factory=dict)  # asked
     joins: list[Path] = field(default_factory=list)  # to models the rows reach one to one
     values_first: bool = False  # "What districts are the huts in?": each value once
+    values_of: str | None = None  # "What regions are the customers in?": the regions
 
 
 def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | None:
@@ -144,8 +145,11 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
         *(exp.alias_(sqlglot.parse_one(sql, read=dialect), alias) for alias, sql in listing.columns)
     ).from_(exp.to_table(model.table, dialect=dialect))
     bare = listing.plural and not (listing.noun or listing.rank_column or _names_its_row(listing))
-    if listing.distinct or values_asked(
-        model, listing.columns, question, bare or listing.values_first
+    reached = listing.values_of is not None and bool(listing.joins) and len(listing.columns) == 1
+    if (
+        listing.distinct
+        or reached
+        or values_asked(model, listing.columns, question, bare or listing.values_first)
     ):
         query = distinct_values(query, listing.columns, dialect)
     for col, said in any_of(listing.filters).items():
@@ -374,9 +378,11 @@ def _find_noun(lens: Lens, found: Retrieval, reading: Reading, listing: _Listing
         listing.plural = plural(found, rows[1] - 1) or toks[rows[0] - 1] in EVERY | {"all"}
     first = values_first(lens, found)
     if first is not None:
-        listing.values_first = True
         if listing.noun is None:
             _rows_after_verb(lens, found, listing, first[1])
+        listing.values_first = first[2] is None
+        if listing.model is not None and first[2] not in (None, listing.model.name):
+            listing.values_of = first[2]
 
 
 def _rows_after_verb(lens: Lens, found: Retrieval, listing: _Listing, at: int) -> None:
@@ -495,7 +501,9 @@ def _resolve_listing(
         if isinstance(item, int):
             listing.columns.append(_word_column(model, found, listing, item))
             continue
-        column = _mention_column(lens, model, found, item, reaching(found, listing.noun, joins))
+        # "What regions are the customers in?": the regions the rows reach
+        paths = joins if listing.values_of else reaching(found, listing.noun, joins)
+        column = _mention_column(lens, model, found, item, paths)
         listing.phrases[found.tokens[item.start : item.end]] = column
         if column not in listing.columns:
             listing.columns.append(column)

@@ -23,9 +23,11 @@ is labelled by the NULL-group gate instead).
 So does a listing whose question word determines the attribute itself, followed by a
 verb: "What districts are the huts in?", "Which countries have ranges?" ask for the
 districts and the countries, each once, not for a row per hut or range
-(:func:`values_first`). A plural that is a model's own noun ("Which airlines have
-flights …") names rows, not values, and a label or key column ("What names do the
-singers have?") keeps a row each.
+(:func:`values_first`). A plural that is a model's own noun names rows after "have"
+("Which airlines have flights …"), and after "are" the rows of that model the listed
+rows reach ("What regions are the customers in?": each region once); a label or key
+column of the listed rows themselves ("What names do the singers have?") keeps a row
+each.
 
 A question "what|which … are there" with a measure in it ("What grades of honey are
 there?") asks which values exist, not for the measure broken down by them: the
@@ -79,14 +81,17 @@ def check_distinct(found: Retrieval, marked: dict[int, Mention], plan: Plan) -> 
             )
 
 
+_BE = frozenset({"are", "is", "were", "was"})
 _VALUES_VERBS = frozenset({"are", "is", "were", "was", "do", "does", "did", "have", "has", "had"})
 
 
-def values_first(lens: Lens, found: Retrieval) -> tuple[Mention, int] | None:
-    """``(the dimension phrase, the index after its verb)`` of a question whose question
-    word determines a plural dimension that a verb follows ("What districts are the
-    huts in?"), else ``None`` (module docstring). The phrase must not be a model's
-    noun: "Which airlines have …" asks for airlines, the rows."""
+def values_first(lens: Lens, found: Retrieval) -> tuple[Mention, int, str | None] | None:
+    """``(the dimension phrase, the index after its verb, the model it is the noun of)``
+    of a question whose question word determines a plural dimension that a verb follows
+    ("What districts are the huts in?"), else ``None`` (module docstring). A phrase that
+    is a model's noun counts only before "are"/"is" ("What regions are the customers
+    in?": the regions the customers are in); before "have"/"do" it names rows
+    ("Which airlines have flights …" asks for airlines, a listing kept by related rows)."""
     toks = found.tokens
     if toks[:1] not in (("what",), ("which",)):
         return None
@@ -98,9 +103,10 @@ def values_first(lens: Lens, found: Retrieval) -> tuple[Mention, int] | None:
         return None
     if not plural(found, mention.end - 1):
         return None  # singular: "which district is the hut in" asks for one row's value
-    if toks[mention.start : mention.end] in model_nouns(lens):
+    entity = model_nouns(lens).get(toks[mention.start : mention.end])
+    if entity is not None and toks[mention.end] not in _BE:
         return None
-    return mention, mention.end + 1
+    return mention, mention.end + 1, entity
 
 
 _ARE_THERE = re.compile(r"\b(?:are|were)\s+there\s*[?.!]*\s*$", re.IGNORECASE)
