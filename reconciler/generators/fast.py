@@ -68,13 +68,12 @@ side of each many-to-one join unique on its key in the warehouse, as the
 :class:`~reconciler.assembly.grain.WarehouseFacts` passed in with the values say;
 with no such facts (a plain mapping: no warehouse) a join is unknown, and declined.
 
-Every word must be accounted for: a lens phrase, a grammar word, a stopword or the
-name of a model the query uses. Anything left over — ``since``, ``not``, ``weather``
-— declines, and so does a question holding one of the lens's ``exclusions`` or
-``clarify`` terms, an ambiguous phrase, a fact without an aggregation word, or a
-dimension no safe join path reaches. This module reads the question into a
-:class:`~reconciler.reading.compile.Plan`; :mod:`reconciler.reading.compile`
-compiles the plan into SQL.
+Every word must be accounted for: a lens phrase, a grammar word, a stopword or the name
+of a model the query uses. Anything left over (``since``, ``not``, ``weather``) declines,
+as does a lens ``exclusions`` or ``clarify`` term, an ambiguous phrase, a fact without
+an aggregation word, or a dimension no safe join path reaches. This module reads the
+question into a :class:`~reconciler.reading.compile.Plan`; :mod:`reconciler.reading.compile`
+compiles it.
 """
 
 from __future__ import annotations
@@ -126,7 +125,7 @@ from reconciler.reading.phrases.when import when
 from reconciler.reading.phrases.words import Reading, phrase_of, plural, read_grammar, uninvited
 from reconciler.reading.phrases.years import year_filter
 from reconciler.reading.resolve import paths
-from reconciler.reading.resolve.attributes import check_own_attribute
+from reconciler.reading.resolve.attributes import check_own_attribute, check_unreached_value
 from reconciler.reading.resolve.paths import one_path, plan_edges
 from reconciler.reading.resolve.zeros import check_empty_groups
 
@@ -405,10 +404,10 @@ def _value_filters(
     mentions that only qualify a value.
 
     A dimension phrase right next to a value of that dimension ("the West region",
-    "segment Enterprise", "the city of Paris"), or one that is also the name of the value's model
-    ("Enterprise customers"), qualifies the value instead of asking for a breakdown; so
-    does one before a negated value ("whose segment is not Enterprise",
-    :mod:`reconciler.reading.phrases.negation`). Two values of one column decline.
+    "segment Enterprise", "the city of Paris"), or one that is also the name of the value's
+    model ("Enterprise customers"), qualifies the value instead of asking for a breakdown;
+    so does one before a negated value ("whose segment is not Enterprise"). Two values of
+    one column decline, as does a value of two models one out of reach (attributes.py).
     """
     nouns = model_nouns(lens)
     qualifiers: set[Mention] = set()
@@ -430,7 +429,8 @@ def _value_filters(
                 if narrowed:
                     targets = narrowed
                     qualifiers.add(d)
-        chosen = _resolve(lens, base, targets, "value", phrase_of(found, v))
+        check_unreached_value(lens, base, targets, phrase := phrase_of(found, v))
+        chosen = _resolve(lens, base, targets, "value", phrase)
         assert chosen.value is not None
         new = ((chosen.model, chosen.name, chosen.value), v.start in negated.values)
         if any(f[:2] == new[0][:2] and (f, n) != new for f, n in filters):

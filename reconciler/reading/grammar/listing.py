@@ -60,6 +60,7 @@ _IN_DATABASE = re.compile(r"\s+in\s+the\s+(?:database|system)\b", re.IGNORECASE)
 _QUALIFY_GAP = ((), ("of",))
 # "whose city is Oslo", "where the city is Oslo": the column only names its value's place
 _BE = (("is",), ("are",), ("was",), ("were",))
+_DETERMINERS = frozenset({"the", "all", "our", "their", "your", "my", "its"})
 _WHERE_THE = (("where", "the"), ("whose", "the"))
 _PLURAL_VERBS = (("have",), ("are",), ("were",))
 
@@ -390,8 +391,8 @@ def _rows_after_verb(lens: Lens, found: Retrieval, listing: _Listing, at: int) -
     a model's noun, though a column's synonym covers it ("What citizenships are the
     singers from?": the singers, not their names)."""
     toks = found.tokens
-    while at < len(toks) and toks[at] in ("the", "all"):
-        at += 1
+    while at < len(toks) and toks[at] in _DETERMINERS:
+        at += 1  # "What countries do our ports belong to?"
     mention = next((m for m in found.mentions if m.start == at), None)
     if mention is None:
         return

@@ -5,6 +5,10 @@ A breakdown phrase the lens gives a joined model's column ("region" for
 (``doctors.doctor_region``, ``expr: region``) has two readings that disagree wherever
 the two tables do: each row's own value, or its join partner's. The fast tier then
 declines and names both, rather than read the joined one silently.
+
+So does a value that names rows of two models when one of them is out of the measure's
+safe reach (:func:`check_unreached_value`): "crew members at Kelp Bay", a port's and a
+vessel's name, would otherwise be read as the port, the one a join reaches.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from reconciler.assembly.lexicon import Target
 from reconciler.assembly.text import tokenize
 from reconciler.lens import Column, Lens
 from reconciler.reading.ir import Declined, DeclineKind
+from reconciler.reading.resolve.paths import reachable
 
 
 def _physical(column: Column) -> str:
@@ -68,4 +73,27 @@ def check_own_attribute(lens: Lens, base: str, chosen: Target, phrase: str) -> N
             f"{phrase!r} reads {chosen.model}.{chosen.name} through a join, but {base} "
             f"holds its own {own.name!r}: two readings; name the one meant (e.g. "
             f"'by {own.name.replace('_', ' ')}')",
+        )
+
+
+def check_unreached_value(lens: Lens, base: str, targets: tuple[Target, ...], phrase: str) -> None:
+    """Decline a value that names rows of several models when one of them is out of the
+    measure's safe reach ("crew members at Kelp Bay", a port's and a vessel's name, the
+    vessel reached only through assignments): serving the reachable one would answer
+    for a place the question may not mean.
+
+    Raises:
+        Declined: ``AMBIGUOUS_READING``, naming every column that holds the value.
+    """
+    models = {t.model for t in targets}
+    if len(models) < 2:
+        return
+    reached = {t.model for t in reachable(lens, base, targets)}
+    if reached and reached != models:
+        listed = ", ".join(sorted(f"{t.model}.{t.name}" for t in targets))
+        first = min(targets, key=lambda t: (t.model, t.name))
+        raise Declined(
+            DeclineKind.AMBIGUOUS_READING,
+            f"{phrase!r} is a value of {listed}: say which one, with its column "
+            f"(e.g. '{first.name.replace('_', ' ')} {phrase}')",
         )
