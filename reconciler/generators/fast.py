@@ -429,7 +429,7 @@ def _value_filters(
                 if narrowed:
                     targets = narrowed
                     qualifiers.add(d)
-        check_unreached_value(lens, base, targets, phrase := phrase_of(found, v))
+        check_unreached_value(lens, base, targets, phrase := phrase_of(found, v), dims)
         chosen = _resolve(lens, base, targets, "value", phrase)
         assert chosen.value is not None
         new = ((chosen.model, chosen.name, chosen.value), v.start in negated.values)

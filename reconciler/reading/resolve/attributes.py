@@ -13,7 +13,10 @@ vessel's name, would otherwise be read as the port, the one a join reaches.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from reconciler.assembly.lexicon import Target
+from reconciler.assembly.retrieval import Mention
 from reconciler.assembly.text import tokenize
 from reconciler.lens import Column, Lens
 from reconciler.reading.ir import Declined, DeclineKind
@@ -76,11 +79,18 @@ def check_own_attribute(lens: Lens, base: str, chosen: Target, phrase: str) -> N
         )
 
 
-def check_unreached_value(lens: Lens, base: str, targets: tuple[Target, ...], phrase: str) -> None:
+def check_unreached_value(
+    lens: Lens,
+    base: str,
+    targets: tuple[Target, ...],
+    phrase: str,
+    dims: Sequence[Mention] = (),
+) -> None:
     """Decline a value that names rows of several models when one of them is out of the
     measure's safe reach ("crew members at Kelp Bay", a port's and a vessel's name, the
     vessel reached only through assignments): serving the reachable one would answer
-    for a place the question may not mean.
+    for a place the question may not mean. A reachable column the question names
+    elsewhere (one of ``dims``: "tickets by passenger for Anna Berg") says which one.
 
     Raises:
         Declined: ``AMBIGUOUS_READING``, naming every column that holds the value.
@@ -88,7 +98,11 @@ def check_unreached_value(lens: Lens, base: str, targets: tuple[Target, ...], ph
     models = {t.model for t in targets}
     if len(models) < 2:
         return
-    reached = {t.model for t in reachable(lens, base, targets)}
+    reached_targets = reachable(lens, base, targets)
+    named = {(t.model, t.name) for d in dims for t in d.targets}
+    if any((t.model, t.name) in named for t in reached_targets):
+        return
+    reached = {t.model for t in reached_targets}
     if reached and reached != models:
         listed = ", ".join(sorted(f"{t.model}.{t.name}" for t in targets))
         first = min(targets, key=lambda t: (t.model, t.name))
