@@ -19,6 +19,11 @@ number, a metric or any other word outside the lens's vocabulary means another s
 (``None``). Rows with several dates and no default decline when the date is not named
 (which one?).
 
+"When did the episode 'A Love of a Lifetime' air?" (no extreme word) asks for the date
+of the rows its values name: the date whose name shares its root with the closing verb
+("air": ``air_date``), else the rows' one date; rows with several dates and a verb that
+names none of them decline.
+
 Words: ``earliest``, ``first``, ``oldest``, ``minimum``, ``min`` read ``MIN``;
 ``latest``, ``last``, ``newest``, ``most recent``, ``maximum``, ``max`` read ``MAX``.
 """
@@ -30,7 +35,7 @@ from sqlglot import exp
 
 from reconciler.assembly.lexicon import DimensionValues, model_nouns
 from reconciler.assembly.retrieval import Mention, Retrieval, retrieve
-from reconciler.assembly.text import DATE_VERBS, STOPWORDS
+from reconciler.assembly.text import DATE_VERBS, STOPWORDS, tokenize, verb_root
 from reconciler.lens import Column, Lens, Model
 from reconciler.reading.ir import Declined, DeclineKind
 from reconciler.reading.phrases.related import conditions
@@ -56,7 +61,7 @@ def date_extreme(lens: Lens, question: str, values: DimensionValues) -> str | No
         return None
     at, function = _extreme(toks)
     if at is None:
-        return None
+        return _row_date(lens, found)
     after = at + 2 if toks[at : at + 2] == ("most", "recent") else at + 1
     starts = {m.start: m for m in found.mentions}
     dated = starts.get(after)
@@ -87,6 +92,72 @@ def date_extreme(lens: Lens, question: str, values: DimensionValues) -> str | No
     if where:
         query = query.where(exp.and_(*where))
     return query.sql(dialect=dialect, pretty=True)
+
+
+_AUXILIARIES = frozenset({"did", "does", "was", "is", "were"})
+
+
+def _row_date(lens: Lens, found: Retrieval) -> str | None:
+    """``SELECT <date> FROM <table> AS <model> WHERE <values>`` of "When did the episode
+    'A Love of a Lifetime' air?": the date of the rows the values name — the date whose
+    word shares its root with the closing verb ("air": ``air_date``), else the rows' one
+    date — or ``None`` when the question is not of that shape.
+
+    Raises:
+        Declined: a verb that names no date of rows with several, or two values of one
+            column.
+    """
+    toks = found.tokens
+    if toks[:1] != ("when",) or toks[1:2] == () or toks[1] not in _AUXILIARIES:
+        return None
+    values = [m for m in found.mentions if m.kind == "value"]
+    models = {t.model for v in values for t in v.targets}
+    if len(models) != 1:
+        return None
+    model = lens.models[models.pop()]
+    covered = {i for m in found.mentions for i in range(m.start, m.end)}
+    if any(m.kind not in ("value", "dimension") for m in found.mentions):
+        return None
+    nouns = model_nouns(lens)
+    loose = [
+        i
+        for i, t in enumerate(toks[2:], start=2)
+        if i not in covered and t not in _FILLERS | STOPWORDS and nouns.get((t,)) != model.name
+    ]
+    if len(loose) > 1 or (loose and loose[0] != len(toks) - 1):
+        return None  # more than one closing verb
+    column = _dated_by(model, toks[loose[0]] if loose else None)
+    table = exp.alias_(exp.to_table(model.table, dialect=lens.config.dialect), model.name)
+    bare = sqlglot.parse_one(column.sql, read=lens.config.dialect)
+    for col in bare.find_all(exp.Column):
+        col.set("table", exp.to_identifier(model.name))
+    where = conditions(lens, model.name, _values(found, model))
+    query = exp.select(exp.alias_(bare, column.name)).from_(table).where(exp.and_(*where))
+    return query.sql(dialect=lens.config.dialect, pretty=True)
+
+
+def _dated_by(model: Model, verb: str | None) -> Column:
+    """The time dimension a closing verb names (its root in the date's name or a synonym:
+    "air" for ``air_date``), else the model's one date.
+
+    Raises:
+        Declined: no date, or several and the verb names none of them.
+    """
+    if verb is not None:
+        root = verb_root(verb)
+        named = [
+            c
+            for c in model.time_dimensions
+            if any(verb_root(t) == root for text in (c.name, *c.synonyms) for t in tokenize(text))
+        ]
+        if len(named) == 1:
+            return named[0]
+    if len(model.time_dimensions) == 1:
+        return model.time_dimensions[0]
+    raise Declined(
+        DeclineKind.AMBIGUOUS_READING if model.time_dimensions else DeclineKind.MISSING_IN_LENS,
+        f"which date of {model.name!r}? Name it ('the <date> of …')",
+    )
 
 
 def _extreme(toks: tuple[str, ...]) -> tuple[int | None, str]:

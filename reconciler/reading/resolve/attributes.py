@@ -90,7 +90,8 @@ def check_unreached_value(
     measure's safe reach ("crew members at Kelp Bay", a port's and a vessel's name, the
     vessel reached only through assignments): serving the reachable one would answer
     for a place the question may not mean. A reachable column the question names
-    elsewhere (one of ``dims``: "tickets by passenger for Anna Berg") says which one.
+    elsewhere (one of ``dims``: "tickets by passenger for Anna Berg"), or one of the
+    measured rows' own (``base``), says which one.
 
     Raises:
         Declined: ``AMBIGUOUS_READING``, naming every column that holds the value.
@@ -100,8 +101,8 @@ def check_unreached_value(
         return
     reached_targets = reachable(lens, base, targets)
     named = {(t.model, t.name) for d in dims for t in d.targets}
-    if any((t.model, t.name) in named for t in reached_targets):
-        return
+    if any((t.model, t.name) in named or t.model == base for t in reached_targets):
+        return  # named elsewhere, or the measured rows' own column: "depots in Westfield"
     reached = {t.model for t in reached_targets}
     if reached and reached != models:
         listed = ", ".join(sorted(f"{t.model}.{t.name}" for t in targets))
