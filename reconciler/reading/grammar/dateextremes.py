@@ -38,7 +38,9 @@ from reconciler.assembly.retrieval import Mention, Retrieval, retrieve
 from reconciler.assembly.text import DATE_VERBS, STOPWORDS, tokenize, verb_root
 from reconciler.lens import Column, Lens, Model
 from reconciler.reading.ir import Declined, DeclineKind
+from reconciler.reading.phrases.negation import Negations
 from reconciler.reading.phrases.related import conditions
+from reconciler.reading.phrases.rowvalues import value_filters
 
 _EARLIEST = frozenset({"earliest", "first", "oldest", "minimum", "min"})
 _LATEST = frozenset({"latest", "last", "newest", "maximum", "max"})
@@ -264,27 +266,18 @@ def _verb(found: Retrieval, m: Mention) -> bool:
 
 
 def _values(found: Retrieval, model: Model) -> list[tuple[str, str]]:
-    """``(dimension, value)`` of each value mention, all of ``model``'s own.
+    """``(dimension, stored value)`` of each value the question names, on ``model``'s own
+    columns (:func:`~reconciler.reading.phrases.rowvalues.value_filters`: by its label
+    when the label and another column store it, several joined by "or" refused here).
 
     Raises:
-        Declined: a value of another model, or two values of one column.
+        Declined: a value of no one column of ``model``, or two values of one column.
     """
-    out: list[tuple[str, str]] = []
-    for m in found.mentions:
-        if m.kind != "value":
-            continue
-        places = {(t.name, t.value) for t in m.targets if t.model == model.name}
-        phrase = " ".join(found.words[m.start : m.end])
-        if len(places) != 1:
-            raise Declined(
-                DeclineKind.UNKNOWN_TERM,
-                f"{phrase!r} is not one value of a column of model {model.name!r}",
-            )
-        ((name, value),) = places
-        if value is None or any(n == name for n, _ in out):
-            raise Declined(
-                DeclineKind.AMBIGUOUS_READING,
-                f"several values of {model.name}.{name} are named: all of them, or any?",
-            )
-        out.append((name, value))
-    return out
+    values = [m for m in found.mentions if m.kind == "value"]
+    filters, _ = value_filters(found, model, values, Negations())
+    if len({col.name for col, _ in filters}) < len(filters):
+        raise Declined(
+            DeclineKind.AMBIGUOUS_READING,
+            f"several values of one column of {model.name!r} are named: which date?",
+        )
+    return [(col.name, value) for col, value in filters]
