@@ -32,6 +32,7 @@ from reconciler.reading.grammar.cumulative import render_cumulative, split_cumul
 from reconciler.reading.grammar.outputs import Parser
 from reconciler.reading.grammar.periodcounts import render_period_counts
 from reconciler.reading.ir import Declined, DeclineKind, Read
+from reconciler.reading.phrases.disjunction import check_or
 from reconciler.reading.phrases.months import render as render_in_months
 from reconciler.reading.phrases.periods import spell_to_date
 from reconciler.reading.phrases.twomeasures import find_two_measures
@@ -144,12 +145,18 @@ def one_reading(
     meant is a guess, and a later rule could otherwise silently change an earlier
     reading. A shape that recognizes the question but declines it, ahead of every
     reader that read it, declines it (it saw something the others did not); with no
-    reading at all, the first shape's decline, else the grammar's, is the reason.
+    reading at all, the first shape's decline, else the grammar's, is the reason. Values
+    of two columns joined by "or" decline first
+    (:func:`~reconciler.reading.phrases.disjunction.check_or`): no reader says "either".
 
     Returns:
         The claim served (``sql`` and ``reading`` set) or the decline (``declined``
         and ``kind`` set; reader ``two readings`` when readers differ).
     """
+    try:
+        check_or(found)
+    except Declined as exc:
+        return Claim("or", declined=exc.reason, kind=exc.kind)
     claims, grammar = every_claim(lens, question, found, values, allowed, parse)
     read = [c for c in (*claims, grammar) if c is not None and c.sql is not None]
     if len({c.sql for c in read}) > 1:

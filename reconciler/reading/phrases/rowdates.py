@@ -45,7 +45,7 @@ def own_period(lens: Lens, model: Model, periods: list[Period]) -> list[exp.Expr
         raise Declined(
             DeclineKind.AMBIGUOUS_READING,
             f"{model.name} in a period: by their own date, or by their {', '.join(dated)}? "
-            "Name the date ('whose <date> is in …') or what the rows did",
+            f"Ask by what the rows did (e.g. '{model.name} with {dated[0]} in …')",
         )
     time = model.time_dimension()
     if len(model.time_dimensions) > 1 and model.default_time_dimension is None:

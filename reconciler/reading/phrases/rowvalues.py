@@ -2,8 +2,8 @@
 
 A value a listing (:mod:`reconciler.reading.grammar.listing`) names filters its rows
 by the one column of the listed model that stores it. A value stored in the rows'
-label and in other columns names the row by its label ("Anguilla", a country's name
-and its local name). Two values of one column joined by "or" keep the rows with
+label and in other name columns names the row by its label ("Anguilla", a country's
+name and its local name). Two values of one column joined by "or" keep the rows with
 either (``IN``, :func:`any_of`); any other pair ("… and …", or one negated) declines:
 all of them, or any?
 """
@@ -57,16 +57,22 @@ def value_filters(
 
 def _by_label(model: Model, places: set[tuple[str, str | None]]) -> set[tuple[str, str | None]]:
     """``places`` narrowed to the rows' label when a value is stored in it and in other
-    columns of the model ("Anguilla", a country's name and its local name): a value
-    that names a row names it by its label."""
+    name columns of the model ("Anguilla", a country's name and its local name): a value
+    that names a row names it by its label. Beside a column of another kind (a city's
+    name and a district "Qandahar") it stays two readings."""
     if len(places) < 2:
         return places
     try:
         label = row_label(model, tokenize(model.name), model.name).name
     except Declined:
         return places
-    named = {p for p in places if p[0] == label}
-    return named or places
+    others = {name for name, _ in places} - {label}
+    if len(others) == len(places) or not all(tokenize(n)[-1:] in _NAMES for n in others):
+        return places
+    return {p for p in places if p[0] == label}
+
+
+_NAMES = (("name",), ("title",))
 
 
 def any_of(filters: list[tuple[Column, str]]) -> dict[Column, list[str]]:
