@@ -230,7 +230,8 @@ def conditions(
     return out
 
 
-_COMPARE: dict[str, type[exp.Binary]] = {
+# A comparison operator as the fast tier writes it → its sqlglot node.
+COMPARE: dict[str, type[exp.Binary]] = {
     ">": exp.GT,
     ">=": exp.GTE,
     "<": exp.LT,
@@ -244,4 +245,4 @@ def compared(lens: Lens, model: str, name: str, op: str, number: str) -> exp.Exp
     (``op`` one of ``>``, ``>=``, ``<``, ``<=``, ``=``; ``number`` a whole number)."""
     sql = next(c.sql for c in lens.models[model].columns() if c.name == name)
     column = qualified(sql, model, lens.config.dialect)
-    return _COMPARE[op](this=column, expression=exp.Literal.number(number))
+    return COMPARE[op](this=column, expression=exp.Literal.number(number))

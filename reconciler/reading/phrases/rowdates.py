@@ -17,6 +17,7 @@ from sqlglot import exp
 from reconciler.lens import Lens, Model
 from reconciler.reading.ir import Declined, DeclineKind
 from reconciler.reading.phrases.periods import Period
+from reconciler.reading.phrases.related import COMPARE
 from reconciler.reading.phrases.years import year_of
 from reconciler.reading.today import day_sql
 
@@ -68,11 +69,8 @@ def own_period(lens: Lens, model: Model, periods: list[Period]) -> list[exp.Expr
     name, ops = year
     sql = next(c.sql for c in model.dimensions if c.name == name)
     return [
-        _COMPARE[op](
+        COMPARE[op](
             this=sqlglot.parse_one(sql, read=dialect), expression=exp.Literal.number(number)
         )
         for op, number in ops
     ]
-
-
-_COMPARE: dict[str, type[exp.Binary]] = {"=": exp.EQ, ">=": exp.GTE, "<": exp.LT}

@@ -20,6 +20,7 @@ from reconciler.lens import Column, Lens, Model
 from reconciler.reading.ir import Declined, DeclineKind
 from reconciler.reading.phrases.bounds import Bound
 from reconciler.reading.phrases.naming import is_key
+from reconciler.reading.phrases.related import COMPARE
 
 
 def is_column(target: Target, model: Model, column: Column) -> bool:
@@ -54,7 +55,7 @@ def row_bounds(lens: Lens, model: Model, bounds: tuple[Bound, ...]) -> list[exp.
             )
         for op, n in bound.conditions:
             out.append(
-                _COMPARE[op](
+                COMPARE[op](
                     this=sqlglot.parse_one(named[0].sql, read=dialect),
                     expression=exp.Literal.number(n),
                 )
@@ -109,12 +110,3 @@ def check_ranked_values(
             f"it needs an aggregate (total, average, maximum {key[0]} by {alias}), or rank "
             f"the {model.name} rows themselves",
         )
-
-
-_COMPARE: dict[str, type[exp.Binary]] = {
-    "=": exp.EQ,
-    ">": exp.GT,
-    ">=": exp.GTE,
-    "<": exp.LT,
-    "<=": exp.LTE,
-}
