@@ -50,5 +50,9 @@ BELONGING_WORDS = frozenset({"belong", "belongs", "located", "based", "affiliate
 KEY_WORDS = frozenset({"id", "identifier"})
 # A fact's own head noun said after it: "the staff number", "the most staff members".
 FACT_HEADS = frozenset({"number", "member", "figure"})
+# Words that open a request for rows or values: "List the …", "What are the …".
+LISTING_OPENERS = frozenset(
+    {"what", "which", "list", "show", "give", "tell", "return", "provide", "find", "display"}
+)
 # Each value once: "the different cities", "distinct names".
 DISTINCT_WORDS = frozenset({"distinct", "unique", "different"})

@@ -145,7 +145,9 @@ def listed_rows(lens: Lens, question: str, values: DimensionValues) -> str | Non
     query = exp.select(
         *(exp.alias_(sqlglot.parse_one(sql, read=dialect), alias) for alias, sql in listing.columns)
     ).from_(exp.to_table(model.table, dialect=dialect))
-    bare = listing.plural and not (listing.noun or listing.rank_column or _names_its_row(listing))
+    bare = (listing.plural or bool(listing.filters)) and not (
+        listing.noun or listing.rank_column or _names_its_row(listing)
+    )  # "What country is Oslo in?": the value, once, however many rows hold Oslo
     reached = listing.values_of is not None and bool(listing.joins) and len(listing.columns) == 1
     if (
         listing.distinct

@@ -31,7 +31,10 @@ each.
 
 A question "what|which … are there" with a measure in it ("What grades of honey are
 there?") asks which values exist, not for the measure broken down by them: the
-one-measure grammar declines it (:func:`check_values_question`).
+one-measure grammar declines it (:func:`check_values_question`). So does a question
+that asks for a column's values of the rows a count metric is named by, with no word
+that aggregates: "What are the statuses of the orders in March 2024?", "What statuses
+do orders have?" ask for each order's status, not for orders counted per status.
 """
 
 from __future__ import annotations
@@ -46,7 +49,14 @@ from reconciler.assembly.retrieval import Mention, Retrieval
 from reconciler.assembly.text import tokenize
 from reconciler.lens import Lens, Model
 from reconciler.reading.ir import Declined, DeclineKind, Plan
-from reconciler.reading.lex import DISTINCT_WORDS
+from reconciler.reading.lex import (
+    AGGREGATE_WORDS,
+    ASCENDING,
+    DESCENDING,
+    DISTINCT_WORDS,
+    LISTING_OPENERS,
+    SHARE_WORDS,
+)
 from reconciler.reading.phrases.words import plural
 
 
@@ -159,3 +169,50 @@ def check_values_question(found: Retrieval) -> None:
             "not for a measure: ask for the values alone ('what <values> are there') or "
             "for the measure 'by' them",
         )
+    if (asked := _values_of_counted(found)) is not None:
+        column, rows = asked
+        raise Declined(
+            DeclineKind.AMBIGUOUS_READING,
+            f"'{column}' of '{rows}' asks for each row's value, not for a count per value: "
+            f"ask 'how many {rows} per …' for counts, or 'show the … of each …' for the rows",
+        )
+
+
+# Words that make "the statuses of the orders" a measure: "the number of orders …".
+_MEASURING = frozenset(
+    {"how", "many", "much", *AGGREGATE_WORDS, *DESCENDING, *ASCENDING, *SHARE_WORDS}
+)
+_LEADING = frozenset({"are", "is", "were", "was", "me", "us", "all", "the", "every"})
+_AFTER_OF = frozenset({"the", "all", "each", "every", "our"})
+
+
+def _values_of_counted(found: Retrieval) -> tuple[str, str] | None:
+    """``(column phrase, rows phrase)`` of a question asking for a plural column's
+    values of the rows a metric is named by (its own words: "orders"), with no
+    aggregating word ("What are the statuses of the orders …", "What statuses do
+    orders have?"), else ``None``."""
+    toks = found.tokens
+    if toks[:1] not in {(w,) for w in LISTING_OPENERS} or _MEASURING & set(toks):
+        return None
+    starts = {m.start: m for m in found.mentions}
+    at = 1
+    while at < len(toks) and toks[at] in _LEADING:
+        at += 1
+    column = starts.get(at)
+    if column is None or column.kind != "dimension" or not plural(found, column.end - 1):
+        return None
+    k = column.end
+    if toks[k : k + 1] == ("of",):
+        k += 1
+        while k < len(toks) and toks[k] in _AFTER_OF:
+            k += 1
+    elif toks[k : k + 1] in (("do",), ("did",), ("does",)):
+        k += 1
+    else:
+        return None
+    rows = starts.get(k)
+    if rows is None or rows.kind != "metric":
+        return None
+    return " ".join(found.words[column.start : column.end]), " ".join(
+        found.words[rows.start : rows.end]
+    )
