@@ -126,7 +126,7 @@ from reconciler.reading.phrases.words import Reading, phrase_of, plural, read_gr
 from reconciler.reading.phrases.years import year_filter
 from reconciler.reading.resolve import paths
 from reconciler.reading.resolve.attributes import check_own_attribute, check_unreached_value
-from reconciler.reading.resolve.paths import one_path, plan_edges
+from reconciler.reading.resolve.paths import check_dated_through, one_path, plan_edges
 from reconciler.reading.resolve.zeros import check_empty_groups
 
 __all__ = ["TIER", "Declined", "Measure", "Plan", "compile_request", "parse", "render"]
@@ -514,9 +514,9 @@ def _time_column(
             DeclineKind.MISSING_IN_LENS,
             f"no single time dimension is reachable from model {base!r}",
         )
-    one_path(lens, base, candidates[0])
     col = lens.models[candidates[0]].time_dimension()
     assert col is not None
+    check_dated_through(lens, base, one_path(lens, base, candidates[0]), col.name)
     return candidates[0], col.name
 
 

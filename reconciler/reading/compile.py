@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping
 from datetime import date
 
 import sqlglot
@@ -51,7 +50,7 @@ from reconciler.assembly import memo as lensmemo
 from reconciler.assembly.joins import key_equalities
 from reconciler.assembly.lexicon import model_named
 from reconciler.lens import Join, Lens, Model
-from reconciler.reading.ir import Declined, DeclineKind, Measure, Plan, null_note
+from reconciler.reading.ir import Declined, DeclineKind, Measure, Plan, comparison, null_note
 from reconciler.reading.lex import PERCENT_WORDS
 from reconciler.reading.resolve.metricfilters import filter_clash
 from reconciler.reading.resolve.paths import (
@@ -72,15 +71,6 @@ _NUMERIC_TYPES = re.compile(
 
 
 _CONDITIONAL = (exp.Sum, exp.Avg, exp.Min, exp.Max, exp.Count)
-
-
-_COMPARISONS: Mapping[str, type[exp.Binary]] = {
-    "=": exp.EQ,
-    ">": exp.GT,
-    ">=": exp.GTE,
-    "<": exp.LT,
-    "<=": exp.LTE,
-}
 
 
 class _Renderer:
@@ -210,10 +200,7 @@ class _Renderer:
         for model, dim in plan.flags:
             conditions.append(self.column(model, dim).eq(exp.true()))
         for model, fact, op, number in plan.bounds:
-            compare = _COMPARISONS[op]
-            conditions.append(
-                compare(this=self.column(model, fact), expression=exp.Literal.number(number))
-            )
+            conditions.append(comparison(self.column(model, fact), op, number))
         if conditions:
             # A value filter restating a metric's own (filter_clash lets only that
             # through) is the same condition: written once.

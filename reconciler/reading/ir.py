@@ -146,7 +146,7 @@ class Plan:
         joined: plans of measures on other models, with the same keys, filters and
             period; each is aggregated apart, then stacked and grouped on the keys.
         bounds: ``(model, fact, operator, whole number)`` comparison filters
-            ("with amount more than 100").
+            ("with amount more than 100"; :func:`comparison`).
         order: ``(output column, descending)`` an ordering phrase asked for
             ("sorted by region"), first in the ORDER BY; the other keys break ties.
         bucket_at: how many breakdown columns come before the time bucket
@@ -275,6 +275,27 @@ def _day(day: Day) -> str:
         return "-inf" if day == date.min else "+inf" if day == date.max else day.isoformat()
     unit = f"{day.unit}(today)" if day.unit else "today"
     return unit if day.n == 0 else f"{unit}{day.n:+d} {day.step}"
+
+
+_COMPARISONS: Mapping[str, type[exp.Binary]] = {
+    ">": exp.GT,
+    ">=": exp.GTE,
+    "<": exp.LT,
+    "<=": exp.LTE,
+    "=": exp.EQ,
+}
+
+
+def comparison(column: exp.Expr, op: str, number: str) -> exp.Expr:
+    """``column <op> <number>``: the condition of one comparison a reading carries.
+
+    ``op`` is ``>``, ``>=``, ``<``, ``<=``, ``=``, or ``in`` with ``number`` the whole
+    numbers joined by commas ("whose birth year is either 1948 or 1949": ``in``,
+    ``1948,1949``). ``column`` is used as given (copy it to reuse it).
+    """
+    if op == "in":
+        return column.isin(*(exp.Literal.number(n) for n in number.split(",")))
+    return _COMPARISONS[op](this=column, expression=exp.Literal.number(number))
 
 
 def null_note(column: str, value: str) -> str:

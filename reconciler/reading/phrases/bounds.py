@@ -126,7 +126,7 @@ def split_bounds(
     cut: list[tuple[int, int]] = []
     bounds: list[Bound] = []
     for m in found.mentions:
-        facts = m.targets if m.kind == "fact" else m.facts
+        facts = m.targets if m.kind == "fact" or _integers(lens, m) else m.facts
         held = _held(lens, words, m)  # "the cars with 4 cylinders"
         if held is not None and not (cut and cut[-1][1] > held[0]):
             cut.append((held[0], m.end))
@@ -149,7 +149,8 @@ def split_bounds(
         after = m.end + 1 if words[m.end : m.end + 1] in (("of",), *_IS) else m.end
         read = _comparison(words, after)
         if read is None and after > m.end:
-            read = _equal(words, after)  # "with a population of 80000", "whose age is 30"
+            # "whose birth year is either 1948 or 1949"; "with a population of 80000"
+            read = _any_of(words, after) or _equal(words, after)
         if read is None or (read[0] < len(words) and stem(words[read[0]]) in GRAIN_WORDS):
             continue  # "over 30 days" is a window, not a bound
         end, conditions = read
@@ -183,19 +184,25 @@ def _measured(
     """Add to ``cut`` and ``bounds`` each comparative adjective that says which fact it
     compares ("older than 30": age, "taller than 200": height) followed by ``than`` and a
     whole number, no time unit after it, when the lens has a fact so named."""
-    for i, word in enumerate(words[:-2]):
-        if word not in _MEASURED or words[i + 1] != "than" or not words[i + 2].isdigit():
-            continue
-        if i + 3 < len(words) and stem(words[i + 3]) in GRAIN_WORDS:
-            continue
+    for i, word in enumerate(words[:-1]):
         if any(a <= i < b for a, b in cut):
             continue
-        noun, op = _MEASURED[word]
+        if word == "aged":  # "teachers aged 32", "aged over 30", "aged either 32 or 33"
+            noun = "age"
+            read = _comparison(words, i + 1) or _any_of(words, i + 1) or _equal(words, i + 1)
+        elif word in _MEASURED and words[i + 1 : i + 2] == ("than",):
+            noun, op = _MEASURED[word]
+            number = words[i + 2] if i + 2 < len(words) and words[i + 2].isdigit() else None
+            read = None if number is None else (i + 3, ((op, number),))
+        else:
+            continue
+        if read is None or (read[0] < len(words) and stem(words[read[0]]) in GRAIN_WORDS):
+            continue
         named = retrieve(lens, noun, values).mentions
         facts = tuple(t for m in named for t in (m.targets if m.kind == "fact" else m.facts))
         if facts:
-            cut.append((i, i + 3))
-            bounds.append(Bound(facts, ((op, words[i + 2]),), " ".join(words[i : i + 3])))
+            cut.append((i, read[0]))
+            bounds.append(Bound(facts, read[1], " ".join(words[i : read[0]])))
 
 
 def _held(
@@ -245,6 +252,30 @@ def _ahead(words: tuple[str, ...], start: int, end: int) -> tuple[tuple[str, str
     if end + 1 < len(words) and stem(words[end + 1]) in GRAIN_WORDS:
         return None
     return ((op, number),)
+
+
+def _any_of(words: tuple[str, ...], i: int) -> tuple[int, tuple[tuple[str, str], ...]] | None:
+    """``(index after it, the condition)`` of whole numbers joined by one "or" at ``i``,
+    "either" first or not ("either 32 or 33", "1948, 1949 or 1950": ``in``), else
+    ``None``."""
+    k = i + 1 if words[i : i + 1] == ("either",) else i
+    said: list[str] = []
+    ors = 0
+    while k < len(words) and words[k].isdigit():
+        said.append(words[k])
+        k += 1
+        if words[k : k + 1] == ("or",) and words[k + 1 : k + 2] and words[k + 1].isdigit():
+            ors += 1
+            k += 1
+    if len(said) < 2 or ors != 1 or words[k - 2] != "or":
+        return None
+    return k, (("in", ",".join(said)),)
+
+
+def _integers(lens: Lens, m: Mention) -> bool:
+    """Whether ``m`` is a dimension phrase whose every column is of an integer type
+    ("whose birth year is 1948": compared as a number, as a fact is)."""
+    return m.kind == "dimension" and bool(m.targets) and all(_integer(lens, t) for t in m.targets)
 
 
 def _equal(words: tuple[str, ...], i: int) -> tuple[int, tuple[tuple[str, str], ...]] | None:

@@ -35,7 +35,7 @@ from reconciler.assembly.grain import join_doubt
 from reconciler.assembly.joins import as_text, join_paths, keys_differ
 from reconciler.assembly.lexicon import DimensionValues
 from reconciler.lens import Join, Lens
-from reconciler.reading.ir import Declined, DeclineKind
+from reconciler.reading.ir import Declined, DeclineKind, comparison
 from reconciler.reading.today import Day, day_sql
 
 Edge = tuple[str, Join]
@@ -230,19 +230,9 @@ def conditions(
     return out
 
 
-# A comparison operator as the fast tier writes it → its sqlglot node.
-COMPARE: dict[str, type[exp.Binary]] = {
-    ">": exp.GT,
-    ">=": exp.GTE,
-    "<": exp.LT,
-    "<=": exp.LTE,
-    "=": exp.EQ,
-}
-
-
 def compared(lens: Lens, model: str, name: str, op: str, number: str) -> exp.Expr:
     """``<model>.<column name> <op> <number>``, the column qualified by the model's name
-    (``op`` one of ``>``, ``>=``, ``<``, ``<=``, ``=``; ``number`` a whole number)."""
+    (:func:`~reconciler.reading.ir.comparison`)."""
     sql = next(c.sql for c in lens.models[model].columns() if c.name == name)
     column = qualified(sql, model, lens.config.dialect)
-    return COMPARE[op](this=column, expression=exp.Literal.number(number))
+    return comparison(column, op, number)

@@ -15,9 +15,8 @@ import sqlglot
 from sqlglot import exp
 
 from reconciler.lens import Lens, Model
-from reconciler.reading.ir import Declined, DeclineKind
+from reconciler.reading.ir import Declined, DeclineKind, comparison
 from reconciler.reading.phrases.periods import Period
-from reconciler.reading.phrases.related import COMPARE
 from reconciler.reading.phrases.years import year_of
 from reconciler.reading.today import day_sql
 
@@ -68,9 +67,4 @@ def own_period(lens: Lens, model: Model, periods: list[Period]) -> list[exp.Expr
         )
     name, ops = year
     sql = next(c.sql for c in model.dimensions if c.name == name)
-    return [
-        COMPARE[op](
-            this=sqlglot.parse_one(sql, read=dialect), expression=exp.Literal.number(number)
-        )
-        for op, number in ops
-    ]
+    return [comparison(sqlglot.parse_one(sql, read=dialect), op, number) for op, number in ops]

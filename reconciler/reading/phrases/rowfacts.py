@@ -17,10 +17,9 @@ from sqlglot import exp
 from reconciler.assembly.lexicon import Target
 from reconciler.assembly.text import tokenize
 from reconciler.lens import Column, Lens, Model
-from reconciler.reading.ir import Declined, DeclineKind
+from reconciler.reading.ir import Declined, DeclineKind, comparison
 from reconciler.reading.phrases.bounds import Bound
 from reconciler.reading.phrases.naming import is_key
-from reconciler.reading.phrases.related import COMPARE
 
 
 def is_column(target: Target, model: Model, column: Column) -> bool:
@@ -54,12 +53,7 @@ def row_bounds(lens: Lens, model: Model, bounds: tuple[Bound, ...]) -> list[exp.
                 f"{bound.phrase!r} names several facts of {model.name}: {listed}",
             )
         for op, n in bound.conditions:
-            out.append(
-                COMPARE[op](
-                    this=sqlglot.parse_one(named[0].sql, read=dialect),
-                    expression=exp.Literal.number(n),
-                )
-            )
+            out.append(comparison(sqlglot.parse_one(named[0].sql, read=dialect), op, n))
     return out
 
 

@@ -53,6 +53,33 @@ def one_path(lens: Lens, base: str, target: str) -> tuple[tuple[str, Join], ...]
     return paths[0]
 
 
+def check_dated_through(
+    lens: Lens, base: str, path: tuple[tuple[str, Join], ...], date: str
+) -> None:
+    """Decline a period on ``base``'s rows taken from another model's date along
+    ``path``, unless each hop is the row's own parent: a many-to-one join on columns
+    of the joining model's primary key (an order line's ``order_id`` in its key makes
+    the order's date the line's). A production's director, a booking's room, a
+    customer's orders are other things, with dates of their own: "productions in
+    2024" is not "productions whose director was hired in 2024".
+
+    Raises:
+        Declined: ``MISSING_IN_LENS``, naming the date and the join it would go through.
+    """
+    for here, join in path:
+        keys = {k.lower() for k in lens.models[here].primary_key}
+        own = not isinstance(join, Reversal) and join.relationship != "one_to_many"
+        if own and keys and all(c.lower() in keys for c in join.on):
+            continue
+        target = path[-1][1].to
+        raise Declined(
+            DeclineKind.MISSING_IN_LENS,
+            f"model {base!r} has no date of its own: the period would apply to "
+            f"{target}.{date} (through {_route(base, path)}), which dates other rows; "
+            f"name that date to use it, or give {base!r} a time dimension",
+        )
+
+
 def _route(base: str, path: tuple[tuple[str, Join], ...]) -> str:
     """``papers←paper_datasets→datasets``: each hop's arrow in its declared direction."""
     out = base
