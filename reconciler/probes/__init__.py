@@ -2,7 +2,8 @@
 
 DESIGN §1 runtime gates. The pure gates of :mod:`reconciler.trust` read the SQL
 and the rows it returned; the tie and NULL-group gates (:mod:`reconciler.probes.cuts`) and
-the thinned-join gate (:mod:`reconciler.probes.thinning`) and the namesake gate
+the thinned-join gate (:mod:`reconciler.probes.thinning`), the undated-rows gate
+(:mod:`reconciler.probes.undated`) and the namesake gate
 (:mod:`reconciler.probes.namesakes`) need to see rows the query did
 not return, so each writes one probe query, capped at the lens's ``row_cap`` and
 run on the same read-only executor with the same timeout and pinned ``as_of``.
@@ -36,6 +37,7 @@ from reconciler.probes.namesakes import (
     namesake_probes,
 )
 from reconciler.probes.thinning import GATE_THINNED_JOIN, judge_thinning, thinning_probe
+from reconciler.probes.undated import GATE_UNDATED, judge_undated, undated_probe
 from reconciler.resultset import Executor, ResultSet
 from reconciler.trust import Evaluation, Execution
 
@@ -70,7 +72,8 @@ class Limits:
 
 
 def probe(ex: Execution, served: ResultSet, executor: Executor, limits: Limits) -> Probed:
-    """Run the tie, NULL-group, thinned-join and namesake probes on ``ex`` (module docstring).
+    """Run the tie, NULL-group, thinned-join, undated-rows and namesake probes on ``ex``
+    (module docstring).
 
     Args:
         ex: an execution that ran without error, of a generated or research route.
@@ -112,6 +115,17 @@ def probe(ex: Execution, served: ResultSet, executor: Executor, limits: Limits) 
         evaluations.append(
             matched if isinstance(matched, Evaluation) else judge_thinning(thinning, matched, ex)
         )
+    undated = undated_probe(ex.sql, ex.dialect) if ex.sql else None
+    if undated is not None:
+        counted = _probe_rows(executor, undated.probe_sql, limits, GATE_UNDATED)
+        dated = (
+            counted
+            if isinstance(counted, Evaluation)
+            else judge_undated(undated, counted, result or served, ex)
+        )
+        evaluations.append(dated)
+        if dated.passed and dated.detail and not isinstance(counted, Evaluation):
+            notes.append(dated.detail)
     namesakes = namesake_probes(ex.sql or "", ex.dialect, limits.labels)
     for namesake in namesakes:
         counted = _probe_rows(executor, namesake.probe_sql, limits, GATE_NAMESAKE)

@@ -8,6 +8,11 @@ filters ``booked_date``, not the model's default time dimension; a verb naming t
 dates declines as ambiguous, and so does one naming only a date of another model
 than the measured one). Without one it says nothing the count does not
 ("how many appointments were booked?") and is read as the plain verb it was before.
+
+A verb of that list naming no date ("How many bookings were made in 2024?") says the
+period is on the date of an event, but not which: on a model with one date that is the
+date, on one with several (``booked_at``, ``used_at``) the default is a guess — the
+question declines, naming the dates.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ def dated_verbs(
     """
     if not bucketed:
         return [d for d in dims if not _verb(found, d)]
+    _check_dateless_verb(lens, found, dims, base)
     kept: list[Mention] = []
     for d in dims:
         reached = paths.reachable(lens, base, d.targets) if _verb(found, d) else d.targets
@@ -49,6 +55,34 @@ def dated_verbs(
             )
         kept.append(d)
     return kept
+
+
+def _check_dateless_verb(lens: Lens, found: Retrieval, dims: list[Mention], base: str) -> None:
+    """Decline a period or grain with a date verb naming no date ("made") on a ``base``
+    with several dates, when no date is named (module docstring)."""
+    model = lens.models[base]
+    if len(model.time_dimensions) < 2 or any(d.kind == "time_dimension" for d in dims):
+        return
+    covered = found.covered()
+    verb = next(
+        (
+            w
+            for i, (w, t) in enumerate(zip(found.words, found.tokens, strict=True))
+            if t in DATE_VERBS and i not in covered
+        ),
+        None,
+    )
+    if verb is None:
+        return
+    default = model.time_dimension()
+    dates = ", ".join(
+        f"{c.name} (the default)" if c is default else c.name for c in model.time_dimensions
+    )
+    raise Declined(
+        DeclineKind.AMBIGUOUS_READING,
+        f"{verb!r} names no date of {base!r}, which has several ({dates}): say which date "
+        "the period is on, by its name or a synonym",
+    )
 
 
 def _verb(found: Retrieval, m: Mention) -> bool:
