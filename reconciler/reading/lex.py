@@ -54,5 +54,17 @@ FACT_HEADS = frozenset({"number", "member", "figure"})
 LISTING_OPENERS = frozenset(
     {"what", "which", "list", "show", "give", "tell", "return", "provide", "find", "display"}
 )
+# Irregular participles that "by" follows as the agent's word ("bookings made by
+# researchers"); a word ending in "-ed" is one too.
+PARTICIPLES = frozenset(
+    {
+        *("made", "paid", "sold", "done", "written", "taken", "given", "held", "run", "led"),
+        *("built", "bought", "taught", "sent", "spent", "won", "drawn", "driven", "shown"),
+        *("seen", "known", "chosen", "grown"),
+    }
+)
+# Verbs of a row coming to be: one stands for another in a date's description
+# ("when the booking was made" is when it was placed).
+CREATION_VERBS = frozenset({"made", "placed", "created", "booked", "recorded", "submitted"})
 # Each value once: "the different cities", "distinct names".
 DISTINCT_WORDS = frozenset({"distinct", "unique", "different"})

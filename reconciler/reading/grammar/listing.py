@@ -29,6 +29,7 @@ from reconciler.reading.phrases.labels import row_label
 from reconciler.reading.phrases.negation import Negations, check_placed, differs, gap, negations
 from reconciler.reading.phrases.nouns import EVERY, named_rows
 from reconciler.reading.phrases.ordering import Ordering, split_orders
+from reconciler.reading.phrases.rankings import check_value_ranked
 from reconciler.reading.phrases.relatedclauses import check_clause
 from reconciler.reading.phrases.restated import restate, split_restated
 from reconciler.reading.phrases.rowdates import own_period
@@ -41,6 +42,7 @@ from reconciler.reading.phrases.rowjoins import (
     with_joins,
 )
 from reconciler.reading.phrases.rowvalues import any_of, value_filters
+from reconciler.reading.phrases.verbs import is_date_verb
 from reconciler.reading.phrases.words import (
     Reading,
     check_row_count,
@@ -313,7 +315,11 @@ def _read_listing(lens: Lens, found: Retrieval, reading: Reading) -> _Listing | 
     listing = _Listing(negated=negations(found))
     _find_noun(lens, found, reading, listing)
     toks = found.tokens
-    starts = {m.start: m for m in found.mentions if m.start != (listing.noun or (-1,))[0]}
+    starts = {  # a verb naming a date ("What show sold the most seats?") shows no column
+        m.start: m
+        for m in found.mentions
+        if m.start != (listing.noun or (-1,))[0] and not is_date_verb(found, m)
+    }
     values = [m for m in found.mentions if m.kind == "value"]
     qualifiers = {
         id(d) for v in values for d in found.mentions if _qualifies(found, d, v, listing.negated)
@@ -351,6 +357,7 @@ def _read_listing(lens: Lens, found: Retrieval, reading: Reading) -> _Listing | 
         i += 1
     if reading.directions and listing.rank_key is None:
         return None
+    check_value_ranked(found, listing.rank_at, listing.rank_key, asked, listing.noun)
     if not asked and listing.rank_key is None and listing.noun is not None and listing.plural:
         asked.append(-1)  # "List all cartoons directed by Ben Jones": the rows' label
     if not asked and (listing.rank_key is None or listing.noun is None):

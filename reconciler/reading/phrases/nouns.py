@@ -19,7 +19,9 @@ phrase then names the model's rows, and the fast tier holds it to two rules:
 One reading is forced by the words: a plural noun of the measure's own model after
 ``of`` or ``for`` ("average capacity of stations", "… of all the stations") names the
 rows the figure is taken over, which are the measure's rows anyway: no breakdown, no
-filter (:func:`own_rows`).
+filter (:func:`own_rows`). A plural noun after a participle and ``by`` ("bookings made
+by researchers from Downtown") names who did it, not a breakdown, and declines; so does
+a value right after a breakdown word ("productions per director", 'Director' a role).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from reconciler.assembly.retrieval import Mention, Retrieval
 from reconciler.assembly.text import tokenize
 from reconciler.lens import Lens, Model
 from reconciler.reading.ir import Declined, DeclineKind, Plan
-from reconciler.reading.lex import NUMBER_WORDS
+from reconciler.reading.lex import NUMBER_WORDS, PARTICIPLES
 from reconciler.reading.phrases.words import plural, uninvited
 
 EVERY = frozenset({"every", "each"})
@@ -97,9 +99,18 @@ def check_noun_breakdowns(
     Raises:
         Declined: naming the phrase, its model and how to ask for the breakdown.
     """
+    _check_value_after_breakdown_word(found)
     nouns = noun_dimensions(lens)
     for mention in breakdowns:
         hits = [t for t in mention.targets if (t.model, t.name) in nouns]
+        if hits and _agent(found, mention):
+            said = " ".join(found.words[mention.start - 2 : mention.end])
+            raise Declined(
+                DeclineKind.AMBIGUOUS_READING,
+                f"{said!r} says who did it, not a breakdown: say 'by "
+                f"{found.words[mention.end - 1].rstrip('s')}' for one row each, or name "
+                f"which {hits[0].model} by a value of theirs",
+            )
         if hits and mention.start > 0 and found.tokens[mention.start - 1] == "per":
             word = " ".join(found.words[mention.start : mention.end])
             raise Declined(
@@ -120,6 +131,38 @@ def check_noun_breakdowns(
             f"{hits[0].name!r}: one row per {hits[0].model} (say 'by {phrase}'), or the "
             f"{hits[0].model} the figure is taken over?",
         )
+
+
+_PER_WORDS = frozenset({"per", "each", "every", "across"})
+
+
+def _check_value_after_breakdown_word(found: Retrieval) -> None:
+    """Decline a value right after "per", "each", "every" or "across" ("Number of
+    productions per director", 'Director' a value of the staff's role): a breakdown
+    word asks for one row per value of a column, and a value is no column."""
+    toks = found.tokens
+    for m in found.mentions:
+        k = m.start - 1
+        while k >= 0 and toks[k] == "the":
+            k -= 1
+        if m.kind == "value" and k >= 0 and toks[k] in _PER_WORDS:
+            said = " ".join(found.words[k : m.end])
+            column = ", ".join(sorted({f"{t.model}.{t.name}" for t in m.targets}))
+            raise Declined(
+                DeclineKind.AMBIGUOUS_READING,
+                f"{said!r}: {found.words[m.start]!r} is a value of {column}, not a column "
+                "to break down by: name the column, or filter on the value",
+            )
+
+
+def _agent(found: Retrieval, mention: Mention) -> bool:
+    """Whether ``mention`` is a plural noun after a participle and ``by`` ("made by
+    researchers", "booked by customers"): the rows' agent, not a breakdown."""
+    at = mention.start
+    if at < 2 or found.tokens[at - 1] != "by" or not plural(found, mention.end - 1):
+        return False
+    before = found.words[at - 2]
+    return before in PARTICIPLES or (before.endswith("ed") and len(before) > 4)
 
 
 _OWN_OPENERS = frozenset({"of", "for"})

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from reconciler.assembly.retrieval import Mention, Retrieval
 from reconciler.reading.ir import Declined, DeclineKind
 from reconciler.reading.phrases.words import Reading, check_row_count, plural
@@ -77,4 +79,30 @@ def check_which_have(found: Retrieval, breakdowns: list[Mention], ranked: object
             DeclineKind.AMBIGUOUS_READING,
             f"'which {words} have …' asks for the {words} that have some, not a figure per "
             f"{words}: ask '… by {words}' for the breakdown",
+        )
+
+
+def check_value_ranked(
+    found: Retrieval,
+    rank_at: int | None,
+    key: Mention | None,
+    shown: Sequence[Mention | int],
+    noun: tuple[int, int] | None,
+) -> None:
+    """Decline a listing of "What is the highest hourly rate of any instrument?": the
+    ranked fact ``key`` right after its ranking word (at ``rank_at``), every column
+    ``shown`` (mentions, or indices of a name word) after it, asks for the value as much
+    as for the rows holding it, unless the rows' ``noun`` names them.
+
+    Raises:
+        Declined: ``AMBIGUOUS_READING``, naming the ranked phrase.
+    """
+    if key is None or rank_at is None or key.start != rank_at + 1 or noun is not None:
+        return
+    if shown and all((a if isinstance(a, int) else a.start) > key.start for a in shown):
+        fact = " ".join(found.words[rank_at : key.end])
+        raise Declined(
+            DeclineKind.AMBIGUOUS_READING,
+            f"'the {fact} of …': the value itself, or the rows that hold it? Ask for "
+            f"the maximum or minimum, or 'which … has the {fact}'",
         )

@@ -9,18 +9,20 @@ dates declines as ambiguous, and so does one naming only a date of another model
 than the measured one). Without one it says nothing the count does not
 ("how many appointments were booked?") and is read as the plain verb it was before.
 
-A verb of that list naming no date ("How many bookings were made in 2024?") says the
-period is on the date of an event, but not which: on a model with one date that is the
-date, on one with several (``booked_at``, ``used_at``) the default is a guess — the
-question declines, naming the dates.
+A verb of that list naming no date ("How many bookings were made in 2024?") leaves
+the period on the model's default date, unless another of its dates says that verb in
+its description ("booked_at: when the booking was made"; one verb of a row coming to
+be stands for the others, "placed" for "made"): the lens then says the verb means that
+date, and the question declines naming both.
 """
 
 from __future__ import annotations
 
 from reconciler.assembly.retrieval import Mention, Retrieval
-from reconciler.assembly.text import DATE_VERBS
+from reconciler.assembly.text import DATE_VERBS, words
 from reconciler.lens import Lens
 from reconciler.reading.ir import Declined, DeclineKind
+from reconciler.reading.lex import CREATION_VERBS
 from reconciler.reading.resolve import paths
 
 
@@ -38,14 +40,14 @@ def dated_verbs(
             word ("revenue recorded")? Not one reading.
     """
     if not bucketed:
-        return [d for d in dims if not _verb(found, d)]
+        return [d for d in dims if not is_date_verb(found, d)]
     _check_dateless_verb(lens, found, dims, base)
     kept: list[Mention] = []
     for d in dims:
-        reached = paths.reachable(lens, base, d.targets) if _verb(found, d) else d.targets
+        reached = paths.reachable(lens, base, d.targets) if is_date_verb(found, d) else d.targets
         if not reached:
             continue  # it names no date of the rows measured: the plain verb
-        if _verb(found, d) and all(t.model != base for t in reached):
+        if is_date_verb(found, d) and all(t.model != base for t in reached):
             dates = ", ".join(sorted(f"{t.model}.{t.name}" for t in reached))
             raise Declined(
                 DeclineKind.AMBIGUOUS_READING,
@@ -58,34 +60,35 @@ def dated_verbs(
 
 
 def _check_dateless_verb(lens: Lens, found: Retrieval, dims: list[Mention], base: str) -> None:
-    """Decline a period or grain with a date verb naming no date ("made") on a ``base``
-    with several dates, when no date is named (module docstring)."""
+    """Decline a period or grain with a date verb naming no date ("made") when no date
+    is named and a date of ``base`` other than its default says it in its description
+    (module docstring)."""
     model = lens.models[base]
-    if len(model.time_dimensions) < 2 or any(d.kind == "time_dimension" for d in dims):
+    default = model.time_dimension()
+    if default is None or any(d.kind == "time_dimension" for d in dims):
         return
     covered = found.covered()
-    verb = next(
-        (
-            w
-            for i, (w, t) in enumerate(zip(found.words, found.tokens, strict=True))
-            if t in DATE_VERBS and i not in covered
-        ),
-        None,
-    )
-    if verb is None:
-        return
-    default = model.time_dimension()
-    dates = ", ".join(
-        f"{c.name} (the default)" if c is default else c.name for c in model.time_dimensions
-    )
-    raise Declined(
-        DeclineKind.AMBIGUOUS_READING,
-        f"{verb!r} names no date of {base!r}, which has several ({dates}): say which date "
-        "the period is on, by its name or a synonym",
-    )
+    verbs = {
+        w
+        for i, (w, t) in enumerate(zip(found.words, found.tokens, strict=True))
+        if t in DATE_VERBS and i not in covered
+    }
+    if verbs & CREATION_VERBS:
+        verbs |= CREATION_VERBS  # "placed" as much as "made": the row came to be
+    for col in model.time_dimensions:
+        said = verbs & set(words(col.description))
+        if col is not default and said:
+            raise Declined(
+                DeclineKind.AMBIGUOUS_READING,
+                f"{sorted(said)[0]!r} is how {base}.{col.name} is described, but the "
+                f"period would be on the default date {default.name}: say which date "
+                "the period is on, by its name or a synonym",
+            )
 
 
-def _verb(found: Retrieval, m: Mention) -> bool:
+def is_date_verb(found: Retrieval, m: Mention) -> bool:
+    """Whether ``m`` is one verb naming a date ("booked", "sold"): it says which date a
+    period is on, never a column to show."""
     return (
         m.kind == "time_dimension" and m.end - m.start == 1 and found.tokens[m.start] in DATE_VERBS
     )
