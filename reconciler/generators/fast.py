@@ -84,7 +84,7 @@ from collections.abc import Mapping
 from sqlglot.errors import SqlglotError
 
 from reconciler.assembly.grain import join_doubt
-from reconciler.assembly.lexicon import Target, model_nouns, person_dimensions
+from reconciler.assembly.lexicon import model_nouns
 from reconciler.assembly.request import GenerationRequest
 from reconciler.assembly.retrieval import Mention, Retrieval, counted_model, retrieve, time_models
 from reconciler.assembly.text import normalize
@@ -116,44 +116,28 @@ from reconciler.reading.phrases.negation import Negations, check_reach, gap, neg
 from reconciler.reading.phrases.nouns import check_noun_breakdowns, own_rows, with_row_keys
 from reconciler.reading.phrases.ordering import order_plan, split_ordering
 from reconciler.reading.phrases.periods import check_unit_phrases, earlier, first_day, spell_to_date
-from reconciler.reading.phrases.persons import with_person_keys
+from reconciler.reading.phrases.persons import who_ranks, with_person_keys
 from reconciler.reading.phrases.rankings import check_which_have, ranking
+from reconciler.reading.phrases.rowvalues import either
 from reconciler.reading.phrases.valueless import check_valueless
 from reconciler.reading.phrases.verbs import dated_verbs
 from reconciler.reading.phrases.weekdays import split_weekdays, with_weekdays
 from reconciler.reading.phrases.when import when
 from reconciler.reading.phrases.words import Reading, phrase_of, plural, read_grammar, uninvited
 from reconciler.reading.phrases.years import year_filter
-from reconciler.reading.resolve import paths
 from reconciler.reading.resolve.attributes import check_own_attribute, check_unreached_value
-from reconciler.reading.resolve.paths import check_dated_through, one_path, plan_edges
+from reconciler.reading.resolve.paths import (
+    check_dated_through,
+    one_path,
+    plan_edges,
+    resolve_target,
+)
 from reconciler.reading.resolve.zeros import check_empty_groups
 
 __all__ = ["TIER", "Declined", "Measure", "Plan", "compile_request", "parse", "render"]
 
 TIER = "fast"
 MAX_DIMENSIONS = 2
-
-
-def _resolve(lens: Lens, base: str, targets: tuple[Target, ...], what: str, phrase: str) -> Target:
-    """The one target reachable from ``base`` (through a safe join path), else decline."""
-    reachable = paths.reachable(lens, base, targets)
-    if not reachable:
-        one_path(lens, base, targets[0].model)
-    places = sorted({(t.model, t.name) for t in reachable})
-    if len(places) > 1:
-        listed = ", ".join(f"{m}.{n}" for m, n in places)
-        raise Declined(
-            DeclineKind.AMBIGUOUS_READING, f"{what} {phrase!r} is ambiguous: it could mean {listed}"
-        )
-    chosen = [t for t in reachable if (t.model, t.name) == places[0]]
-    if len({t.value for t in chosen}) > 1:
-        listed = ", ".join(repr(t.value) for t in chosen)
-        raise Declined(
-            DeclineKind.AMBIGUOUS_READING, f"{phrase!r} matches several stored values ({listed})"
-        )
-    one_path(lens, base, chosen[0].model)
-    return chosen[0]
 
 
 def _flags(
@@ -178,7 +162,7 @@ def _flags(
                 f"{phrase_of(found, f)!r} is a yes/no column; say which rows it describes "
                 f"(e.g. '{phrase_of(found, f)} {f.targets[0].model}')",
             )
-        chosen = _resolve(lens, base, targets, "flag", phrase_of(found, f))
+        chosen = resolve_target(lens, base, targets, "flag", phrase_of(found, f))
         if (chosen.model, chosen.name) not in flags:
             flags.append((chosen.model, chosen.name))
     return flags
@@ -304,7 +288,7 @@ def _bounded(lens: Lens, plan: Plan, bounds: tuple[Bound, ...]) -> Plan:
     each fact resolved from the plan's base along a safe join path."""
     out: list[tuple[str, str, str, str]] = []
     for bound in bounds:
-        chosen = _resolve(lens, plan.base, bound.facts, "fact", bound.phrase)
+        chosen = resolve_target(lens, plan.base, bound.facts, "fact", bound.phrase)
         out.extend((chosen.model, chosen.name, op, n) for op, n in bound.conditions)
     return dataclasses.replace(plan, bounds=tuple(out)) if out else plan
 
@@ -349,7 +333,7 @@ def _plan(
     breakdowns, plural_breakdown = split.places, split.plural
     breakdowns += [p for p in entity_breakdowns(lens, found, reading) if p not in breakdowns]
     if reading.who:
-        breakdowns = [_who(lens, base, breakdowns, reading)]
+        breakdowns = [who_ranks(lens, base, breakdowns, reading)]
         plural_breakdown = plural_breakdown or reading.who_plural
     if len(breakdowns) > MAX_DIMENSIONS:
         raise Declined(
@@ -407,9 +391,11 @@ def _value_filters(
     "segment Enterprise", "the city of Paris"), or one that is also the name of the value's
     model ("Enterprise customers"), qualifies the value instead of asking for a breakdown;
     so does one before a negated value ("whose segment is not Enterprise"). Two values of
-    one column decline, as does a value of two models one out of reach (attributes.py).
+    one column are any of them when joined by "or", else decline, as does a value of two
+    models one out of reach (attributes.py).
     """
     nouns = model_nouns(lens)
+    previous: dict[tuple[str, str], Mention] = {}  # the last value read of each column
     qualifiers: set[Mention] = set()
     filters: list[tuple[tuple[str, str, str], bool]] = []
     for v in (m for m in found.mentions if m.kind == "value"):
@@ -430,14 +416,15 @@ def _value_filters(
                     targets = narrowed
                     qualifiers.add(d)
         check_unreached_value(lens, base, targets, phrase := phrase_of(found, v), dims)
-        chosen = _resolve(lens, base, targets, "value", phrase)
+        chosen = resolve_target(lens, base, targets, "value", phrase)
         assert chosen.value is not None
         new = ((chosen.model, chosen.name, chosen.value), v.start in negated.values)
-        if any(f[:2] == new[0][:2] and (f, n) != new for f, n in filters):
-            raise Declined(
-                DeclineKind.AMBIGUOUS_READING,
-                f"several values of {chosen.model}.{chosen.name} are named",
-            )
+        if any(f[:2] == new[0][:2] and (f, n) != new for f, n in filters) and (
+            new[1] or not either(found, previous[new[0][:2]], v, negated)
+        ):  # "from state 'NY' or 'CA'": any of them (IN); any other pair: all, or any?
+            several = f"several values of {chosen.model}.{chosen.name} are named"
+            raise Declined(DeclineKind.AMBIGUOUS_READING, several)
+        previous[new[0][:2]] = v
         if new not in filters:
             filters.append(new)
     return filters, qualifiers
@@ -468,7 +455,7 @@ def _breakdowns(lens: Lens, found: Retrieval, base: str, dims: list[Mention]) ->
     out = _Breakdowns([], [], None, False)
     nouns = model_nouns(lens)
     for d in dims:
-        chosen = _resolve(lens, base, d.targets, "dimension", phrase_of(found, d))
+        chosen = resolve_target(lens, base, d.targets, "dimension", phrase_of(found, d))
         check_own_attribute(lens, base, chosen, phrase_of(found, d))
         place = (chosen.model, chosen.name)
         named = nouns.get(found.tokens[d.start : d.end])
@@ -518,32 +505,6 @@ def _time_column(
     assert col is not None
     check_dated_through(lens, base, one_path(lens, base, candidates[0]), col.name)
     return candidates[0], col.name
-
-
-def _who(
-    lens: Lens, base: str, breakdowns: list[tuple[str, str]], reading: Reading
-) -> tuple[str, str]:
-    """The person dimension an opening "who" ranks (the only breakdown it allows)."""
-    persons = person_dimensions(lens)
-    if not persons:
-        raise Declined(
-            DeclineKind.MISSING_IN_LENS,
-            "'who' asks for a person, but no dimension of the lens names one",
-        )
-    person = _resolve(lens, base, persons, "person", "who")
-    place = (person.model, person.name)
-    others = [f"{m}.{d}" for m, d in breakdowns if (m, d) != place]
-    if others:
-        raise Declined(
-            DeclineKind.UNSUPPORTED_CONSTRUCT,
-            f"'who' ranks {place[0]}.{place[1]}; it cannot also break down by {others[0]}",
-        )
-    if not reading.directions:
-        raise Declined(
-            DeclineKind.UNSUPPORTED_CONSTRUCT,
-            "'who' needs a ranking word (highest, most, lowest …)",
-        )
-    return place
 
 
 def _check_terms(lens: Lens, tokens: tuple[str, ...]) -> None:

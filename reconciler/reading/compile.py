@@ -393,10 +393,17 @@ class _Renderer:
         return outer.sql(dialect=self.dialect, pretty=True)
 
     def _values(self, plan: Plan) -> list[exp.Expr]:
-        """The plan's value filters (``=``) and negated ones (``<>``, a comment saying
-        that a NULL is left out: :mod:`reconciler.reading.phrases.negation`)."""
+        """The plan's value filters (``=``, ``IN`` for several values of one column) and
+        negated ones (``<>``, a comment saying that a NULL is left out:
+        :mod:`reconciler.reading.phrases.negation`)."""
+        said: dict[tuple[str, str], list[str]] = {}
+        for m, d, v in plan.filters:  # several values of one column: any of them
+            said.setdefault((m, d), []).append(v)
         out: list[exp.Expr] = [
-            self.column(m, d).eq(self._literal(m, d, v)) for m, d, v in plan.filters
+            self.column(m, d).eq(self._literal(m, d, vs[0]))
+            if len(vs) == 1
+            else self.column(m, d).isin(*(self._literal(m, d, v) for v in vs))
+            for (m, d), vs in said.items()
         ]
         for model, dim, value in plan.excluded:
             literal = self._literal(model, dim, value)

@@ -219,7 +219,12 @@ class Plan:
         keys += [f"key {m}.{c}" for m, c in self.hidden_keys]
         if keys:
             parts.append("by " + ", ".join(keys))
-        conditions = [f"{m}.{d}={v!r}" for m, d, v in self.filters]
+        said: dict[str, list[str]] = {}
+        for m, d, v in self.filters:
+            said.setdefault(f"{m}.{d}", []).append(repr(v))
+        conditions = [
+            f"{c}={vs[0]}" if len(vs) == 1 else f"{c} in ({','.join(vs)})" for c, vs in said.items()
+        ]
         conditions += [f"{m}.{d}<>{v!r}" for m, d, v in self.excluded]
         conditions += [f"{m}.{d}" for m, d in self.flags]
         conditions += [f"{m}.{f} {op} {n}" for m, f, op, n in self.bounds]

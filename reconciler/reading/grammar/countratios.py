@@ -213,6 +213,12 @@ def _conditions(
     for where, dim in side.flags:
         _own(side.base, where, dim)
         out.append(exp.column(dim).eq(exp.true()).sql(dialect=dialect))
+    columns = [(where, dim) for where, dim, _ in side.filters]
+    if len(set(columns)) < len(columns):
+        raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
+            "several values of one column on one side of a ratio: ask for each apart",
+        )
     for where, dim, value in side.filters:
         if (where, dim, value) in shared:
             continue

@@ -18,7 +18,9 @@ import dataclasses
 
 from reconciler.assembly.lexicon import person_dimensions
 from reconciler.lens import Lens
-from reconciler.reading.ir import Plan
+from reconciler.reading.ir import Declined, DeclineKind, Plan
+from reconciler.reading.phrases.words import Reading
+from reconciler.reading.resolve.paths import resolve_target
 
 
 def with_person_keys(lens: Lens, plan: Plan) -> Plan:
@@ -42,3 +44,35 @@ def with_person_keys(lens: Lens, plan: Plan) -> Plan:
         if (model, key[0]) not in plan.breakdowns and (model, key[0]) not in hidden:
             hidden.append((model, key[0]))
     return dataclasses.replace(plan, hidden_keys=tuple(hidden)) if hidden else plan
+
+
+def who_ranks(
+    lens: Lens, base: str, breakdowns: list[tuple[str, str]], reading: Reading
+) -> tuple[str, str]:
+    """``(model, dimension)`` of the person an opening "who" ranks, the only breakdown
+    it allows ("Who sold the most revenue in 2024?").
+
+    Raises:
+        Declined: no person dimension in the lens, another breakdown beside it, or no
+            ranking word.
+    """
+    persons = person_dimensions(lens)
+    if not persons:
+        raise Declined(
+            DeclineKind.MISSING_IN_LENS,
+            "'who' asks for a person, but no dimension of the lens names one",
+        )
+    person = resolve_target(lens, base, persons, "person", "who")
+    place = (person.model, person.name)
+    others = [f"{m}.{d}" for m, d in breakdowns if (m, d) != place]
+    if others:
+        raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
+            f"'who' ranks {place[0]}.{place[1]}; it cannot also break down by {others[0]}",
+        )
+    if not reading.directions:
+        raise Declined(
+            DeclineKind.UNSUPPORTED_CONSTRUCT,
+            "'who' needs a ranking word (highest, most, lowest …)",
+        )
+    return place

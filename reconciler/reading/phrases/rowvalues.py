@@ -44,7 +44,7 @@ def value_filters(
         assert value is not None
         said_not = v.start in negated.values
         if any(c.name == name for c, _ in (*filters, *excluded)) and (
-            said_not or not _either(found, previous[name], v, negated)
+            said_not or not either(found, previous[name], v, negated)
         ):
             raise Declined(
                 DeclineKind.AMBIGUOUS_READING,
@@ -83,7 +83,7 @@ def any_of(filters: list[tuple[Column, str]]) -> dict[Column, list[str]]:
     return out
 
 
-def _either(found: Retrieval, first: Mention, second: Mention, negated: Negations) -> bool:
+def either(found: Retrieval, first: Mention, second: Mention, negated: Negations) -> bool:
     """Whether two values of one column are joined by "or" ("directed by Ben Jones or
     Brandon Vietti", "either 32 or 33"): the rows with any of them."""
     return first.start not in negated.values and found.tokens[first.end : second.start] == ("or",)

@@ -15,6 +15,7 @@ import sqlglot
 from sqlglot import exp
 
 from reconciler.assembly.joins import Reversal, join_paths, related_paths
+from reconciler.assembly.lexicon import Target
 from reconciler.lens import Join, Lens
 from reconciler.reading.ir import Declined, DeclineKind, Measure, Plan
 
@@ -336,3 +337,31 @@ def per_base_row(
     if outer_keys:
         outer = outer.group_by(*(e.copy() for e, _ in outer_keys), copy=False)
     return outer, outer_keys
+
+
+def resolve_target(
+    lens: Lens, base: str, targets: tuple[Target, ...], what: str, phrase: str
+) -> Target:
+    """The one target of a phrase reachable from ``base`` (through a safe join path).
+
+    Raises:
+        Declined: none or several columns reachable, several stored values, or no
+            single join path (``what`` and ``phrase`` name the phrase).
+    """
+    found = reachable(lens, base, targets)
+    if not found:
+        one_path(lens, base, targets[0].model)
+    places = sorted({(t.model, t.name) for t in found})
+    if len(places) > 1:
+        listed = ", ".join(f"{m}.{n}" for m, n in places)
+        raise Declined(
+            DeclineKind.AMBIGUOUS_READING, f"{what} {phrase!r} is ambiguous: it could mean {listed}"
+        )
+    chosen = [t for t in found if (t.model, t.name) == places[0]]
+    if len({t.value for t in chosen}) > 1:
+        listed = ", ".join(repr(t.value) for t in chosen)
+        raise Declined(
+            DeclineKind.AMBIGUOUS_READING, f"{phrase!r} matches several stored values ({listed})"
+        )
+    one_path(lens, base, chosen[0].model)
+    return chosen[0]
