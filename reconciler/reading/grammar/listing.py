@@ -348,9 +348,7 @@ def _read_listing(lens: Lens, found: Retrieval, reading: Reading) -> _Listing | 
             i = listing.noun[1]
             continue
         if (period := next((p for p in reading.period_spans if p[0] == i), None)) is not None:
-            i = period[
-                1
-            ]  # the period's words (:func:`~reconciler.reading.phrases.rowdates.own_period`)
+            i = period[1]  # the period's words (phrases.rowdates.own_period)
             continue
         if not _free_word(listing, found, reading, i, asked):
             return None
@@ -396,13 +394,15 @@ def _find_noun(lens: Lens, found: Retrieval, reading: Reading, listing: _Listing
 
 
 def _rows_after_verb(lens: Lens, found: Retrieval, listing: _Listing, at: int) -> None:
-    """Read the phrase at ``at`` (past ``the``/``all``) as the listed rows when it spells
-    a model's noun, though a column's synonym covers it ("What citizenships are the
-    singers from?": the singers, not their names)."""
+    """Read the phrase at ``at`` (past ``the``/``all`` and a value) as the listed rows when
+    it spells a model's noun, though a column's synonym covers it ("What citizenships are
+    the singers from?": the singers, not their names; "the North Campus labs")."""
     toks = found.tokens
     while at < len(toks) and toks[at] in _DETERMINERS:
         at += 1  # "What countries do our ports belong to?"
     mention = next((m for m in found.mentions if m.start == at), None)
+    if mention is not None and mention.kind == "value":
+        mention = next((m for m in found.mentions if m.start == mention.end), None)
     if mention is None:
         return
     name = model_nouns(lens).get(toks[mention.start : mention.end])
