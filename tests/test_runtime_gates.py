@@ -239,3 +239,21 @@ def test_an_oracle_ordered_by_a_hidden_count_that_cuts_a_tie_is_ambiguous(
     assert result.outcome.value == outcome, result.detail
     if outcome == "correct" and "RANK()" in generated:
         assert "ambiguous oracle" in result.detail, result.detail
+
+
+def test_a_certified_cut_inside_a_tie_is_noted_never_repaired(duck_url: str) -> None:
+    """A certified answer is served as certified, its SQL and rows as a human wrote them;
+    its LIMIT falling inside a tie (three stores at 8 staff) is said in a note."""
+    resp = _ask(duck_url, {"question": "Which store is the runner-up by staff?", "sql": ""})
+    assert resp.route == "certified_answer" and resp.trust_state == "certified"
+    assert resp.result is not None and len(resp.result.rows) == 1
+    assert resp.sql is not None and resp.sql.rstrip().endswith("LIMIT 1")
+    assert any("cuts a tie: 3 rows tie within it and 1 are shown" in n for n in resp.notes)
+
+
+def test_a_certified_cut_with_no_tie_has_no_note(duck_url: str) -> None:
+    """A certified cut that no tie crosses is served with no tie note."""
+    resp = _ask(duck_url, {"question": "Which store is the best staffed?", "sql": ""})
+    assert resp.route == "certified_answer" and resp.trust_state == "certified"
+    assert resp.result is not None and resp.result.rows == (("Leith", 10),)
+    assert not any("cuts a tie" in n for n in resp.notes)

@@ -8,8 +8,9 @@ the thinned-join gate (:mod:`reconciler.probes.thinning`), the undated-rows gate
 not return, so each writes one probe query, capped at the lens's ``row_cap`` and
 run on the same read-only executor with the same timeout and pinned ``as_of``.
 
-:func:`probe` runs them on one execution of generated SQL (never on certified SQL:
-only a human certifies, and a certified answer is served as certified). A cut whose
+:func:`probe` runs them on one execution of generated SQL. Certified SQL is served as
+certified and never repaired (only a human certifies), but a cut of it that falls
+inside a tie is said in a note. A cut whose
 ties or NULL group can be repaired comes back as a new execution of the repaired
 SQL, with a note; every other finding is an evaluation. A probe that fails to run
 is recorded as a passed evaluation whose detail says so: the gate could not look,
@@ -85,8 +86,10 @@ def probe(ex: Execution, served: ResultSet, executor: Executor, limits: Limits) 
         The execution and result to serve, and the evaluations; never raises for
         a probe the warehouse refuses.
     """
-    if ex.sql is None or ex.error is not None or ex.route == "certified_answer":
+    if ex.sql is None or ex.error is not None:
         return Probed(ex, None, ())
+    if ex.route == "certified_answer":
+        return _certified_tie(ex, served, executor, limits)
     evaluations: list[Evaluation] = []
     notes: list[str] = []
     result: ResultSet | None = None
@@ -144,6 +147,27 @@ def probe(ex: Execution, served: ResultSet, executor: Executor, limits: Limits) 
             notes.append(named.detail or "")
         evaluations.append(named)
     return Probed(ex, result, tuple(evaluations), tuple(notes))
+
+
+def _certified_tie(ex: Execution, served: ResultSet, executor: Executor, limits: Limits) -> Probed:
+    """A certified answer as certified, with a note when its cut falls inside a tie: a
+    human wrote the SQL, so it is not repaired, but the pick is never silent."""
+    assert ex.sql is not None
+    cut = cut_of(ex.sql, ex.dialect)
+    if cut is None or not cut.keys or cut.offset or not needs_probe(cut, served):
+        return Probed(ex, None, ())
+    try:
+        rows = _run(executor, cut.probe_sql, limits)
+    except DstError:
+        return Probed(ex, None, ())
+    kept = judge(cut, served, rows, ex).repaired
+    if kept is None or len(kept.rows) <= len(served.rows):
+        return Probed(ex, None, ())
+    note = (
+        f"the certified answer's {cut.describe()} cuts a tie: {len(kept.rows)} rows tie "
+        f"within it and {len(served.rows)} are shown; re-certify it to show every tied row"
+    )
+    return Probed(ex, None, (Evaluation(GATE_TIE, True, "info", detail=note),), (note,))
 
 
 def _run_each(executor: Executor, namesake: Namesake, limits: Limits) -> ResultSet | None:
