@@ -90,12 +90,17 @@ STOPWORDS = stems(
     """a about across all am an and any are as at be been being break broken by can could
     did do does down during each every for from get give got group grouped had has have how
     i in into is it its list many me much my of on only or our overall per please see show
-    split tell that the their there these those to us was we were what when where which who
-    whose with would you your make placed made generated earned booked recorded sold"""
+    split tell that the their there these those to us use used uses using was we were what
+    exist exists when where which who whose with would you your make placed made generated
+    earned booked recorded sold"""
 )
 # The stopwords that are domain words, not grammar: a lens column or metric named by one
-# ("make" of a car) keeps its name; "how", "by" or "what" never name a lens phrase.
-DOMAIN_STOPWORDS = stems("make placed made generated earned booked recorded sold")
+# ("make" of a car, "land use") keeps its name; "how", "by" or "what" never name a lens
+# phrase. "Use" relates rows to what they have, as "have" does ("channels that use
+# English").
+DOMAIN_STOPWORDS = stems(
+    "make placed made generated earned booked recorded sold use used uses using"
+)
 # The verbs among them that may name a date ("booked in 2025"): ignorable only when no
 # time dimension of the lens shares their root (:func:`verb_root`), see
 # :func:`reconciler.assembly.lexicon.lexicon`.
