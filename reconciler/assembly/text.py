@@ -91,13 +91,13 @@ STOPWORDS = stems(
     did do does down during each every for from get give got group grouped had has have how
     i in into is it its list many me much my of on only or our overall per please see show
     split tell that the their there these those to us use used uses using was we were what
-    exist exists when where which who whose with would you your make placed made generated
-    earned booked recorded sold"""
+    exist exists occur occurs occurred happen happens happened when where which who whose
+    with would you your make placed made generated earned booked recorded sold"""
 )
 # The stopwords that are domain words, not grammar: a lens column or metric named by one
 # ("make" of a car, "land use") keeps its name; "how", "by" or "what" never name a lens
 # phrase. "Use" relates rows to what they have, as "have" does ("channels that use
-# English").
+# English"); "occur" and "happen" say no more than "are" ("concerts that occurred in 2014").
 DOMAIN_STOPWORDS = stems(
     "make placed made generated earned booked recorded sold use used uses using"
 )

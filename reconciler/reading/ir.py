@@ -227,7 +227,10 @@ class Plan:
         ]
         conditions += [f"{m}.{d}<>{v!r}" for m, d, v in self.excluded]
         conditions += [f"{m}.{d}" for m, d in self.flags]
-        conditions += [f"{m}.{f} {op} {n}" for m, f, op, n in self.bounds]
+        conditions += [
+            f"{m}.{f} {op} ({n})" if op == "in" else f"{m}.{f} {op} {n}"
+            for m, f, op, n in self.bounds
+        ]
         if self.weekdays and self.time is not None:
             days = ",".join(str(d) for d in self.weekdays)
             conditions.append(f"dow({self.time[0]}.{self.time[1]}) in ({days})")

@@ -460,7 +460,8 @@ def entity_count(lens: Lens, found: Retrieval, reading: Reading) -> Measure:
     Raises:
         Declined: no such phrase; the model has no ``primary_key``; a
             COUNT metric with filters lives on the model (the lens counts those
-            entities its own way); an aggregation word other than the opener.
+            entities its own way); an aggregation word other than the opener (and
+            "total" right before it: "the total count of teachers").
     """
     counted = counted_model(lens, found)
     if counted is None:
@@ -483,7 +484,7 @@ def entity_count(lens: Lens, found: Retrieval, reading: Reading) -> Measure:
                 f"mean it, or every {model} row?",
             )
     for pos, word in sorted(reading.aggregates.items()):
-        if pos != start:
+        if pos != start and not (word == "total" and pos == start - 1):  # "the total count of"
             raise Declined(DeclineKind.UNKNOWN_TERM, f"{word!r} does not fit a count of {model}")
     dialect = lens.config.dialect
     # A row of a composite key is one entity: its rows are counted, and a join that

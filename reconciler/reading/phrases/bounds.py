@@ -25,6 +25,10 @@ cylinders": ``cylinders > 4``, "that have at least 3 rooms": ``rooms >= 3``). A
 column of any other type ("with 30 mpg" on a double) keeps its words, so the
 question declines as before.
 
+"in" before an integer column's phrase and whole numbers joined by "or" after it name
+the rows so numbered: "students in grades 9 or 10" reads ``grade IN (9, 10)`` (one
+number, "in grade 10", is read as the column's value, as before).
+
 ``over``, ``above``, ``below`` and ``under`` may also stand *before* the fact, a
 whole number right after it and no introducer needed ("singers above age 20"); a
 comparative adjective names the fact it compares, when the lens has a fact so named:
@@ -131,6 +135,11 @@ def split_bounds(
         if held is not None and not (cut and cut[-1][1] > held[0]):
             cut.append((held[0], m.end))
             bounds.append(Bound(held[1], ((held[3], words[m.start - 1]),), held[2]))
+            continue
+        named = _named_in(lens, words, m)  # "students in grades 9 or 10"
+        if named is not None and not (cut and cut[-1][1] > m.start - 1):
+            cut.append((m.start - 1, named[0]))
+            bounds.append(Bound(m.targets, named[1], " ".join(words[m.start - 1 : named[0]])))
             continue
         ahead = _ahead(words, m.start, m.end)  # "singers above age 20"
         if facts and ahead is not None and not (cut and cut[-1][1] > m.start - 1):
@@ -270,6 +279,23 @@ def _any_of(words: tuple[str, ...], i: int) -> tuple[int, tuple[tuple[str, str],
     if len(said) < 2 or ors != 1 or words[k - 2] != "or":
         return None
     return k, (("in", ",".join(said)),)
+
+
+def _named_in(
+    lens: Lens, words: tuple[str, ...], m: Mention
+) -> tuple[int, tuple[tuple[str, str], ...]] | None:
+    """``(index after it, the condition)`` of "in" before an integer column's phrase and
+    whole numbers joined by "or" after it ("in grades 9 or 10"), no time unit following,
+    else ``None``."""
+    integer = m.kind in ("fact", "dimension") and bool(m.targets)
+    if m.start < 1 or words[m.start - 1] != "in" or not integer:
+        return None
+    if not all(_integer(lens, t) for t in m.targets):
+        return None
+    read = _any_of(words, m.end)
+    if read is None or (read[0] < len(words) and stem(words[read[0]]) in GRAIN_WORDS):
+        return None
+    return read
 
 
 def _integers(lens: Lens, m: Mention) -> bool:
