@@ -29,6 +29,7 @@ from reconciler.probes.cuts import (
     judge,
     needs_probe,
     null_group_note,
+    null_groups,
 )
 from reconciler.probes.namesakes import (
     GATE_NAMESAKE,
@@ -40,7 +41,7 @@ from reconciler.probes.namesakes import (
 from reconciler.probes.thinning import GATE_THINNED_JOIN, judge_thinning, thinning_probe
 from reconciler.probes.undated import GATE_UNDATED, judge_undated, undated_probe
 from reconciler.resultset import Executor, ResultSet
-from reconciler.trust import Evaluation, Execution
+from reconciler.trust import Evaluation, Execution, RepairAction
 
 
 @dataclass(frozen=True)
@@ -107,11 +108,9 @@ def probe(ex: Execution, served: ResultSet, executor: Executor, limits: Limits) 
             if verdict.repaired is not None and verdict.repaired_sql is not None:
                 result = verdict.repaired
                 ex = replace(ex, sql=verdict.repaired_sql, columns=result.columns, rows=result.rows)
-    elif cut is None:
-        note = null_group_note(ex, ex.dialect)
-        if note is not None:
-            notes.append(note)
-            evaluations.append(Evaluation(GATE_NULL_GROUP, True, "info", detail=note))
+    elif cut is None and (shown := _breakdown_nulls(ex, served)) is not None:
+        evaluations.append(shown)
+        notes += [shown.detail] if shown.passed else []
     thinning = thinning_probe(ex.sql, ex.dialect) if ex.sql else None
     if thinning is not None:
         matched = _probe_rows(executor, thinning.probe_sql, limits, GATE_THINNED_JOIN)
@@ -147,6 +146,27 @@ def probe(ex: Execution, served: ResultSet, executor: Executor, limits: Limits) 
             notes.append(named.detail or "")
         evaluations.append(named)
     return Probed(ex, result, tuple(evaluations), tuple(notes))
+
+
+def _breakdown_nulls(ex: Execution, served: ResultSet) -> Evaluation | None:
+    """The NULL-group gate on a breakdown: its NULL group shown and labelled (passed, the
+    note in the detail), or blocking when every group shown is the NULL group ("Cancelled
+    bookings by year" with no cancelled booking dated: one row, year NULL)."""
+    note = null_group_note(ex, ex.dialect)
+    groups = null_groups(ex, ex.dialect)
+    if note is None or groups is None:
+        return None
+    if groups[0] < len(served.rows):
+        return Evaluation(GATE_NULL_GROUP, True, "info", detail=note)
+    hint = f"break down by a column the rows have, not {groups[1]}"
+    return Evaluation(
+        GATE_NULL_GROUP,
+        False,
+        "blocking",
+        detail=f"every group has no value for {groups[1]}: the breakdown names none",
+        suggested_repair=hint,
+        repair_action=RepairAction("retry", ex.route, hint),
+    )
 
 
 def _certified_tie(ex: Execution, served: ResultSet, executor: Executor, limits: Limits) -> Probed:

@@ -406,14 +406,12 @@ def judge(cut: Cut, served: ResultSet, probe: ResultSet, ex: Execution) -> Judge
     return Judgement((tie_eval, null_eval))
 
 
-def null_group_note(ex: Execution, dialect: str) -> str | None:
-    """The note for a breakdown (a grouped query with no cut) that shows its NULL group.
+def null_groups(ex: Execution, dialect: str) -> tuple[int, str] | None:
+    """``(how many served rows are the NULL group, its key columns)`` of a breakdown (a
+    grouped query with no cut) that shows its NULL group, else ``None``.
 
     A ``SELECT DISTINCT`` list of values is such a breakdown too, grouped by every
     column it shows ("the distinct specialties": a NULL among them is no specialty).
-
-    Returns ``"1 group has no value for <columns>; it is shown as NULL (the rows
-    whose key is missing)"`` when a served row's every group key is NULL, else ``None``.
     """
     if ex.sql is None or not ex.rows:
         return None
@@ -438,7 +436,17 @@ def null_group_note(ex: Execution, dialect: str) -> str | None:
     count = sum(1 for row in ex.rows if all(row[i] is None for i in entities))
     if not count:
         return None
-    named = ", ".join(ex.columns[i] for i in entities)
+    return count, ", ".join(ex.columns[i] for i in entities)
+
+
+def null_group_note(ex: Execution, dialect: str) -> str | None:
+    """The note for a breakdown that shows its NULL group (:func:`null_groups`):
+    ``"1 group has no value for <columns>; it is shown as NULL (the rows whose key is
+    missing)"``, else ``None``."""
+    found = null_groups(ex, dialect)
+    if found is None:
+        return None
+    count, named = found
     return (
         f"{count} group has no value for {named}; it is shown as NULL "
         "(the rows whose key is missing)"
