@@ -140,6 +140,31 @@ def test_transpile_carries_duckdb_dates_over_and_leaves_one_dialect_alone() -> N
         guard.transpile(PIVOTED.split("|\n", 1)[1].split("status: active")[0], "duckdb", "postgres")
 
 
+TRY_CASTS = (
+    "SELECT TRY_CAST(v AS DOUBLE) AS d, TRY_CAST(v AS INTEGER) AS i, TRY_CAST(v AS DATE) AS t "
+    "FROM (VALUES ('71'), ('null'), (' 3.5 '), ('-2e3'), (NULL), ('.5')) AS t(v)"
+)
+
+
+def test_try_cast_to_a_number_gives_null_on_postgresql_as_on_duckdb() -> None:
+    """sqlglot writes DuckDB's TRY_CAST as CAST for PostgreSQL, which fails on 'null';
+    transpiled, a cast to a number gives what DuckDB gives (NULL, rounding to integers)."""
+    import duckdb
+    import sqlalchemy as sa
+
+    engine = pg.admin_or_skip()
+    numbers = TRY_CASTS.replace(", TRY_CAST(v AS DATE) AS t", "")
+    sql = guard.transpile(numbers, "duckdb", "postgres")
+    assert "TRY_CAST" not in sql and "CASE WHEN" in sql
+    try:
+        with engine.connect() as conn:
+            got = [tuple(r) for r in conn.execute(sa.text(sql))]
+    finally:
+        engine.dispose()
+    assert got == duckdb.sql(numbers).fetchall()
+    assert "CAST(v AS DATE) AS t" in guard.transpile(TRY_CASTS, "duckdb", "postgres")
+
+
 def test_decimal_cells_are_json_numbers() -> None:
     result = ResultSet(("n", "x", "d"), ((Decimal("32418"), Decimal("12.50"), None),))
     assert result.preview()["rows"] == [[32418, 12.5, None]]
