@@ -202,14 +202,11 @@ def _values_of_counted(found: Retrieval) -> tuple[str, str] | None:
     if column is None or column.kind != "dimension" or not plural(found, column.end - 1):
         return None
     k = column.end
-    if toks[k : k + 1] == ("of",):
-        k += 1
-        while k < len(toks) and toks[k] in _AFTER_OF:
-            k += 1
-    elif toks[k : k + 1] in (("do",), ("did",), ("does",)):
-        k += 1
-    else:
+    if toks[k : k + 1] not in (("of",), ("do",), ("did",), ("does",)):
         return None
+    k += 1
+    while k < len(toks) and toks[k] in _AFTER_OF:
+        k += 1  # "of all the orders", "do the bookings of Fatima Sato have"
     rows = starts.get(k)
     if rows is None or rows.kind != "metric":
         return None
