@@ -6,13 +6,15 @@ well-formed query that answers 0: the period cannot see the rows the question co
 and nothing in the result says so. The same holds for any date a share of the rows
 lacks: a period on it leaves those rows out, however it is spelled.
 
-:func:`undated_probe` finds, in a top-level SELECT reading FROM a table, the range
-conditions of its WHERE on one column against a date (``>=``, ``>``, ``<``, ``<=``,
-``BETWEEN``, the other side a date or timestamp literal or cast, no column) and writes
-one bounded query: the same FROM, joins and other conditions, counting the rows whose
+:func:`undated_probe` finds, in the SELECT reading FROM a table (the top one, or the
+one a ranking wraps), the range conditions of its WHERE on one column against a date
+(``>=``, ``>``, ``<``, ``<=``, ``BETWEEN``, the other side a date or timestamp literal or
+cast, no column), else the one date its GROUP BY buckets (``DATE_TRUNC``: "Which month
+had the most cancellations?"), and writes one bounded query: the same FROM, joins and
+other conditions (a test that the column is not NULL dropped), counting the rows whose
 column is NULL. :func:`judge_undated` blocks when the answer is empty or every number in
-it is 0 or NULL while such rows exist (the period, not the data, made it empty), and
-otherwise passes with a note giving how many rows the period could not date. Ranges on
+it is 0 or NULL while such rows exist (the date, not the data, made it empty), and
+otherwise passes with a note giving how many rows the date could not place. Ranges on
 two columns, or a WHERE that is not a conjunction at its top, leave the query unchecked.
 """
 
@@ -79,6 +81,53 @@ def _ranged(condition: exp.Expr) -> exp.Column | None:
     return None
 
 
+def _innermost(node: exp.Expr) -> exp.Select | None:
+    """The SELECT that reads the table: ``node``, or the one its FROM wraps (a ranking's
+    ``SELECT … FROM (SELECT … GROUP BY …) AS cut``), at most a few levels down."""
+    for _ in range(4):
+        while isinstance(node, exp.Subquery):
+            node = node.this
+        if not isinstance(node, exp.Select):
+            return None
+        source = node.args.get("from_")
+        if source is None or not isinstance(source.this, exp.Subquery):
+            return node
+        node = source.this
+    return None
+
+
+def _grouped(select: exp.Select, key: exp.Expr) -> exp.Expr:
+    """The expression a GROUP BY key stands for: a position or an output name is the
+    select list's expression (``GROUP BY 1``, ``GROUP BY month``)."""
+    shown = select.expressions
+    if isinstance(key, exp.Literal) and key.is_int and 0 < int(key.this) <= len(shown):
+        key = shown[int(key.this) - 1]
+    elif isinstance(key, exp.Column) and not key.table:
+        key = next((e for e in shown if e.alias_or_name == key.name and e is not key), key)
+    return key.this if isinstance(key, exp.Alias) else key
+
+
+def _not_null(condition: exp.Expr, column: str, dialect: str) -> bool:
+    """Whether ``condition`` only says ``column`` is not NULL (it leaves out the rows the
+    probe counts, so the probe drops it)."""
+    test = condition.this if isinstance(condition, exp.Not) else None
+    return (
+        isinstance(test, exp.Is)
+        and isinstance(test.expression, exp.Null)
+        and test.this.sql(dialect=dialect) == column
+    )
+
+
+def _bucketed(key: exp.Expr) -> exp.Column | None:
+    """The date column a GROUP BY key buckets (``DATE_TRUNC('month', used_at)``), or
+    ``None``."""
+    while isinstance(key, exp.Cast):
+        key = key.this
+    if isinstance(key, (exp.DateTrunc, exp.TimestampTrunc)) and isinstance(key.this, exp.Column):
+        return key.this
+    return None
+
+
 def _conjuncts(where: exp.Expr) -> list[exp.Expr]:
     node = where.this if isinstance(where, exp.Where) else where
     while isinstance(node, exp.Paren):
@@ -92,30 +141,36 @@ def _conjuncts(where: exp.Expr) -> list[exp.Expr]:
 def undated_probe(sql: str, dialect: str) -> Undated | None:
     """The undated-rows probe of ``sql``, or ``None`` when there is nothing to check.
 
-    ``None`` when the query does not parse, is not a top-level SELECT reading FROM a
-    table, or its WHERE bounds no column against a date, or bounds two (module
-    docstring).
+    ``None`` when the query does not parse, is not a SELECT reading FROM a table (at
+    its top, or inside the FROM of a ranking around it), or neither its WHERE bounds
+    one column against a date nor its GROUP BY buckets one date (module docstring).
     """
     try:
         node = shared_query(sql, dialect)  # read only: the probe is built from copies
     except UnsafeSqlError:
         return None
-    while isinstance(node, exp.Subquery):
-        node = node.this
-    if not isinstance(node, exp.Select):
+    select = _innermost(node)
+    if select is None:
         return None
-    source, where = node.args.get("from_"), node.args.get("where")
-    if source is None or not isinstance(source.this, exp.Table) or where is None:
+    source, where = select.args.get("from_"), select.args.get("where")
+    if source is None or not isinstance(source.this, exp.Table):
         return None
-    conditions = _conjuncts(where)
+    conditions = _conjuncts(where) if where is not None else []
     ranged = [(c, column) for c in conditions if (column := _ranged(c)) is not None]
-    if len({column.sql(dialect=dialect) for _, column in ranged}) != 1:
+    group = select.args.get("group")
+    keys = [_grouped(select, k) for k in (group.expressions if group is not None else [])]
+    dates = {c.sql(dialect=dialect): c for _, c in ranged} or {
+        c.sql(dialect=dialect): c for k in keys if (c := _bucketed(k)) is not None
+    }
+    if len(dates) != 1:
         return None
-    column = ranged[0][1]
+    column = next(iter(dates.values()))
+    named = column.sql(dialect=dialect)
+    ranged += [(c, column) for c in conditions if _not_null(c, named, dialect)]
     kept = [c.copy() for c in conditions if all(c is not r for r, _ in ranged)]
     body = exp.select(exp.alias_(exp.Count(this=exp.Star()), "dst_undated"))
     body.set("from_", source.copy())
-    body.set("joins", [j.copy() for j in node.args.get("joins") or []])
+    body.set("joins", [j.copy() for j in select.args.get("joins") or []])
     body = body.where(exp.and_(*kept, exp.Is(this=column.copy(), expression=exp.Null())))
     return Undated(column.sql(dialect=dialect), body.sql(dialect=dialect))
 
@@ -141,7 +196,7 @@ def judge_undated(
         return Evaluation(GATE_UNDATED, True, "info")
     detail = (
         f"{missing} row(s) the other conditions keep have no {undated.column}: "
-        "the period leaves them out"
+        "a period or a bucket of it leaves them out"
     )
     if not _nothing(served):
         return Evaluation(GATE_UNDATED, True, "info", detail=detail)
