@@ -125,7 +125,11 @@ from reconciler.reading.phrases.weekdays import split_weekdays, with_weekdays
 from reconciler.reading.phrases.when import when
 from reconciler.reading.phrases.words import Reading, phrase_of, plural, read_grammar, uninvited
 from reconciler.reading.phrases.years import year_filter
-from reconciler.reading.resolve.attributes import check_own_attribute, check_unreached_value
+from reconciler.reading.resolve.attributes import (
+    check_named_column,
+    check_own_attribute,
+    check_unreached_value,
+)
 from reconciler.reading.resolve.paths import (
     check_dated_through,
     one_path,
@@ -415,6 +419,8 @@ def _value_filters(
                 if narrowed:
                     targets = narrowed
                     qualifiers.add(d)
+                elif d.start == v.end and noun is None:  # "the Lakeside district"
+                    check_named_column(found, v, d)
         check_unreached_value(lens, base, targets, phrase := phrase_of(found, v), dims)
         chosen = resolve_target(lens, base, targets, "value", phrase)
         assert chosen.value is not None

@@ -12,14 +12,16 @@ than the measured one). Without one it says nothing the count does not
 A verb of that list naming no date ("How many bookings were made in 2024?") leaves
 the period on the model's default date, unless another of its dates says that verb in
 its description ("booked_at: when the booking was made"; one verb of a row coming to
-be stands for the others, "placed" for "made"): the lens then says the verb means that
-date, and the question declines naming both.
+be stands for the others, "placed" for "made"), or a word of the question shares its
+root with that date's name ("How many holds were fulfilled in 2024?", 'fulfilled' a
+status and ``fulfilled_at`` a date): the lens then says the word means that date, and
+the question declines naming both.
 """
 
 from __future__ import annotations
 
 from reconciler.assembly.retrieval import Mention, Retrieval
-from reconciler.assembly.text import DATE_VERBS, words
+from reconciler.assembly.text import DATE_VERBS, verb_root, words
 from reconciler.lens import Lens
 from reconciler.reading.ir import Declined, DeclineKind
 from reconciler.reading.lex import CREATION_VERBS
@@ -59,10 +61,15 @@ def dated_verbs(
     return kept
 
 
+# Words of a date's name that say only that it is a date ("fulfilled_at", "ship date").
+_DATE_WORDS = frozenset({"date", "dat", "at", "on", "time", "tim", "day", "timestamp"})
+
+
 def _check_dateless_verb(lens: Lens, found: Retrieval, dims: list[Mention], base: str) -> None:
-    """Decline a period or grain with a date verb naming no date ("made") when no date
-    is named and a date of ``base`` other than its default says it in its description
-    (module docstring)."""
+    """Decline a period or grain, no date named, when a date of ``base`` other than its
+    default says a date verb of the question in its description ("made"), or is named
+    by a word of the question read otherwise ("fulfilled", a status value, beside
+    ``fulfilled_at``) (module docstring)."""
     model = lens.models[base]
     default = model.time_dimension()
     if default is None or any(d.kind == "time_dimension" for d in dims):
@@ -75,12 +82,16 @@ def _check_dateless_verb(lens: Lens, found: Retrieval, dims: list[Mention], base
     }
     if verbs & CREATION_VERBS:
         verbs |= CREATION_VERBS  # "placed" as much as "made": the row came to be
+    roots = {verb_root(w): w for w in found.words}  # "fulfilled", read as a status value
     for col in model.time_dimensions:
         said = verbs & set(words(col.description))
-        if col is not default and said:
+        named = {verb_root(w) for text in (col.name, *col.synonyms) for w in words(text)}
+        echoed = sorted(roots[r] for r in (named - _DATE_WORDS) & roots.keys())
+        if col is not default and (said or echoed):
+            how = "is how {} is described" if said else "names {}"
             raise Declined(
                 DeclineKind.AMBIGUOUS_READING,
-                f"{sorted(said)[0]!r} is how {base}.{col.name} is described, but the "
+                f"{(sorted(said) or echoed)[0]!r} {how.format(f'{base}.{col.name}')}, but the "
                 f"period would be on the default date {default.name}: say which date "
                 "the period is on, by its name or a synonym",
             )

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from reconciler.assembly.lexicon import Target
-from reconciler.assembly.retrieval import Mention
+from reconciler.assembly.retrieval import Mention, Retrieval
 from reconciler.assembly.text import tokenize
 from reconciler.lens import Column, Lens
 from reconciler.reading.ir import Declined, DeclineKind
@@ -112,3 +112,20 @@ def check_unreached_value(
             f"{phrase!r} is a value of {listed}: say which one, with its column "
             f"(e.g. '{first.name.replace('_', ' ')} {phrase}')",
         )
+
+
+def check_named_column(found: Retrieval, value: Mention, column: Mention) -> None:
+    """Decline a value right before a column's phrase that does not hold it ("How many
+    stations are in the Lakeside district?", 'Lakeside' a station's name and no
+    district): the phrase says which column the value is of, and it is of none.
+
+    Raises:
+        Declined: ``UNKNOWN_TERM``, naming the value, the column and where it is stored.
+    """
+    said = " ".join(found.words[value.start : value.end])
+    named = " ".join(found.words[column.start : column.end])
+    stored = ", ".join(sorted({f"{t.model}.{t.name}" for t in value.targets}))
+    raise Declined(
+        DeclineKind.UNKNOWN_TERM,
+        f"{said!r} is not a value of {named!r} (it is stored in {stored})",
+    )
