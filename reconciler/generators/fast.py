@@ -113,7 +113,12 @@ from reconciler.reading.phrases.distinct import (
 from reconciler.reading.phrases.haveflags import have_flags
 from reconciler.reading.phrases.months import render
 from reconciler.reading.phrases.negation import Negations, check_reach, gap, negations
-from reconciler.reading.phrases.nouns import check_noun_breakdowns, own_rows, with_row_keys
+from reconciler.reading.phrases.nouns import (
+    check_counted_inside,
+    check_noun_breakdowns,
+    own_rows,
+    with_row_keys,
+)
 from reconciler.reading.phrases.ordering import order_plan, split_ordering
 from reconciler.reading.phrases.periods import check_unit_phrases, earlier, first_day, spell_to_date
 from reconciler.reading.phrases.persons import who_ranks, with_person_keys
@@ -316,6 +321,7 @@ def _plan(
     filters = [f for f, negative in valued if not negative]
     flags = [*_flags(lens, found, base, model_nouns(lens)), *had]
     counted = counted_model(lens, found)
+    check_counted_inside(lens, found, base)
     if counted is not None and measure.function != "count_distinct":
         words = " ".join(found.words[counted[0] : counted[2]])
         names = ", ".join(m.name for m in measures)

@@ -151,10 +151,26 @@ def existence_rows(lens: Lens, question: str, values: DimensionValues) -> str | 
     rows = _read_clause(lens, found, start, head.which, named, dropped)
     if rows is None or (rows.model == head.model and found.tokens[at] == "with"):
         return None  # "episodes with the episode 'Pilot'": a value of their own (a listing)
+    _check_parent_period(lens, head.model, rows)
     chosen = link(lens, head.model, rows.model, values)
     check_method(named, ordered, chosen)
     where = exists_clause(lens, chosen, _filters(lens, found, rows, values), rows.negated)
     return _render(lens, found, head, [where], bool(alphabetical))
+
+
+def _check_parent_period(lens: Lens, base: str, rows: _Rows) -> None:
+    """Decline a period on the related rows when they are each row's parent (a
+    many-to-one join from ``base``) and ``base`` has a date of its own: in "How many
+    trips were taken by riders on the Annual plan in 2023?" the year is the trips'
+    as much as the riders' signing up."""
+    model = lens.models[base]
+    parent = any(j.to == rows.model and j.relationship != "one_to_many" for j in model.joins)
+    if rows.span is not None and parent and model.time_dimensions:
+        raise Declined(
+            DeclineKind.AMBIGUOUS_READING,
+            f"the period bounds {rows.model!r}, each {base} row's own {rows.model} row, but "
+            f"{base!r} has a date of its own: which date is meant? Name it",
+        )
 
 
 def _reached(

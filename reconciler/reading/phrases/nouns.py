@@ -250,3 +250,27 @@ def with_row_keys(lens: Lens, plan: Plan) -> Plan:
         if (model, key) not in hidden:
             hidden.append((model, key))
     return dataclasses.replace(plan, hidden_keys=tuple(hidden))
+
+
+def check_counted_inside(lens: Lens, found: Retrieval, base: str) -> None:
+    """Decline "How many trips started at stations in University?" read as a count of
+    stations: "how many" right before a phrase of the lens (here a date, "trip started")
+    that opens with another model's noun counts that model's rows, not ``base``'s.
+
+    Raises:
+        Declined: ``AMBIGUOUS_READING``, naming the model counted and the one measured.
+    """
+    if found.tokens[:2] != ("how", "many"):
+        return
+    after = next((m for m in found.mentions if m.start == 2), None)
+    if after is None or after.kind in ("metric", "value"):
+        return
+    nouns = model_nouns(lens)
+    said = found.tokens[after.start : after.end]
+    counted = next((nouns[said[:n]] for n in range(len(said), 0, -1) if said[:n] in nouns), None)
+    if counted is not None and counted != base:
+        raise Declined(
+            DeclineKind.AMBIGUOUS_READING,
+            f"'how many {' '.join(found.words[2 : after.end])}' counts {counted}, but the "
+            f"measure is of {base}: which rows are counted?",
+        )
