@@ -26,6 +26,7 @@ from reconciler.probes.cuts import (
     GATE_NULL_GROUP,
     GATE_TIE,
     cut_of,
+    failed,
     judge,
     needs_probe,
     null_group_note,
@@ -41,7 +42,7 @@ from reconciler.probes.namesakes import (
 from reconciler.probes.thinning import GATE_THINNED_JOIN, judge_thinning, thinning_probe
 from reconciler.probes.undated import GATE_UNDATED, judge_undated, undated_probe
 from reconciler.resultset import Executor, ResultSet
-from reconciler.trust import Evaluation, Execution, RepairAction
+from reconciler.trust import Evaluation, Execution
 
 
 @dataclass(frozen=True)
@@ -158,15 +159,9 @@ def _breakdown_nulls(ex: Execution, served: ResultSet) -> Evaluation | None:
         return None
     if groups[0] < len(served.rows):
         return Evaluation(GATE_NULL_GROUP, True, "info", detail=note)
+    detail = f"every group has no value for {groups[1]}: the breakdown names none"
     hint = f"break down by a column the rows have, not {groups[1]}"
-    return Evaluation(
-        GATE_NULL_GROUP,
-        False,
-        "blocking",
-        detail=f"every group has no value for {groups[1]}: the breakdown names none",
-        suggested_repair=hint,
-        repair_action=RepairAction("retry", ex.route, hint),
-    )
+    return failed(GATE_NULL_GROUP, "blocking", detail, hint, ex)
 
 
 def _certified_tie(ex: Execution, served: ResultSet, executor: Executor, limits: Limits) -> Probed:

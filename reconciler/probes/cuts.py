@@ -368,7 +368,7 @@ def judge(cut: Cut, served: ResultSet, probe: ResultSet, ex: Execution) -> Judge
     null_eval = passed_null
     if nulls:
         detail = f"{cut.describe()} ranks a group whose key is NULL, which names no entity"
-        null_eval = _failed(GATE_NULL_GROUP, "blocking", detail, _NULL_HINT, ex)
+        null_eval = failed(GATE_NULL_GROUP, "blocking", detail, _NULL_HINT, ex)
     if not cut.keys:
         return Judgement((_unordered(cut, probe, ex), null_eval))
     ranks = [row[-1] for row in probe.rows]
@@ -402,7 +402,7 @@ def judge(cut: Cut, served: ResultSet, probe: ResultSet, ex: Execution) -> Judge
     tie_eval = passed_tie
     if tied:
         detail = notes[0].replace("; all are shown", "; the served rows are one pick of them")
-        tie_eval = _failed(GATE_TIE, "warning", detail, _TIE_HINT, ex)
+        tie_eval = failed(GATE_TIE, "warning", detail, _TIE_HINT, ex)
     return Judgement((tie_eval, null_eval))
 
 
@@ -490,7 +490,7 @@ def _offset_tie(cut: Cut, ranks: Sequence[Any], ex: Execution) -> Evaluation:
     if not edges:
         return Evaluation(GATE_TIE, True, "info")
     detail = f"{cut.describe()} cuts between tied {' and between '.join(edges)}"
-    return _failed(GATE_TIE, "warning", detail, _TIE_HINT, ex)
+    return failed(GATE_TIE, "warning", detail, _TIE_HINT, ex)
 
 
 def kept_a_tie(
@@ -551,7 +551,7 @@ def _within(pool: ResultSet, part: ResultSet) -> bool:
     return result.verdict is Verdict.MATCH or result.kinds == (DivergenceKind.MISSING_ROWS,)
 
 
-def _failed(gate: str, severity: Severity, detail: str, hint: str, ex: Execution) -> Evaluation:
+def failed(gate: str, severity: Severity, detail: str, hint: str, ex: Execution) -> Evaluation:
     """A failed evaluation whose repair retries the route with ``hint``."""
     return Evaluation(
         gate,

@@ -29,8 +29,9 @@ from sqlglot import exp
 
 from reconciler.errors import UnsafeSqlError
 from reconciler.guard import shared_query
+from reconciler.probes.cuts import failed
 from reconciler.resultset import ResultSet
-from reconciler.trust import Evaluation, Execution, RepairAction
+from reconciler.trust import Evaluation, Execution
 
 GATE_UNDATED = "undated_rows"
 
@@ -201,11 +202,4 @@ def judge_undated(
     if not _nothing(served):
         return Evaluation(GATE_UNDATED, True, "info", detail=detail)
     hint = f"put the period on a date those rows have, not {undated.column}"
-    return Evaluation(
-        GATE_UNDATED,
-        False,
-        "blocking",
-        detail=f"{detail}, and the answer is empty or 0 without them",
-        suggested_repair=hint,
-        repair_action=RepairAction("retry", ex.route, hint),
-    )
+    return failed(GATE_UNDATED, "blocking", f"{detail}, and the answer is empty or 0", hint, ex)
