@@ -455,6 +455,11 @@ def _located(
             fix=f"write {loc[-1]} as {_PATTERN_HINTS[str(loc[-1])]}",
         )
     msg = str(err.get("msg", "invalid value"))
+    if not loc and kind in ("model_type", "dict_type") and model is not None:
+        shape = ", ".join(known_keys(model, ()))  # "- question: …" where "cases:" was meant
+        return LensLoadError(
+            doc.path, f"{dotted}: {msg}", line=line, fix=f"write it as a mapping of: {shape}"
+        )
     return LensLoadError(
         doc.path,
         f"{dotted}: {msg}",
