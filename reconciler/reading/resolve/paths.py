@@ -166,9 +166,7 @@ def reversal_doubt(
     relates each row to the groups it belongs to (a paper to each of its authors).
     Into any other model it is read only from the base itself and only by counts of
     the base's rows, each kept once per group (the venues with papers in each year,
-    the courses offered in each semester: :func:`per_base_row`) — but never by a value
-    of the related rows ("How many stations are in Northfield?", 'Northfield' a district
-    of the riders of the stations' trips: the stations are not in it). Further out it
+    the courses offered in each semester: :func:`per_base_row`). Further out it
     relates a row to the values another entity's rows had (each ticket to every bike
     type its bike's rentals were recorded with, to every member who rode the bike),
     and a sum or average from the base would weigh a row once per related row's value
@@ -178,8 +176,7 @@ def reversal_doubt(
         if not isinstance(join, Reversal) or is_bridge(lens, join.to):
             continue
         measures = (plan.measure, *plan.extra)
-        valued = [f for f in (*plan.filters, *plan.excluded) if f[0] == target]
-        if at == 0 and all(_counts(lens, m) for m in measures) and not valued:
+        if at == 0 and all(_counts(lens, m) for m in measures):
             continue
         used = [
             f"{m}.{d}"
