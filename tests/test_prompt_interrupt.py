@@ -54,6 +54,7 @@ def _certify_and_press_ctrl_c(repo: Path, *, ignored: bool) -> tuple[int, bytes]
             if not pressed and PROMPT in out:
                 os.write(fd, b"\x03")  # Ctrl-C, as typed: the terminal sends SIGINT
                 pressed = True
+                deadline = max(deadline, time.monotonic() + 60)  # a slow start leaves it time
     finally:
         if time.monotonic() >= deadline:
             os.kill(pid, signal.SIGKILL)
